@@ -1,0 +1,317 @@
+//! The command line. `attenu-hook` with no arguments is hook mode; everything else is run by a
+//! person or the host. Exit codes: 0 success; 1 a check failed (an invalid bundle, a failed
+//! doctor check); 2 unusable input or usage. Hook mode has its own policy (see [`crate::hook`]).
+
+use crate::derive::{derive_project, Roster};
+use crate::evidence::{bundle, keys, verify};
+use crate::gate::reconcile;
+use crate::hook::time;
+use clap::{Parser, Subcommand};
+use serde_json::Value;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "attenu-hook",
+    version,
+    about = "Claude Code hook: derive each subagent's authority, deny what it does not hold, keep a signed hash-chained ledger",
+    long_about = "With no arguments, attenu-hook runs in hook mode: it reads one Claude Code hook event on stdin and answers on stdout. Wire it with the block in settings.snippet.json (or `attenu-hook install`)."
+)]
+pub struct Cli {
+    /// Print the permission sets derived from the project at DIR (default: .)
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".")]
+    pub derive: Option<PathBuf>,
+    /// With --derive: a readable table
+    #[arg(long, requires = "derive")]
+    pub human: bool,
+    /// With --derive: JSON even on a terminal
+    #[arg(long, requires = "derive", conflicts_with = "human")]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Write the signed evidence bundle(s) of a session
+    Export {
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        project: PathBuf,
+        /// Session id (default: the most recently written session)
+        #[arg(long)]
+        session: Option<String>,
+        /// Where to write the bundle (further chains get .chain<k> before the extension)
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Verify a bundle offline: integrity, monotonicity, containment, execution binding
+    Verify {
+        bundle: PathBuf,
+        /// The anchor public key to pin (anchor.pub, or 64 hex characters in a file)
+        #[arg(long = "pub", value_name = "FILE")]
+        pub_key: Option<PathBuf>,
+        /// The full report as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a new Ed25519 reviewer key (0600); prints its public key on the last line
+    Keygen {
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// Reconciliation markers left by outcomes that could not be recorded
+    Reconcile {
+        #[command(subcommand)]
+        action: ReconcileAction,
+    },
+    /// The decisions as a readable table
+    Log {
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        project: PathBuf,
+        #[arg(long)]
+        session: Option<String>,
+        /// Only this agent type ("main" for the main thread)
+        #[arg(long)]
+        agent: Option<String>,
+        /// Only denials (enforced or not)
+        #[arg(long)]
+        denied: bool,
+        /// One JSON object per line
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ReconcileAction {
+    /// Show open markers
+    List {
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        project: PathBuf,
+        /// Include resolved markers
+        #[arg(long)]
+        all: bool,
+    },
+    /// Close one marker with what was found
+    Resolve {
+        id: i64,
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        project: PathBuf,
+        #[arg(long, value_parser = ["executed", "not-executed", "unknown"])]
+        outcome: String,
+        #[arg(long)]
+        evidence: String,
+    },
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    if std::env::args_os().len() <= 1 {
+        return ExitCode::from(crate::hook::run() as u8);
+    }
+    let cli = Cli::parse();
+    ExitCode::from(run(cli) as u8)
+}
+
+fn fail(msg: impl std::fmt::Display) -> i32 {
+    eprintln!("attenu-hook: {msg}");
+    2
+}
+
+pub fn run(cli: Cli) -> i32 {
+    if let Some(dir) = &cli.derive {
+        return derive_cmd(
+            dir,
+            cli.human || (!cli.json && std::io::stdout().is_terminal()),
+        );
+    }
+    match cli.command {
+        None => fail("nothing to do; run without arguments only as a hook (see --help)"),
+        Some(Command::Export {
+            project,
+            session,
+            out,
+        }) => match bundle::export_session(&project, session.as_deref(), out.as_deref()) {
+            Ok(written) => {
+                for w in written {
+                    println!("{}", w.path.display());
+                }
+                0
+            }
+            Err(e) => fail(e),
+        },
+        Some(Command::Verify {
+            bundle,
+            pub_key,
+            json,
+        }) => verify::run(&bundle, pub_key.as_deref(), json),
+        Some(Command::Keygen { out }) => match keys::generate_to(&out) {
+            Ok(key) => {
+                eprintln!(
+                    "wrote {} (keep it where no agent can read it)",
+                    out.display()
+                );
+                println!("{}", crate::ledger::chain::hex(key.verifying().as_bytes()));
+                0
+            }
+            Err(e) => fail(e),
+        },
+        Some(Command::Reconcile { action }) => reconcile_cmd(action),
+        Some(Command::Log {
+            project,
+            session,
+            agent,
+            denied,
+            json,
+        }) => log_cmd(&project, session.as_deref(), agent.as_deref(), denied, json),
+    }
+}
+
+fn project_dir(dir: &Path) -> PathBuf {
+    let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    abs.ancestors()
+        .find(|a| a.join(".claude").is_dir())
+        .map(Path::to_path_buf)
+        .unwrap_or(abs)
+}
+
+fn derive_cmd(dir: &Path, human: bool) -> i32 {
+    if !dir.is_dir() {
+        return fail(format!("{} is not a directory", dir.display()));
+    }
+    let root = project_dir(dir);
+    let config = match crate::config::load(&root.join(".attenu")) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    match derive_project(&root, &config.agents) {
+        Ok(r) if human => {
+            print!("{}", human_roster(&root, &r));
+            0
+        }
+        Ok(r) => {
+            let mut doc = r.to_json();
+            doc["project"] = Value::from(root.display().to_string());
+            println!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
+            0
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// The `--derive --human` table.
+pub fn human_roster(root: &Path, r: &Roster) -> String {
+    let mut s = format!(
+        "project  {}\ndigest   {}\n\nsession root\n",
+        root.display(),
+        r.digest
+    );
+    for scope in &r.root {
+        s.push_str(&format!("  {scope}\n"));
+    }
+    let width = r
+        .agents
+        .keys()
+        .map(|k| k.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    s.push_str("\nagent");
+    s.push_str(&" ".repeat(width - 5 + 2));
+    s.push_str("scopes\n");
+    for (name, a) in &r.agents {
+        let scopes = match &a.invalid {
+            Some(why) => format!("(holds nothing: {why})"),
+            None if a.scopes.is_empty() => "(none)".into(),
+            None => a.scopes.iter().cloned().collect::<Vec<_>>().join(", "),
+        };
+        s.push_str(&format!("{name:<width$}  {scopes}\n"));
+    }
+    if !r.unrepresented.is_empty() {
+        s.push_str("\nunrepresented (argument-scoped rules, left to Claude Code)\n");
+        for u in &r.unrepresented {
+            s.push_str(&format!("  {u}\n"));
+        }
+    }
+    if !r.problems.is_empty() {
+        s.push_str("\nproblems\n");
+        for p in &r.problems {
+            s.push_str(&format!("  {p}\n"));
+        }
+    }
+    s
+}
+
+fn reconcile_cmd(action: ReconcileAction) -> i32 {
+    match action {
+        ReconcileAction::List { project, all } => {
+            match reconcile::list(&project.join(".attenu"), all) {
+                Ok(markers) if markers.is_empty() => {
+                    println!(
+                        "no {}reconciliation markers",
+                        if all { "" } else { "open " }
+                    );
+                    0
+                }
+                Ok(markers) => {
+                    println!(
+                        "{:<4} {:<24} {:<38} {:<28} {:<12} cause",
+                        "id", "time", "session", "tool_use_id", "tool"
+                    );
+                    for m in markers {
+                        println!(
+                            "{:<4} {:<24} {:<38} {:<28} {:<12} {}{}",
+                            m.id,
+                            time::rfc3339_ms(m.created_ms.max(0) as u64),
+                            m.session_id,
+                            m.tool_use_id.as_deref().unwrap_or("-"),
+                            m.tool,
+                            m.cause,
+                            m.outcome
+                                .map(|o| format!(" [resolved: {o}]"))
+                                .unwrap_or_default()
+                        );
+                    }
+                    0
+                }
+                Err(e) => fail(e),
+            }
+        }
+        ReconcileAction::Resolve {
+            id,
+            project,
+            outcome,
+            evidence,
+        } => match crate::gate::resolve_marker(&project, id, &outcome, &evidence) {
+            Ok(()) => {
+                println!("marker {id} resolved as {outcome}; the resolution is on the ledger");
+                0
+            }
+            Err(e) => fail(e),
+        },
+    }
+}
+
+fn log_cmd(
+    project: &Path,
+    session: Option<&str>,
+    agent: Option<&str>,
+    denied: bool,
+    json: bool,
+) -> i32 {
+    match crate::evidence::log::rows(project, session) {
+        Ok(rows) => {
+            let color = !json && std::io::stdout().is_terminal();
+            let rows: Vec<_> = rows
+                .into_iter()
+                .filter(|r| agent.is_none_or(|a| r.agent == a))
+                .filter(|r| !denied || r.decision == "DENY" || r.decision == "would-deny")
+                .collect();
+            print!("{}", crate::evidence::log::render(&rows, json, color));
+            0
+        }
+        Err(e) => fail(e),
+    }
+}

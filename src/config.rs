@@ -1,0 +1,160 @@
+//! `.attenu/config.toml` (or the recipe's `.attenu/config.json`).
+//!
+//! Every value is checked: an unknown key, a misspelt mode or a wrong type is an error that
+//! the hook answers with a deny. A typo must never silently turn enforcement off.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Deny what is outside the derived authority.
+    Enforce,
+    /// Evaluate and record what would be denied; deny nothing.
+    Shadow,
+    /// Record every call; deny nothing.
+    Observe,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Enforce => "enforce",
+            Mode::Shadow => "shadow",
+            Mode::Observe => "observe",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub mode: Mode,
+    /// Enforce for the main thread too (by default it is recorded, not enforced).
+    pub enforce_main_thread: bool,
+    /// Export the signed bundle at SubagentStop and SessionEnd.
+    pub export_on_stop: bool,
+    /// How long a hook process waits for the ledger lock before it denies.
+    pub lock_timeout_ms: u64,
+    /// The hook answers (with a deny if it must) before this much time has passed.
+    pub deadline_ms: u64,
+    /// Agent types the project does not declare in `.claude/agents/` (built-ins such as
+    /// `Explore`, plugin agents), each with the tool rules it may hold. Undeclared types not
+    /// named here hold nothing.
+    pub agents: BTreeMap<String, Vec<String>>,
+    pub gate: GateConfig,
+    pub privacy: PrivacyConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct GateConfig {
+    /// Scope patterns that need a host-signed authorization, for every caller.
+    pub require: Vec<String>,
+    /// Reviewer name → Ed25519 public key (64 hex characters).
+    pub reviewers: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct PrivacyConfig {
+    /// Store tool arguments raw in the ledger context (off: only salted commitments).
+    pub raw_capture: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            mode: Mode::Enforce,
+            enforce_main_thread: false,
+            export_on_stop: true,
+            lock_timeout_ms: 3000,
+            deadline_ms: 8000,
+            agents: BTreeMap::new(),
+            gate: GateConfig::default(),
+            privacy: PrivacyConfig::default(),
+        }
+    }
+}
+
+/// Loads the configuration of the project whose state directory is `attenu_dir`. No file means
+/// the defaults; an unreadable or invalid file is an error with a sentence that says what to fix.
+pub fn load(attenu_dir: &Path) -> Result<Config, String> {
+    let toml_path = attenu_dir.join("config.toml");
+    let json_path = attenu_dir.join("config.json");
+    let toml_text = read_optional(&toml_path)?;
+    let json_text = read_optional(&json_path)?;
+    let config = match (toml_text, json_text) {
+        (Some(_), Some(_)) => {
+            return Err(".attenu/ has both config.toml and config.json; keep one so there is no doubt which applies".into())
+        }
+        (Some(t), None) => toml::from_str::<Config>(&t).map_err(|e| format!(".attenu/config.toml is invalid: {}", one_line(&e.to_string())))?,
+        (None, Some(j)) => serde_json::from_str::<Config>(&j).map_err(|e| format!(".attenu/config.json is invalid: {e}"))?,
+        (None, None) => Config::default(),
+    };
+    validate(&config)?;
+    Ok(config)
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn read_optional(path: &Path) -> Result<Option<String>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+fn validate(c: &Config) -> Result<(), String> {
+    if c.lock_timeout_ms == 0 || c.lock_timeout_ms > 60_000 {
+        return Err("lock_timeout_ms must be between 1 and 60000".into());
+    }
+    if c.deadline_ms < 100 || c.deadline_ms > 600_000 {
+        return Err("deadline_ms must be between 100 and 600000".into());
+    }
+    for pattern in &c.gate.require {
+        if !crate::derive::scopes::in_grammar(pattern) {
+            return Err(format!("gate.require has '{pattern}', which is not a scope pattern (for example exec.bash or mcp.payments.*)"));
+        }
+    }
+    for (name, key) in &c.gate.reviewers {
+        if key.len() != 64 || crate::ledger::chain::unhex(key).is_none() {
+            return Err(format!(
+                "gate.reviewers.{name} must be a 64-hex Ed25519 public key"
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mode_typo_is_an_error_not_a_fallback() {
+        assert!(toml::from_str::<Config>("mode = \"enforcee\"").is_err());
+        assert!(toml::from_str::<Config>("enforce_main_thred = true").is_err());
+        assert!(
+            serde_json::from_str::<Config>(r#"{"mode":"shadow","enforce_main_thread":"yes"}"#)
+                .is_err()
+        );
+        assert_eq!(
+            toml::from_str::<Config>("mode = \"shadow\"").unwrap().mode,
+            Mode::Shadow
+        );
+        let c: Config = serde_json::from_str(
+            r#"{"mode":"observe","enforce_main_thread":true,"export_on_stop":false}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (c.mode, c.enforce_main_thread, c.export_on_stop),
+            (Mode::Observe, true, false)
+        );
+    }
+}

@@ -1,0 +1,337 @@
+//! The decision: a pure function of the derived roster, the configuration and the call.
+//!
+//! No I/O happens here. The hook edge reads the files, calls [`decide`], records the result
+//! and answers; tests call [`decide`] directly with hand-built rosters.
+
+use crate::config::{Config, Mode};
+use crate::derive::scopes::{canonical_tool, covers, scope_for_call};
+use crate::derive::Roster;
+use crate::reason::{Code, Reason};
+use serde_json::Value;
+use std::path::{Component, Path, PathBuf};
+
+/// Who made the call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Actor {
+    /// The session's main thread (no `agent_id`).
+    MainThread,
+    /// A subagent of this type (`agent_type`, with `agent_id` present).
+    Subagent(String),
+}
+
+/// One PreToolUse call, as the decision needs it.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    pub tool_name: &'a str,
+    pub tool_input: &'a Value,
+    pub agent_id: Option<&'a str>,
+    pub agent_type: Option<&'a str>,
+}
+
+/// What was decided, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub scope: String,
+    pub actor: Actor,
+    /// The declared agent whose node the decision is recorded on; `None` for the session root.
+    pub node_agent: Option<String>,
+    /// Whether the actor holds the scope (and the call passed self-protection).
+    pub held: bool,
+    /// Why it is not held (set exactly when `held` is false).
+    pub reason: Option<Reason>,
+    /// Whether a refusal is enforced (mode, main thread). Meaningless when `held`.
+    pub enforced: bool,
+}
+
+impl Decision {
+    /// Does Claude Code get a deny?
+    pub fn denies(&self) -> bool {
+        !self.held && self.enforced
+    }
+}
+
+/// Decides one call. `project_root` is used only to recognise the hook's own files.
+pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &Path) -> Decision {
+    let scope = scope_for_call(call.tool_name, call.tool_input);
+    // `agent_type` without `agent_id` is the main thread of a `--agent` session.
+    let actor = match call.agent_id {
+        Some(_) => Actor::Subagent(call.agent_type.unwrap_or("").to_string()),
+        None => Actor::MainThread,
+    };
+    let enforced = config.mode == Mode::Enforce
+        && match actor {
+            Actor::MainThread => config.enforce_main_thread,
+            Actor::Subagent(_) => true,
+        };
+    let missing = |code: Code| -> Reason {
+        let who = match &actor {
+            Actor::MainThread => "the session".to_string(),
+            Actor::Subagent(t) => format!("subagent '{t}'"),
+        };
+        let msg = match code {
+            Code::OutOfAuthority => format!(
+                "{} needs {scope}, which the project declares but not for {who}; add {} to its `tools` in .claude/agents/ if it should have it",
+                call.tool_name,
+                canonical_tool(call.tool_name)
+            ),
+            _ => format!(
+                "{} needs {scope}, which nothing in .claude/agents/ or .claude/settings.json declares, so {who} does not hold it",
+                call.tool_name
+            ),
+        };
+        Reason::new(code, msg)
+    };
+
+    let (node_agent, outcome) = match &actor {
+        Actor::MainThread => {
+            let held = roster.root.iter().any(|p| covers(p, &scope));
+            (
+                None,
+                if held {
+                    Ok(())
+                } else {
+                    Err(missing(Code::Unresolved))
+                },
+            )
+        }
+        Actor::Subagent(ty) => match roster.agents.get(ty) {
+            None => (
+                None,
+                Err(Reason::new(
+                    Code::UndeclaredAgent,
+                    if ty.is_empty() {
+                        "a subagent call arrived without an agent_type, so no permission set can apply; it holds nothing".to_string()
+                    } else {
+                        format!(
+                            "subagent type '{ty}' is not declared in .claude/agents/, so it holds nothing; declare it there, or name it under [agents] in .attenu/config.toml"
+                        )
+                    },
+                )),
+            ),
+            Some(agent) => {
+                let outcome = if let Some(why) = &agent.invalid {
+                    Err(Reason::new(
+                        Code::AgentDeclarationInvalid,
+                        format!("the declaration of subagent '{ty}' in {} cannot be used ({why}); it holds nothing until it is fixed", agent.source),
+                    ))
+                } else if agent.scopes.iter().any(|p| covers(p, &scope)) {
+                    self_protection(call, project_root).map_or(Ok(()), Err)
+                } else if roster.declared_anywhere(&scope) {
+                    Err(missing(Code::OutOfAuthority))
+                } else {
+                    Err(missing(Code::Unresolved))
+                };
+                (Some(ty.clone()), outcome)
+            }
+        },
+    };
+    match outcome {
+        Ok(()) => Decision {
+            scope,
+            actor,
+            node_agent,
+            held: true,
+            reason: None,
+            enforced,
+        },
+        Err(reason) => Decision {
+            scope,
+            actor,
+            node_agent,
+            held: false,
+            reason: Some(reason),
+            enforced,
+        },
+    }
+}
+
+/// Files a subagent may never write (and, for secrets, never read): the hook's state,
+/// the settings that wire the hook, and the hook itself.
+fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
+    let tool = canonical_tool(call.tool_name);
+    let protected = |p: &Path| -> Option<&'static str> {
+        let p = normalise(root, p);
+        let rel = p.strip_prefix(root).ok()?;
+        let mut comps = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned());
+        match (comps.next().as_deref(), comps.next().as_deref()) {
+            (Some(".attenu"), _) => {
+                Some("the hook's ledger, keys and configuration under .attenu/")
+            }
+            (Some(".claude"), Some("settings.json" | "settings.local.json")) => {
+                Some("the settings that wire the hook")
+            }
+            (Some(".claude"), Some("hooks")) => Some("the hook command itself"),
+            _ => None,
+        }
+    };
+    let path_of = |k: &str| {
+        call.tool_input
+            .get(k)
+            .and_then(Value::as_str)
+            .map(PathBuf::from)
+    };
+    let hit = match tool {
+        "Write" | "Edit" | "NotebookEdit" | "Read" => path_of("file_path")
+            .or_else(|| path_of("notebook_path"))
+            .and_then(|p| protected(&p)),
+        "Grep" | "Glob" => path_of("path")
+            .and_then(|p| protected(&p))
+            .filter(|w| w.contains(".attenu")),
+        "Bash" | "PowerShell" => {
+            let cmd = call
+                .tool_input
+                .get("command")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if cmd.contains(".attenu") {
+                Some("the hook's ledger, keys and configuration under .attenu/")
+            } else if cmd.contains(".claude/settings") || cmd.contains(".claude/hooks") {
+                Some("the settings and command that wire the hook")
+            } else if cmd.contains("attenu-hook")
+                && (cmd.contains("authorize") || cmd.contains("keygen"))
+            {
+                Some("host-only attenu-hook commands (authorize, keygen)")
+            } else {
+                None
+            }
+        }
+        _ => None,
+    };
+    hit.map(|what| {
+        Reason::new(
+            Code::SelfProtection,
+            format!(
+                "{} would touch {what}; subagents may not, so the record stays trustworthy",
+                call.tool_name
+            ),
+        )
+    })
+}
+
+/// Lexical normalisation: joins relative paths to `root` and folds `.` and `..`.
+fn normalise(root: &Path, p: &Path) -> PathBuf {
+    let joined = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        root.join(p)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::derive::{frontmatter, resolve, Declarations};
+    use serde_json::json;
+
+    fn roster() -> Roster {
+        let mut d = Declarations::default();
+        for (n, t) in [
+            ("reviewer", "Read, Grep, Glob"),
+            ("researcher", "Read, WebFetch"),
+        ] {
+            let text = format!("---\nname: {n}\ntools: {t}\n---\n");
+            d.agents.insert(
+                n.into(),
+                (
+                    format!("{n}.md"),
+                    frontmatter::parse_agent(&text).map_err(|e| e.message),
+                ),
+            );
+        }
+        resolve(d)
+    }
+
+    fn run(cfg: &Config, tool: &str, input: Value, agent: Option<&str>) -> Decision {
+        let call = Call {
+            tool_name: tool,
+            tool_input: &input,
+            agent_id: agent.map(|_| "a1"),
+            agent_type: agent,
+        };
+        decide(&roster(), cfg, &call, Path::new("/p"))
+    }
+
+    #[test]
+    fn the_seed_decisions() {
+        let c = Config::default();
+        assert!(run(&c, "Read", json!({"file_path": "/p/a"}), Some("reviewer")).held);
+        let w = run(&c, "Write", json!({"file_path": "/p/a"}), Some("reviewer"));
+        assert_eq!(
+            (w.denies(), w.reason.unwrap().code),
+            (true, Code::Unresolved)
+        );
+        let f = run(&c, "WebFetch", json!({}), Some("reviewer"));
+        assert_eq!(
+            (f.denies(), f.reason.unwrap().code),
+            (true, Code::OutOfAuthority)
+        );
+        assert!(run(&c, "WebFetch", json!({}), Some("researcher")).held);
+    }
+
+    #[test]
+    fn undeclared_agents_hold_nothing_and_the_main_thread_is_recorded() {
+        let c = Config::default();
+        let e = run(&c, "Read", json!({}), Some("Explore"));
+        assert_eq!(
+            (e.denies(), e.reason.unwrap().code),
+            (true, Code::UndeclaredAgent)
+        );
+        let m = run(&c, "Bash", json!({"command": "ls"}), None);
+        assert!(!m.held && !m.denies());
+        let strict = Config {
+            enforce_main_thread: true,
+            ..Config::default()
+        };
+        assert!(run(&strict, "Bash", json!({"command": "ls"}), None).denies());
+        assert!(run(&strict, "WebFetch", json!({}), None).held);
+    }
+
+    #[test]
+    fn shadow_and_observe_never_deny() {
+        for mode in [Mode::Shadow, Mode::Observe] {
+            let c = Config {
+                mode,
+                ..Config::default()
+            };
+            let d = run(&c, "Bash", json!({}), Some("reviewer"));
+            assert!(!d.held && !d.denies());
+        }
+    }
+
+    #[test]
+    fn self_protection_covers_state_settings_and_host_commands() {
+        let c = Config::default();
+        for (tool, input) in [
+            ("Read", json!({"file_path": "/p/.attenu/anchor.key"})),
+            (
+                "Read",
+                json!({"file_path": "/p/src/../.attenu/config.toml"}),
+            ),
+        ] {
+            let d = run(&c, tool, input, Some("reviewer"));
+            assert_eq!(d.reason.map(|r| r.code), Some(Code::SelfProtection));
+        }
+        assert!(
+            run(
+                &c,
+                "Read",
+                json!({"file_path": "/p/src/main.rs"}),
+                Some("reviewer")
+            )
+            .held
+        );
+    }
+}

@@ -1,0 +1,234 @@
+//! Subagent frontmatter: the YAML block between the `---` lines at the top of an agent file.
+//!
+//! Parsed with a real YAML parser, so quoting, comments, flow lists (`[Read, Grep]`) and block
+//! lists behave as YAML says. Only `name`, `tools`, `disallowedTools` and `description` are read;
+//! any other field is ignored and never treated as a grant.
+
+use yaml_rust2::{Yaml, YamlLoader};
+
+/// One agent file as declared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentFile {
+    pub name: String,
+    /// `None`: `tools` omitted, the agent inherits the session pool.
+    pub tools: Option<Vec<String>>,
+    pub disallowed: Vec<String>,
+}
+
+/// Why an agent file could not be read. `name` is set when the file still says which agent
+/// it meant to declare, so that agent can be held to nothing instead of disappearing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrontmatterError {
+    pub name: Option<String>,
+    pub message: String,
+}
+
+/// The frontmatter text of an agent file (without the `---` fences), or `None` when the file
+/// does not start with one. A UTF-8 BOM and CRLF line ends are accepted.
+pub fn frontmatter_block(text: &str) -> Result<&str, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = text.split_inclusive('\n');
+    let first = lines.next().unwrap_or("");
+    if first.trim_end() != "---" {
+        return Err("the file does not start with a `---` frontmatter block".into());
+    }
+    let start = first.len();
+    let mut pos = start;
+    for line in lines {
+        let t = line.trim_end();
+        if t == "---" || t == "..." {
+            return Ok(&text[start..pos]);
+        }
+        pos += line.len();
+    }
+    Err("the frontmatter block is not closed by a `---` line".into())
+}
+
+/// Parses an agent file's frontmatter.
+pub fn parse_agent(text: &str) -> Result<AgentFile, FrontmatterError> {
+    let block = frontmatter_block(text).map_err(|message| FrontmatterError {
+        name: None,
+        message,
+    })?;
+    let fail = |message: String| FrontmatterError {
+        name: guess_name(block),
+        message,
+    };
+    let docs = YamlLoader::load_from_str(block)
+        .map_err(|e| fail(format!("the frontmatter is not valid YAML: {e}")))?;
+    let doc = match docs.into_iter().next() {
+        Some(Yaml::Hash(h)) => h,
+        Some(_) | None => return Err(fail("the frontmatter is not a YAML mapping".into())),
+    };
+    let get = |key: &str| doc.get(&Yaml::String(key.into()));
+    let name = match get("name") {
+        Some(Yaml::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+        Some(Yaml::String(_)) | None => return Err(fail("the frontmatter has no `name`".into())),
+        Some(_) => return Err(fail("`name` is not a string".into())),
+    };
+    let named = |message: String| FrontmatterError {
+        name: Some(name.clone()),
+        message,
+    };
+    let tools = match get("tools") {
+        None => None,
+        Some(v) => Some(tool_list(v).map_err(|e| named(format!("`tools` {e}")))?),
+    };
+    let disallowed = match get("disallowedTools") {
+        None => vec![],
+        Some(v) => tool_list(v).map_err(|e| named(format!("`disallowedTools` {e}")))?,
+    };
+    Ok(AgentFile {
+        name,
+        tools,
+        disallowed,
+    })
+}
+
+/// A `tools`-style value: a comma or space separated string, or a YAML list of strings.
+/// `tools:` with no value is an empty list: an agent that holds nothing, the narrower reading.
+fn tool_list(v: &Yaml) -> Result<Vec<String>, String> {
+    match v {
+        Yaml::Null => Ok(vec![]),
+        Yaml::String(s) => Ok(split_rules(s)),
+        Yaml::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                match item {
+                    Yaml::String(s) => out.extend(split_rules(s)),
+                    other => {
+                        return Err(format!(
+                            "has an item that is not a string ({})",
+                            kind(other)
+                        ))
+                    }
+                }
+            }
+            Ok(out)
+        }
+        other => Err(format!("is {}, not a string or a list", kind(other))),
+    }
+}
+
+/// Splits `Read, Grep Bash(npm run lint)` into rules: commas and white space separate rules,
+/// except inside parentheses, where they belong to the rule's argument.
+pub fn split_rules(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut depth = 0usize;
+    for ch in s.chars() {
+        match ch {
+            '(' => {
+                depth += 1;
+                cur.push(ch);
+            }
+            ')' => {
+                depth = depth.saturating_sub(1);
+                cur.push(ch);
+            }
+            c if depth == 0 && (c == ',' || c.is_whitespace()) => {
+                if !cur.trim().is_empty() {
+                    out.push(cur.trim().to_string());
+                }
+                cur.clear();
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+fn kind(v: &Yaml) -> &'static str {
+    match v {
+        Yaml::Real(_) | Yaml::Integer(_) => "a number",
+        Yaml::String(_) => "a string",
+        Yaml::Boolean(_) => "a boolean",
+        Yaml::Array(_) => "a list",
+        Yaml::Hash(_) => "a mapping",
+        Yaml::Alias(_) => "an alias",
+        Yaml::Null => "null",
+        Yaml::BadValue => "an unreadable value",
+    }
+}
+
+/// The agent a broken block meant to declare, read from a plain `name: x` line.
+fn guess_name(block: &str) -> Option<String> {
+    block.lines().find_map(|l| {
+        let v = l
+            .strip_prefix("name:")?
+            .split(" #")
+            .next()?
+            .trim()
+            .trim_matches(['"', '\'']);
+        (!v.is_empty()).then(|| v.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(text: &str) -> AgentFile {
+        parse_agent(text).unwrap()
+    }
+
+    #[test]
+    fn string_flow_and_block_lists() {
+        assert_eq!(
+            ok("---\nname: r\ntools: Read, Grep Glob\n---\n")
+                .tools
+                .unwrap(),
+            ["Read", "Grep", "Glob"]
+        );
+        assert_eq!(
+            ok("---\nname: r\ntools: [Read, \"Grep\"]\n---\n")
+                .tools
+                .unwrap(),
+            ["Read", "Grep"]
+        );
+        assert_eq!(
+            ok("---\nname: r\ntools:\n  - Read\n  - 'Bash(npm run lint)'\n---\n")
+                .tools
+                .unwrap(),
+            ["Read", "Bash(npm run lint)"]
+        );
+    }
+
+    #[test]
+    fn quotes_comments_bom_crlf() {
+        let a = ok("\u{feff}---\r\nname: \"rev\" # the reviewer\r\ntools: Read # only reads\r\ndisallowedTools: 'Write'\r\n---\r\nbody\r\n");
+        assert_eq!(a.name, "rev");
+        assert_eq!(a.tools.unwrap(), ["Read"]);
+        assert_eq!(a.disallowed, ["Write"]);
+    }
+
+    #[test]
+    fn omitted_tools_inherit_and_empty_tools_hold_nothing() {
+        assert_eq!(
+            ok("---\nname: w\ndisallowedTools: WebFetch\n---\n").tools,
+            None
+        );
+        assert_eq!(ok("---\nname: w\ntools:\n---\n").tools, Some(vec![]));
+    }
+
+    #[test]
+    fn bad_declarations_name_their_agent() {
+        let e = parse_agent("---\nname: bad\ntools: {Read: yes}\n---\n").unwrap_err();
+        assert_eq!(e.name.as_deref(), Some("bad"));
+        let e = parse_agent("---\nname: broken\ntools: [Read\n---\n").unwrap_err();
+        assert_eq!(e.name.as_deref(), Some("broken"));
+        assert!(parse_agent("no frontmatter").unwrap_err().name.is_none());
+        assert!(parse_agent("---\nname: x\n").is_err());
+    }
+
+    #[test]
+    fn split_rules_keeps_arguments_together() {
+        assert_eq!(
+            split_rules("Bash(npm run lint), Read Agent(a, b)"),
+            ["Bash(npm run lint)", "Read", "Agent(a, b)"]
+        );
+    }
+}

@@ -1,0 +1,332 @@
+//! Tool names and declarations in scope space.
+//!
+//! Every scope this module produces matches the attenu-guard scope grammar
+//! (`^[a-z][a-z0-9_-]*(\.[a-z][a-z0-9_-]*)*\.([a-z][a-z0-9_-]*|\*)$`), whatever name the
+//! project or a payload uses: names outside it are encoded by [`segment`] rather than passed
+//! through, so one odd agent or tool name can never make a whole authority unreadable.
+
+use serde_json::Value;
+
+/// Built-in tools of Claude Code 2.1.332 and the scope each needs.
+pub const TOOL_SCOPES: &[(&str, &str)] = &[
+    ("Read", "fs.read"),
+    ("Glob", "fs.glob"),
+    ("Grep", "fs.grep"),
+    ("Write", "fs.write"),
+    ("Edit", "fs.edit"),
+    ("NotebookEdit", "fs.notebook_edit"),
+    ("Bash", "exec.bash"),
+    ("PowerShell", "exec.powershell"),
+    ("Monitor", "exec.monitor"),
+    ("WebFetch", "net.fetch"),
+    ("WebSearch", "net.search"),
+    ("TodoWrite", "session.todo"),
+    ("Skill", "session.skill"),
+    ("ToolSearch", "session.tool_search"),
+    ("AskUserQuestion", "session.ask_user"),
+    ("EnterPlanMode", "session.enter_plan_mode"),
+    ("ExitPlanMode", "session.exit_plan_mode"),
+    ("EnterWorktree", "session.enter_worktree"),
+    ("ExitWorktree", "session.exit_worktree"),
+    ("TaskCreate", "task.create"),
+    ("TaskGet", "task.get"),
+    ("TaskList", "task.list"),
+    ("TaskUpdate", "task.update"),
+    ("TaskStop", "task.stop"),
+    ("SendMessage", "agent.message"),
+    ("ListAgents", "agent.list"),
+    ("LSP", "code.lsp"),
+    ("CronCreate", "cron.create"),
+    ("CronDelete", "cron.delete"),
+    ("CronList", "cron.list"),
+    ("ListMcpResourcesTool", "mcp_resource.list"),
+    ("ReadMcpResourceTool", "mcp_resource.read"),
+];
+
+/// Legacy names Claude Code still resolves to a current tool.
+pub const ALIASES: &[(&str, &str)] = &[
+    ("Task", "Agent"),
+    ("KillShell", "TaskStop"),
+    ("KillBash", "TaskStop"),
+    ("MultiEdit", "Edit"),
+];
+
+/// The tool that spawns a subagent.
+pub const DELEGATION_TOOL: &str = "Agent";
+
+/// The subagent type Claude Code uses when an `Agent` call names none.
+pub const DEFAULT_SUBAGENT_TYPE: &str = "general-purpose";
+
+/// The canonical name of a tool, after legacy aliases.
+pub fn canonical_tool(name: &str) -> &str {
+    ALIASES
+        .iter()
+        .find(|(old, _)| *old == name)
+        .map(|(_, new)| *new)
+        .unwrap_or(name)
+}
+
+/// One scope segment for an arbitrary name. A name already in the grammar (lowercase, digits,
+/// `_`, `-`, starting with a letter, no `--`) is kept as it is; any other name becomes
+/// `x--` followed by the name with every byte outside `[a-z0-9_]` written as `-hh`. The mapping
+/// is injective: plain names never contain `--`, encoded ones always start with `x--`.
+pub fn segment(name: &str) -> String {
+    let plain = name
+        .as_bytes()
+        .first()
+        .is_some_and(|b| b.is_ascii_lowercase())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        && !name.contains("--");
+    if plain {
+        return name.to_string();
+    }
+    let mut out = String::with_capacity(name.len() * 2 + 3);
+    out.push_str("x--");
+    for b in name.bytes() {
+        if b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("-{b:02x}"));
+        }
+    }
+    out
+}
+
+/// The scope of a subagent type, as spawned through the `Agent` tool.
+pub fn delegate_scope(subagent_type: &str) -> String {
+    format!("agent.delegate.{}", segment(subagent_type))
+}
+
+/// `mcp__srv__tool` → `mcp.srv.tool`; `mcp__srv` and `mcp__srv__*` → `mcp.srv.*`;
+/// `mcp__*` and `mcp__` → `mcp.*`. `None` for a name that is not an MCP name.
+pub fn mcp_scope(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("mcp__")?;
+    if rest.is_empty() || rest == "*" {
+        return Some("mcp.*".into());
+    }
+    match rest.split_once("__") {
+        None => Some(format!("mcp.{}.*", segment(rest))),
+        Some((server, "")) | Some((server, "*")) => Some(format!("mcp.{}.*", segment(server))),
+        Some((server, tool)) => Some(format!("mcp.{}.{}", segment(server), segment(tool))),
+    }
+}
+
+/// The scope a live tool call is checked against. Total: a tool nobody knows gets a scope under
+/// `tool.` that nobody declared, so it is denied by default.
+pub fn scope_for_call(tool_name: &str, tool_input: &Value) -> String {
+    if let Some(s) = mcp_scope(tool_name) {
+        return s;
+    }
+    let tool = canonical_tool(tool_name);
+    if tool == DELEGATION_TOOL {
+        let ty = tool_input
+            .get("subagent_type")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .unwrap_or(DEFAULT_SUBAGENT_TYPE);
+        return delegate_scope(ty);
+    }
+    scope_for_tool_name(tool)
+}
+
+fn scope_for_tool_name(tool: &str) -> String {
+    TOOL_SCOPES
+        .iter()
+        .find(|(t, _)| *t == tool)
+        .map(|(_, s)| s.to_string())
+        .unwrap_or_else(|| format!("tool.{}", segment(tool)))
+}
+
+/// What one declared rule (`tools`, `disallowedTools`, `permissions.allow/deny`) means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Declared {
+    /// Exactly these scopes.
+    Scopes(Vec<String>),
+    /// `*`: every tool of the pool.
+    All,
+    /// An argument-scoped or unparseable rule: left to Claude Code, never widened or narrowed.
+    Unrepresented(String),
+}
+
+/// Reads one declared rule. Bare names and `Agent(a, b)` are represented exactly; a rule with
+/// arguments such as `Bash(npm run lint)` or `Read(./.env)` is [`Declared::Unrepresented`].
+pub fn declared(entry: &str) -> Declared {
+    let entry = entry.trim();
+    if entry.is_empty() {
+        return Declared::Scopes(vec![]);
+    }
+    if entry == "*" {
+        return Declared::All;
+    }
+    if let Some(s) = mcp_scope(entry) {
+        return Declared::Scopes(vec![s]);
+    }
+    let (name, args) = match entry.find('(') {
+        Some(open) if entry.ends_with(')') => (
+            entry[..open].trim(),
+            Some(&entry[open + 1..entry.len() - 1]),
+        ),
+        Some(_) => return Declared::Unrepresented(format!("{entry} (unparsed rule)")),
+        None => (entry, None),
+    };
+    let valid_name = name
+        .as_bytes()
+        .first()
+        .is_some_and(|b| b.is_ascii_alphabetic())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !valid_name {
+        return Declared::Unrepresented(format!("{entry} (unparsed rule)"));
+    }
+    let name = canonical_tool(name);
+    let args = args.map(str::trim).filter(|a| !a.is_empty());
+    if name == DELEGATION_TOOL {
+        return match args {
+            None => Declared::Scopes(vec!["agent.delegate.*".into()]),
+            Some(a) => Declared::Scopes(
+                a.split(',')
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .map(delegate_scope)
+                    .collect(),
+            ),
+        };
+    }
+    match args {
+        Some(_) => Declared::Unrepresented(entry.to_string()),
+        None => Declared::Scopes(vec![scope_for_tool_name(name)]),
+    }
+}
+
+/// Does `pattern` (a scope, or `prefix.*`) cover the concrete `scope`?
+pub fn covers(pattern: &str, scope: &str) -> bool {
+    if pattern == scope {
+        return true;
+    }
+    match pattern.strip_suffix('*') {
+        Some(prefix) if prefix.ends_with('.') => {
+            scope.starts_with(prefix) && scope.len() > prefix.len()
+        }
+        _ => false,
+    }
+}
+
+/// Does any of `held` cover `scope`?
+pub fn holds<'a>(held: impl IntoIterator<Item = &'a String>, scope: &str) -> bool {
+    held.into_iter().any(|p| covers(p, scope))
+}
+
+/// The scope grammar the reference verifier enforces.
+pub fn in_grammar(scope: &str) -> bool {
+    let segs: Vec<&str> = scope.split('.').collect();
+    if segs.len() < 2 {
+        return false;
+    }
+    let seg_ok = |s: &str| {
+        s.as_bytes().first().is_some_and(|b| b.is_ascii_lowercase())
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+    };
+    let (last, init) = segs.split_last().expect("two or more segments");
+    init.iter().all(|s| seg_ok(s)) && (*last == "*" || seg_ok(last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn calls_map_to_scopes() {
+        assert_eq!(scope_for_call("Read", &json!({})), "fs.read");
+        assert_eq!(
+            scope_for_call("Task", &json!({"subagent_type": "reviewer"})),
+            "agent.delegate.reviewer"
+        );
+        assert_eq!(
+            scope_for_call("Agent", &json!({})),
+            "agent.delegate.general-purpose"
+        );
+        assert_eq!(scope_for_call("KillShell", &json!({})), "task.stop");
+        assert_eq!(
+            scope_for_call("mcp__github__create_issue", &json!({})),
+            "mcp.github.create_issue"
+        );
+        assert_eq!(
+            scope_for_call("FancyNewTool", &json!({})),
+            "tool.x---46ancy-4eew-54ool"
+        );
+    }
+
+    #[test]
+    fn every_produced_scope_is_in_grammar() {
+        for name in [
+            "Explore",
+            "",
+            "../../etc",
+            "a--b",
+            "Ünïcode",
+            "x--y",
+            "1abc",
+            "\u{202e}evil",
+            "mcp__A b__C*d",
+        ] {
+            assert!(in_grammar(&delegate_scope(name)), "{name}");
+            assert!(in_grammar(&scope_for_call(name, &json!({}))), "{name}");
+        }
+    }
+
+    #[test]
+    fn segment_is_injective_on_tricky_names() {
+        let names = ["a-b", "a_b", "A-b", "x--a-2db", "x---41", "A", "a", "x--61"];
+        let mut seen = std::collections::HashSet::new();
+        for n in names {
+            assert!(seen.insert(segment(n)), "collision for {n}");
+        }
+    }
+
+    #[test]
+    fn declarations() {
+        assert_eq!(declared("Read"), Declared::Scopes(vec!["fs.read".into()]));
+        assert_eq!(
+            declared(" Agent(worker, researcher) "),
+            Declared::Scopes(vec![
+                "agent.delegate.worker".into(),
+                "agent.delegate.researcher".into()
+            ])
+        );
+        assert_eq!(
+            declared("Agent"),
+            Declared::Scopes(vec!["agent.delegate.*".into()])
+        );
+        assert_eq!(
+            declared("Bash(npm run lint)"),
+            Declared::Unrepresented("Bash(npm run lint)".into())
+        );
+        assert_eq!(
+            declared("Read(./.env)"),
+            Declared::Unrepresented("Read(./.env)".into())
+        );
+        assert_eq!(
+            declared("mcp__srv"),
+            Declared::Scopes(vec!["mcp.srv.*".into()])
+        );
+        assert_eq!(declared("mcp__*"), Declared::Scopes(vec!["mcp.*".into()]));
+        assert_eq!(declared("*"), Declared::All);
+        assert!(matches!(
+            declared("Bash(unclosed"),
+            Declared::Unrepresented(_)
+        ));
+        assert!(matches!(declared("rm -rf /"), Declared::Unrepresented(_)));
+    }
+
+    #[test]
+    fn wildcard_coverage() {
+        assert!(covers("mcp.*", "mcp.github.create_issue"));
+        assert!(covers("mcp.github.*", "mcp.github.x"));
+        assert!(!covers("mcp.github.*", "mcp.githubx.y"));
+        assert!(!covers("fs.read", "fs.readx"));
+    }
+}

@@ -1,0 +1,153 @@
+//! `attenu-hook log`: the ledger as a readable table.
+
+use crate::hook::time;
+use serde::Serialize;
+use serde_json::Value;
+use std::path::Path;
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Row {
+    pub time: String,
+    pub session: String,
+    pub agent: String,
+    pub tool: String,
+    pub scope: String,
+    pub decision: String,
+    pub reason: String,
+}
+
+/// Decision and outcome rows of one session (or all sessions), in ledger order.
+pub fn rows(project: &Path, session: Option<&str>) -> Result<Vec<Row>, String> {
+    let attenu = project.join(".attenu");
+    let mut files: Vec<_> = std::fs::read_dir(&attenu)
+        .map_err(|e| {
+            format!(
+                "cannot list {}: {e}; is this the project root?",
+                attenu.display()
+            )
+        })?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("ledger-") && n.ends_with(".jsonl"))
+        })
+        .collect();
+    if let Some(s) = session {
+        let want = attenu.join(format!(
+            "ledger-{}.jsonl",
+            crate::ledger::store::session_file_name(s)
+        ));
+        files.retain(|p| *p == want);
+        if files.is_empty() {
+            return Err(format!(
+                "no ledger for session '{s}' in {}",
+                attenu.display()
+            ));
+        }
+    }
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let text =
+            std::fs::read_to_string(&f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+        for line in text.lines() {
+            let Ok(e) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if let Some(r) = row(&e) {
+                out.push(r);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn s(v: Option<&Value>) -> String {
+    v.and_then(Value::as_str).unwrap_or("").to_string()
+}
+
+fn row(e: &Value) -> Option<Row> {
+    let ctx = e.get("context");
+    let c = |k: &str| s(ctx.and_then(|c| c.get(k)));
+    let event = e.get("event")?.as_str()?;
+    let (decision, reason) = match event {
+        "allow" if e.get("policy").is_some() => (
+            "would-deny".to_string(),
+            format!(
+                "[{}] {}",
+                s(ctx.and_then(|c| c.pointer("/would_deny/code"))),
+                s(ctx.and_then(|c| c.pointer("/would_deny/message")))
+            ),
+        ),
+        "allow" => ("allow".to_string(), String::new()),
+        "deny" => (
+            "DENY".to_string(),
+            format!(
+                "[{}] {}",
+                c("reason_code"),
+                s(e.pointer("/reasons/0/message"))
+            ),
+        ),
+        "outcome" => (format!("outcome:{}", s(e.get("body_state"))), String::new()),
+        _ => return None,
+    };
+    let agent = match (ctx.and_then(|c| c.get("agent_id")), c("agent_type")) {
+        (Some(_), t) if !t.is_empty() => t,
+        (Some(_), _) => "(unknown)".into(),
+        (None, _) => "main".into(),
+    };
+    let time = match c("at") {
+        t if !t.is_empty() => t,
+        _ => e
+            .get("ts")
+            .and_then(Value::as_u64)
+            .map(time::rfc3339_ms)
+            .unwrap_or_default(),
+    };
+    Some(Row {
+        time,
+        session: c("session_id"),
+        agent,
+        tool: s(e.get("tool")),
+        scope: s(e.get("scope")),
+        decision,
+        reason,
+    })
+}
+
+/// The table (or JSON lines). Colours only when `color`.
+pub fn render(rows: &[Row], json: bool, color: bool) -> String {
+    if json {
+        return rows
+            .iter()
+            .map(|r| serde_json::to_string(r).expect("JSON") + "\n")
+            .collect();
+    }
+    let w = |f: &dyn Fn(&Row) -> usize, min: usize| rows.iter().map(f).max().unwrap_or(0).max(min);
+    let (wa, wt, ws, wd) = (
+        w(&|r| r.agent.len(), 5),
+        w(&|r| r.tool.len(), 4),
+        w(&|r| r.scope.len(), 5),
+        w(&|r| r.decision.len(), 8),
+    );
+    let mut out = format!(
+        "{:<24}  {:<36}  {:<wa$}  {:<wt$}  {:<ws$}  {:<wd$}  reason\n",
+        "time", "session", "agent", "tool", "scope", "decision"
+    );
+    for r in rows {
+        let d = format!("{:<wd$}", r.decision);
+        let d = match (color, r.decision.as_str()) {
+            (true, "DENY") => format!("\x1b[31m{d}\x1b[0m"),
+            (true, "would-deny") => format!("\x1b[33m{d}\x1b[0m"),
+            (true, "allow") => format!("\x1b[32m{d}\x1b[0m"),
+            _ => d,
+        };
+        out.push_str(&format!(
+            "{:<24}  {:<36}  {:<wa$}  {:<wt$}  {:<ws$}  {d}  {}\n",
+            r.time, r.session, r.agent, r.tool, r.scope, r.reason
+        ));
+    }
+    out
+}

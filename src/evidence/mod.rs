@@ -1,0 +1,5 @@
+//! Evidence: the anchor key, signed bundle export, and offline verification.
+pub mod bundle;
+pub mod keys;
+pub mod log;
+pub mod verify;

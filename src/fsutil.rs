@@ -1,0 +1,222 @@
+//! File-system edges: the private state directory, files opened without following symlinks,
+//! and atomic replacement (temporary file, fsync, rename).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// `O_NOFOLLOW` where we know its value; elsewhere the `symlink_metadata` checks stand alone.
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "x86")
+))]
+const O_NOFOLLOW: i32 = 0o400000;
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "x86")
+)))]
+const O_NOFOLLOW: i32 = 0;
+
+/// The effective uid of this process, read from `/proc/self` (no libc needed); `None` where
+/// that is unavailable, and then the owner checks are skipped.
+pub fn current_uid() -> Option<u32> {
+    fs::metadata("/proc/self").ok().map(|m| m.uid())
+}
+
+/// Creates (0700) or checks the state directory: it must be a real directory, not a symlink,
+/// owned by this user, and not writable by group or others.
+pub fn ensure_private_dir(dir: &Path) -> Result<(), String> {
+    match fs::symlink_metadata(dir) {
+        Ok(m) => check_private_dir(dir, &m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            match fs::DirBuilder::new().mode(0o700).create(dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
+            }
+            let m = fs::symlink_metadata(dir)
+                .map_err(|e| format!("cannot inspect {}: {e}", dir.display()))?;
+            check_private_dir(dir, &m)
+        }
+        Err(e) => Err(format!("cannot inspect {}: {e}", dir.display())),
+    }
+}
+
+fn check_private_dir(dir: &Path, m: &fs::Metadata) -> Result<(), String> {
+    if m.file_type().is_symlink() {
+        return Err(format!("{} is a symlink; the hook keeps its state only in a real directory. Replace it with a directory", dir.display()));
+    }
+    if !m.is_dir() {
+        return Err(format!(
+            "{} is not a directory; move it aside so the hook can create its state directory",
+            dir.display()
+        ));
+    }
+    if let Some(uid) = current_uid() {
+        if m.uid() != uid {
+            return Err(format!("{} is owned by uid {}, not by this user (uid {uid}); the hook will not use state another user controls", dir.display(), m.uid()));
+        }
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(format!(
+            "{} is writable by group or others; run `chmod 700 {}`",
+            dir.display(),
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that `path`, if it exists, is a regular file owned by this user (never a symlink).
+pub fn check_regular_file(path: &Path) -> Result<bool, String> {
+    match fs::symlink_metadata(path) {
+        Ok(m) => {
+            if m.file_type().is_symlink() {
+                return Err(format!("{} is a symlink; the hook never follows one in its state directory. Move it aside", path.display()));
+            }
+            if !m.is_file() {
+                return Err(format!(
+                    "{} is not a regular file; move it aside",
+                    path.display()
+                ));
+            }
+            if let Some(uid) = current_uid() {
+                if m.uid() != uid {
+                    return Err(format!(
+                        "{} is owned by uid {}, not this user; move it aside",
+                        path.display(),
+                        m.uid()
+                    ));
+                }
+            }
+            Ok(true)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(format!("cannot inspect {}: {e}", path.display())),
+    }
+}
+
+/// Opens a private (0600) file for appending, creating it, never through a symlink.
+pub fn open_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(O_NOFOLLOW)
+        .open(path)
+}
+
+/// Opens a private file for reading and writing (creating it), never through a symlink.
+pub fn open_rw(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(O_NOFOLLOW)
+        .open(path)
+}
+
+/// Opens a private file for reading and appending (creating it), never through a symlink.
+/// Every write goes to the end of the file, whatever the read position.
+pub fn open_read_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(O_NOFOLLOW)
+        .open(path)
+}
+
+/// Opens a file for reading, never through a symlink.
+pub fn open_read(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NOFOLLOW)
+        .open(path)
+}
+
+/// A temporary name beside `path`, unique to this process and moment.
+pub fn temp_beside(path: &Path) -> PathBuf {
+    let mut nonce = [0u8; 6];
+    let _ = getrandom::fill(&mut nonce);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        crate::ledger::chain::hex(&nonce)
+    ))
+}
+
+/// Atomically replaces `path` with `bytes` (0600): temporary file, optional fsync, rename.
+/// Readers see the old file or the new one, never a partial one.
+pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+    let tmp = temp_beside(path);
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(O_NOFOLLOW)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        if durable {
+            f.sync_all()?;
+        }
+        drop(f);
+        fs::rename(&tmp, path)?;
+        if durable {
+            if let Some(parent) = path.parent() {
+                if let Ok(d) = File::open(parent) {
+                    let _ = d.sync_all();
+                }
+            }
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Creates `path` with `bytes` only if it does not exist yet, atomically: concurrent callers
+/// agree on one winner and nobody ever reads a half-written file. Returns whether this call
+/// created it.
+pub fn create_exclusive(path: &Path, bytes: &[u8], mode: u32) -> io::Result<bool> {
+    let tmp = temp_beside(path);
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(O_NOFOLLOW)
+        .open(&tmp)?;
+    let result = f
+        .write_all(bytes)
+        .and_then(|_| f.sync_all())
+        .and_then(|_| fs::hard_link(&tmp, path));
+    let _ = fs::remove_file(&tmp);
+    match result {
+        Ok(()) => {
+            if let Some(parent) = path.parent() {
+                if let Ok(d) = File::open(parent) {
+                    let _ = d.sync_all();
+                }
+            }
+            Ok(true)
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Sets 0600 on a file we own (repairing a looser mode left by an older version).
+pub fn make_private(path: &Path) -> io::Result<()> {
+    fs::set_permissions(path, fs::Permissions::from_mode(0o600))
+}

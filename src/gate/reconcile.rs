@@ -1,0 +1,105 @@
+//! Reconciliation markers: an outcome that could not be recorded leaves a marker; a person
+//! resolves it with what they found, and the resolution goes on the ledger.
+
+use super::db;
+use crate::hook::time;
+use rusqlite::params;
+use serde::Serialize;
+use std::path::Path;
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Marker {
+    pub id: i64,
+    pub created_ms: i64,
+    pub session_id: String,
+    pub tool_use_id: Option<String>,
+    pub tool: String,
+    pub call_id: Option<String>,
+    pub cause: String,
+    pub resolved_ms: Option<i64>,
+    pub outcome: Option<String>,
+    pub evidence: Option<String>,
+}
+
+/// Stores a marker; returns its id. Never retries the action itself.
+pub fn add_marker(
+    attenu_dir: &Path,
+    session_id: &str,
+    tool_use_id: Option<&str>,
+    tool: &str,
+    call_id: &str,
+    cause: &str,
+) -> Result<i64, String> {
+    let conn = db::open(attenu_dir)?;
+    conn.execute(
+        "INSERT INTO markers (created_ms, session_id, tool_use_id, tool, call_id, cause) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![time::now_ms() as i64, session_id, tool_use_id, tool, call_id, cause],
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Markers, open ones only unless `all`.
+pub fn list(attenu_dir: &Path, all: bool) -> Result<Vec<Marker>, String> {
+    let conn = db::open(attenu_dir)?;
+    let sql = if all {
+        "SELECT id, created_ms, session_id, tool_use_id, tool, call_id, cause, resolved_ms, outcome, evidence FROM markers ORDER BY id"
+    } else {
+        "SELECT id, created_ms, session_id, tool_use_id, tool, call_id, cause, resolved_ms, outcome, evidence FROM markers WHERE resolved_ms IS NULL ORDER BY id"
+    };
+    let mut stmt = conn.prepare(sql).map_err(|e| e.to_string())?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(Marker {
+                id: r.get(0)?,
+                created_ms: r.get(1)?,
+                session_id: r.get(2)?,
+                tool_use_id: r.get(3)?,
+                tool: r.get(4)?,
+                call_id: r.get(5)?,
+                cause: r.get(6)?,
+                resolved_ms: r.get(7)?,
+                outcome: r.get(8)?,
+                evidence: r.get(9)?,
+            })
+        })
+        .map_err(|e| e.to_string())?;
+    rows.collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())
+}
+
+/// Marks one open marker resolved; returns it as it was before.
+pub fn resolve(
+    attenu_dir: &Path,
+    id: i64,
+    outcome: &str,
+    evidence: &str,
+) -> Result<Marker, String> {
+    let marker = list(attenu_dir, true)?
+        .into_iter()
+        .find(|m| m.id == id)
+        .ok_or_else(|| {
+            format!(
+                "no reconciliation marker {id}; `attenu-hook reconcile list` shows the open ones"
+            )
+        })?;
+    if marker.resolved_ms.is_some() {
+        return Err(format!(
+            "marker {id} is already resolved ({})",
+            marker.outcome.clone().unwrap_or_default()
+        ));
+    }
+    let conn = db::open(attenu_dir)?;
+    let n = conn
+        .execute(
+            "UPDATE markers SET resolved_ms = ?1, outcome = ?2, evidence = ?3 WHERE id = ?4 AND resolved_ms IS NULL",
+            params![time::now_ms() as i64, outcome, evidence, id],
+        )
+        .map_err(|e| e.to_string())?;
+    if n != 1 {
+        return Err(format!(
+            "marker {id} was resolved by someone else meanwhile"
+        ));
+    }
+    Ok(marker)
+}

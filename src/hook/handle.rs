@@ -1,0 +1,434 @@
+//! One hook invocation, start to finish: read, decide, record, answer, within a deadline.
+
+use super::answer::Answer;
+use super::payload::{self, Event, Payload};
+use super::record;
+use crate::config::{self, Config};
+use crate::decide::{decide, Call};
+use crate::derive::{derive_project, DeriveError, Roster};
+use crate::evidence::{bundle, keys};
+use crate::fsutil;
+use crate::ledger::store::{Ledger, SessionPaths, StoreError};
+use crate::reason::{Code, Reason};
+use serde_json::Value;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Until the configuration is read, the hook answers within this much time.
+const DEFAULT_DEADLINE: Duration = Duration::from_millis(8000);
+
+enum Msg {
+    Deadline(Instant),
+    Done(Answer),
+}
+
+/// Runs hook mode on this process's stdin and stdout. Returns the exit code to use.
+pub fn run() -> i32 {
+    let started = Instant::now();
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let worker = std::thread::Builder::new()
+        .name("attenu-hook".into())
+        .spawn(move || {
+            let mut input = Vec::new();
+            let read = std::io::stdin()
+                .lock()
+                .take(payload::MAX_PAYLOAD_BYTES as u64 + 1)
+                .read_to_end(&mut input);
+            let answer = match read {
+                Err(e) => Answer::deny_hard(&Reason::new(
+                    Code::PayloadInvalid,
+                    format!("cannot read stdin: {e}"),
+                )),
+                Ok(_) => handle_bytes(&input, started, &|d| {
+                    let _ = tx.send(Msg::Deadline(d));
+                }),
+            };
+            let _ = tx.send(Msg::Done(answer));
+        });
+    let answer = match worker {
+        Err(e) => Answer::deny_hard(&Reason::new(
+            Code::InternalError,
+            format!("cannot start the hook worker: {e}"),
+        )),
+        Ok(_) => wait(&rx, started + DEFAULT_DEADLINE),
+    };
+    emit(&answer)
+}
+
+fn wait(rx: &mpsc::Receiver<Msg>, mut deadline: Instant) -> Answer {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(Msg::Deadline(d)) => deadline = d,
+            Ok(Msg::Done(a)) => return a,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                return Answer::deny_hard(&Reason::new(
+                    Code::DeadlineExceeded,
+                    "the hook did not finish within its deadline (deadline_ms in .attenu/config.toml); denying rather than letting Claude Code's own timeout pass the call through. Run `attenu-hook doctor` to find the slow part",
+                ))
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Answer::deny_hard(&Reason::new(
+                    Code::InternalError,
+                    "the hook failed internally (a panic; see stderr); denying. Please report it with the payload that caused it",
+                ))
+            }
+        }
+    }
+}
+
+/// Prints the answer; the process exits with the returned code.
+pub fn emit(answer: &Answer) -> i32 {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let ok = writeln!(out, "{}", answer.json)
+        .and_then(|_| out.flush())
+        .is_ok();
+    if answer.exit == 2 {
+        if let Some(r) = answer
+            .json
+            .pointer("/hookSpecificOutput/permissionDecisionReason")
+            .and_then(Value::as_str)
+        {
+            eprintln!("{r}");
+        }
+    }
+    // If stdout is gone, the only blocking signal left is exit 2.
+    if ok {
+        answer.exit
+    } else {
+        2
+    }
+}
+
+/// Handles one payload given as bytes. `set_deadline` tells the watchdog the configured one.
+pub fn handle_bytes(input: &[u8], started: Instant, set_deadline: &dyn Fn(Instant)) -> Answer {
+    let p = match payload::parse(input) {
+        Ok(p) => p,
+        Err(reason) => return Answer::deny_hard(&reason),
+    };
+    let fail = |r: Reason| -> Answer {
+        match p.event {
+            Event::PreToolUse => Answer::deny(&r),
+            Event::PostToolUse | Event::PostToolUseFailure => Answer::halt(&r),
+            _ => Answer::message(format!("[{}] {}", r.code, r.message)),
+        }
+    };
+    if let Event::Other(_) = p.event {
+        return Answer::none();
+    }
+    let env_project = std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from);
+    let Some(project) = project_root(env_project.as_deref(), p.cwd.as_deref()) else {
+        return fail(Reason::new(Code::ProjectNotFound, "neither CLAUDE_PROJECT_DIR nor the payload's cwd names a directory, so no project can be derived"));
+    };
+    let attenu = project.join(".attenu");
+    if let Err(e) = fsutil::ensure_private_dir(&attenu) {
+        return fail(Reason::new(Code::StateDirUnsafe, e));
+    }
+    let config = match config::load(&attenu) {
+        Ok(c) => c,
+        Err(e) => {
+            return fail(Reason::new(
+                Code::ConfigInvalid,
+                format!("{e}; fix it (a configuration error never turns enforcement off)"),
+            ))
+        }
+    };
+    let deadline = started + Duration::from_millis(config.deadline_ms);
+    set_deadline(deadline);
+    let ctx = Ctx {
+        p: &p,
+        project: &project,
+        attenu: &attenu,
+        config: &config,
+        deadline,
+    };
+    let result = match p.event {
+        Event::PreToolUse => pre_tool_use(&ctx),
+        Event::PostToolUse | Event::PostToolUseFailure => post_tool_use(&ctx),
+        Event::SubagentStart => subagent_start(&ctx),
+        Event::SubagentStop | Event::SessionEnd => stop(&ctx),
+        Event::Other(_) => Ok(Answer::none()),
+    };
+    result.unwrap_or_else(fail)
+}
+
+struct Ctx<'a> {
+    p: &'a Payload,
+    project: &'a Path,
+    attenu: &'a Path,
+    config: &'a Config,
+    deadline: Instant,
+}
+
+impl Ctx<'_> {
+    fn roster(&self) -> Result<Roster, Reason> {
+        derive_project(self.project, &self.config.agents).map_err(|e| match e {
+            DeriveError::SettingsInvalid(m) => Reason::new(Code::SettingsInvalid, m),
+            DeriveError::DeclarationsUnreadable(m) => Reason::new(Code::DeclarationsUnreadable, m),
+        })
+    }
+
+    fn open_ledger(&self) -> Result<Ledger, Reason> {
+        let key =
+            keys::load_or_create(self.attenu).map_err(|e| Reason::new(Code::KeyUnavailable, e))?;
+        let lock_deadline = (Instant::now() + Duration::from_millis(self.config.lock_timeout_ms))
+            .min(
+                self.deadline
+                    .checked_sub(Duration::from_millis(250))
+                    .unwrap_or(self.deadline),
+            );
+        Ledger::open(
+            SessionPaths::new(self.attenu, &self.p.session_id),
+            key.checkpoint_mac_key(),
+            lock_deadline,
+        )
+        .map_err(store_reason)
+    }
+}
+
+fn store_reason(e: StoreError) -> Reason {
+    match e {
+        StoreError::Unsafe(m) => Reason::new(Code::StateDirUnsafe, m),
+        StoreError::LockTimeout(m) => Reason::new(Code::LedgerLockTimeout, m),
+        StoreError::Unverifiable(m) => Reason::new(Code::LedgerUnverifiable, m),
+        StoreError::Io(m) => Reason::new(
+            Code::LedgerWriteFailed,
+            format!("{m}; the decision could not be recorded, so the call is refused"),
+        ),
+    }
+}
+
+/// The project root: `CLAUDE_PROJECT_DIR`, else the nearest ancestor of `cwd` with `.claude/`,
+/// else `cwd` itself.
+pub fn project_root(env_dir: Option<&Path>, cwd: Option<&str>) -> Option<PathBuf> {
+    if let Some(d) = env_dir.filter(|d| d.is_absolute() && d.is_dir()) {
+        return Some(d.to_path_buf());
+    }
+    let cwd = PathBuf::from(cwd?);
+    if !cwd.is_absolute() || !cwd.is_dir() {
+        return None;
+    }
+    Some(
+        cwd.ancestors()
+            .find(|a| a.join(".claude").is_dir())
+            .unwrap_or(&cwd)
+            .to_path_buf(),
+    )
+}
+
+/// Opens a new chain when none exists or the derivation changed; returns the entries to append
+/// first, the chain id, its salt, and agent → node ids.
+fn chain_for(
+    ledger: &Ledger,
+    roster: &Roster,
+    p: &Payload,
+) -> Result<
+    (
+        Vec<serde_json::Map<String, Value>>,
+        String,
+        String,
+        std::collections::BTreeMap<String, String>,
+    ),
+    Reason,
+> {
+    match ledger.current() {
+        Some(c) if c.digest == roster.digest => Ok((
+            vec![],
+            c.chain_id.clone(),
+            c.params_salt.clone(),
+            c.nodes.clone(),
+        )),
+        previous => {
+            let (chain_id, entries) =
+                record::open_chain(roster, &ledger.paths.name, &p.session_id, previous)
+                    .map_err(|e| Reason::new(Code::InternalError, e))?;
+            let salt = entries[0]
+                .get("params_salt")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let nodes = record::nodes_of(&entries);
+            Ok((entries, chain_id, salt, nodes))
+        }
+    }
+}
+
+fn pre_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
+    let p = ctx.p;
+    let roster = ctx.roster()?;
+    let call = Call {
+        tool_name: &p.tool_name,
+        tool_input: &p.tool_input,
+        agent_id: p.agent_id.as_deref(),
+        agent_type: p.agent_type.as_deref(),
+    };
+    let decision = decide(&roster, ctx.config, &call, ctx.project);
+    let mut ledger = ctx.open_ledger()?;
+    let (mut entries, chain_id, salt, nodes) = chain_for(&ledger, &roster, p)?;
+    let node = decision
+        .node_agent
+        .as_deref()
+        .and_then(|a| nodes.get(a))
+        .or_else(|| nodes.get(""))
+        .cloned()
+        .unwrap_or_default();
+    let recovered = ledger.recovered.clone().map(|v| ("recovered_torn_tail", v));
+    let entry =
+        record::decision_entry(p, &decision, ctx.config, &chain_id, &node, &salt, recovered)
+            .map_err(|e| Reason::new(Code::InternalError, e))?;
+    entries.push(entry);
+    ledger.append(entries).map_err(store_reason)?;
+    drop(ledger);
+    Ok(match (&decision.reason, decision.denies()) {
+        (Some(r), true) => Answer::deny(r),
+        _ => Answer::none(),
+    })
+}
+
+fn post_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
+    let p = ctx.p;
+    let failed = p.event == Event::PostToolUseFailure;
+    let mut ledger = ctx.open_ledger()?;
+    let pending = p
+        .tool_use_id
+        .as_deref()
+        .and_then(|t| ledger.state.pending.get(t))
+        .cloned();
+    let current = ledger.current().cloned();
+    let (Some(pending), Some(chain)) = (pending, current) else {
+        // No allowed call of the current chain to bind to (a call from before the hook was
+        // wired, or from a chain that ended). Nothing can be recorded as its outcome.
+        return Ok(if failed {
+            Answer::halt(&Reason::new(Code::ToolFailed, "a tool call failed; its side effects are uncertain, so Claude stops here for a person to check"))
+        } else {
+            Answer::none()
+        });
+    };
+    let body_state = match (failed, p.is_interrupt) {
+        (false, _) => "returned",
+        (true, false) => "raised",
+        (true, true) => "abandoned",
+    };
+    let entry = record::outcome_entry(
+        p,
+        &chain.chain_id,
+        &pending.node,
+        &pending.call_id,
+        &chain.params_salt,
+        body_state,
+        ctx.config.privacy.raw_capture,
+    );
+    let invoked = entry
+        .get("invoked_params_hash")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let changed =
+        pending.authorized_params_hash.is_some() && invoked != pending.authorized_params_hash;
+    if let Err(e) = ledger.append(vec![entry]) {
+        // The tool already ran: stop, and leave a marker for a person to reconcile. Never retry.
+        let cause = store_reason(e).message;
+        let marker = crate::gate::reconcile::add_marker(
+            ctx.attenu,
+            &p.session_id,
+            p.tool_use_id.as_deref(),
+            &p.tool_name,
+            &pending.call_id,
+            &cause,
+        );
+        let where_ = match marker {
+            Ok(id) => {
+                format!("reconciliation marker {id} was stored; see `attenu-hook reconcile list`")
+            }
+            Err(m) => format!("and no reconciliation marker could be stored either ({m})"),
+        };
+        return Ok(Answer::halt(&Reason::new(
+            Code::OutcomeNotRecorded,
+            format!("the outcome of {} could not be recorded ({cause}); the action may already have happened, so Claude stops; {where_}. Do not retry it automatically", p.tool_name),
+        )));
+    }
+    Ok(if changed {
+        Answer::halt(&Reason::new(
+            Code::InputChangedAfterAuthorization,
+            format!("{}'s arguments after the call differ from those authorized before it; recorded as a parameter mismatch. Check what ran", p.tool_name),
+        ))
+    } else if failed {
+        Answer::halt(&Reason::new(
+            Code::ToolFailed,
+            format!("{} failed{}; its side effects are uncertain, so Claude stops here for a person to check. The failure is on the ledger", p.tool_name, if p.is_interrupt { " (interrupted)" } else { "" }),
+        ))
+    } else {
+        Answer::none()
+    })
+}
+
+fn subagent_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
+    let roster = ctx.roster()?;
+    let mut ledger = ctx.open_ledger()?;
+    let (entries, ..) = chain_for(&ledger, &roster, ctx.p)?;
+    ledger.append(entries).map_err(store_reason)?;
+    let ty = ctx.p.agent_type.as_deref().unwrap_or("");
+    Ok(if roster.agents.contains_key(ty) {
+        Answer::none()
+    } else {
+        Answer::message(format!("subagent type '{ty}' is not declared in .claude/agents/; every tool call it makes will be denied"))
+    })
+}
+
+fn stop(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
+    if !ctx.config.export_on_stop {
+        return Ok(Answer::none());
+    }
+    let paths = SessionPaths::new(ctx.attenu, &ctx.p.session_id);
+    if !paths.ledger.exists() {
+        return Ok(Answer::none());
+    }
+    let mut ledger = ctx.open_ledger()?;
+    if ctx.p.event == Event::SessionEnd {
+        // Finalize every node of the current chain that has no open call, so a session whose
+        // calls all finished reports execution binding clean; a node with an open call stays
+        // in progress, which is the truth.
+        if let Some(chain) = ledger.current().cloned() {
+            let busy: std::collections::BTreeSet<&str> = ledger
+                .state
+                .pending
+                .values()
+                .map(|p| p.node.as_str())
+                .collect();
+            let now = super::time::now_ms();
+            let done: Vec<_> = chain
+                .nodes
+                .iter()
+                .filter(|(_, n)| !busy.contains(n.as_str()) && !chain.finalized.contains(n))
+                .map(|(agent, node)| {
+                    let agent = if agent.is_empty() { "session" } else { agent.as_str() };
+                    let serde_json::Value::Object(m) = serde_json::json!({
+                        "event": "done", "ts": now, "chain_id": chain.chain_id, "node": node, "agent": agent,
+                        "context": {"session_id": ctx.p.session_id, "hook_event": "SessionEnd", "at": super::time::rfc3339_ms(now)},
+                    }) else { unreachable!() };
+                    m
+                })
+                .collect();
+            ledger.append(done).map_err(store_reason)?;
+        }
+    }
+    let key = keys::load_or_create(ctx.attenu).map_err(|e| Reason::new(Code::KeyUnavailable, e))?;
+    let written = bundle::export_locked(&ledger, &key, None)
+        .map_err(|e| Reason::new(Code::LedgerWriteFailed, e))?;
+    let names: Vec<String> = written
+        .iter()
+        .map(|w| {
+            w.path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .collect();
+    let entries: usize = written.iter().map(|w| w.entries).sum();
+    Ok(Answer::message(format!(
+        "evidence bundle written to .attenu/{} ({entries} entries)",
+        names.join(", .attenu/")
+    )))
+}

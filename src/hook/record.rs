@@ -1,0 +1,271 @@
+//! Ledger entries for what the hook saw, in the attenu-guard schema version 2 format.
+//!
+//! Raw tool arguments, results and error text never go into an entry: arguments are committed
+//! as `SHA-256(params_salt || JCS(tool_input))` (the reference's `params_c14n_v1`), results and
+//! error text likewise as salted commitments in `context`, unless `[privacy] raw_capture` is on.
+
+use crate::config::Config;
+use crate::decide::Decision;
+use crate::derive::Roster;
+use crate::hook::payload::Payload;
+use crate::hook::time;
+use crate::ledger::canonical;
+use crate::ledger::chain::{hex, sha256_hex, unhex};
+use crate::ledger::store::ChainInfo;
+use crate::reason::Code;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+pub const PRODUCER: &str = "attenu-hook";
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The authority object of a node, in the reference wire form.
+fn authority<'a>(scopes: impl IntoIterator<Item = &'a String>) -> Value {
+    json!({"scopes": scopes.into_iter().collect::<Vec<_>>(), "constraints": [], "ttl": Value::Null})
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => unreachable!("entry builders build objects"),
+    }
+}
+
+/// A fresh random hex string of `n` bytes (call ids, salts).
+pub fn random_hex(n: usize) -> Result<String, String> {
+    let mut b = vec![0u8; n];
+    getrandom::fill(&mut b).map_err(|e| format!("no randomness available: {e}"))?;
+    Ok(hex(&b))
+}
+
+/// `params_c14n_v1`: `SHA-256(raw_salt || JCS(value))`, or `None` outside the JCS domain.
+pub fn commit(value: &Value, salt_hex: &str) -> Option<String> {
+    let salt = unhex(salt_hex)?;
+    let body = canonical::to_vec(value).ok()?;
+    let mut h = Sha256::new();
+    h.update(&salt);
+    h.update(&body);
+    Some(hex(&h.finalize()))
+}
+
+/// A commitment to free text or a result, bound to the chain's salt, domain-separated from
+/// argument commitments so one can never be replayed as the other.
+pub fn commit_labeled(label: &str, value: &Value, salt_hex: &str) -> Option<String> {
+    let body = canonical::to_vec(value).ok()?;
+    let mut h = Sha256::new();
+    h.update(unhex(salt_hex)?);
+    h.update(label.as_bytes());
+    h.update([0]);
+    h.update(&body);
+    Some(hex(&h.finalize()))
+}
+
+/// The root and spawn entries that open a new chain for `roster`, and the chain's id.
+pub fn open_chain(
+    roster: &Roster,
+    session_name: &str,
+    session_id: &str,
+    previous: Option<&ChainInfo>,
+) -> Result<(String, Vec<Map<String, Value>>), String> {
+    let index = previous.map_or(1, |p| p.index + 1);
+    let chain_id = format!("cc-{session_name}-{}-{index}", &roster.digest[..12]);
+    let root_node = format!("{chain_id}:n0");
+    let now = time::now_ms();
+    let mut entries = vec![obj(json!({
+        "event": "root",
+        "ts": now,
+        "chain_id": chain_id,
+        "node": root_node,
+        "agent": "session",
+        "task": "claude-code session",
+        "authority": authority(&roster.root),
+        "params_salt": random_hex(16)?,
+        "context": {
+            "producer": {"name": PRODUCER, "version": VERSION},
+            "session_id": session_id,
+            "digest": roster.digest,
+            "at": time::rfc3339_ms(now),
+            "previous_chain": previous.map(|p| json!({"chain_id": p.chain_id, "head": p.head, "seq": p.entries - 1})),
+            "unrepresented": roster.unrepresented,
+            "problems": roster.problems,
+        },
+    }))];
+    for (i, (name, agent)) in roster.agents.iter().enumerate() {
+        let auth = authority(&agent.scopes);
+        entries.push(obj(json!({
+            "event": "spawn",
+            "ts": now,
+            "chain_id": chain_id,
+            "parent": root_node,
+            "node": format!("{chain_id}:n{}", i + 1),
+            "agent": name,
+            "task": format!("subagent:{name}"),
+            "requested": auth,
+            "granted": auth,
+            "context": {"declared_in": agent.source, "invalid": agent.invalid},
+        })));
+    }
+    Ok((chain_id, entries))
+}
+
+/// Node ids of a chain about to be opened (before its entries are appended).
+pub fn nodes_of(entries: &[Map<String, Value>]) -> std::collections::BTreeMap<String, String> {
+    entries
+        .iter()
+        .filter_map(|e| {
+            let node = e.get("node")?.as_str()?.to_string();
+            match e.get("event")?.as_str()? {
+                "root" => Some((String::new(), node)),
+                "spawn" => Some((e.get("agent")?.as_str()?.to_string(), node)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+fn base_context(p: &Payload, now: u64) -> Map<String, Value> {
+    let mut c = Map::new();
+    c.insert("session_id".into(), json!(p.session_id));
+    c.insert("hook_event".into(), json!(p.event.name()));
+    c.insert("at".into(), json!(time::rfc3339_ms(now)));
+    for (k, v) in [
+        ("agent_id", &p.agent_id),
+        ("agent_type", &p.agent_type),
+        ("tool_use_id", &p.tool_use_id),
+        ("permission_mode", &p.permission_mode),
+    ] {
+        if let Some(v) = v {
+            c.insert(k.into(), json!(v));
+        }
+    }
+    c
+}
+
+/// The entry for one PreToolUse decision.
+pub fn decision_entry(
+    p: &Payload,
+    d: &Decision,
+    config: &Config,
+    chain_id: &str,
+    node: &str,
+    salt: &str,
+    extra_context: Option<(&str, Value)>,
+) -> Result<Map<String, Value>, String> {
+    let now = time::now_ms();
+    let mut ctx = base_context(p, now);
+    if config.privacy.raw_capture {
+        ctx.insert("tool_input".into(), p.tool_input.clone());
+    }
+    if let Some((k, v)) = extra_context {
+        ctx.insert(k.into(), v);
+    }
+    let mut e = obj(json!({
+        "ts": now,
+        "chain_id": chain_id,
+        "node": node,
+        "scope": d.scope,
+        "tool": p.tool_name,
+        "call_id": random_hex(16)?,
+        "mode": config.mode.as_str(),
+    }));
+    if d.held || !d.enforced {
+        e.insert("event".into(), json!("allow"));
+        e.insert("capture".into(), json!("framework_post_hook"));
+        e.insert(
+            "adapter".into(),
+            json!({"module": PRODUCER, "version": VERSION, "hook_path": "PreToolUse"}),
+        );
+        match commit(&p.tool_input, salt) {
+            Some(h) => e.insert("authorized_params_hash".into(), json!(h)),
+            None => e.insert("params_hash_reason".into(), json!("unsupported")),
+        };
+        if let Some(r) = &d.reason {
+            // Not held, not enforced: the call ran without the chain authorizing it. `policy`
+            // says so (the verifier counts it as ungated), and the context says what the
+            // decision would have been.
+            e.insert("policy".into(), json!("unlisted"));
+            ctx.insert("enforced".into(), json!(false));
+            ctx.insert("would_deny".into(), json!({"code": r.code.as_str(), "message": r.message, "disposition": r.code.disposition()}));
+        }
+    } else {
+        let r = d.reason.as_ref().expect("a refusal has a reason");
+        e.insert("event".into(), json!("deny"));
+        e.insert(
+            "reason".into(),
+            json!(match r.code {
+                Code::OutOfAuthority | Code::Unresolved | Code::SelfProtection =>
+                    "scope_not_granted",
+                _ => "no_authority",
+            }),
+        );
+        e.insert(
+            "reasons".into(),
+            json!([{"code": r.code.as_str(), "message": r.message}]),
+        );
+        if let Some(disp) = r.code.disposition() {
+            e.insert("disposition".into(), json!(disp));
+        }
+        ctx.insert("enforced".into(), json!(true));
+        ctx.insert("reason_code".into(), json!(r.code.as_str()));
+    }
+    e.insert("context".into(), Value::Object(ctx));
+    Ok(e)
+}
+
+/// The `outcome` entry that binds a PostToolUse / PostToolUseFailure to its allowed call.
+pub fn outcome_entry(
+    p: &Payload,
+    chain_id: &str,
+    node: &str,
+    call_id: &str,
+    salt: &str,
+    body_state: &str,
+    raw_capture: bool,
+) -> Map<String, Value> {
+    let now = time::now_ms();
+    let mut ctx = base_context(p, now);
+    let mut e = obj(json!({
+        "event": "outcome",
+        "ts": now,
+        "chain_id": chain_id,
+        "node": node,
+        "call_id": call_id,
+        "body_state": body_state,
+        "duration_ms": p.duration_ms.unwrap_or(0),
+    }));
+    if body_state == "raised" {
+        e.insert("error_code".into(), json!("tool_error"));
+    }
+    match commit(&p.tool_input, salt) {
+        Some(h) => e.insert("invoked_params_hash".into(), json!(h)),
+        None => e.insert("params_hash_reason".into(), json!("unsupported")),
+    };
+    if let Some(resp) = &p.tool_response {
+        ctx.insert(
+            "result_commitment".into(),
+            json!(commit_labeled("tool_response", resp, salt)),
+        );
+        if raw_capture {
+            ctx.insert("tool_response".into(), resp.clone());
+        }
+    }
+    if let Some(err) = &p.error {
+        ctx.insert(
+            "error_commitment".into(),
+            json!(commit_labeled("error", &json!(err), salt)),
+        );
+        if raw_capture {
+            ctx.insert("error".into(), json!(err));
+        }
+    }
+    if p.event == crate::hook::payload::Event::PostToolUseFailure {
+        ctx.insert("side_effects".into(), json!("uncertain"));
+    }
+    e.insert("context".into(), Value::Object(ctx));
+    e
+}
+
+/// A digest of arbitrary bytes for a record that must not carry them.
+pub fn digest_text(s: &str) -> String {
+    sha256_hex(s.as_bytes())
+}

@@ -1,0 +1,200 @@
+//! RFC 8785 JSON Canonicalization Scheme (JCS) over `serde_json::Value`.
+//!
+//! The ledger hash, the parameter commitments and the anchor signature are all computed over
+//! these bytes, so this module is a format contract: it must agree byte for byte with the
+//! attenu-guard reference (`canonical.py`). Like the reference, it refuses integers beyond
+//! ±(2^53 − 1): RFC 8785 numbers are IEEE 754 doubles, and two distinct larger integers can
+//! collapse to one double, which would let two different values sign alike.
+
+use serde_json::Value;
+use std::cmp::Ordering;
+
+/// The largest integer magnitude a binary64 double represents exactly.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CanonicalError {
+    #[error("integer {0} exceeds the safe range ±(2^53 - 1) of an RFC 8785 number")]
+    UnsafeInteger(String),
+    #[error("non-finite numbers have no RFC 8785 form")]
+    NonFinite,
+}
+
+/// The RFC 8785 canonical UTF-8 bytes of `value`.
+pub fn to_vec(value: &Value) -> Result<Vec<u8>, CanonicalError> {
+    let mut out = Vec::with_capacity(256);
+    write_value(value, &mut out)?;
+    Ok(out)
+}
+
+/// The canonical form as a `String` (always valid UTF-8).
+pub fn to_string(value: &Value) -> Result<String, CanonicalError> {
+    // The writer only ever emits valid UTF-8 (input strings are `str`, escapes are ASCII).
+    Ok(String::from_utf8(to_vec(value)?).expect("canonical JSON is UTF-8"))
+}
+
+/// Appends the canonical form of `value` to `out`.
+pub fn write_value(value: &Value, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => write_number(n, out)?,
+        Value::String(s) => write_string(s, out),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(item, out)?;
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            members.sort_by(|a, b| utf16_cmp(a.0, b.0));
+            out.push(b'{');
+            for (i, (key, item)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_string(key, out);
+                out.push(b':');
+                write_value(item, out)?;
+            }
+            out.push(b'}');
+        }
+    }
+    Ok(())
+}
+
+/// RFC 8785 sorts member names by their UTF-16 code units, not by UTF-8 bytes: the two orders
+/// differ for characters above U+FFFF against those in U+E000..U+FFFF.
+fn utf16_cmp(a: &str, b: &str) -> Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+fn write_number(n: &serde_json::Number, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
+    if let Some(i) = n.as_i64() {
+        if i.unsigned_abs() > MAX_SAFE_INTEGER {
+            return Err(CanonicalError::UnsafeInteger(i.to_string()));
+        }
+        out.extend_from_slice(i.to_string().as_bytes());
+        return Ok(());
+    }
+    if let Some(u) = n.as_u64() {
+        // Only reached above i64::MAX, which is always unsafe.
+        return Err(CanonicalError::UnsafeInteger(u.to_string()));
+    }
+    let f = n.as_f64().ok_or(CanonicalError::NonFinite)?;
+    write_f64(f, out)
+}
+
+/// ECMAScript `Number::toString` of a double, which is what RFC 8785 prescribes.
+pub fn write_f64(f: f64, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
+    if !f.is_finite() {
+        return Err(CanonicalError::NonFinite);
+    }
+    if f == 0.0 {
+        out.push(b'0'); // -0 is written as 0
+        return Ok(());
+    }
+    if f.fract() == 0.0 && f.abs() > MAX_SAFE_INTEGER as f64 {
+        let mut buf = ryu_js::Buffer::new();
+        return Err(CanonicalError::UnsafeInteger(
+            buf.format_finite(f).to_string(),
+        ));
+    }
+    let mut buf = ryu_js::Buffer::new();
+    out.extend_from_slice(buf.format_finite(f).as_bytes());
+    Ok(())
+}
+
+fn write_string(s: &str, out: &mut Vec<u8>) {
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape: Option<&[u8]> = match b {
+            b'"' => Some(b"\\\""),
+            b'\\' => Some(b"\\\\"),
+            0x08 => Some(b"\\b"),
+            0x0c => Some(b"\\f"),
+            b'\n' => Some(b"\\n"),
+            b'\r' => Some(b"\\r"),
+            b'\t' => Some(b"\\t"),
+            0x00..=0x1f => None,
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        match escape {
+            Some(e) => out.extend_from_slice(e),
+            None => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(b >> 4) as usize]);
+                out.push(HEX[(b & 0xf) as usize]);
+            }
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn c(v: Value) -> String {
+        to_string(&v).unwrap()
+    }
+
+    #[test]
+    fn sorts_members_by_utf16_code_units() {
+        // U+1F600 (surrogates D83D DE00) sorts before U+FB01 in UTF-16, after it in UTF-8.
+        let v: Value = serde_json::from_str(r#"{"\ufb01":1,"\ud83d\ude00":2,"a":3}"#).unwrap();
+        assert_eq!(c(v), "{\"a\":3,\"\u{1F600}\":2,\"\u{FB01}\":1}");
+    }
+
+    #[test]
+    fn numbers_follow_ecmascript() {
+        assert_eq!(c(json!(1.0)), "1");
+        assert_eq!(c(json!(-0.0)), "0");
+        assert_eq!(c(json!(1e21)), "1e+21");
+        assert_eq!(c(json!(1e-7)), "1e-7");
+        assert_eq!(c(json!(0.000001)), "0.000001");
+        assert_eq!(c(json!(123456789012345.6)), "123456789012345.6");
+        assert_eq!(c(json!(9007199254740991_i64)), "9007199254740991");
+        assert_eq!(c(json!(-9007199254740991_i64)), "-9007199254740991");
+    }
+
+    #[test]
+    fn refuses_unsafe_integers() {
+        assert!(to_vec(&json!(9007199254740992_i64)).is_err());
+        assert!(to_vec(&json!(u64::MAX)).is_err());
+        assert!(to_vec(&json!(9007199254740992.0)).is_err());
+    }
+
+    #[test]
+    fn escapes_only_what_rfc8785_escapes() {
+        assert_eq!(
+            c(json!("a\"\\\u{8}\u{c}\n\r\t\u{1}\u{1f}/é\u{2028}")),
+            "\"a\\\"\\\\\\b\\f\\n\\r\\t\\u0001\\u001f/é\u{2028}\""
+        );
+    }
+
+    #[test]
+    fn rfc8785_example() {
+        let v: Value = serde_json::from_str(
+            r#"{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001],"string":"\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/","literals":[null,true,false]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            c(v),
+            r#"{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}"#
+        );
+    }
+}

@@ -1,0 +1,673 @@
+//! The per-session ledger file under `.attenu/`, its lock, and its verified checkpoint.
+//!
+//! # Layout
+//! `ledger-<session>.jsonl` holds one canonical-JSON entry per line. It is a sequence of
+//! chains: each starts with a `root` entry at seq 0 linked to GENESIS, followed by one `spawn`
+//! per declared agent and then one entry per decision or outcome. A new chain starts when the
+//! derivation's digest changes mid-session; its root's `context.previous_chain` names the
+//! previous chain's id, head hash and seq, so removing a whole chain from the middle of the
+//! file is detected too. Each chain exports as one bundle the reference verifier accepts.
+//!
+//! # Verifying before every append in O(1)
+//! Every append happens under an exclusive lock, and only onto a ledger verified since it was
+//! last written. Re-verifying the whole file on every call would make each call's cost grow
+//! with the ledger, so after each append the hook writes a checkpoint beside the ledger
+//! (`ledger-<session>.state.json`): what the verified prefix is (chain heads, byte length,
+//! offset of the last line, open calls) and what proves the file has not changed since (its
+//! device, inode, length, mtime and ctime), sealed with an HMAC whose key is derived from the
+//! project's anchor key. On the next call the checkpoint is accepted only when the MAC holds,
+//! the file's identity and times are exactly those recorded, and the last line still parses
+//! and reproduces the recorded head hash. Any write to the file changes its ctime, which no
+//! unprivileged process can set back, so an edit anywhere in the ledger fails the check and the
+//! next call re-verifies the whole file from GENESIS (and denies if it does not verify).
+//! What this does not cover: someone who can change the system clock or write the raw block
+//! device, or who holds the anchor key; the signed anchor of an exported bundle is the
+//! stronger commitment, and THREAT-MODEL.md says so.
+//!
+//! # Torn tails
+//! A hook killed in the middle of its single `write` can leave a final line without its
+//! newline. No answer was printed for it (the answer comes after fsync), so no decision is
+//! lost; the torn bytes are moved to `ledger-<session>.torn-<ms>` and the next entry records
+//! the recovery in its `context.recovered_torn_tail`. Anything else that does not verify is
+//! never repaired automatically: calls are denied with `ledger-unverifiable`.
+
+use super::canonical;
+use super::chain::{self, GENESIS};
+use crate::fsutil;
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::Sha256;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Why the ledger cannot be used for this call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0}")]
+    Unsafe(String),
+    #[error("{0}")]
+    LockTimeout(String),
+    #[error("{0}")]
+    Unverifiable(String),
+    #[error("{0}")]
+    Io(String),
+}
+
+/// A file name for a session id that can never leave `.attenu/` and never collides with
+/// another id's: ids of `[a-z0-9_-]` (Claude Code's UUIDs) are used as they are; any other id
+/// becomes `h.` followed by the first 40 hex of its SHA-256. Plain names have no `.`.
+pub fn session_file_name(session_id: &str) -> String {
+    let plain = !session_id.is_empty()
+        && session_id.len() <= 100
+        && session_id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+    if plain {
+        session_id.to_string()
+    } else {
+        format!("h.{}", &chain::sha256_hex(session_id.as_bytes())[..40])
+    }
+}
+
+/// Paths of one session's files.
+#[derive(Debug, Clone)]
+pub struct SessionPaths {
+    pub dir: PathBuf,
+    pub name: String,
+    pub ledger: PathBuf,
+    pub lock: PathBuf,
+    pub state: PathBuf,
+}
+
+impl SessionPaths {
+    pub fn new(attenu_dir: &Path, session_id: &str) -> Self {
+        let name = session_file_name(session_id);
+        SessionPaths {
+            dir: attenu_dir.to_path_buf(),
+            ledger: attenu_dir.join(format!("ledger-{name}.jsonl")),
+            lock: attenu_dir.join(format!("ledger-{name}.lock")),
+            state: attenu_dir.join(format!("ledger-{name}.state.json")),
+            name,
+        }
+    }
+}
+
+/// One chain (segment) of a session ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainInfo {
+    pub chain_id: String,
+    pub digest: String,
+    /// 1-based position of this chain in the session.
+    pub index: u32,
+    /// Byte offset of the chain's root line in the file.
+    pub start: u64,
+    /// Number of entries in the chain.
+    pub entries: u64,
+    pub head: String,
+    pub params_salt: String,
+    /// Agent name → node id; the session root is under "".
+    pub nodes: BTreeMap<String, String>,
+    /// Nodes a `done` entry has finalized.
+    #[serde(default)]
+    pub finalized: Vec<String>,
+}
+
+impl ChainInfo {
+    pub fn root_node(&self) -> &str {
+        self.nodes.get("").map(String::as_str).unwrap_or("")
+    }
+}
+
+/// An allowed call still waiting for its outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    pub call_id: String,
+    pub node: String,
+    pub chain_id: String,
+    pub authorized_params_hash: Option<String>,
+    pub tool: String,
+}
+
+/// What identifies the file's exact bytes as last written by us.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct FileStamp {
+    pub dev: u64,
+    pub ino: u64,
+    pub len: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+}
+
+impl FileStamp {
+    fn of(m: &std::fs::Metadata) -> Self {
+        FileStamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+            ctime_ns: m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
+        }
+    }
+}
+
+/// The verified state of a session ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct State {
+    pub stamp: FileStamp,
+    /// Byte offset where the last line starts.
+    pub last_line: u64,
+    pub chains: Vec<ChainInfo>,
+    /// tool_use_id → the open call.
+    pub pending: BTreeMap<String, Pending>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Checkpoint {
+    v: u32,
+    state: State,
+    mac: String,
+}
+
+/// A session ledger, locked for this process until dropped.
+pub struct Ledger {
+    pub paths: SessionPaths,
+    file: File,
+    _lock: File,
+    pub state: State,
+    mac_key: [u8; 32],
+    /// A torn tail moved aside during this open, to be recorded in the next entry.
+    pub recovered: Option<Value>,
+    /// Whether the checkpoint was accepted (false: the whole file was re-verified).
+    pub fast_path: bool,
+}
+
+/// How long a hook process waits, at most, between attempts to take the lock.
+const LOCK_POLL_MAX: Duration = Duration::from_millis(5);
+
+impl Ledger {
+    /// Opens and locks the session ledger, verifying it (fast path via the checkpoint).
+    pub fn open(
+        paths: SessionPaths,
+        mac_key: [u8; 32],
+        lock_deadline: Instant,
+    ) -> Result<Ledger, StoreError> {
+        fsutil::ensure_private_dir(&paths.dir).map_err(StoreError::Unsafe)?;
+        for p in [&paths.ledger, &paths.lock, &paths.state] {
+            fsutil::check_regular_file(p).map_err(StoreError::Unsafe)?;
+        }
+        let lock = fsutil::open_rw(&paths.lock)
+            .map_err(|e| StoreError::Io(format!("cannot open {}: {e}", paths.lock.display())))?;
+        let mut wait = Duration::from_micros(200);
+        loop {
+            match lock.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    let now = Instant::now();
+                    if now >= lock_deadline {
+                        return Err(StoreError::LockTimeout(format!(
+                            "another process held {} for too long; if no attenu-hook or Claude Code process is running, check for a stuck process holding it (fuser {})",
+                            paths.lock.display(),
+                            paths.lock.display()
+                        )));
+                    }
+                    std::thread::sleep(wait.min(lock_deadline - now));
+                    wait = (wait * 2).min(LOCK_POLL_MAX);
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(StoreError::Io(format!(
+                        "cannot lock {}: {e}",
+                        paths.lock.display()
+                    )))
+                }
+            }
+        }
+        let file = fsutil::open_read_append(&paths.ledger)
+            .map_err(|e| StoreError::Io(format!("cannot open {}: {e}", paths.ledger.display())))?;
+        let mut ledger = Ledger {
+            paths,
+            file,
+            _lock: lock,
+            state: State::default(),
+            mac_key,
+            recovered: None,
+            fast_path: false,
+        };
+        ledger.load()?;
+        Ok(ledger)
+    }
+
+    fn stamp(&self) -> Result<FileStamp, StoreError> {
+        self.file
+            .metadata()
+            .map(|m| FileStamp::of(&m))
+            .map_err(|e| StoreError::Io(format!("cannot stat the ledger: {e}")))
+    }
+
+    fn load(&mut self) -> Result<(), StoreError> {
+        let stamp = self.stamp()?;
+        if let Some(state) = self.read_checkpoint() {
+            if state.stamp == stamp && self.tail_matches(&state) {
+                self.state = state;
+                self.fast_path = true;
+                return Ok(());
+            }
+        }
+        self.full_verify()
+    }
+
+    fn read_checkpoint(&self) -> Option<State> {
+        let mut text = String::new();
+        fsutil::open_read(&self.paths.state)
+            .ok()?
+            .read_to_string(&mut text)
+            .ok()?;
+        let cp: Checkpoint = serde_json::from_str(&text).ok()?;
+        if cp.v != 1 {
+            return None;
+        }
+        let body = serde_json::to_vec(&cp.state).ok()?;
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.mac_key).ok()?;
+        mac.update(&body);
+        mac.verify_slice(&chain::unhex(&cp.mac)?).ok()?;
+        Some(cp.state)
+    }
+
+    /// The last line still parses and reproduces the head the checkpoint recorded.
+    fn tail_matches(&self, state: &State) -> bool {
+        let Some(chain) = state.chains.last() else {
+            return state.stamp.len == 0;
+        };
+        let len = state.stamp.len.saturating_sub(state.last_line);
+        if len == 0 || len > 16 << 20 {
+            return false;
+        }
+        let mut buf = vec![0u8; len as usize];
+        if self.file.read_exact_at(&mut buf, state.last_line).is_err() || buf.last() != Some(&b'\n')
+        {
+            return false;
+        }
+        let Ok(Value::Object(mut e)) = serde_json::from_slice::<Value>(&buf) else {
+            return false;
+        };
+        let Some(Value::String(hash)) = e.remove("hash") else {
+            return false;
+        };
+        let prev = e
+            .get("prev_hash")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        hash == chain.head && chain::entry_hash(&prev, &e).is_ok_and(|h| h == hash)
+    }
+
+    fn write_checkpoint(&self) {
+        // Not fsynced: a lost or stale checkpoint only costs one full re-verify.
+        let Ok(body) = serde_json::to_vec(&self.state) else {
+            return;
+        };
+        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.mac_key) else {
+            return;
+        };
+        mac.update(&body);
+        let cp = Checkpoint {
+            v: 1,
+            state: self.state.clone(),
+            mac: chain::hex(&mac.finalize().into_bytes()),
+        };
+        if let Ok(bytes) = serde_json::to_vec(&cp) {
+            let _ = fsutil::write_atomic(&self.paths.state, &bytes, false);
+        }
+    }
+
+    /// Re-reads and re-verifies the whole file from GENESIS, rebuilding the state.
+    fn full_verify(&mut self) -> Result<(), StoreError> {
+        let mut bytes = Vec::new();
+        self.file
+            .seek(SeekFrom::Start(0))
+            .map_err(|e| StoreError::Io(e.to_string()))?;
+        self.file
+            .read_to_end(&mut bytes)
+            .map_err(|e| StoreError::Io(format!("cannot read the ledger: {e}")))?;
+        if !bytes.is_empty() && bytes.last() != Some(&b'\n') {
+            let cut = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            self.recover_torn_tail(&bytes[cut..], cut as u64)?;
+            bytes.truncate(cut);
+        }
+        self.state = scan(&bytes).map_err(|e| {
+            StoreError::Unverifiable(format!(
+                "{} does not verify ({e}); it is kept as evidence and nothing more is appended to it. Move it aside (for example to {}.broken) to start a new ledger for this session, and keep the old one for review",
+                self.paths.ledger.display(),
+                self.paths.ledger.display()
+            ))
+        })?;
+        self.state.stamp = self.stamp()?;
+        self.write_checkpoint();
+        Ok(())
+    }
+
+    fn recover_torn_tail(&mut self, torn: &[u8], cut: u64) -> Result<(), StoreError> {
+        let ms = crate::hook::time::now_ms();
+        let aside = self
+            .paths
+            .dir
+            .join(format!("ledger-{}.torn-{ms}", self.paths.name));
+        fsutil::write_atomic(&aside, torn, true)
+            .map_err(|e| StoreError::Io(format!("cannot keep the torn tail aside: {e}")))?;
+        self.file
+            .set_len(cut)
+            .map_err(|e| StoreError::Io(format!("cannot truncate the torn tail: {e}")))?;
+        self.file
+            .sync_all()
+            .map_err(|e| StoreError::Io(e.to_string()))?;
+        self.recovered = Some(serde_json::json!({
+            "bytes": torn.len(),
+            "at_offset": cut,
+            "sha256": chain::sha256_hex(torn),
+            "kept_in": aside.file_name().map(|n| n.to_string_lossy().into_owned()),
+        }));
+        Ok(())
+    }
+
+    /// The chain new entries go to, if any.
+    pub fn current(&self) -> Option<&ChainInfo> {
+        self.state.chains.last()
+    }
+
+    /// Seals `entries` onto the current chain (or, when the first is a `root`, starts a new
+    /// chain), appends them with one write, fsyncs, and only then updates the checkpoint.
+    /// Each entry must already carry everything but `v`, `c14n`, `seq`, `prev_hash`, `hash`.
+    pub fn append(&mut self, entries: Vec<Map<String, Value>>) -> Result<(), StoreError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut next = self.state.clone();
+        let mut buf = Vec::with_capacity(entries.len() * 700);
+        let mut offset = next.stamp.len;
+        let mut last_line = next.last_line;
+        for mut e in entries {
+            let is_root = e.get("event").and_then(Value::as_str) == Some("root");
+            if is_root {
+                let chain_id = e
+                    .get("chain_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let salt = e
+                    .get("params_salt")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let digest = e
+                    .get("context")
+                    .and_then(|c| c.get("digest"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let index = next.chains.len() as u32 + 1;
+                next.chains.push(ChainInfo {
+                    chain_id,
+                    digest,
+                    index,
+                    start: offset,
+                    entries: 0,
+                    head: GENESIS.into(),
+                    params_salt: salt,
+                    nodes: BTreeMap::new(),
+                    finalized: Vec::new(),
+                });
+            }
+            let chain = next
+                .chains
+                .last_mut()
+                .ok_or_else(|| StoreError::Io("an entry was appended before any root".into()))?;
+            e.insert("v".into(), Value::from(2));
+            e.insert("c14n".into(), Value::from("JCS"));
+            e.insert("seq".into(), Value::from(chain.entries));
+            let hash = chain::seal(&mut e, &chain.head)
+                .map_err(|err| StoreError::Io(format!("entry cannot be canonicalised: {err}")))?;
+            let node = e.get("node").and_then(Value::as_str).map(str::to_string);
+            match e.get("event").and_then(Value::as_str) {
+                Some("root") => {
+                    if let Some(n) = node {
+                        chain.nodes.insert(String::new(), n);
+                    }
+                }
+                Some("spawn") => {
+                    if let (Some(n), Some(agent)) = (node, e.get("agent").and_then(Value::as_str)) {
+                        chain.nodes.insert(agent.to_string(), n);
+                    }
+                }
+                Some("done") => chain.finalized.extend(node),
+                _ => {}
+            }
+            track_pending(&mut next.pending, &e, &chain.chain_id);
+            chain.head = hash;
+            chain.entries += 1;
+            let line = canonical::to_vec(&Value::Object(e))
+                .map_err(|err| StoreError::Io(err.to_string()))?;
+            last_line = offset;
+            offset += line.len() as u64 + 1;
+            buf.extend_from_slice(&line);
+            buf.push(b'\n');
+        }
+        // One write, so a crash leaves either nothing or a torn final line, never interleaving.
+        (&self.file)
+            .write_all(&buf)
+            .map_err(|e| StoreError::Io(format!("cannot write the ledger: {e}")))?;
+        self.file
+            .sync_data()
+            .map_err(|e| StoreError::Io(format!("cannot fsync the ledger: {e}")))?;
+        next.last_line = last_line;
+        next.stamp = self.stamp()?;
+        if next.stamp.len != offset {
+            return Err(StoreError::Io(
+                "the ledger changed size unexpectedly during the append".into(),
+            ));
+        }
+        self.state = next;
+        self.recovered = None;
+        self.write_checkpoint();
+        Ok(())
+    }
+
+    /// Reads the raw bytes of the file as verified (for export), up to the verified length.
+    pub fn read_verified(&self) -> Result<Vec<u8>, StoreError> {
+        let mut buf = vec![0u8; self.state.stamp.len as usize];
+        self.file
+            .read_exact_at(&mut buf, 0)
+            .map_err(|e| StoreError::Io(format!("cannot read the ledger: {e}")))?;
+        Ok(buf)
+    }
+}
+
+fn track_pending(pending: &mut BTreeMap<String, Pending>, e: &Map<String, Value>, chain_id: &str) {
+    match e.get("event").and_then(Value::as_str) {
+        Some("allow") => {
+            let (Some(tu), Some(cid)) = (
+                e.get("context")
+                    .and_then(|c| c.get("tool_use_id"))
+                    .and_then(Value::as_str),
+                e.get("call_id").and_then(Value::as_str),
+            ) else {
+                return;
+            };
+            pending.insert(
+                tu.to_string(),
+                Pending {
+                    call_id: cid.to_string(),
+                    node: e
+                        .get("node")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    chain_id: chain_id.to_string(),
+                    authorized_params_hash: e
+                        .get("authorized_params_hash")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    tool: e
+                        .get("tool")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                },
+            );
+        }
+        Some("outcome") => {
+            if let Some(cid) = e.get("call_id").and_then(Value::as_str) {
+                pending.retain(|_, p| p.call_id != cid);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Parses and verifies a whole ledger file (without a torn tail), chain by chain.
+pub fn scan(bytes: &[u8]) -> Result<State, String> {
+    let mut state = State::default();
+    let mut offset = 0u64;
+    let mut segment: Vec<Value> = Vec::new();
+    let mut segment_start = 0u64;
+    let finish = |segment: &mut Vec<Value>, start: u64, state: &mut State| -> Result<(), String> {
+        if segment.is_empty() {
+            return Ok(());
+        }
+        let head = chain::verify_entries(segment.iter()).map_err(|b| {
+            format!(
+                "chain {} breaks: {b} (line {} of the file)",
+                state.chains.len() + 1,
+                line_no(state, b.index())
+            )
+        })?;
+        let root = &segment[0];
+        let chain_id = root
+            .get("chain_id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if let Some(bad) = segment
+            .iter()
+            .position(|e| e.get("chain_id").and_then(Value::as_str) != Some(chain_id.as_str()))
+        {
+            return Err(format!(
+                "entry {bad} of chain {chain_id} carries another chain_id"
+            ));
+        }
+        let expected_link = state.chains.last().map(
+            |p| serde_json::json!({"chain_id": p.chain_id, "head": p.head, "seq": p.entries - 1}),
+        );
+        let link = root
+            .pointer("/context/previous_chain")
+            .cloned()
+            .filter(|v| !v.is_null());
+        if link != expected_link {
+            return Err(format!("chain {chain_id} does not link to the chain before it (a chain was removed or reordered)"));
+        }
+        let mut info = ChainInfo {
+            chain_id: chain_id.clone(),
+            digest: root
+                .pointer("/context/digest")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            index: state.chains.len() as u32 + 1,
+            start,
+            entries: segment.len() as u64,
+            head,
+            params_salt: root
+                .get("params_salt")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            nodes: BTreeMap::new(),
+            finalized: Vec::new(),
+        };
+        state.pending.clear(); // only the current chain's calls can still be completed
+        for e in segment.iter() {
+            let obj = e.as_object().expect("verified entries are objects");
+            let node = obj.get("node").and_then(Value::as_str);
+            match (obj.get("event").and_then(Value::as_str), node) {
+                (Some("root"), Some(n)) => {
+                    info.nodes.insert(String::new(), n.to_string());
+                }
+                (Some("spawn"), Some(n)) => {
+                    if let Some(agent) = obj.get("agent").and_then(Value::as_str) {
+                        info.nodes.insert(agent.to_string(), n.to_string());
+                    }
+                }
+                (Some("done"), Some(n)) => info.finalized.push(n.to_string()),
+                _ => {}
+            }
+            track_pending(&mut state.pending, obj, &chain_id);
+        }
+        state.chains.push(info);
+        segment.clear();
+        Ok(())
+    };
+    for (i, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
+        let value: Value = serde_json::from_slice(line)
+            .map_err(|e| format!("line {} is not valid JSON ({e})", i + 1))?;
+        if value.get("event").and_then(Value::as_str) == Some("root") {
+            finish(&mut segment, segment_start, &mut state)?;
+            segment_start = offset;
+        } else if segment.is_empty() {
+            return Err(format!("line {} comes before any root entry", i + 1));
+        }
+        segment.push(value);
+        state.last_line = offset;
+        offset += line.len() as u64;
+    }
+    finish(&mut segment, segment_start, &mut state)?;
+    Ok(state)
+}
+
+fn line_no(state: &State, index_in_chain: usize) -> u64 {
+    state.chains.iter().map(|c| c.entries).sum::<u64>() + index_in_chain as u64 + 1
+}
+
+/// Splits verified ledger bytes into chains of entries (for export), in file order.
+pub fn chains_of(bytes: &[u8]) -> Result<Vec<Vec<Value>>, String> {
+    let mut out: Vec<Vec<Value>> = Vec::new();
+    for (i, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
+        let v: Value = serde_json::from_slice(line)
+            .map_err(|e| format!("line {} is not valid JSON ({e})", i + 1))?;
+        if v.get("event").and_then(Value::as_str) == Some("root") || out.is_empty() {
+            out.push(Vec::new());
+        }
+        out.last_mut().expect("pushed above").push(v);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_names_stay_inside_and_never_collide() {
+        assert_eq!(session_file_name("44df19b4-aa"), "44df19b4-aa");
+        for hostile in [
+            "../../etc/passwd",
+            "a/b",
+            "",
+            ".",
+            "..",
+            "A",
+            "x\u{202e}y",
+            "a.b",
+        ] {
+            let n = session_file_name(hostile);
+            assert!(
+                !n.contains('/') && !n.is_empty() && n != "." && n != "..",
+                "{hostile} -> {n}"
+            );
+        }
+        assert_ne!(session_file_name("a/b"), session_file_name("a_b"));
+        assert_ne!(session_file_name("A"), session_file_name("a"));
+    }
+}

@@ -1,0 +1,163 @@
+//! Stable reason codes. Every deny and every halt names one of these kebab-case codes; scripts
+//! and reviewers match on the code, people read the sentence that goes with it. Never rename
+//! a code: add a new one.
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Code {
+    // Decisions: the call was evaluated against the derived authority.
+    /// The project declares this capability, but not for this agent.
+    OutOfAuthority,
+    /// Nothing in the project declares this capability at all.
+    Unresolved,
+    /// The subagent type is not declared in `.claude/agents/` (or configuration).
+    UndeclaredAgent,
+    /// The agent's own declaration could not be read; it holds nothing.
+    AgentDeclarationInvalid,
+    /// A subagent tried to touch the hook's own state, settings or keys.
+    SelfProtection,
+
+    // Failures: the hook could not decide or could not record, so it fails closed.
+    PayloadInvalid,
+    PayloadTooLarge,
+    EventMissing,
+    ProjectNotFound,
+    ConfigInvalid,
+    SettingsInvalid,
+    DeclarationsUnreadable,
+    StateDirUnsafe,
+    LedgerUnverifiable,
+    LedgerLockTimeout,
+    LedgerWriteFailed,
+    KeyUnavailable,
+    DeadlineExceeded,
+    InternalError,
+
+    // The decision-bound gate.
+    GateAuthorizationRequired,
+    GateReplay,
+    GateStoreFailed,
+
+    // Post-execution.
+    OutcomeNotRecorded,
+    ToolFailed,
+    InputChangedAfterAuthorization,
+}
+
+impl Code {
+    pub const ALL: &'static [Code] = &[
+        Code::OutOfAuthority,
+        Code::Unresolved,
+        Code::UndeclaredAgent,
+        Code::AgentDeclarationInvalid,
+        Code::SelfProtection,
+        Code::PayloadInvalid,
+        Code::PayloadTooLarge,
+        Code::EventMissing,
+        Code::ProjectNotFound,
+        Code::ConfigInvalid,
+        Code::SettingsInvalid,
+        Code::DeclarationsUnreadable,
+        Code::StateDirUnsafe,
+        Code::LedgerUnverifiable,
+        Code::LedgerLockTimeout,
+        Code::LedgerWriteFailed,
+        Code::KeyUnavailable,
+        Code::DeadlineExceeded,
+        Code::InternalError,
+        Code::GateAuthorizationRequired,
+        Code::GateReplay,
+        Code::GateStoreFailed,
+        Code::OutcomeNotRecorded,
+        Code::ToolFailed,
+        Code::InputChangedAfterAuthorization,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::OutOfAuthority => "out-of-authority",
+            Code::Unresolved => "unresolved",
+            Code::UndeclaredAgent => "undeclared-agent",
+            Code::AgentDeclarationInvalid => "agent-declaration-invalid",
+            Code::SelfProtection => "self-protection",
+            Code::PayloadInvalid => "payload-invalid",
+            Code::PayloadTooLarge => "payload-too-large",
+            Code::EventMissing => "event-missing",
+            Code::ProjectNotFound => "project-not-found",
+            Code::ConfigInvalid => "config-invalid",
+            Code::SettingsInvalid => "settings-invalid",
+            Code::DeclarationsUnreadable => "declarations-unreadable",
+            Code::StateDirUnsafe => "state-dir-unsafe",
+            Code::LedgerUnverifiable => "ledger-unverifiable",
+            Code::LedgerLockTimeout => "ledger-lock-timeout",
+            Code::LedgerWriteFailed => "ledger-write-failed",
+            Code::KeyUnavailable => "key-unavailable",
+            Code::DeadlineExceeded => "deadline-exceeded",
+            Code::InternalError => "internal-error",
+            Code::GateAuthorizationRequired => "gate-authorization-required",
+            Code::GateReplay => "gate-replay",
+            Code::GateStoreFailed => "gate-store-failed",
+            Code::OutcomeNotRecorded => "outcome-not-recorded",
+            Code::ToolFailed => "tool-failed",
+            Code::InputChangedAfterAuthorization => "input-changed-after-authorization",
+        }
+    }
+
+    /// The attenu-guard `disposition` a decision denial carries on the ledger.
+    pub fn disposition(self) -> Option<&'static str> {
+        match self {
+            Code::OutOfAuthority => Some("out_of_authority"),
+            Code::Unresolved | Code::UndeclaredAgent | Code::AgentDeclarationInvalid => {
+                Some("unresolved")
+            }
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A reason: a stable code and a sentence a person can act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason {
+    pub code: Code,
+    pub message: String,
+}
+
+impl Reason {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Reason {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}] {}", self.code, self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_kebab_case() {
+        let mut seen = std::collections::HashSet::new();
+        for c in Code::ALL {
+            let s = c.as_str();
+            assert!(seen.insert(s), "duplicate code {s}");
+            assert!(
+                s.chars().all(|ch| ch.is_ascii_lowercase() || ch == '-'),
+                "{s}"
+            );
+        }
+    }
+}
