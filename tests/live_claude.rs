@@ -32,6 +32,8 @@
 //! `node_modules/.bin/claude` under the repository root. When it is not found the test says so
 //! loudly on stderr and passes, unless `ATTENU_REQUIRE_LIVE=1` (or `ATTENU_CLAUDE_BIN` names a
 //! missing file): then it fails. `ATTENU_PYTHON` overrides `python3` for the mock server.
+//! With `ATTENU_REF_PYTHON` (a Python with `attenu-guard[crypto]==0.21.0`), the exported
+//! bundles are also checked with the reference `attenu_guard.evidence.verify_bundle`.
 //! Set `ATTENU_LIVE_KEEP=1` to keep the scratch directory after a passing run.
 //!
 //! Every subprocess has a deadline and is killed (with its process group) when it passes it.
@@ -58,6 +60,18 @@ const CLAUDE_DEADLINE: Duration = Duration::from_secs(60);
 const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
 /// The mock server exits by itself after this, whatever happens to the test.
 const MOCK_LIFETIME_SECS: u64 = 150;
+
+/// `python -c REF_VERIFY_PY BUNDLE ANCHOR_PUB`: exit 0 iff attenu-guard's own verifier accepts.
+const REF_VERIFY_PY: &str = r#"
+import json, sys
+from attenu_guard.evidence import verify_bundle
+from attenu_guard.wire import Ed25519Verifier
+pub = json.load(open(sys.argv[2]))
+report = verify_bundle(json.load(open(sys.argv[1])),
+                       Ed25519Verifier(bytes.fromhex(pub["public_key"]), kid=pub.get("kid") or "k1"))
+print(json.dumps({"ok": report["ok"], "checks": report["checks"], "failures": report.get("failures")}, default=str))
+sys.exit(0 if report["ok"] else 1)
+"#;
 
 const PROMPT: &str = "ATTENU-MAIN run the script";
 const ALLOWED_TOOLS: [&str; 4] = ["Bash", "Read", "Write", "Agent"];
@@ -630,6 +644,37 @@ fn check_evidence(s: &Session, scratch: &Path) {
             bundle.display(),
             anchor_pub.display(),
             v.describe()
+        );
+    }
+
+    // Optional: the reference verifier (attenu-guard 0.21.0) agrees, with only anchor.pub.
+    if let Some(py) = std::env::var_os("ATTENU_REF_PYTHON").filter(|v| !v.is_empty()) {
+        for bundle in &bundles {
+            let bundle = if bundle.is_absolute() {
+                bundle.clone()
+            } else {
+                s.project.join(bundle)
+            };
+            let v = run_command(
+                Command::new(&py)
+                    .arg("-c")
+                    .arg(REF_VERIFY_PY)
+                    .arg(&bundle)
+                    .arg(&anchor_pub),
+                COMMAND_DEADLINE,
+                scratch,
+                "ref-verify",
+            );
+            assert!(
+                v.ok(),
+                "attenu_guard.evidence.verify_bundle rejects {}: {}",
+                bundle.display(),
+                v.describe()
+            );
+        }
+    } else {
+        eprintln!(
+            "live_claude: note: ATTENU_REF_PYTHON unset; reference verifier cross-check skipped"
         );
     }
 
