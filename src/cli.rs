@@ -61,6 +61,50 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
     },
+    /// Host only: issue a signed authorization for one exact tool call (gated scopes)
+    Authorize {
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        project: PathBuf,
+        /// The exact tool name, as Claude Code sends it (e.g. Bash, mcp__payments__refund)
+        #[arg(long)]
+        tool: String,
+        /// The complete tool_input as JSON; bound by the SHA-256 of its RFC 8785 form
+        #[arg(long, value_name = "JSON")]
+        input: String,
+        /// A reviewer named in [gate] reviewers
+        #[arg(long)]
+        reviewer: String,
+        /// The reviewer's key file (from `attenu-hook keygen`)
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        uses: u32,
+        /// Seconds, or 90s, 10m, 2h, 1d
+        #[arg(long, value_name = "DURATION", default_value = "1h")]
+        expires_in: String,
+        /// Only for this session id
+        #[arg(long)]
+        session: Option<String>,
+        /// Only for this subagent type
+        #[arg(long)]
+        agent: Option<String>,
+    },
+    /// Host only: record a verified business receipt for a call
+    Receipt {
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        project: PathBuf,
+        /// The call's call_id or tool_use_id
+        #[arg(long)]
+        call: String,
+        #[arg(long)]
+        receipt_id: String,
+        /// Who verified the effect (the host system or person)
+        #[arg(long)]
+        observer: String,
+        /// The receipt's payload (stored as a digest)
+        #[arg(long, value_name = "JSON")]
+        payload: Option<String>,
+    },
     /// Reconciliation markers left by outcomes that could not be recorded
     Reconcile {
         #[command(subcommand)]
@@ -159,6 +203,81 @@ pub fn run(cli: Cli) -> i32 {
             Err(e) => fail(e),
         },
         Some(Command::Reconcile { action }) => reconcile_cmd(action),
+        Some(Command::Authorize {
+            project,
+            tool,
+            input,
+            reviewer,
+            key,
+            uses,
+            expires_in,
+            session,
+            agent,
+        }) => {
+            let input: Value = match serde_json::from_str(&input) {
+                Ok(v @ Value::Object(_)) => v,
+                Ok(_) => return fail("--input must be the tool_input JSON object"),
+                Err(e) => return fail(format!("--input is not valid JSON: {e}")),
+            };
+            let expires_in_ms = match crate::gate::authz::parse_duration(&expires_in) {
+                Ok(ms) => ms,
+                Err(e) => return fail(e),
+            };
+            let root = project_dir(&project);
+            let config = match crate::config::load(&root.join(".attenu")) {
+                Ok(c) => c,
+                Err(e) => return fail(e),
+            };
+            let req = crate::gate::authz::Request {
+                tool: &tool,
+                input: &input,
+                reviewer: &reviewer,
+                key_path: &key,
+                uses,
+                expires_in_ms,
+                session: session.as_deref(),
+                agent: agent.as_deref(),
+            };
+            match crate::gate::authz::authorize(&root, &config, &req) {
+                Ok(id) => {
+                    println!("{id}");
+                    0
+                }
+                Err(e) => fail(e),
+            }
+        }
+        Some(Command::Receipt {
+            project,
+            call,
+            receipt_id,
+            observer,
+            payload,
+        }) => {
+            let payload = match payload
+                .as_deref()
+                .map(serde_json::from_str::<Value>)
+                .transpose()
+            {
+                Ok(p) => p,
+                Err(e) => return fail(format!("--payload is not valid JSON: {e}")),
+            };
+            match crate::gate::receipt::record(
+                &project_dir(&project),
+                &call,
+                &receipt_id,
+                &observer,
+                payload.as_ref(),
+            ) {
+                Ok(b) => {
+                    println!(
+                        "receipt {receipt_id} recorded for call {} ({} in session {})",
+                        b.call_id, b.tool, b.session_id
+                    );
+                    0
+                }
+                Err(e) => fail(e),
+            }
+        }
         Some(Command::Log {
             project,
             session,

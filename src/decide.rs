@@ -41,6 +41,8 @@ pub struct Decision {
     pub reason: Option<Reason>,
     /// Whether a refusal is enforced (mode, main thread). Meaningless when `held`.
     pub enforced: bool,
+    /// Whether the scope needs a host-signed authorization (`[gate] require`), whoever calls.
+    pub gated: bool,
 }
 
 impl Decision {
@@ -125,23 +127,19 @@ pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &
             }
         },
     };
-    match outcome {
-        Ok(()) => Decision {
-            scope,
-            actor,
-            node_agent,
-            held: true,
-            reason: None,
-            enforced,
-        },
-        Err(reason) => Decision {
-            scope,
-            actor,
-            node_agent,
-            held: false,
-            reason: Some(reason),
-            enforced,
-        },
+    let gated = config.gate.require.iter().any(|p| covers(p, &scope));
+    let (held, reason) = match outcome {
+        Ok(()) => (true, None),
+        Err(r) => (false, Some(r)),
+    };
+    Decision {
+        scope,
+        actor,
+        node_agent,
+        held,
+        reason,
+        enforced,
+        gated,
     }
 }
 

@@ -111,6 +111,7 @@ impl Code {
             Code::Unresolved | Code::UndeclaredAgent | Code::AgentDeclarationInvalid => {
                 Some("unresolved")
             }
+            Code::GateAuthorizationRequired => Some("held_pending_grant"),
             _ => None,
         }
     }

@@ -7,14 +7,39 @@ use serde_json::{json, Value};
 #[test]
 fn allow_is_silence_and_deny_has_the_documented_shape() {
     let p = sample("shape");
-    let a = hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/x"}), "t1"));
+    let a = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t1",
+        ),
+    );
     assert_eq!((a.code, a.stdout.trim()), (0, "{}"));
-    let d = hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Bash", json!({"command": "ls"}), "t2"));
+    let d = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Bash",
+            json!({"command": "ls"}),
+            "t2",
+        ),
+    );
     assert_eq!(d.code, 0);
     let j = d.json();
     assert_eq!(j["hookSpecificOutput"]["hookEventName"], "PreToolUse");
     assert_eq!(j["hookSpecificOutput"]["permissionDecision"], "deny");
-    assert!(d.reason().starts_with("attenu-hook: [unresolved] Bash needs exec.bash"), "{}", d.reason());
+    assert!(
+        d.reason()
+            .starts_with("attenu-hook: [unresolved] Bash needs exec.bash"),
+        "{}",
+        d.reason()
+    );
     assert!(!d.stdout.contains("\"allow\""), "never an explicit allow");
 }
 
@@ -29,10 +54,24 @@ fn the_seed_decisions_and_their_two_kinds_of_refusal() {
         ("researcher", "WebFetch", true, ""),
     ];
     for (i, (agent, tool, allowed, code)) in cases.iter().enumerate() {
-        let out = hook(p.path(), &pre("s1", p.path(), Some(agent), tool, json!({"file_path": "/p/f", "url": "https://x"}), &format!("t{i}")));
+        let out = hook(
+            p.path(),
+            &pre(
+                "s1",
+                p.path(),
+                Some(agent),
+                tool,
+                json!({"file_path": "/p/f", "url": "https://x"}),
+                &format!("t{i}"),
+            ),
+        );
         assert_eq!(out.is_allow(), *allowed, "{agent} {tool}: {}", out.stdout);
         if !allowed {
-            assert!(out.reason().contains(&format!("[{code}]")), "{}", out.reason());
+            assert!(
+                out.reason().contains(&format!("[{code}]")),
+                "{}",
+                out.reason()
+            );
         }
     }
     let es = entries(p.path(), "s1");
@@ -49,7 +88,17 @@ fn the_seed_decisions_and_their_two_kinds_of_refusal() {
 #[test]
 fn the_record_carries_claude_code_identifiers_mode_and_time() {
     let p = sample("ids");
-    hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Bash", json!({"command": "ls"}), "toolu_9"));
+    hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Bash",
+            json!({"command": "ls"}),
+            "toolu_9",
+        ),
+    );
     let es = entries(p.path(), "s1");
     let d = es.last().unwrap();
     assert_eq!(d["context"]["session_id"], "s1");
@@ -66,8 +115,18 @@ fn the_record_carries_claude_code_identifiers_mode_and_time() {
 #[test]
 fn undeclared_subagent_types_hold_nothing_unless_configured() {
     let p = sample("undeclared");
-    for (i, ty) in ["Explore", "general-purpose", "plugin:thing", ""].iter().enumerate() {
-        let mut payload = pre("s1", p.path(), Some(ty), "Read", json!({"file_path": "/x"}), &format!("t{i}"));
+    for (i, ty) in ["Explore", "general-purpose", "plugin:thing", ""]
+        .iter()
+        .enumerate()
+    {
+        let mut payload = pre(
+            "s1",
+            p.path(),
+            Some(ty),
+            "Read",
+            json!({"file_path": "/x"}),
+            &format!("t{i}"),
+        );
         if ty.is_empty() {
             payload.as_object_mut().unwrap().remove("agent_type");
         }
@@ -75,10 +134,34 @@ fn undeclared_subagent_types_hold_nothing_unless_configured() {
         assert!(out.denied(), "{ty}: {}", out.stdout);
         assert!(out.reason().contains("[undeclared-agent]"));
     }
-    std::fs::write(p.path().join(".attenu/config.toml"), "[agents]\nExplore = [\"Read\", \"Grep\"]\n").unwrap();
-    let out = hook(p.path(), &pre("s1", p.path(), Some("Explore"), "Read", json!({"file_path": "/x"}), "t9"));
+    std::fs::write(
+        p.path().join(".attenu/config.toml"),
+        "[agents]\nExplore = [\"Read\", \"Grep\"]\n",
+    )
+    .unwrap();
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("Explore"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t9",
+        ),
+    );
     assert!(out.is_allow(), "{}", out.stdout);
-    let out = hook(p.path(), &pre("s1", p.path(), Some("Explore"), "Bash", json!({"command": "ls"}), "t10"));
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("Explore"),
+            "Bash",
+            json!({"command": "ls"}),
+            "t10",
+        ),
+    );
     assert!(out.denied());
 }
 
@@ -86,24 +169,73 @@ fn undeclared_subagent_types_hold_nothing_unless_configured() {
 fn retries_stay_denied_and_each_attempt_is_recorded() {
     let p = sample("retry");
     for i in 0..3 {
-        assert!(hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Write", json!({"file_path": "/x", "content": "y"}), &format!("t{i}"))).denied());
+        assert!(hook(
+            p.path(),
+            &pre(
+                "s1",
+                p.path(),
+                Some("reviewer"),
+                "Write",
+                json!({"file_path": "/x", "content": "y"}),
+                &format!("t{i}")
+            )
+        )
+        .denied());
     }
-    assert_eq!(entries(p.path(), "s1").iter().filter(|e| e["event"] == "deny").count(), 3);
+    assert_eq!(
+        entries(p.path(), "s1")
+            .iter()
+            .filter(|e| e["event"] == "deny")
+            .count(),
+        3
+    );
 }
 
 #[test]
 fn main_thread_is_recorded_not_enforced_unless_configured() {
     let p = sample("main");
-    let out = hook(p.path(), &pre("s1", p.path(), None, "Bash", json!({"command": "rm -rf /"}), "t1"));
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            None,
+            "Bash",
+            json!({"command": "rm -rf /"}),
+            "t1",
+        ),
+    );
     assert!(out.is_allow());
     let e = entries(p.path(), "s1").pop().unwrap();
     assert_eq!(e["event"], "allow");
-    assert_eq!(e["policy"], "unlisted", "an unauthorized main-thread call is recorded as ungated");
+    assert_eq!(
+        e["policy"], "unlisted",
+        "an unauthorized main-thread call is recorded as ungated"
+    );
     assert_eq!(e["context"]["enforced"], false);
     assert_eq!(e["context"]["would_deny"]["code"], "unresolved");
-    std::fs::write(p.path().join(".attenu/config.toml"), "enforce_main_thread = true\n").unwrap();
-    assert!(hook(p.path(), &pre("s1", p.path(), None, "Bash", json!({"command": "ls"}), "t2")).denied());
-    assert!(hook(p.path(), &pre("s1", p.path(), None, "Read", json!({"file_path": "/x"}), "t3")).is_allow());
+    std::fs::write(
+        p.path().join(".attenu/config.toml"),
+        "enforce_main_thread = true\n",
+    )
+    .unwrap();
+    assert!(hook(
+        p.path(),
+        &pre("s1", p.path(), None, "Bash", json!({"command": "ls"}), "t2")
+    )
+    .denied());
+    assert!(hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            None,
+            "Read",
+            json!({"file_path": "/x"}),
+            "t3"
+        )
+    )
+    .is_allow());
 }
 
 #[test]
@@ -119,8 +251,22 @@ fn shadow_and_observe_record_what_would_be_denied_and_deny_nothing() {
     for mode in ["shadow", "observe"] {
         let p = sample(mode);
         std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
-        std::fs::write(p.path().join(".attenu/config.toml"), format!("mode = \"{mode}\"\n")).unwrap();
-        let out = hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Bash", json!({"command": "ls"}), "t1"));
+        std::fs::write(
+            p.path().join(".attenu/config.toml"),
+            format!("mode = \"{mode}\"\n"),
+        )
+        .unwrap();
+        let out = hook(
+            p.path(),
+            &pre(
+                "s1",
+                p.path(),
+                Some("reviewer"),
+                "Bash",
+                json!({"command": "ls"}),
+                "t1",
+            ),
+        );
         assert!(out.is_allow(), "{mode}: {}", out.stdout);
         let e = entries(p.path(), "s1").pop().unwrap();
         assert_eq!(e["mode"], mode);
@@ -133,23 +279,69 @@ fn shadow_and_observe_record_what_would_be_denied_and_deny_nothing() {
 fn a_mode_typo_denies_instead_of_disabling_enforcement() {
     let p = sample("typo");
     std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
-    for bad in ["mode = \"enforcing\"\n", "mode = \"shadow\"\nenforce_main_threads = true\n", "mode = 3\n", "[[[\n"] {
+    for bad in [
+        "mode = \"enforcing\"\n",
+        "mode = \"shadow\"\nenforce_main_threads = true\n",
+        "mode = 3\n",
+        "[[[\n",
+    ] {
         std::fs::write(p.path().join(".attenu/config.toml"), bad).unwrap();
-        let out = hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/x"}), "t1"));
+        let out = hook(
+            p.path(),
+            &pre(
+                "s1",
+                p.path(),
+                Some("reviewer"),
+                "Read",
+                json!({"file_path": "/x"}),
+                "t1",
+            ),
+        );
         assert!(out.denied(), "{bad}");
-        assert!(out.reason().contains("[config-invalid]"), "{}", out.reason());
+        assert!(
+            out.reason().contains("[config-invalid]"),
+            "{}",
+            out.reason()
+        );
     }
     std::fs::remove_file(p.path().join(".attenu/config.toml")).unwrap();
-    std::fs::write(p.path().join(".attenu/config.json"), r#"{"mode": "shadow", "enforce_main_thread": false, "export_on_stop": true}"#).unwrap();
-    assert!(hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Bash", json!({}), "t2")).is_allow(), "the recipe's config.json is honoured");
+    std::fs::write(
+        p.path().join(".attenu/config.json"),
+        r#"{"mode": "shadow", "enforce_main_thread": false, "export_on_stop": true}"#,
+    )
+    .unwrap();
+    assert!(
+        hook(
+            p.path(),
+            &pre("s1", p.path(), Some("reviewer"), "Bash", json!({}), "t2")
+        )
+        .is_allow(),
+        "the recipe's config.json is honoured"
+    );
 }
 
 #[test]
 fn malformed_input_always_blocks_with_exit_0_or_2() {
     let p = sample("malformed");
-    for input in [&b""[..], b"   ", b"not json", b"[]", b"null", b"42", b"{}", br#"{"hook_event_name": null}"#, br#"{"hook_event_name": ["PreToolUse"]}"#, b"\xff\xfe"] {
+    for input in [
+        &b""[..],
+        b"   ",
+        b"not json",
+        b"[]",
+        b"null",
+        b"42",
+        b"{}",
+        br#"{"hook_event_name": null}"#,
+        br#"{"hook_event_name": ["PreToolUse"]}"#,
+        b"\xff\xfe",
+    ] {
         let out = hook_raw(Some(p.path()), input);
-        assert!(out.denied(), "{:?} -> {}", String::from_utf8_lossy(input), out.stdout);
+        assert!(
+            out.denied(),
+            "{:?} -> {}",
+            String::from_utf8_lossy(input),
+            out.stdout
+        );
     }
     for payload in [
         json!({"hook_event_name": "PreToolUse", "session_id": "s", "tool_name": 5, "tool_input": {}}),
@@ -160,15 +352,30 @@ fn malformed_input_always_blocks_with_exit_0_or_2() {
     ] {
         let out = hook(p.path(), &payload);
         assert!(out.denied(), "{payload} -> {}", out.stdout);
-        assert!(out.reason().contains("[payload-invalid]"), "{}", out.reason());
+        assert!(
+            out.reason().contains("[payload-invalid]"),
+            "{}",
+            out.reason()
+        );
     }
 }
 
 #[test]
 fn unknown_events_and_unknown_fields_are_accepted() {
     let p = sample("unknown");
-    assert!(hook(p.path(), &json!({"hook_event_name": "Notification", "session_id": "s"})).is_allow());
-    let mut payload = pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/x"}), "t1");
+    assert!(hook(
+        p.path(),
+        &json!({"hook_event_name": "Notification", "session_id": "s"})
+    )
+    .is_allow());
+    let mut payload = pre(
+        "s1",
+        p.path(),
+        Some("reviewer"),
+        "Read",
+        json!({"file_path": "/x"}),
+        "t1",
+    );
     payload["brand_new_field"] = json!({"nested": [1, 2]});
     payload["effort"] = json!({"level": "high"});
     assert!(hook(p.path(), &payload).is_allow());
@@ -177,11 +384,34 @@ fn unknown_events_and_unknown_fields_are_accepted() {
 #[test]
 fn session_ids_never_leave_the_state_directory_or_share_a_ledger() {
     let p = sample("escape");
-    for (i, sid) in ["../../escaped", "/etc/passwd", "a/b", "a_b", "..", "ABC", "abc"].iter().enumerate() {
-        let out = hook(p.path(), &pre(sid, p.path(), Some("reviewer"), "Read", json!({"file_path": "/x"}), &format!("t{i}")));
+    for (i, sid) in [
+        "../../escaped",
+        "/etc/passwd",
+        "a/b",
+        "a_b",
+        "..",
+        "ABC",
+        "abc",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let out = hook(
+            p.path(),
+            &pre(
+                sid,
+                p.path(),
+                Some("reviewer"),
+                "Read",
+                json!({"file_path": "/x"}),
+                &format!("t{i}"),
+            ),
+        );
         assert!(out.is_allow(), "{sid}: {}", out.stdout);
     }
-    assert!(!p.path().join("escaped").exists() && !p.path().parent().unwrap().join("escaped").exists());
+    assert!(
+        !p.path().join("escaped").exists() && !p.path().parent().unwrap().join("escaped").exists()
+    );
     let ledgers: Vec<_> = std::fs::read_dir(p.path().join(".attenu"))
         .unwrap()
         .flatten()
@@ -200,15 +430,52 @@ fn injection_in_tool_input_tool_names_and_frontmatter_grants_nothing() {
         )],
         None,
     );
-    let out = hook(p.path(), &pre("s1", p.path(), Some("sneaky"), "Bash", json!({"command": "ls", "permissionDecision": "allow"}), "t1"));
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("sneaky"),
+            "Bash",
+            json!({"command": "ls", "permissionDecision": "allow"}),
+            "t1",
+        ),
+    );
     assert!(out.denied());
-    for tool in ["Read ", "read", "Read\u{0}", "Bash(ls)", "mcp__x__y", "../Read"] {
-        let out = hook(p.path(), &pre("s1", p.path(), Some("sneaky"), tool, json!({}), "t2"));
+    for tool in [
+        "Read ",
+        "read",
+        "Read\u{0}",
+        "Bash(ls)",
+        "mcp__x__y",
+        "../Read",
+    ] {
+        let out = hook(
+            p.path(),
+            &pre("s1", p.path(), Some("sneaky"), tool, json!({}), "t2"),
+        );
         assert!(out.denied(), "tool name {tool:?} must not resolve to Read");
     }
-    assert!(hook(p.path(), &pre("s1", p.path(), Some("sneaky"), "Read", json!({"file_path": "/x"}), "t3")).is_allow());
-    let out = hook(p.path(), &pre("s1", p.path(), Some("other"), "Bash", json!({}), "t4"));
-    assert!(out.denied(), "a second frontmatter block in the body declares nothing");
+    assert!(hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("sneaky"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t3"
+        )
+    )
+    .is_allow());
+    let out = hook(
+        p.path(),
+        &pre("s1", p.path(), Some("other"), "Bash", json!({}), "t4"),
+    );
+    assert!(
+        out.denied(),
+        "a second frontmatter block in the body declares nothing"
+    );
 }
 
 #[test]
@@ -226,69 +493,226 @@ fn a_project_no_other_test_saw_is_derived_and_decided() {
     let out = cli(&["--derive", p.path().to_str().unwrap(), "--json"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let d: Value = serde_json::from_str(&out.stdout).unwrap();
-    assert_eq!(d["agents"]["builder"], json!(["exec.bash", "fs.read", "fs.write"]));
+    assert_eq!(
+        d["agents"]["builder"],
+        json!(["exec.bash", "fs.read", "fs.write"])
+    );
     assert_eq!(
         d["agents"]["helper"],
-        json!(["agent.delegate.auditor", "agent.delegate.broken", "agent.delegate.builder", "agent.delegate.helper", "fs.glob", "fs.grep", "fs.read", "net.search"])
+        json!([
+            "agent.delegate.auditor",
+            "agent.delegate.broken",
+            "agent.delegate.builder",
+            "agent.delegate.helper",
+            "fs.glob",
+            "fs.grep",
+            "fs.read",
+            "net.search"
+        ])
     );
     assert_eq!(d["agents"]["auditor"], json!(["fs.glob", "fs.grep"]));
     assert_eq!(d["agents"]["broken"], json!([]));
     assert!(d["problems"][0].as_str().unwrap().contains("broken"));
-    assert!(d["unrepresented"].as_array().unwrap().iter().any(|u| u == "settings permissions.allow Bash(git status)"));
-    let decide = |agent: &str, tool: &str| hook(p.path(), &pre("s1", p.path(), Some(agent), tool, json!({"file_path": "/p/x", "command": "ls"}), "t")).is_allow();
+    assert!(d["unrepresented"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|u| u == "settings permissions.allow Bash(git status)"));
+    let decide = |agent: &str, tool: &str| {
+        hook(
+            p.path(),
+            &pre(
+                "s1",
+                p.path(),
+                Some(agent),
+                tool,
+                json!({"file_path": "/p/x", "command": "ls"}),
+                "t",
+            ),
+        )
+        .is_allow()
+    };
     assert!(decide("builder", "Bash") && decide("builder", "Write"));
     assert!(decide("helper", "Read") && decide("helper", "WebSearch"));
     assert!(!decide("helper", "Write") && !decide("helper", "Bash"));
     assert!(decide("auditor", "Grep") && !decide("auditor", "Read"));
-    assert!(!decide("broken", "Read"), "a broken declaration holds nothing");
+    assert!(
+        !decide("broken", "Read"),
+        "a broken declaration holds nothing"
+    );
 }
 
 #[test]
 fn one_bad_declaration_never_denies_the_rest_of_the_project() {
-    let mut agents: Vec<(String, String)> = (0..20).map(|i| (format!("a{i}.md"), format!("---\nname: agent-{i}\ntools: Read\n---\n"))).collect();
-    agents.push(("weird.md".into(), "---\nname: Weird Name!\ntools: Read, Not A Tool(\n---\n".into()));
-    agents.push(("dup.md".into(), "---\nname: agent-1\ntools: Bash\n---\n".into()));
-    let refs: Vec<(&str, &str)> = agents.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let mut agents: Vec<(String, String)> = (0..20)
+        .map(|i| {
+            (
+                format!("a{i}.md"),
+                format!("---\nname: agent-{i}\ntools: Read\n---\n"),
+            )
+        })
+        .collect();
+    agents.push((
+        "weird.md".into(),
+        "---\nname: Weird Name!\ntools: Read, Not A Tool(\n---\n".into(),
+    ));
+    agents.push((
+        "dup.md".into(),
+        "---\nname: agent-1\ntools: Bash\n---\n".into(),
+    ));
+    let refs: Vec<(&str, &str)> = agents
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
     let p = project("contain", &refs, None);
-    assert!(hook(p.path(), &pre("s1", p.path(), Some("agent-7"), "Read", json!({"file_path": "/x"}), "t1")).is_allow());
-    assert!(hook(p.path(), &pre("s1", p.path(), Some("Weird Name!"), "Read", json!({"file_path": "/x"}), "t2")).is_allow());
-    assert!(hook(p.path(), &pre("s1", p.path(), None, "Read", json!({"file_path": "/x"}), "t3")).is_allow());
-    let dup = hook(p.path(), &pre("s1", p.path(), Some("agent-1"), "Read", json!({"file_path": "/x"}), "t4"));
-    assert!(dup.denied() && dup.reason().contains("[agent-declaration-invalid]"), "{}", dup.reason());
+    assert!(hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("agent-7"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t1"
+        )
+    )
+    .is_allow());
+    assert!(hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("Weird Name!"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t2"
+        )
+    )
+    .is_allow());
+    assert!(hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            None,
+            "Read",
+            json!({"file_path": "/x"}),
+            "t3"
+        )
+    )
+    .is_allow());
+    let dup = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("agent-1"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t4",
+        ),
+    );
+    assert!(
+        dup.denied() && dup.reason().contains("[agent-declaration-invalid]"),
+        "{}",
+        dup.reason()
+    );
 }
 
 #[test]
 fn unreadable_settings_deny_with_a_reason() {
     let p = sample("badsettings");
     std::fs::write(p.path().join(".claude/settings.json"), "{ not json").unwrap();
-    let out = hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/x"}), "t1"));
-    assert!(out.denied() && out.reason().contains("[settings-invalid]"), "{}", out.reason());
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t1",
+        ),
+    );
+    assert!(
+        out.denied() && out.reason().contains("[settings-invalid]"),
+        "{}",
+        out.reason()
+    );
 }
 
 #[test]
 fn a_tampered_ledger_is_refused_and_left_untouched() {
     let p = sample("tamper");
     for i in 0..5 {
-        hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": format!("/x{i}")}), &format!("t{i}")));
+        hook(
+            p.path(),
+            &pre(
+                "s1",
+                p.path(),
+                Some("reviewer"),
+                "Read",
+                json!({"file_path": format!("/x{i}")}),
+                &format!("t{i}"),
+            ),
+        );
     }
     let path = ledger_path(p.path(), "s1");
     let text = std::fs::read_to_string(&path).unwrap();
     let tampered = text.replacen("\"fs.read\"", "\"fs.wrxx\"", 1);
     assert_ne!(text, tampered);
     std::fs::write(&path, &tampered).unwrap();
-    let out = hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/y"}), "t9"));
-    assert!(out.denied() && out.reason().contains("[ledger-unverifiable]"), "{}", out.reason());
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), tampered, "nothing is appended to a chain that does not verify");
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/y"}),
+            "t9",
+        ),
+    );
+    assert!(
+        out.denied() && out.reason().contains("[ledger-unverifiable]"),
+        "{}",
+        out.reason()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        tampered,
+        "nothing is appended to a chain that does not verify"
+    );
 }
 
 #[test]
 fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
     let p = sample("bigtamper");
-    hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/x"}), "t0"));
+    hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t0",
+        ),
+    );
     // Grow the ledger quickly with real entries: one process, many appends.
     let path = ledger_path(p.path(), "s1");
     for i in 1..40 {
-        hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": format!("/x{i}")}), &format!("t{i}")));
+        hook(
+            p.path(),
+            &pre(
+                "s1",
+                p.path(),
+                Some("reviewer"),
+                "Read",
+                json!({"file_path": format!("/x{i}")}),
+                &format!("t{i}"),
+            ),
+        );
     }
     let original = std::fs::read(&path).unwrap();
     // Same-length edit in the middle: only the content check can see it.
@@ -297,28 +721,83 @@ fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
     let mut edited = original.clone();
     edited[at] = b'y';
     std::fs::write(&path, &edited).unwrap();
-    let out = hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/z"}), "tz"));
-    assert!(out.denied() && out.reason().contains("[ledger-unverifiable]"), "{}", out.reason());
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/z"}),
+            "tz",
+        ),
+    );
+    assert!(
+        out.denied() && out.reason().contains("[ledger-unverifiable]"),
+        "{}",
+        out.reason()
+    );
     // Restoring the exact bytes is fine again (the content verifies), even though the file changed.
     std::fs::write(&path, &original).unwrap();
-    assert!(hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/z"}), "tz2")).is_allow());
+    assert!(hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/z"}),
+            "tz2"
+        )
+    )
+    .is_allow());
 }
 
 #[test]
 fn a_torn_final_line_is_moved_aside_and_the_recovery_recorded() {
     let p = sample("torn");
-    hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/x"}), "t1"));
+    hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t1",
+        ),
+    );
     let path = ledger_path(p.path(), "s1");
-    let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
     std::io::Write::write_all(&mut f, b"{\"c14n\":\"JCS\",\"half").unwrap();
     drop(f);
-    let out = hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/y"}), "t2"));
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/y"}),
+            "t2",
+        ),
+    );
     assert!(out.is_allow(), "{}", out.stdout);
     let last = entries(p.path(), "s1").pop().unwrap();
     assert_eq!(last["context"]["recovered_torn_tail"]["bytes"], 19);
-    let kept: Vec<_> = std::fs::read_dir(p.path().join(".attenu")).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().contains(".torn-")).collect();
+    let kept: Vec<_> = std::fs::read_dir(p.path().join(".attenu"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".torn-"))
+        .collect();
     assert_eq!(kept.len(), 1);
-    assert_eq!(std::fs::read(kept[0].path()).unwrap(), b"{\"c14n\":\"JCS\",\"half");
+    assert_eq!(
+        std::fs::read(kept[0].path()).unwrap(),
+        b"{\"c14n\":\"JCS\",\"half"
+    );
 }
 
 #[test]
@@ -329,7 +808,17 @@ fn parallel_hook_processes_keep_one_valid_chain() {
             let dir = p.path().to_path_buf();
             std::thread::spawn(move || {
                 for i in 0..8 {
-                    let out = hook(&dir, &pre("s1", &dir, Some("reviewer"), "Read", json!({"file_path": format!("/f{t}-{i}")}), &format!("t{t}-{i}")));
+                    let out = hook(
+                        &dir,
+                        &pre(
+                            "s1",
+                            &dir,
+                            Some("reviewer"),
+                            "Read",
+                            json!({"file_path": format!("/f{t}-{i}")}),
+                            &format!("t{t}-{i}"),
+                        ),
+                    );
                     assert!(out.is_allow(), "{}", out.stdout);
                 }
             })
@@ -343,24 +832,64 @@ fn parallel_hook_processes_keep_one_valid_chain() {
     for (i, e) in es.iter().enumerate() {
         assert_eq!(e["seq"], i, "one chain, no gaps or forks");
     }
-    let out = cli(&["export", "--project", p.path().to_str().unwrap(), "--session", "s1"]);
+    let out = cli(&[
+        "export",
+        "--project",
+        p.path().to_str().unwrap(),
+        "--session",
+        "s1",
+    ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
 
 #[test]
 fn a_mid_session_agent_edit_starts_a_new_linked_chain() {
     let p = sample("edit");
-    hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/x"}), "t1"));
-    assert!(hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Bash", json!({}), "t2")).denied());
-    std::fs::write(p.path().join(".claude/agents/reviewer.md"), "---\nname: reviewer\ndescription: now runs commands\ntools: Read, Bash\n---\n").unwrap();
-    assert!(hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Bash", json!({}), "t3")).is_allow());
+    hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t1",
+        ),
+    );
+    assert!(hook(
+        p.path(),
+        &pre("s1", p.path(), Some("reviewer"), "Bash", json!({}), "t2")
+    )
+    .denied());
+    std::fs::write(
+        p.path().join(".claude/agents/reviewer.md"),
+        "---\nname: reviewer\ndescription: now runs commands\ntools: Read, Bash\n---\n",
+    )
+    .unwrap();
+    assert!(hook(
+        p.path(),
+        &pre("s1", p.path(), Some("reviewer"), "Bash", json!({}), "t3")
+    )
+    .is_allow());
     let es = entries(p.path(), "s1");
     let roots: Vec<&Value> = es.iter().filter(|e| e["event"] == "root").collect();
     assert_eq!(roots.len(), 2);
     assert_ne!(roots[0]["chain_id"], roots[1]["chain_id"]);
-    assert_eq!(roots[1]["seq"], 0, "each chain starts at seq 0 from GENESIS");
-    assert_eq!(roots[1]["context"]["previous_chain"]["chain_id"], roots[0]["chain_id"]);
-    let out = cli(&["export", "--project", p.path().to_str().unwrap(), "--session", "s1"]);
+    assert_eq!(
+        roots[1]["seq"], 0,
+        "each chain starts at seq 0 from GENESIS"
+    );
+    assert_eq!(
+        roots[1]["context"]["previous_chain"]["chain_id"],
+        roots[0]["chain_id"]
+    );
+    let out = cli(&[
+        "export",
+        "--project",
+        p.path().to_str().unwrap(),
+        "--session",
+        "s1",
+    ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let files: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(files.len(), 2);
@@ -370,20 +899,67 @@ fn a_mid_session_agent_edit_starts_a_new_linked_chain() {
 #[test]
 fn removing_a_whole_chain_from_the_middle_is_detected() {
     let p = sample("dropchain");
-    hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/x"}), "t1"));
+    hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t1",
+        ),
+    );
     for tools in ["Read, Bash", "Read, Grep"] {
-        std::fs::write(p.path().join(".claude/agents/reviewer.md"), format!("---\nname: reviewer\ntools: {tools}\n---\n")).unwrap();
-        hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/x"}), "t"));
+        std::fs::write(
+            p.path().join(".claude/agents/reviewer.md"),
+            format!("---\nname: reviewer\ntools: {tools}\n---\n"),
+        )
+        .unwrap();
+        hook(
+            p.path(),
+            &pre(
+                "s1",
+                p.path(),
+                Some("reviewer"),
+                "Read",
+                json!({"file_path": "/x"}),
+                "t",
+            ),
+        );
     }
     let path = ledger_path(p.path(), "s1");
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let starts: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| l.contains("\"event\":\"root\"")).map(|(i, _)| i).collect();
+    let starts: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains("\"event\":\"root\""))
+        .map(|(i, _)| i)
+        .collect();
     assert_eq!(starts.len(), 3);
-    let kept: Vec<&str> = lines[..starts[1]].iter().chain(lines[starts[2]..].iter()).copied().collect();
+    let kept: Vec<&str> = lines[..starts[1]]
+        .iter()
+        .chain(lines[starts[2]..].iter())
+        .copied()
+        .collect();
     std::fs::write(&path, kept.join("\n") + "\n").unwrap();
-    let out = hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/y"}), "t9"));
-    assert!(out.denied() && out.reason().contains("does not link"), "{}", out.reason());
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/y"}),
+            "t9",
+        ),
+    );
+    assert!(
+        out.denied() && out.reason().contains("does not link"),
+        "{}",
+        out.reason()
+    );
 }
 
 #[test]
@@ -391,16 +967,48 @@ fn outcomes_bind_to_their_call_and_raw_data_never_reaches_the_disk() {
     let p = sample("privacy");
     let marker = "MARKER-7f3a9c";
     let input = json!({"file_path": format!("/p/{marker}"), "note": marker});
-    assert!(hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", input.clone(), "t1")).is_allow());
-    let out = hook(p.path(), &post("s1", p.path(), Some("reviewer"), "Read", input.clone(), "t1", json!({"content": marker})));
+    assert!(hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            input.clone(),
+            "t1"
+        )
+    )
+    .is_allow());
+    let out = hook(
+        p.path(),
+        &post(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            input.clone(),
+            "t1",
+            json!({"content": marker}),
+        ),
+    );
     assert!(out.is_allow(), "{}", out.stdout);
-    let mut failure = pre("s1", p.path(), Some("reviewer"), "Read", input.clone(), "t2");
+    let mut failure = pre(
+        "s1",
+        p.path(),
+        Some("reviewer"),
+        "Read",
+        input.clone(),
+        "t2",
+    );
     hook(p.path(), &failure);
     failure["hook_event_name"] = json!("PostToolUseFailure");
     failure["error"] = json!(format!("boom {marker}"));
     let halted = hook(p.path(), &failure);
     assert_eq!(halted.json()["continue"], false, "{}", halted.stdout);
-    assert!(halted.json()["stopReason"].as_str().unwrap().contains("[tool-failed]"));
+    assert!(halted.json()["stopReason"]
+        .as_str()
+        .unwrap()
+        .contains("[tool-failed]"));
     hook(p.path(), &event("s1", p.path(), "SessionEnd"));
     let es = entries(p.path(), "s1");
     let allows: Vec<&Value> = es.iter().filter(|e| e["event"] == "allow").collect();
@@ -408,23 +1016,58 @@ fn outcomes_bind_to_their_call_and_raw_data_never_reaches_the_disk() {
     assert_eq!(outcomes.len(), 2);
     assert_eq!(outcomes[0]["call_id"], allows[0]["call_id"]);
     assert_eq!(outcomes[0]["body_state"], "returned");
-    assert_eq!(outcomes[0]["invoked_params_hash"], allows[0]["authorized_params_hash"]);
+    assert_eq!(
+        outcomes[0]["invoked_params_hash"],
+        allows[0]["authorized_params_hash"]
+    );
     assert_eq!(outcomes[1]["call_id"], allows[1]["call_id"]);
     assert_eq!(outcomes[1]["body_state"], "raised");
     assert_eq!(outcomes[1]["context"]["side_effects"], "uncertain");
-    for f in std::fs::read_dir(p.path().join(".attenu")).unwrap().flatten() {
+    for f in std::fs::read_dir(p.path().join(".attenu"))
+        .unwrap()
+        .flatten()
+    {
         let bytes = std::fs::read(f.path()).unwrap();
-        assert!(!String::from_utf8_lossy(&bytes).contains(marker), "{} holds raw data", f.path().display());
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(marker),
+            "{} holds raw data",
+            f.path().display()
+        );
     }
 }
 
 #[test]
 fn input_changed_after_authorization_is_recorded_and_halts() {
     let p = sample("changed");
-    assert!(hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/a"}), "t1")).is_allow());
-    let out = hook(p.path(), &post("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/etc/shadow"}), "t1", json!({})));
+    assert!(hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/a"}),
+            "t1"
+        )
+    )
+    .is_allow());
+    let out = hook(
+        p.path(),
+        &post(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/etc/shadow"}),
+            "t1",
+            json!({}),
+        ),
+    );
     assert_eq!(out.json()["continue"], false);
-    assert!(out.json()["stopReason"].as_str().unwrap().contains("[input-changed-after-authorization]"));
+    assert!(out.json()["stopReason"]
+        .as_str()
+        .unwrap()
+        .contains("[input-changed-after-authorization]"));
     let es = entries(p.path(), "s1");
     let o = es.iter().find(|e| e["event"] == "outcome").unwrap();
     let a = es.iter().find(|e| e["event"] == "allow").unwrap();
@@ -433,30 +1076,100 @@ fn input_changed_after_authorization_is_recorded_and_halts() {
 
 #[test]
 fn subagents_may_not_touch_the_hooks_own_files() {
-    let p = project("selfprot", &[("ops.md", "---\nname: ops\ntools: Read, Write, Edit, Bash\n---\n")], None);
+    let p = project(
+        "selfprot",
+        &[(
+            "ops.md",
+            "---\nname: ops\ntools: Read, Write, Edit, Bash\n---\n",
+        )],
+        None,
+    );
     let root = p.path().to_str().unwrap().to_string();
     for (tool, input) in [
-        ("Write", json!({"file_path": format!("{root}/.attenu/ledger-s1.jsonl"), "content": ""})),
-        ("Edit", json!({"file_path": format!("{root}/.claude/settings.json")})),
-        ("Write", json!({"file_path": format!("{root}/.claude/hooks/attenu-hook")})),
-        ("Read", json!({"file_path": format!("{root}/src/../.attenu/anchor.key")})),
+        (
+            "Write",
+            json!({"file_path": format!("{root}/.attenu/ledger-s1.jsonl"), "content": ""}),
+        ),
+        (
+            "Edit",
+            json!({"file_path": format!("{root}/.claude/settings.json")}),
+        ),
+        (
+            "Write",
+            json!({"file_path": format!("{root}/.claude/hooks/attenu-hook")}),
+        ),
+        (
+            "Read",
+            json!({"file_path": format!("{root}/src/../.attenu/anchor.key")}),
+        ),
         ("Bash", json!({"command": "rm -f .attenu/ledger-s1.jsonl"})),
-        ("Bash", json!({"command": "attenu-hook authorize --tool Bash --input '{}' --reviewer alice --key k"})),
-        ("Bash", json!({"command": "echo {} > .claude/settings.local.json"})),
+        (
+            "Bash",
+            json!({"command": "attenu-hook authorize --tool Bash --input '{}' --reviewer alice --key k"}),
+        ),
+        (
+            "Bash",
+            json!({"command": "echo {} > .claude/settings.local.json"}),
+        ),
     ] {
-        let out = hook(p.path(), &pre("s1", p.path(), Some("ops"), tool, input.clone(), "t"));
-        assert!(out.denied() && out.reason().contains("[self-protection]"), "{tool} {input}: {}", out.stdout);
+        let out = hook(
+            p.path(),
+            &pre("s1", p.path(), Some("ops"), tool, input.clone(), "t"),
+        );
+        assert!(
+            out.denied() && out.reason().contains("[self-protection]"),
+            "{tool} {input}: {}",
+            out.stdout
+        );
     }
-    assert!(hook(p.path(), &pre("s1", p.path(), Some("ops"), "Write", json!({"file_path": format!("{root}/src/x.rs")}), "t")).is_allow());
-    assert!(hook(p.path(), &pre("s1", p.path(), Some("ops"), "Bash", json!({"command": "cargo test"}), "t")).is_allow());
+    assert!(hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("ops"),
+            "Write",
+            json!({"file_path": format!("{root}/src/x.rs")}),
+            "t"
+        )
+    )
+    .is_allow());
+    assert!(hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("ops"),
+            "Bash",
+            json!({"command": "cargo test"}),
+            "t"
+        )
+    )
+    .is_allow());
 }
 
 #[test]
 fn state_directory_and_secrets_are_private() {
     use std::os::unix::fs::PermissionsExt;
     let p = sample("perms");
-    hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/x"}), "t1"));
-    let mode = |rel: &str| std::fs::metadata(p.path().join(rel)).unwrap().permissions().mode() & 0o777;
+    hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t1",
+        ),
+    );
+    let mode = |rel: &str| {
+        std::fs::metadata(p.path().join(rel))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
     assert_eq!(mode(".attenu"), 0o700);
     assert_eq!(mode(".attenu/anchor.key"), 0o600);
     assert_eq!(mode(".attenu/ledger-s1.jsonl"), 0o600);
@@ -467,25 +1180,99 @@ fn a_symlinked_ledger_or_state_directory_is_refused() {
     let p = sample("symlink");
     let elsewhere = TempDir::new("elsewhere");
     std::os::unix::fs::symlink(elsewhere.path(), p.path().join(".attenu")).unwrap();
-    let out = hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/x"}), "t1"));
-    assert!(out.denied() && out.reason().contains("[state-dir-unsafe]"), "{}", out.reason());
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t1",
+        ),
+    );
+    assert!(
+        out.denied() && out.reason().contains("[state-dir-unsafe]"),
+        "{}",
+        out.reason()
+    );
     std::fs::remove_file(p.path().join(".attenu")).unwrap();
     std::fs::create_dir(p.path().join(".attenu")).unwrap();
-    std::os::unix::fs::symlink(elsewhere.path().join("target.jsonl"), ledger_path(p.path(), "s1")).unwrap();
-    let out = hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/x"}), "t1"));
-    assert!(out.denied() && out.reason().contains("[state-dir-unsafe]"), "{}", out.reason());
+    std::os::unix::fs::symlink(
+        elsewhere.path().join("target.jsonl"),
+        ledger_path(p.path(), "s1"),
+    )
+    .unwrap();
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t1",
+        ),
+    );
+    assert!(
+        out.denied() && out.reason().contains("[state-dir-unsafe]"),
+        "{}",
+        out.reason()
+    );
     assert!(!elsewhere.path().join("target.jsonl").exists());
 }
 
 #[test]
 fn a_lock_held_by_a_stuck_process_denies_within_the_timeout() {
     let p = sample("stuck");
-    hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/x"}), "t1"));
-    std::fs::write(p.path().join(".attenu/config.toml"), "lock_timeout_ms = 300\n").unwrap();
-    let lock = std::fs::OpenOptions::new().write(true).open(p.path().join(".attenu/ledger-s1.lock")).unwrap();
+    hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t1",
+        ),
+    );
+    std::fs::write(
+        p.path().join(".attenu/config.toml"),
+        "lock_timeout_ms = 300\n",
+    )
+    .unwrap();
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .open(p.path().join(".attenu/ledger-s1.lock"))
+        .unwrap();
     lock.lock().unwrap();
-    let out = hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/x"}), "t2"));
-    assert!(out.denied() && out.reason().contains("[ledger-lock-timeout]"), "{}", out.reason());
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t2",
+        ),
+    );
+    assert!(
+        out.denied() && out.reason().contains("[ledger-lock-timeout]"),
+        "{}",
+        out.reason()
+    );
     drop(lock);
-    assert!(hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", json!({"file_path": "/x"}), "t3")).is_allow());
+    assert!(hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t3"
+        )
+    )
+    .is_allow());
 }

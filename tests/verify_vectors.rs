@@ -10,14 +10,16 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command;
 
+/// Prints straight to the process's stderr: libtest captures `eprintln!` of a passing test,
+/// and a skipped differential test must never pass unnoticed.
 fn skip(why: &str) {
-    eprintln!();
-    eprintln!("=====================================================================");
-    eprintln!("SKIPPED: differential bundle-verifier test against attenu-guard 0.21.0");
-    eprintln!("  {why}");
-    eprintln!("  set ATTENU_REF_PYTHON to a python with `attenu-guard[crypto]==0.21.0`");
-    eprintln!("=====================================================================");
-    eprintln!();
+    use std::io::Write as _;
+    let bar = "=====================================================================";
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n{bar}\nSKIPPED: differential bundle-verifier test against attenu-guard 0.21.0\n  {why}\n  \
+         set ATTENU_REF_PYTHON to a python with `attenu-guard[crypto]==0.21.0`\n{bar}\n"
+    );
 }
 
 /// The reference verifier's complete failure list for every case, as (reason, seq, node),
@@ -54,7 +56,11 @@ fn reference_package() -> Result<PathBuf, String> {
         return Err(format!(
             "{} cannot import attenu_guard: {}",
             PathBuf::from(&python).display(),
-            String::from_utf8_lossy(&out.stderr).trim()
+            String::from_utf8_lossy(&out.stderr)
+                .trim()
+                .lines()
+                .last()
+                .unwrap_or("")
         ));
     }
     Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))

@@ -12,9 +12,9 @@
 //! concurrent exporters each write a complete bundle and the last rename wins.
 
 use super::keys::{self, AnchorKey};
+use super::verify::anchor_signing_input;
 use crate::fsutil;
 use crate::hook::time;
-use crate::ledger::canonical;
 use crate::ledger::chain::{self, hex};
 use crate::ledger::store::{self, Ledger, SessionPaths};
 use serde_json::{json, Map, Value};
@@ -27,18 +27,6 @@ pub struct Written {
     pub path: PathBuf,
     pub chain_id: String,
     pub entries: usize,
-}
-
-/// The anchor's signing input: JCS of the anchor without `kid`, `sig` and `verified`.
-pub fn anchor_signing_input(
-    anchor: &Map<String, Value>,
-) -> Result<Vec<u8>, canonical::CanonicalError> {
-    let body: Map<String, Value> = anchor
-        .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "kid" | "sig" | "verified"))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    canonical::to_vec(&Value::Object(body))
 }
 
 /// Builds and signs the bundle for one verified chain.

@@ -3538,7 +3538,12 @@ mod tests {
     #[test]
     fn the_reference_accepts_our_ed25519_anchor() {
         let Some(python) = std::env::var_os("ATTENU_REF_PYTHON") else {
-            eprintln!("SKIPPED: the_reference_accepts_our_ed25519_anchor: set ATTENU_REF_PYTHON to a python with attenu-guard[crypto]==0.21.0");
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED: the_reference_accepts_our_ed25519_anchor: set ATTENU_REF_PYTHON to a python \
+                 with attenu-guard[crypto]==0.21.0"
+            );
             return;
         };
         let (honest, attacker) = (key(1), key(2));

@@ -28,6 +28,16 @@ CREATE TABLE IF NOT EXISTS claims (
     claimed_ms INTEGER NOT NULL,
     result TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS receipts (
+    receipt_id TEXT PRIMARY KEY,
+    call_id TEXT NOT NULL,
+    tool_use_id TEXT,
+    session_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    observer TEXT NOT NULL,
+    payload_digest TEXT,
+    created_ms INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS markers (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     created_ms INTEGER NOT NULL,

@@ -5,7 +5,9 @@
 //! SQLite here is local durability for independent processes on one machine (WAL, busy
 //! timeout, `BEGIN IMMEDIATE`); it is not a distributed consensus mechanism.
 
+pub mod authz;
 pub mod db;
+pub mod receipt;
 pub mod reconcile;
 
 use crate::evidence::keys;

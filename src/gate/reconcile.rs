@@ -27,7 +27,7 @@ pub fn add_marker(
     session_id: &str,
     tool_use_id: Option<&str>,
     tool: &str,
-    call_id: &str,
+    call_id: Option<&str>,
     cause: &str,
 ) -> Result<i64, String> {
     let conn = db::open(attenu_dir)?;

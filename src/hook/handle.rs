@@ -8,6 +8,7 @@ use crate::decide::{decide, Call};
 use crate::derive::{derive_project, DeriveError, Roster};
 use crate::evidence::{bundle, keys};
 use crate::fsutil;
+use crate::gate::authz::{self, ClaimCall, Verdict};
 use crate::ledger::store::{Ledger, SessionPaths, StoreError};
 use crate::reason::{Code, Reason};
 use serde_json::Value;
@@ -219,39 +220,41 @@ pub fn project_root(env_dir: Option<&Path>, cwd: Option<&str>) -> Option<PathBuf
     )
 }
 
-/// Opens a new chain when none exists or the derivation changed; returns the entries to append
-/// first, the chain id, its salt, and agent → node ids.
-fn chain_for(
-    ledger: &Ledger,
-    roster: &Roster,
-    p: &Payload,
-) -> Result<
-    (
-        Vec<serde_json::Map<String, Value>>,
-        String,
-        String,
-        std::collections::BTreeMap<String, String>,
-    ),
-    Reason,
-> {
+/// The chain a new entry goes to.
+struct ChainTarget {
+    /// Root and spawn entries to append first when the chain is new.
+    opening: Vec<serde_json::Map<String, Value>>,
+    chain_id: String,
+    salt: String,
+    /// Agent name → node id; the session root under "".
+    nodes: std::collections::BTreeMap<String, String>,
+}
+
+/// Opens a new chain when none exists or the derivation changed.
+fn chain_for(ledger: &Ledger, roster: &Roster, p: &Payload) -> Result<ChainTarget, Reason> {
     match ledger.current() {
-        Some(c) if c.digest == roster.digest => Ok((
-            vec![],
-            c.chain_id.clone(),
-            c.params_salt.clone(),
-            c.nodes.clone(),
-        )),
+        Some(c) if c.digest == roster.digest => Ok(ChainTarget {
+            opening: vec![],
+            chain_id: c.chain_id.clone(),
+            salt: c.params_salt.clone(),
+            nodes: c.nodes.clone(),
+        }),
         previous => {
-            let (chain_id, entries) =
+            let (chain_id, opening) =
                 record::open_chain(roster, &ledger.paths.name, &p.session_id, previous)
                     .map_err(|e| Reason::new(Code::InternalError, e))?;
-            let salt = entries[0]
+            let salt = opening[0]
                 .get("params_salt")
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string();
-            let nodes = record::nodes_of(&entries);
-            Ok((entries, chain_id, salt, nodes))
+            let nodes = record::nodes_of(&opening);
+            Ok(ChainTarget {
+                opening,
+                chain_id,
+                salt,
+                nodes,
+            })
         }
     }
 }
@@ -265,9 +268,14 @@ fn pre_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         agent_id: p.agent_id.as_deref(),
         agent_type: p.agent_type.as_deref(),
     };
-    let decision = decide(&roster, ctx.config, &call, ctx.project);
+    let mut decision = decide(&roster, ctx.config, &call, ctx.project);
     let mut ledger = ctx.open_ledger()?;
-    let (mut entries, chain_id, salt, nodes) = chain_for(&ledger, &roster, p)?;
+    let ChainTarget {
+        opening: mut entries,
+        chain_id,
+        salt,
+        nodes,
+    } = chain_for(&ledger, &roster, p)?;
     let node = decision
         .node_agent
         .as_deref()
@@ -275,10 +283,44 @@ fn pre_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         .or_else(|| nodes.get(""))
         .cloned()
         .unwrap_or_default();
-    let recovered = ledger.recovered.clone().map(|v| ("recovered_torn_tail", v));
-    let entry =
-        record::decision_entry(p, &decision, ctx.config, &chain_id, &node, &salt, recovered)
-            .map_err(|e| Reason::new(Code::InternalError, e))?;
+    let mut extra: Vec<(&str, Value)> = ledger
+        .recovered
+        .clone()
+        .map(|v| ("recovered_torn_tail", v))
+        .into_iter()
+        .collect();
+    // The gate runs under the ledger lock, after the derived authority allowed the call, so the
+    // order of consumed uses is the order of the record. Outside enforce mode nothing is consumed.
+    if decision.gated && !decision.denies() {
+        if ctx.config.mode == crate::config::Mode::Enforce {
+            let claim = ClaimCall {
+                tool: &p.tool_name,
+                input: &p.tool_input,
+                tool_use_id: p.tool_use_id.as_deref(),
+                session_id: &p.session_id,
+                agent_type: p.agent_id.as_ref().and(p.agent_type.as_deref()),
+            };
+            match authz::claim(ctx.attenu, ctx.config, &claim) {
+                Verdict::Allowed {
+                    authorization_id,
+                    reviewer,
+                    uses_left,
+                } => {
+                    extra.push(("gate", serde_json::json!({"authorization_id": authorization_id, "reviewer": reviewer, "uses_left": uses_left})));
+                }
+                Verdict::Denied(reason) => {
+                    extra.push(("gate", serde_json::json!({"refused": reason.code.as_str()})));
+                    decision.held = false;
+                    decision.enforced = true;
+                    decision.reason = Some(reason);
+                }
+            }
+        } else {
+            extra.push(("gate", serde_json::json!({"checked": false, "why": "no use is consumed outside enforce mode"})));
+        }
+    }
+    let entry = record::decision_entry(p, &decision, ctx.config, &chain_id, &node, &salt, extra)
+        .map_err(|e| Reason::new(Code::InternalError, e))?;
     entries.push(entry);
     ledger.append(entries).map_err(store_reason)?;
     drop(ledger);
@@ -291,7 +333,10 @@ fn pre_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
 fn post_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     let p = ctx.p;
     let failed = p.event == Event::PostToolUseFailure;
-    let mut ledger = ctx.open_ledger()?;
+    let mut ledger = match ctx.open_ledger() {
+        Ok(l) => l,
+        Err(r) => return Ok(unrecorded_outcome(ctx, None, &r.message)),
+    };
     let pending = p
         .tool_use_id
         .as_deref()
@@ -328,26 +373,11 @@ fn post_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     let changed =
         pending.authorized_params_hash.is_some() && invoked != pending.authorized_params_hash;
     if let Err(e) = ledger.append(vec![entry]) {
-        // The tool already ran: stop, and leave a marker for a person to reconcile. Never retry.
-        let cause = store_reason(e).message;
-        let marker = crate::gate::reconcile::add_marker(
-            ctx.attenu,
-            &p.session_id,
-            p.tool_use_id.as_deref(),
-            &p.tool_name,
-            &pending.call_id,
-            &cause,
-        );
-        let where_ = match marker {
-            Ok(id) => {
-                format!("reconciliation marker {id} was stored; see `attenu-hook reconcile list`")
-            }
-            Err(m) => format!("and no reconciliation marker could be stored either ({m})"),
-        };
-        return Ok(Answer::halt(&Reason::new(
-            Code::OutcomeNotRecorded,
-            format!("the outcome of {} could not be recorded ({cause}); the action may already have happened, so Claude stops; {where_}. Do not retry it automatically", p.tool_name),
-        )));
+        return Ok(unrecorded_outcome(
+            ctx,
+            Some(&pending.call_id),
+            &store_reason(e).message,
+        ));
     }
     Ok(if changed {
         Answer::halt(&Reason::new(
@@ -357,17 +387,51 @@ fn post_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     } else if failed {
         Answer::halt(&Reason::new(
             Code::ToolFailed,
-            format!("{} failed{}; its side effects are uncertain, so Claude stops here for a person to check. The failure is on the ledger", p.tool_name, if p.is_interrupt { " (interrupted)" } else { "" }),
+            format!(
+                "{} failed{}; its side effects are uncertain, so Claude stops here for a person to check. The failure is on the ledger",
+                p.tool_name,
+                if p.is_interrupt { " (interrupted)" } else { "" }
+            ),
         ))
     } else {
         Answer::none()
     })
 }
 
+/// The tool already ran but its outcome cannot be recorded: stop Claude, and leave a
+/// reconciliation marker for a person. Never retried automatically.
+fn unrecorded_outcome(ctx: &Ctx<'_>, call_id: Option<&str>, cause: &str) -> Answer {
+    let p = ctx.p;
+    let marker = crate::gate::reconcile::add_marker(
+        ctx.attenu,
+        &p.session_id,
+        p.tool_use_id.as_deref(),
+        &p.tool_name,
+        call_id,
+        cause,
+    );
+    let where_ = match marker {
+        Ok(id) => {
+            format!("reconciliation marker {id} was stored; see `attenu-hook reconcile list`")
+        }
+        Err(m) => format!(
+            "no reconciliation marker could be stored either ({m}); note tool_use_id {} by hand",
+            p.tool_use_id.as_deref().unwrap_or("?")
+        ),
+    };
+    Answer::halt(&Reason::new(
+        Code::OutcomeNotRecorded,
+        format!(
+            "the outcome of {} could not be recorded ({cause}); the action may already have happened, so Claude stops; {where_}. Do not retry it automatically",
+            p.tool_name
+        ),
+    ))
+}
+
 fn subagent_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     let roster = ctx.roster()?;
     let mut ledger = ctx.open_ledger()?;
-    let (entries, ..) = chain_for(&ledger, &roster, ctx.p)?;
+    let entries = chain_for(&ledger, &roster, ctx.p)?.opening;
     ledger.append(entries).map_err(store_reason)?;
     let ty = ctx.p.agent_type.as_deref().unwrap_or("");
     Ok(if roster.agents.contains_key(ty) {

@@ -149,14 +149,14 @@ pub fn decision_entry(
     chain_id: &str,
     node: &str,
     salt: &str,
-    extra_context: Option<(&str, Value)>,
+    extra_context: Vec<(&str, Value)>,
 ) -> Result<Map<String, Value>, String> {
     let now = time::now_ms();
     let mut ctx = base_context(p, now);
     if config.privacy.raw_capture {
         ctx.insert("tool_input".into(), p.tool_input.clone());
     }
-    if let Some((k, v)) = extra_context {
+    for (k, v) in extra_context {
         ctx.insert(k.into(), v);
     }
     let mut e = obj(json!({

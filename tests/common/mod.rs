@@ -20,7 +20,10 @@ impl TempDir {
             "attenu-test-{tag}-{}-{}-{}",
             std::process::id(),
             N.fetch_add(1, Ordering::SeqCst),
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
         ));
         std::fs::create_dir_all(&p).unwrap();
         TempDir(p)
@@ -47,7 +50,11 @@ pub fn project(tag: &str, agents: &[(&str, &str)], settings: Option<Value>) -> T
         std::fs::write(p, text).unwrap();
     }
     if let Some(s) = settings {
-        std::fs::write(t.path().join(".claude/settings.json"), serde_json::to_string_pretty(&s).unwrap()).unwrap();
+        std::fs::write(
+            t.path().join(".claude/settings.json"),
+            serde_json::to_string_pretty(&s).unwrap(),
+        )
+        .unwrap();
     }
     t
 }
@@ -74,13 +81,21 @@ pub struct Out {
 
 impl Out {
     pub fn json(&self) -> Value {
-        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", self.stdout))
+        serde_json::from_str(self.stdout.trim())
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", self.stdout))
     }
     pub fn denied(&self) -> bool {
-        self.json().pointer("/hookSpecificOutput/permissionDecision").and_then(Value::as_str) == Some("deny")
+        self.json()
+            .pointer("/hookSpecificOutput/permissionDecision")
+            .and_then(Value::as_str)
+            == Some("deny")
     }
     pub fn reason(&self) -> String {
-        self.json().pointer("/hookSpecificOutput/permissionDecisionReason").and_then(Value::as_str).unwrap_or("").to_string()
+        self.json()
+            .pointer("/hookSpecificOutput/permissionDecisionReason")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
     }
     pub fn is_allow(&self) -> bool {
         self.code == 0 && self.json() == json!({})
@@ -90,7 +105,10 @@ impl Out {
 /// Runs the hook with raw stdin bytes; `project` becomes CLAUDE_PROJECT_DIR when given.
 pub fn hook_raw(project: Option<&Path>, stdin: &[u8]) -> Out {
     let mut cmd = Command::new(BIN);
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).env_remove("CLAUDE_PROJECT_DIR");
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_remove("CLAUDE_PROJECT_DIR");
     if let Some(p) = project {
         cmd.env("CLAUDE_PROJECT_DIR", p);
     }
@@ -101,8 +119,16 @@ pub fn hook_raw(project: Option<&Path>, stdin: &[u8]) -> Out {
     }
     let out = child.wait_with_output().unwrap();
     let code = out.status.code().expect("the hook was killed by a signal");
-    assert!(code == 0 || code == 2, "hook mode exited {code}: only 0 and 2 are allowed\nstderr: {}", String::from_utf8_lossy(&out.stderr));
-    Out { code, stdout: String::from_utf8_lossy(&out.stdout).into_owned(), stderr: String::from_utf8_lossy(&out.stderr).into_owned() }
+    assert!(
+        code == 0 || code == 2,
+        "hook mode exited {code}: only 0 and 2 are allowed\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Out {
+        code,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
 }
 
 pub fn hook(project: &Path, payload: &Value) -> Out {
@@ -110,7 +136,14 @@ pub fn hook(project: &Path, payload: &Value) -> Out {
 }
 
 /// A PreToolUse payload as Claude Code sends it.
-pub fn pre(session: &str, project: &Path, agent: Option<&str>, tool: &str, input: Value, tool_use_id: &str) -> Value {
+pub fn pre(
+    session: &str,
+    project: &Path,
+    agent: Option<&str>,
+    tool: &str,
+    input: Value,
+    tool_use_id: &str,
+) -> Value {
     let mut p = json!({
         "session_id": session,
         "transcript_path": format!("/home/u/.claude/projects/p/{session}.jsonl"),
@@ -128,7 +161,15 @@ pub fn pre(session: &str, project: &Path, agent: Option<&str>, tool: &str, input
     p
 }
 
-pub fn post(session: &str, project: &Path, agent: Option<&str>, tool: &str, input: Value, tool_use_id: &str, response: Value) -> Value {
+pub fn post(
+    session: &str,
+    project: &Path,
+    agent: Option<&str>,
+    tool: &str,
+    input: Value,
+    tool_use_id: &str,
+    response: Value,
+) -> Value {
     let mut p = pre(session, project, agent, tool, input, tool_use_id);
     p["hook_event_name"] = json!("PostToolUse");
     p["tool_response"] = response;
@@ -140,7 +181,9 @@ pub fn event(session: &str, project: &Path, name: &str) -> Value {
 }
 
 pub fn ledger_path(project: &Path, session: &str) -> PathBuf {
-    project.join(".attenu").join(format!("ledger-{session}.jsonl"))
+    project
+        .join(".attenu")
+        .join(format!("ledger-{session}.jsonl"))
 }
 
 /// The ledger entries of a session.
@@ -154,15 +197,29 @@ pub fn entries(project: &Path, session: &str) -> Vec<Value> {
 
 /// Runs the binary with arguments (not hook mode).
 pub fn cli(args: &[&str]) -> Out {
-    let out = Command::new(BIN).args(args).env_remove("CLAUDE_PROJECT_DIR").output().unwrap();
-    Out { code: out.status.code().unwrap_or(-1), stdout: String::from_utf8_lossy(&out.stdout).into_owned(), stderr: String::from_utf8_lossy(&out.stderr).into_owned() }
+    let out = Command::new(BIN)
+        .args(args)
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .output()
+        .unwrap();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
 }
 
 /// A python with attenu-guard installed, or None with a loud message.
 pub fn reference_python(test: &str) -> Option<String> {
-    let py = std::env::var("ATTENU_REF_PYTHON").ok().filter(|p| !p.is_empty());
+    let py = std::env::var("ATTENU_REF_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty());
     let ok = py.as_ref().is_some_and(|p| {
-        Command::new(p).args(["-c", "import attenu_guard, cryptography"]).status().map(|s| s.success()).unwrap_or(false)
+        Command::new(p)
+            .args(["-c", "import attenu_guard, cryptography"])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
     });
     if ok {
         return py;
@@ -177,7 +234,16 @@ pub fn reference_python(test: &str) -> Option<String> {
 /// The reference verdict on a bundle file, using only the given anchor.pub.
 pub fn reference_verify(py: &str, bundle: &Path, anchor_pub: &Path) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/ref_verify.py");
-    let out = Command::new(py).arg(script).arg(bundle).arg(anchor_pub).output().unwrap();
-    assert!(out.status.success(), "ref_verify.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(py)
+        .arg(script)
+        .arg(bundle)
+        .arg(anchor_pub)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ref_verify.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }

@@ -1,0 +1,281 @@
+//! Host-signed, one-use authorizations and their atomic consumption.
+//!
+//! `attenu-hook authorize` (run by the host, never by the model) writes an authorization bound
+//! to the exact tool name and the SHA-256 of the complete RFC 8785 canonical `tool_input`, with
+//! a use count, an expiry, optional session and agent bindings, and the reviewer's name, signed
+//! by that reviewer's Ed25519 key, whose public half must be configured in `[gate] reviewers`.
+//! In PreToolUse, [`claim`] runs one `BEGIN IMMEDIATE` transaction that reserves the
+//! `tool_use_id` (a replay is refused), finds an authorization whose signature, tool, digest,
+//! expiry and bindings all hold, and consumes one use. Uses are never given back: an error
+//! after consumption is a denial, not a refund.
+
+use super::db;
+use crate::config::Config;
+use crate::evidence::keys;
+use crate::hook::time;
+use crate::ledger::canonical;
+use crate::ledger::chain::{hex, sha256_hex, unhex};
+use crate::reason::{Code, Reason};
+use ed25519_dalek::{Signature, VerifyingKey};
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// SHA-256 of the canonical (RFC 8785) tool input.
+pub fn input_digest(tool_input: &Value) -> Result<String, String> {
+    canonical::to_vec(tool_input)
+        .map(|b| sha256_hex(&b))
+        .map_err(|e| format!("the tool input has no canonical form: {e}"))
+}
+
+/// `90s`, `10m`, `2h`, `1d`, or plain seconds → milliseconds.
+pub fn parse_duration(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => (&s[..i], &s[i..]),
+        None => (s, "s"),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (use seconds, or 90s, 10m, 2h, 1d)"))?;
+    let mult = match unit {
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(format!("'{s}' has an unknown unit (use s, m, h or d)")),
+    };
+    if n == 0 {
+        return Err("an authorization must be valid for at least one second".into());
+    }
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("'{s}' is too long"))
+}
+
+pub struct Request<'a> {
+    pub tool: &'a str,
+    pub input: &'a Value,
+    pub reviewer: &'a str,
+    pub key_path: &'a Path,
+    pub uses: u32,
+    pub expires_in_ms: u64,
+    pub session: Option<&'a str>,
+    pub agent: Option<&'a str>,
+}
+
+fn reviewer_key(config: &Config, name: &str) -> Result<VerifyingKey, String> {
+    let hex_key = config.gate.reviewers.get(name).ok_or_else(|| {
+        format!("'{name}' is not a reviewer in [gate] reviewers of .attenu/config.toml")
+    })?;
+    let bytes: [u8; 32] = unhex(hex_key)
+        .and_then(|b| b.try_into().ok())
+        .ok_or("bad reviewer key")?;
+    VerifyingKey::from_bytes(&bytes)
+        .map_err(|e| format!("reviewer '{name}' has an invalid public key: {e}"))
+}
+
+/// Creates and stores an authorization; returns its id.
+pub fn authorize(project: &Path, config: &Config, req: &Request<'_>) -> Result<String, String> {
+    let expected = reviewer_key(config, req.reviewer)?;
+    let key = keys::load(req.key_path)?;
+    if key.verifying() != expected {
+        return Err(format!(
+            "the key in {} is not reviewer '{}''s configured key; nothing was authorized",
+            req.key_path.display(),
+            req.reviewer
+        ));
+    }
+    if req.uses == 0 {
+        return Err("--uses must be at least 1".into());
+    }
+    let now = time::now_ms();
+    let id = crate::hook::record::random_hex(16)?;
+    let doc = json!({
+        "v": 1,
+        "type": "attenu-hook.authorization",
+        "id": id,
+        "tool": req.tool,
+        "input_digest": input_digest(req.input)?,
+        "uses": req.uses,
+        "expires_ms": now + req.expires_in_ms,
+        "session_id": req.session,
+        "agent_type": req.agent,
+        "reviewer": req.reviewer,
+        "created_ms": now,
+    });
+    let signed = canonical::to_string(&doc).map_err(|e| e.to_string())?;
+    let sig = hex(&key.sign(signed.as_bytes()));
+    let conn = db::open(&project.join(".attenu"))?;
+    conn.execute(
+        "INSERT INTO authorizations (id, reviewer, tool, input_digest, uses_left, expires_ms, session_id, agent_type, created_ms, signed, sig)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![id, req.reviewer, req.tool, doc["input_digest"].as_str(), req.uses, (now + req.expires_in_ms) as i64, req.session, req.agent, now as i64, signed, sig],
+    )
+    .map_err(|e| format!("cannot store the authorization: {e}"))?;
+    Ok(id)
+}
+
+/// What the gate decided for one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed {
+        authorization_id: String,
+        reviewer: String,
+        uses_left: i64,
+    },
+    Denied(Reason),
+}
+
+pub struct ClaimCall<'a> {
+    pub tool: &'a str,
+    pub input: &'a Value,
+    pub tool_use_id: Option<&'a str>,
+    pub session_id: &'a str,
+    pub agent_type: Option<&'a str>,
+}
+
+/// Reserves the call's tool_use_id and consumes one use of a valid authorization, atomically.
+pub fn claim(attenu_dir: &Path, config: &Config, call: &ClaimCall<'_>) -> Verdict {
+    match claim_inner(attenu_dir, config, call) {
+        Ok(v) => v,
+        Err(e) => Verdict::Denied(Reason::new(Code::GateStoreFailed, format!("the gate could not decide ({e}); denying. `attenu-hook doctor` checks the gate database"))),
+    }
+}
+
+fn claim_inner(
+    attenu_dir: &Path,
+    config: &Config,
+    call: &ClaimCall<'_>,
+) -> Result<Verdict, String> {
+    let Some(tool_use_id) = call.tool_use_id else {
+        return Ok(Verdict::Denied(Reason::new(
+            Code::GateAuthorizationRequired,
+            "a gated call must carry a tool_use_id to be reserved; this one has none",
+        )));
+    };
+    let digest = input_digest(call.input)?;
+    let now = time::now_ms() as i64;
+    let mut conn = db::open(attenu_dir)?;
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| e.to_string())?;
+    let reserved = tx
+        .execute(
+            "INSERT INTO claims (tool_use_id, session_id, claimed_ms, result) VALUES (?1, ?2, ?3, 'pending') ON CONFLICT (tool_use_id) DO NOTHING",
+            params![tool_use_id, call.session_id, now],
+        )
+        .map_err(|e| e.to_string())?;
+    if reserved == 0 {
+        drop(tx);
+        return Ok(Verdict::Denied(Reason::new(
+            Code::GateReplay,
+            format!("tool_use_id {tool_use_id} was already presented to the gate; a replayed call is never authorized twice"),
+        )));
+    }
+    let candidates: Vec<(String, String, String, String, i64)> = {
+        let mut stmt = tx
+            .prepare(
+                "SELECT id, reviewer, signed, sig, uses_left FROM authorizations
+                 WHERE tool = ?1 AND input_digest = ?2 AND uses_left > 0 AND expires_ms > ?3
+                   AND (session_id IS NULL OR session_id = ?4) AND (agent_type IS NULL OR agent_type = ?5)
+                 ORDER BY expires_ms, id",
+            )
+            .map_err(|e| e.to_string())?;
+        let rows = stmt
+            .query_map(
+                params![
+                    call.tool,
+                    digest,
+                    now,
+                    call.session_id,
+                    call.agent_type.unwrap_or("")
+                ],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )
+            .map_err(|e| e.to_string())?;
+        rows.collect::<Result<_, _>>().map_err(|e| e.to_string())?
+    };
+    let mut refusals = Vec::new();
+    for (id, reviewer, signed, sig, uses_left) in candidates {
+        match check_signed(config, &id, &reviewer, &signed, &sig, call, &digest, now) {
+            Ok(()) => {
+                let n = tx
+                    .execute("UPDATE authorizations SET uses_left = uses_left - 1 WHERE id = ?1 AND uses_left > 0", params![id])
+                    .map_err(|e| e.to_string())?;
+                if n != 1 {
+                    continue;
+                }
+                tx.execute("UPDATE claims SET authorization_id = ?1, result = 'allowed' WHERE tool_use_id = ?2", params![id, tool_use_id])
+                    .map_err(|e| e.to_string())?;
+                tx.commit().map_err(|e| e.to_string())?;
+                return Ok(Verdict::Allowed {
+                    authorization_id: id,
+                    reviewer,
+                    uses_left: uses_left - 1,
+                });
+            }
+            Err(why) => refusals.push(format!("{id}: {why}")),
+        }
+    }
+    tx.execute(
+        "UPDATE claims SET result = 'denied' WHERE tool_use_id = ?1",
+        params![tool_use_id],
+    )
+    .map_err(|e| e.to_string())?;
+    tx.commit().map_err(|e| e.to_string())?;
+    let detail = if refusals.is_empty() {
+        String::new()
+    } else {
+        format!(" (refused: {})", refusals.join("; "))
+    };
+    Ok(Verdict::Denied(Reason::new(
+        Code::GateAuthorizationRequired,
+        format!(
+            "{} is gated and no valid, unexpired, unused authorization by a configured reviewer matches this exact tool and input{detail}. The host issues one with `attenu-hook authorize`",
+            call.tool
+        ),
+    )))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_signed(
+    config: &Config,
+    id: &str,
+    reviewer: &str,
+    signed: &str,
+    sig: &str,
+    call: &ClaimCall<'_>,
+    digest: &str,
+    now: i64,
+) -> Result<(), String> {
+    let key = reviewer_key(config, reviewer)?;
+    let sig_bytes: [u8; 64] = unhex(sig)
+        .and_then(|b| b.try_into().ok())
+        .ok_or("signature is not 64 bytes of hex")?;
+    key.verify_strict(signed.as_bytes(), &Signature::from_bytes(&sig_bytes))
+        .map_err(|_| "signature does not verify with the reviewer's configured key".to_string())?;
+    let doc: Value = serde_json::from_str(signed).map_err(|_| "signed document unreadable")?;
+    let same = doc["id"] == json!(id)
+        && doc["reviewer"] == json!(reviewer)
+        && doc["tool"] == json!(call.tool)
+        && doc["input_digest"] == json!(digest)
+        && doc["expires_ms"].as_i64().is_some_and(|e| e > now)
+        && (doc["session_id"].is_null() || doc["session_id"] == json!(call.session_id))
+        && (doc["agent_type"].is_null() || doc["agent_type"].as_str() == call.agent_type);
+    if !same {
+        return Err("the stored row does not match what the reviewer signed".into());
+    }
+    Ok(())
+}
+
+/// Looks up an authorization row (for tests and `doctor`).
+pub fn uses_left(attenu_dir: &Path, id: &str) -> Result<Option<i64>, String> {
+    let conn = db::open(attenu_dir)?;
+    conn.query_row(
+        "SELECT uses_left FROM authorizations WHERE id = ?1",
+        params![id],
+        |r| r.get(0),
+    )
+    .optional()
+    .map_err(|e| e.to_string())
+}
