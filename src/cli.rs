@@ -105,6 +105,29 @@ pub enum Command {
         #[arg(long, value_name = "JSON")]
         payload: Option<String>,
     },
+    /// Wire the hook into DIR/.claude/settings.json (idempotent; keeps every other setting)
+    Install {
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Write .claude/settings.local.json instead
+        #[arg(long)]
+        local: bool,
+        /// The command to wire (default: attenu-hook on PATH, else this executable)
+        #[arg(long)]
+        command: Option<String>,
+    },
+    /// Check the wiring, the command, permissions, configuration and ledgers
+    Doctor {
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Print shell completions
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff)
+    Man,
     /// Reconciliation markers left by outcomes that could not be recorded
     Reconcile {
         #[command(subcommand)]
@@ -203,6 +226,48 @@ pub fn run(cli: Cli) -> i32 {
             Err(e) => fail(e),
         },
         Some(Command::Reconcile { action }) => reconcile_cmd(action),
+        Some(Command::Install { dir, local, command }) => match crate::setup::install(&dir, local, command.as_deref()) {
+            Ok((path, changes)) if changes.is_empty() => {
+                println!("{} already wires attenu-hook for every event; nothing changed", path.display());
+                0
+            }
+            Ok((path, changes)) => {
+                println!("updated {}:", path.display());
+                for c in changes {
+                    println!("  {c}");
+                }
+                println!("next: `attenu-hook doctor {}`", dir.display());
+                0
+            }
+            Err(e) => fail(e),
+        },
+        Some(Command::Doctor { dir }) => {
+            let checks = crate::setup::doctor(&project_dir(&dir));
+            let mut failed = false;
+            for c in &checks {
+                let tag = match (c.ok, c.required) {
+                    (true, _) => "ok  ",
+                    (false, true) => "FAIL",
+                    (false, false) => "warn",
+                };
+                failed |= !c.ok && c.required;
+                println!("{tag}  {:<28} {}", c.name, c.detail);
+            }
+            println!("{}", if failed { "doctor: some required checks failed" } else { "doctor: all required checks passed" });
+            i32::from(failed)
+        }
+        Some(Command::Completions { shell }) => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "attenu-hook", &mut std::io::stdout());
+            0
+        }
+        Some(Command::Man) => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            match clap_mangen::Man::new(cmd).render(&mut std::io::stdout()) {
+                Ok(()) => 0,
+                Err(e) => fail(e),
+            }
+        }
         Some(Command::Authorize {
             project,
             tool,

@@ -17,3 +17,4 @@ pub mod gate;
 pub mod hook;
 pub mod ledger;
 pub mod reason;
+pub mod setup;
