@@ -439,7 +439,12 @@ impl Demo {
             if denied {
                 continue;
             }
-            tool_body(&pre, &scratch_root(project), &markers.join("guarded"), &mut ran)?;
+            tool_body(
+                &pre,
+                &scratch_root(project),
+                &markers.join("guarded"),
+                &mut ran,
+            )?;
             if let Some(post) = step.post {
                 let post = instantiate(payload(payloads, post), project, home);
                 let (answer, exit) = self.hook(contract, &post, project)?;
@@ -486,7 +491,12 @@ impl Demo {
         let mut ran = Vec::new();
         for step in &SCRIPT {
             let pre = instantiate(payload(payloads, step.pre), project, home);
-            tool_body(&pre, &scratch_root(project), &markers.join("control"), &mut ran)?;
+            tool_body(
+                &pre,
+                &scratch_root(project),
+                &markers.join("control"),
+                &mut ran,
+            )?;
         }
         println!("    tool bodies that ran: {}", ran.join(", "));
         let rewritten = fs::read(project.join("src/app.py")).unwrap_or_default() != app_py;
@@ -820,7 +830,12 @@ fn instantiate(p: &Value, project: &Path, home: &Path) -> Value {
 /// trace a later check can look for: Read reads its file, Write really rewrites its file (in
 /// the scratch copy), Bash leaves a marker file instead of running its command, WebFetch
 /// (offline) only records that it ran.
-fn tool_body(pre: &Value, scratch: &Path, markers: &Path, ran: &mut Vec<String>) -> Result<(), Stop> {
+fn tool_body(
+    pre: &Value,
+    scratch: &Path,
+    markers: &Path,
+    ran: &mut Vec<String>,
+) -> Result<(), Stop> {
     let tool = pre["tool_name"].as_str().unwrap_or("?");
     let input = &pre["tool_input"];
     // A body never touches anything outside the scratch directory, whatever a payload says.

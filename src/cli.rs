@@ -226,9 +226,16 @@ pub fn run(cli: Cli) -> i32 {
             Err(e) => fail(e),
         },
         Some(Command::Reconcile { action }) => reconcile_cmd(action),
-        Some(Command::Install { dir, local, command }) => match crate::setup::install(&dir, local, command.as_deref()) {
+        Some(Command::Install {
+            dir,
+            local,
+            command,
+        }) => match crate::setup::install(&dir, local, command.as_deref()) {
             Ok((path, changes)) if changes.is_empty() => {
-                println!("{} already wires attenu-hook for every event; nothing changed", path.display());
+                println!(
+                    "{} already wires attenu-hook for every event; nothing changed",
+                    path.display()
+                );
                 0
             }
             Ok((path, changes)) => {
@@ -253,7 +260,14 @@ pub fn run(cli: Cli) -> i32 {
                 failed |= !c.ok && c.required;
                 println!("{tag}  {:<28} {}", c.name, c.detail);
             }
-            println!("{}", if failed { "doctor: some required checks failed" } else { "doctor: all required checks passed" });
+            println!(
+                "{}",
+                if failed {
+                    "doctor: some required checks failed"
+                } else {
+                    "doctor: all required checks passed"
+                }
+            );
             i32::from(failed)
         }
         Some(Command::Completions { shell }) => {

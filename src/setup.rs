@@ -9,7 +9,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// Every event the hook needs, in the order they are written.
-pub const EVENTS: &[&str] = &["PreToolUse", "PostToolUse", "PostToolUseFailure", "SubagentStart", "SubagentStop", "SessionEnd"];
+pub const EVENTS: &[&str] = &[
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "SubagentStart",
+    "SubagentStop",
+    "SessionEnd",
+];
 
 /// The handler timeout `install` writes, in seconds.
 pub const TIMEOUT_S: u64 = 10;
@@ -20,7 +27,9 @@ pub fn handler(command: &str) -> Value {
 }
 
 fn is_ours(h: &Value) -> bool {
-    h.get("command").and_then(Value::as_str).is_some_and(|c| c.contains("attenu-hook"))
+    h.get("command")
+        .and_then(Value::as_str)
+        .is_some_and(|c| c.contains("attenu-hook"))
 }
 
 /// The command to wire: `attenu-hook` when it is on PATH, else this executable's absolute path.
@@ -28,11 +37,15 @@ pub fn default_command() -> String {
     if which("attenu-hook").is_some() {
         return "attenu-hook".into();
     }
-    std::env::current_exe().map(|p| shell_quote(&p.display().to_string())).unwrap_or_else(|_| "attenu-hook".into())
+    std::env::current_exe()
+        .map(|p| shell_quote(&p.display().to_string()))
+        .unwrap_or_else(|_| "attenu-hook".into())
 }
 
 fn shell_quote(s: &str) -> String {
-    if s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b)) {
+    if s.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+".contains(&b))
+    {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
@@ -40,7 +53,11 @@ fn shell_quote(s: &str) -> String {
 }
 
 fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| is_executable(p)))
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| is_executable(p))
+    })
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -51,54 +68,87 @@ fn is_executable(p: &Path) -> bool {
 pub fn merge(settings: &mut Map<String, Value>, command: &str) -> Result<Vec<String>, String> {
     let mut changes = Vec::new();
     let hooks = settings.entry("hooks").or_insert_with(|| json!({}));
-    let hooks = hooks.as_object_mut().ok_or("`hooks` in the settings is not an object; fix it by hand first")?;
+    let hooks = hooks
+        .as_object_mut()
+        .ok_or("`hooks` in the settings is not an object; fix it by hand first")?;
     for event in EVENTS {
         let groups = hooks.entry(event.to_string()).or_insert_with(|| json!([]));
-        let groups = groups.as_array_mut().ok_or_else(|| format!("`hooks.{event}` is not a list; fix it by hand first"))?;
+        let groups = groups
+            .as_array_mut()
+            .ok_or_else(|| format!("`hooks.{event}` is not a list; fix it by hand first"))?;
         let mut found = false;
         for group in groups.iter_mut() {
-            let Some(handlers) = group.get_mut("hooks").and_then(Value::as_array_mut) else { continue };
+            let Some(handlers) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
+                continue;
+            };
             for h in handlers.iter_mut().filter(|h| is_ours(h)) {
                 found = true;
                 let h = h.as_object_mut().ok_or("a handler is not an object")?;
                 if h.get("onFailure").and_then(Value::as_str) != Some("block") {
                     h.insert("onFailure".into(), json!("block"));
-                    changes.push(format!("{event}: set \"onFailure\": \"block\" on the existing attenu-hook handler"));
+                    changes.push(format!(
+                        "{event}: set \"onFailure\": \"block\" on the existing attenu-hook handler"
+                    ));
                 }
-                if !h.get("timeout").and_then(Value::as_u64).is_some_and(|t| (2..=600).contains(&t)) {
+                if !h
+                    .get("timeout")
+                    .and_then(Value::as_u64)
+                    .is_some_and(|t| (2..=600).contains(&t))
+                {
                     h.insert("timeout".into(), json!(TIMEOUT_S));
-                    changes.push(format!("{event}: set \"timeout\": {TIMEOUT_S} on the existing attenu-hook handler"));
+                    changes.push(format!(
+                        "{event}: set \"timeout\": {TIMEOUT_S} on the existing attenu-hook handler"
+                    ));
                 }
             }
         }
         if !found {
             groups.push(json!({"hooks": [handler(command)]}));
-            changes.push(format!("{event}: added the attenu-hook handler (no matcher: every tool)"));
+            changes.push(format!(
+                "{event}: added the attenu-hook handler (no matcher: every tool)"
+            ));
         }
     }
     Ok(changes)
 }
 
 /// `attenu-hook install [DIR] [--local] [--command CMD]`.
-pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<(PathBuf, Vec<String>), String> {
+pub fn install(
+    dir: &Path,
+    local: bool,
+    command: Option<&str>,
+) -> Result<(PathBuf, Vec<String>), String> {
     let claude = dir.join(".claude");
-    std::fs::create_dir_all(&claude).map_err(|e| format!("cannot create {}: {e}", claude.display()))?;
-    let path = claude.join(if local { "settings.local.json" } else { "settings.json" });
-    let mut doc = match std::fs::read_to_string(&path) {
-        Ok(text) if text.trim().is_empty() => Map::new(),
-        Ok(text) => match serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')) {
-            Ok(Value::Object(m)) => m,
-            Ok(_) => return Err(format!("{} is not a JSON object; refusing to guess. Fix it, then run install again", path.display())),
-            Err(e) => return Err(format!("{} is not valid JSON ({e}); refusing to guess. Fix it, then run install again", path.display())),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Map::new(),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-    };
+    std::fs::create_dir_all(&claude)
+        .map_err(|e| format!("cannot create {}: {e}", claude.display()))?;
+    let path = claude.join(if local {
+        "settings.local.json"
+    } else {
+        "settings.json"
+    });
+    let mut doc =
+        match std::fs::read_to_string(&path) {
+            Ok(text) if text.trim().is_empty() => Map::new(),
+            Ok(text) => match serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')) {
+                Ok(Value::Object(m)) => m,
+                Ok(_) => return Err(format!(
+                    "{} is not a JSON object; refusing to guess. Fix it, then run install again",
+                    path.display()
+                )),
+                Err(e) => return Err(format!(
+                    "{} is not valid JSON ({e}); refusing to guess. Fix it, then run install again",
+                    path.display()
+                )),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Map::new(),
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
     let command = command.map(str::to_string).unwrap_or_else(default_command);
     let changes = merge(&mut doc, &command)?;
     if !changes.is_empty() {
         let text = serde_json::to_string_pretty(&Value::Object(doc)).expect("JSON") + "\n";
-        crate::fsutil::write_atomic(&path, text.as_bytes(), true).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        crate::fsutil::write_atomic(&path, text.as_bytes(), true)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644));
     }
     Ok((path, changes))
@@ -115,12 +165,19 @@ pub struct Check {
 }
 
 fn check(name: &str, ok: bool, required: bool, detail: impl Into<String>) -> Check {
-    Check { name: name.into(), ok, required, detail: detail.into() }
+    Check {
+        name: name.into(),
+        ok,
+        required,
+        detail: detail.into(),
+    }
 }
 
 /// Resolves a handler command to the executable it runs, as a shell would for the first word.
 pub fn resolve_command(command: &str, project: &Path) -> Option<PathBuf> {
-    let expanded = command.replace("${CLAUDE_PROJECT_DIR}", &project.display().to_string()).replace("$CLAUDE_PROJECT_DIR", &project.display().to_string());
+    let expanded = command
+        .replace("${CLAUDE_PROJECT_DIR}", &project.display().to_string())
+        .replace("$CLAUDE_PROJECT_DIR", &project.display().to_string());
     let mut word = String::new();
     let mut quote: Option<char> = None;
     for ch in expanded.trim_start().chars() {
@@ -149,12 +206,29 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
         match std::fs::read_to_string(&path) {
             Err(_) => continue,
             Ok(text) => match serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')) {
-                Err(e) => out.push(check("settings", false, true, format!(".claude/{file} is not valid JSON ({e}); fix it"))),
+                Err(e) => out.push(check(
+                    "settings",
+                    false,
+                    true,
+                    format!(".claude/{file} is not valid JSON ({e}); fix it"),
+                )),
                 Ok(doc) => {
                     for event in EVENTS {
-                        for group in doc.pointer(&format!("/hooks/{event}")).and_then(Value::as_array).into_iter().flatten() {
-                            let matcher = group.get("matcher").and_then(Value::as_str).unwrap_or("");
-                            for h in group.get("hooks").and_then(Value::as_array).into_iter().flatten().filter(|h| is_ours(h)) {
+                        for group in doc
+                            .pointer(&format!("/hooks/{event}"))
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                        {
+                            let matcher =
+                                group.get("matcher").and_then(Value::as_str).unwrap_or("");
+                            for h in group
+                                .get("hooks")
+                                .and_then(Value::as_array)
+                                .into_iter()
+                                .flatten()
+                                .filter(|h| is_ours(h))
+                            {
                                 let mut h = h.clone();
                                 h["__matcher"] = json!(matcher);
                                 handlers.push((event.to_string(), h));
@@ -166,10 +240,19 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
         }
     }
     for event in EVENTS {
-        let mine: Vec<&Value> = handlers.iter().filter(|(e, _)| e == event).map(|(_, h)| h).collect();
+        let mine: Vec<&Value> = handlers
+            .iter()
+            .filter(|(e, _)| e == event)
+            .map(|(_, h)| h)
+            .collect();
         let name = format!("wired:{event}");
         let Some(h) = mine.first() else {
-            out.push(check(&name, false, true, format!("no attenu-hook handler for {event}; run `attenu-hook install`")));
+            out.push(check(
+                &name,
+                false,
+                true,
+                format!("no attenu-hook handler for {event}; run `attenu-hook install`"),
+            ));
             continue;
         };
         let matcher = h["__matcher"].as_str().unwrap_or("");
@@ -182,7 +265,15 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
         } else if !timeout.is_some_and(|t| (2..=600).contains(&t)) {
             out.push(check(&name, false, true, format!("the {event} handler's timeout {timeout:?} is not between 2 and 600 seconds; set it to {TIMEOUT_S}")));
         } else {
-            out.push(check(&name, true, true, format!("timeout {}s, onFailure block, every tool", timeout.unwrap_or(0))));
+            out.push(check(
+                &name,
+                true,
+                true,
+                format!(
+                    "timeout {}s, onFailure block, every tool",
+                    timeout.unwrap_or(0)
+                ),
+            ));
         }
     }
     if let Some((_, h)) = handlers.first() {
@@ -195,45 +286,99 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
     let attenu = dir.join(".attenu");
     match config::load(&attenu) {
         Ok(_) => out.push(check("config", true, true, "valid (or defaults)")),
-        Err(e) => out.push(check("config", false, true, format!("{e}; every call would be denied until it is fixed"))),
+        Err(e) => out.push(check(
+            "config",
+            false,
+            true,
+            format!("{e}; every call would be denied until it is fixed"),
+        )),
     }
-    match config::load(&attenu).map_err(|e| e).and_then(|c| derive_project(dir, &c.agents).map_err(|e| e.to_string())) {
-        Ok(r) if r.problems.is_empty() => out.push(check("derive", true, true, format!("{} agents, digest {}", r.agents.len(), &r.digest[..12]))),
-        Ok(r) => out.push(check("derive", false, false, format!("{} problem(s): {}", r.problems.len(), r.problems.join("; ")))),
+    match config::load(&attenu)
+        .map_err(|e| e)
+        .and_then(|c| derive_project(dir, &c.agents).map_err(|e| e.to_string()))
+    {
+        Ok(r) if r.problems.is_empty() => out.push(check(
+            "derive",
+            true,
+            true,
+            format!("{} agents, digest {}", r.agents.len(), &r.digest[..12]),
+        )),
+        Ok(r) => out.push(check(
+            "derive",
+            false,
+            false,
+            format!("{} problem(s): {}", r.problems.len(), r.problems.join("; ")),
+        )),
         Err(e) => out.push(check("derive", false, true, e)),
     }
     if attenu.exists() {
         out.extend(permission_checks(&attenu));
         out.extend(ledger_checks(&attenu));
     } else {
-        out.push(check("state", true, false, ".attenu/ does not exist yet; the first hook call creates it (0700)"));
+        out.push(check(
+            "state",
+            true,
+            false,
+            ".attenu/ does not exist yet; the first hook call creates it (0700)",
+        ));
     }
     out
 }
 
 fn permission_checks(attenu: &Path) -> Vec<Check> {
     let mut out = Vec::new();
-    let mode = |p: &Path| std::fs::symlink_metadata(p).map(|m| (m.permissions().mode() & 0o777, m.file_type().is_symlink()));
+    let mode = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .map(|m| (m.permissions().mode() & 0o777, m.file_type().is_symlink()))
+    };
     match mode(attenu) {
-        Ok((_, true)) => out.push(check("perm:.attenu", false, true, ".attenu is a symlink; replace it with a real directory")),
-        Ok((m, _)) if m & 0o077 != 0 => out.push(check("perm:.attenu", false, true, format!(".attenu is {m:o}; run `chmod 700 .attenu`"))),
+        Ok((_, true)) => out.push(check(
+            "perm:.attenu",
+            false,
+            true,
+            ".attenu is a symlink; replace it with a real directory",
+        )),
+        Ok((m, _)) if m & 0o077 != 0 => out.push(check(
+            "perm:.attenu",
+            false,
+            true,
+            format!(".attenu is {m:o}; run `chmod 700 .attenu`"),
+        )),
         Ok(_) => out.push(check("perm:.attenu", true, true, "0700")),
         Err(e) => out.push(check("perm:.attenu", false, true, e.to_string())),
     }
     for e in std::fs::read_dir(attenu).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let secret = name == "anchor.key" || name.starts_with("ledger-") || name.starts_with("gate.sqlite") || name.starts_with("bundle-");
+        let secret = name == "anchor.key"
+            || name.starts_with("ledger-")
+            || name.starts_with("gate.sqlite")
+            || name.starts_with("bundle-");
         if !secret {
             continue;
         }
         match mode(&e.path()) {
-            Ok((_, true)) => out.push(check(&format!("perm:{name}"), false, true, format!("{name} is a symlink; move it aside"))),
-            Ok((m, _)) if m & 0o077 != 0 => out.push(check(&format!("perm:{name}"), false, true, format!("{name} is {m:o}; run `chmod 600 .attenu/{name}`"))),
+            Ok((_, true)) => out.push(check(
+                &format!("perm:{name}"),
+                false,
+                true,
+                format!("{name} is a symlink; move it aside"),
+            )),
+            Ok((m, _)) if m & 0o077 != 0 => out.push(check(
+                &format!("perm:{name}"),
+                false,
+                true,
+                format!("{name} is {m:o}; run `chmod 600 .attenu/{name}`"),
+            )),
             _ => {}
         }
     }
     if out.len() == 1 && out[0].ok {
-        out.push(check("perm:files", true, true, "keys, ledgers, bundles and the gate database are 0600"));
+        out.push(check(
+            "perm:files",
+            true,
+            true,
+            "keys, ledgers, bundles and the gate database are 0600",
+        ));
     }
     out
 }
@@ -255,12 +400,21 @@ fn ledger_checks(attenu: &Path) -> Vec<Check> {
         }) {
             Ok(b) => b,
             Err(e) => {
-                out.push(check(&format!("ledger:{name}"), false, true, format!("cannot read: {e}")));
+                out.push(check(
+                    &format!("ledger:{name}"),
+                    false,
+                    true,
+                    format!("cannot read: {e}"),
+                ));
                 continue;
             }
         };
         let torn = !bytes.is_empty() && bytes.last() != Some(&b'\n');
-        let cut = if torn { bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) } else { bytes.len() };
+        let cut = if torn {
+            bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+        } else {
+            bytes.len()
+        };
         out.push(match store::scan(&bytes[..cut]) {
             Ok(s) => check(
                 &format!("ledger:{name}"),

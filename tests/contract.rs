@@ -307,7 +307,9 @@ fn settings_problems(c: &Value, rel: &str, settings: &Value) -> Vec<String> {
                 ));
             }
             if keys.contains("matcher") {
-                problems.push(format!("{rel}: {event} has a matcher, so some tool calls would never reach the hook"));
+                problems.push(format!(
+                    "{rel}: {event} has a matcher, so some tool calls would never reach the hook"
+                ));
             }
             let handlers = group["hooks"].as_array().cloned().unwrap_or_default();
             if handlers.is_empty() {
@@ -467,7 +469,10 @@ fn contract_gaps(c: &Value) -> Vec<String> {
             ));
         }
     }
-    for rel in ["settings.snippet.json", "sample_project/.claude/settings.json"] {
+    for rel in [
+        "settings.snippet.json",
+        "sample_project/.claude/settings.json",
+    ] {
         gaps.extend(settings_problems(c, rel, &json(rel)));
     }
     for (rel, p) in recorded_payloads() {
@@ -520,7 +525,10 @@ fn the_settings_snippet_wires_every_event_the_hook_handles() {
         for group in groups.as_array().unwrap() {
             assert!(group.get("matcher").is_none(), "{event} has a matcher");
             for h in group["hooks"].as_array().unwrap() {
-                assert!(h["timeout"].as_f64().is_some_and(|t| t > 0.0), "{event}: no timeout");
+                assert!(
+                    h["timeout"].as_f64().is_some_and(|t| t > 0.0),
+                    "{event}: no timeout"
+                );
                 assert_eq!(h["onFailure"], "block", "{event}: onFailure is not block");
             }
         }
@@ -581,9 +589,11 @@ fn removing_any_used_name_from_the_contract_is_caught() {
     used.extend(keys);
     used.extend(events_handled());
     used.extend(frontmatter_fields_read());
-    used.extend(names(&c["settings"]["handler_fields"]).into_iter().filter(|f| {
-        ["type", "command", "timeout", "onFailure"].contains(&f.as_str())
-    }));
+    used.extend(
+        names(&c["settings"]["handler_fields"])
+            .into_iter()
+            .filter(|f| ["type", "command", "timeout", "onFailure"].contains(&f.as_str())),
+    );
     used.insert("deny".into());
     used.insert("Read".into());
     used.insert("Task".into());

@@ -52,13 +52,23 @@ pub fn rows(project: &Path, session: Option<&str>) -> Result<Vec<Row>, String> {
     for f in files {
         let text =
             std::fs::read_to_string(&f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+        // An outcome names only its call: show the tool and scope of the call it finishes.
+        let mut calls: std::collections::HashMap<String, (String, String)> =
+            std::collections::HashMap::new();
         for line in text.lines() {
             let Ok(e) = serde_json::from_str::<Value>(line) else {
                 continue;
             };
-            if let Some(r) = row(&e) {
-                out.push(r);
+            let Some(mut r) = row(&e) else { continue };
+            let call = s(e.get("call_id"));
+            if e["event"] == "outcome" {
+                if let Some((tool, scope)) = calls.get(&call) {
+                    (r.tool, r.scope) = (tool.clone(), scope.clone());
+                }
+            } else {
+                calls.insert(call, (r.tool.clone(), r.scope.clone()));
             }
+            out.push(r);
         }
     }
     Ok(out)
@@ -144,10 +154,12 @@ pub fn render(rows: &[Row], json: bool, color: bool) -> String {
             (true, "allow") => format!("\x1b[32m{d}\x1b[0m"),
             _ => d,
         };
-        out.push_str(&format!(
-            "{:<24}  {:<36}  {:<wa$}  {:<wt$}  {:<ws$}  {d}  {}\n",
+        let line = format!(
+            "{:<24}  {:<36}  {:<wa$}  {:<wt$}  {:<ws$}  {d}  {}",
             r.time, r.session, r.agent, r.tool, r.scope, r.reason
-        ));
+        );
+        out.push_str(line.trim_end());
+        out.push('\n');
     }
     out
 }

@@ -1,0 +1,301 @@
+//! Operator experience: install, doctor, log, completions and the man page.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::os::unix::fs::PermissionsExt;
+
+fn settings(p: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p.join(".claude/settings.json")).unwrap())
+        .unwrap()
+}
+
+#[test]
+fn install_keeps_existing_settings_and_hooks_and_is_idempotent() {
+    let p = TempDir::new("install");
+    std::fs::create_dir_all(p.path().join(".claude")).unwrap();
+    let existing = json!({
+        "model": "opus",
+        "permissions": {"allow": ["Read"], "deny": ["Bash(rm *)"]},
+        "env": {"FOO": "bar"},
+        "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-linter --strict"}]}],
+                  "Stop": [{"hooks": [{"type": "command", "command": "notify"}]}]},
+    });
+    std::fs::write(
+        p.path().join(".claude/settings.json"),
+        serde_json::to_string_pretty(&existing).unwrap(),
+    )
+    .unwrap();
+    let dir = p.path().to_str().unwrap();
+    let first = cli(&["install", dir, "--command", "attenu-hook"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(
+        first.stdout.contains("PreToolUse: added"),
+        "{}",
+        first.stdout
+    );
+    let after = settings(p.path());
+    for key in ["model", "permissions", "env"] {
+        assert_eq!(after[key], existing[key], "{key} kept");
+    }
+    assert_eq!(after["hooks"]["Stop"], existing["hooks"]["Stop"]);
+    assert_eq!(
+        after["hooks"]["PreToolUse"][0],
+        existing["hooks"]["PreToolUse"][0]
+    );
+    let ours = &after["hooks"]["PreToolUse"][1];
+    assert!(ours.get("matcher").is_none());
+    assert_eq!(
+        ours["hooks"][0],
+        json!({"type": "command", "command": "attenu-hook", "timeout": 10, "onFailure": "block"})
+    );
+    for e in [
+        "PostToolUse",
+        "PostToolUseFailure",
+        "SubagentStart",
+        "SubagentStop",
+        "SessionEnd",
+    ] {
+        assert_eq!(
+            after["hooks"][e][0]["hooks"][0]["command"], "attenu-hook",
+            "{e}"
+        );
+    }
+    let bytes = std::fs::read(p.path().join(".claude/settings.json")).unwrap();
+    let second = cli(&["install", dir, "--command", "attenu-hook"]);
+    assert!(
+        second.stdout.contains("nothing changed"),
+        "{}",
+        second.stdout
+    );
+    assert_eq!(
+        std::fs::read(p.path().join(".claude/settings.json")).unwrap(),
+        bytes,
+        "a second run changes nothing"
+    );
+}
+
+#[test]
+fn install_refuses_to_guess_on_invalid_settings_and_local_writes_the_local_file() {
+    let p = TempDir::new("install-bad");
+    std::fs::create_dir_all(p.path().join(".claude")).unwrap();
+    std::fs::write(p.path().join(".claude/settings.json"), "{ \"model\": ").unwrap();
+    let out = cli(&["install", p.path().to_str().unwrap()]);
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("refusing to guess"), "{}", out.stderr);
+    assert_eq!(
+        std::fs::read_to_string(p.path().join(".claude/settings.json")).unwrap(),
+        "{ \"model\": "
+    );
+    let out = cli(&["install", p.path().to_str().unwrap(), "--local"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(p.path().join(".claude/settings.local.json").exists());
+}
+
+fn doctor(p: &std::path::Path) -> Out {
+    cli(&["doctor", p.to_str().unwrap()])
+}
+
+#[test]
+fn doctor_passes_on_an_installed_project() {
+    let p = sample("doctor-ok");
+    assert_eq!(
+        cli(&["install", p.path().to_str().unwrap(), "--command", BIN]).code,
+        0
+    );
+    hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t1",
+        ),
+    );
+    let out = doctor(p.path());
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("ledger:ledger-s1.jsonl") && out.stdout.contains("verifies"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn doctor_fails_with_reasons_on_an_unwired_project() {
+    let p = sample("doctor-unwired");
+    let out = doctor(p.path());
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout.contains("FAIL  wired:PreToolUse")
+            && out.stdout.contains("run `attenu-hook install`"),
+        "{}",
+        out.stdout
+    );
+    // A matcher or a missing onFailure is as bad as no wiring.
+    let mut s = settings(p.path());
+    s["hooks"] = json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": BIN, "timeout": 10, "onFailure": "block"}]}]});
+    std::fs::write(p.path().join(".claude/settings.json"), s.to_string()).unwrap();
+    let out = doctor(p.path());
+    assert!(out.stdout.contains("matcher 'Bash'"), "{}", out.stdout);
+}
+
+#[test]
+fn doctor_fails_on_unsafe_permissions_and_a_broken_ledger() {
+    let p = sample("doctor-perms");
+    assert_eq!(
+        cli(&["install", p.path().to_str().unwrap(), "--command", BIN]).code,
+        0
+    );
+    hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t1",
+        ),
+    );
+    std::fs::set_permissions(
+        p.path().join(".attenu/anchor.key"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let out = doctor(p.path());
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stdout.contains("FAIL  perm:anchor.key") && out.stdout.contains("chmod 600"),
+        "{}",
+        out.stdout
+    );
+    std::fs::set_permissions(
+        p.path().join(".attenu/anchor.key"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let path = ledger_path(p.path(), "s1");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replacen("fs.read", "fs.rea", 1);
+    std::fs::write(&path, text).unwrap();
+    let out = doctor(p.path());
+    assert!(
+        out.stdout.contains("FAIL  ledger:ledger-s1.jsonl"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// The log table with times replaced, so it can be compared with the snapshot.
+fn normalised_log(args: &[&str]) -> String {
+    let out = cli(args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.stdout
+        .lines()
+        .map(|l| {
+            if l.len() > 24 && l.as_bytes()[4] == b'-' && l.as_bytes()[23] == b'Z' {
+                format!("<time>{}", &l[24..])
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+#[test]
+fn log_output_matches_the_snapshot() {
+    let p = sample("log");
+    let sid = "0b5f1c2e-log-snapshot";
+    hook(
+        p.path(),
+        &pre(
+            sid,
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t1",
+        ),
+    );
+    hook(
+        p.path(),
+        &post(
+            sid,
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t1",
+            json!({}),
+        ),
+    );
+    hook(
+        p.path(),
+        &pre(
+            sid,
+            p.path(),
+            Some("reviewer"),
+            "WebFetch",
+            json!({"url": "https://x"}),
+            "t2",
+        ),
+    );
+    hook(
+        p.path(),
+        &pre(
+            sid,
+            p.path(),
+            Some("Explore"),
+            "Grep",
+            json!({"pattern": "x"}),
+            "t3",
+        ),
+    );
+    hook(
+        p.path(),
+        &pre(sid, p.path(), None, "Bash", json!({"command": "ls"}), "t4"),
+    );
+    let dir = p.path().to_str().unwrap();
+    let table = normalised_log(&["log", "--project", dir]);
+    let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/log.txt");
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&snapshot, &table).unwrap();
+    }
+    assert_eq!(
+        table,
+        std::fs::read_to_string(&snapshot).unwrap(),
+        "run with UPDATE_SNAPSHOTS=1 to accept a deliberate change"
+    );
+    let denied = normalised_log(&["log", "--project", dir, "--denied"]);
+    assert_eq!(denied.lines().count(), 1 + 3, "{denied}");
+    let explore = normalised_log(&["log", "--project", dir, "--agent", "Explore", "--json"]);
+    let row: Value = serde_json::from_str(explore.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (row["agent"].as_str(), row["decision"].as_str()),
+        (Some("Explore"), Some("DENY"))
+    );
+    assert!(
+        !table.contains('\u{1b}'),
+        "no colour codes when stdout is not a terminal"
+    );
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_cli_definition() {
+    let bash = cli(&["completions", "bash"]);
+    assert_eq!(bash.code, 0);
+    assert!(bash.stdout.contains("attenu-hook") && bash.stdout.contains("reconcile"));
+    let man = cli(&["man"]);
+    assert_eq!(man.code, 0);
+    assert!(
+        man.stdout.contains(".TH attenu-hook") && man.stdout.contains("derive"),
+        "{}",
+        &man.stdout[..200.min(man.stdout.len())]
+    );
+}
