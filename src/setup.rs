@@ -294,7 +294,6 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
         )),
     }
     match config::load(&attenu)
-        .map_err(|e| e)
         .and_then(|c| derive_project(dir, &c.agents).map_err(|e| e.to_string()))
     {
         Ok(r) if r.problems.is_empty() => out.push(check(
