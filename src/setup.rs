@@ -126,23 +126,26 @@ pub fn install(
     } else {
         "settings.json"
     });
-    let mut doc =
-        match std::fs::read_to_string(&path) {
-            Ok(text) if text.trim().is_empty() => Map::new(),
-            Ok(text) => match serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')) {
-                Ok(Value::Object(m)) => m,
-                Ok(_) => return Err(format!(
+    let mut doc = match std::fs::read_to_string(&path) {
+        Ok(text) if text.trim().is_empty() => Map::new(),
+        Ok(text) => match serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => {
+                return Err(format!(
                     "{} is not a JSON object; refusing to guess. Fix it, then run install again",
                     path.display()
-                )),
-                Err(e) => return Err(format!(
+                ))
+            }
+            Err(e) => {
+                return Err(format!(
                     "{} is not valid JSON ({e}); refusing to guess. Fix it, then run install again",
                     path.display()
-                )),
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Map::new(),
-            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-        };
+                ))
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Map::new(),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
     let command = command.map(str::to_string).unwrap_or_else(default_command);
     let changes = merge(&mut doc, &command)?;
     if !changes.is_empty() {

@@ -222,6 +222,11 @@ fn read_permissions(path: &Path, label: &str, decl: &mut Declarations) -> Result
             )))
         }
     };
+    parse_settings(&text, label, decl)
+}
+
+/// Reads the `permissions` block of one settings file's text into `decl`.
+pub fn parse_settings(text: &str, label: &str, decl: &mut Declarations) -> Result<(), DeriveError> {
     let value: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).map_err(|e| {
         DeriveError::SettingsInvalid(format!(
             ".claude/{label} is not valid JSON ({e}); fix it so its permissions can be read"
@@ -232,6 +237,11 @@ fn read_permissions(path: &Path, label: &str, decl: &mut Declarations) -> Result
     };
     if perms.is_null() {
         return Ok(());
+    }
+    if !perms.is_object() {
+        return Err(DeriveError::SettingsInvalid(format!(
+            ".claude/{label}: `permissions` is not an object; fix it so it can be read"
+        )));
     }
     for (key, is_deny) in [("allow", false), ("deny", true)] {
         let list = match perms.get(key) {
