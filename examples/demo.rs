@@ -424,16 +424,17 @@ impl Demo {
                     );
                 }
                 Expect::Deny { code, .. } => {
-                    self.expect(denied, format!("{agent} → {tool} is denied"));
-                    self.expect(
-                        answer.pointer("/hookSpecificOutput/hookEventName")
-                            == Some(&Value::from("PreToolUse")),
-                        format!("{agent} → {tool}: the deny names hookEventName PreToolUse"),
-                    );
-                    self.expect(
-                        reason.starts_with(&format!("attenu-hook: [{code}] ")),
-                        format!("{agent} → {tool} is denied as [{code}] (got {reason:?})"),
-                    );
+                    if self.expect(denied, format!("{agent} → {tool} is denied")) {
+                        self.expect(
+                            answer.pointer("/hookSpecificOutput/hookEventName")
+                                == Some(&Value::from("PreToolUse")),
+                            format!("{agent} → {tool}: the deny names hookEventName PreToolUse"),
+                        );
+                        self.expect(
+                            reason.starts_with(&format!("attenu-hook: [{code}] ")),
+                            format!("{agent} → {tool} is denied as [{code}] (got {reason:?})"),
+                        );
+                    }
                 }
             }
             if denied {
@@ -662,7 +663,7 @@ impl Demo {
             ),
         );
 
-        // A tampered copy: the reviewer's Write turned from a deny into an allow.
+        // A tampered copy: the decision on the reviewer's Write turned into its opposite.
         if let Ok(mut doc) = read_json(&bundle) {
             let write_id = payload(payloads, "pre-2-reviewer-write")["tool_use_id"].clone();
             let target = doc["entries"].as_array_mut().and_then(|es| {
@@ -670,7 +671,11 @@ impl Demo {
                     .find(|e| e["context"]["tool_use_id"] == write_id)
             });
             if let Some(e) = target {
-                e["event"] = Value::from("allow");
+                let (was, now) = match e["event"].as_str() {
+                    Some("deny") => ("deny", "allow"),
+                    _ => ("allow", "deny"),
+                };
+                e["event"] = Value::from(now);
                 let forged = attenu.join("bundle-tampered.json");
                 fs::write(
                     &forged,
@@ -690,7 +695,7 @@ impl Demo {
                 )?;
                 let r: Value = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
                 println!(
-                    "    a copy with reviewer → Write changed from deny to allow: exit {}, integrity={}",
+                    "    a copy with reviewer → Write changed from {was} to {now}: exit {}, integrity={}",
                     out.exit, r["checks"]["integrity"]
                 );
                 self.expect(out.exit == 1, "a tampered bundle is rejected (exit 1)");

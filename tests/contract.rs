@@ -249,8 +249,11 @@ fn frontmatter_fields_read() -> BTreeSet<String> {
     fields
 }
 
+/// Rows of a two-column table of names, such as `(tool, scope)`.
+type Rows = Vec<(String, String)>;
+
 /// `(tool, scope)` rows of the tool table and `(alias, tool)` rows of the alias table.
-fn tool_tables() -> (Vec<(String, String)>, Vec<(String, String)>) {
+fn tool_tables() -> (Rows, Rows) {
     let src = code("src/derive/scopes.rs");
     let (mut tools, mut aliases) = (Vec::new(), Vec::new());
     for line in src.lines() {
@@ -327,7 +330,7 @@ fn settings_problems(c: &Value, rel: &str, settings: &Value) -> Vec<String> {
                         h["type"]
                     ));
                 }
-                if !h["command"].as_str().is_some_and(|s| !s.is_empty()) {
+                if h["command"].as_str().is_none_or(str::is_empty) {
                     problems.push(format!("{rel}: {event} handler has no command"));
                 }
                 if !h["timeout"].as_f64().is_some_and(|t| t > 0.0) {

@@ -139,6 +139,7 @@ pub fn handle_bytes(input: &[u8], started: Instant, set_deadline: &dyn Fn(Instan
     };
     let deadline = started + Duration::from_millis(config.deadline_ms);
     set_deadline(deadline);
+    test_faults();
     let ctx = Ctx {
         p: &p,
         project: &project,
@@ -154,6 +155,20 @@ pub fn handle_bytes(input: &[u8], started: Instant, set_deadline: &dyn Fn(Instan
         Event::Other(_) => Ok(Answer::none()),
     };
     result.unwrap_or_else(fail)
+}
+
+/// Fault injection for the crash and deadline tests. Each can only make the hook fail, and
+/// every failure path denies, so these can never widen what is allowed.
+fn test_faults() {
+    if std::env::var_os("ATTENU_HOOK_TEST_PANIC").is_some() {
+        panic!("ATTENU_HOOK_TEST_PANIC is set");
+    }
+    if let Some(ms) = std::env::var("ATTENU_HOOK_TEST_STALL_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
 }
 
 struct Ctx<'a> {

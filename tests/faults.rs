@@ -1,0 +1,483 @@
+//! Crashes and faults with real processes: SIGKILL at random moments, a full disk, a read-only
+//! state directory, a ledger replaced by a directory, a corrupted gate database, a panic and a
+//! stall past the deadline. Each ends in a deny (or a halt) with a reason, and nothing
+//! committed is lost.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// A tiny deterministic generator, so a failing run can be replayed.
+struct XorShift(u64);
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Starts the hook, kills it after `delay` (if still running); returns its stdout if it exited
+/// on its own.
+fn run_and_maybe_kill(project: &Path, payload: &Value, delay: Duration) -> Option<String> {
+    let mut child = Command::new(BIN)
+        .env("CLAUDE_PROJECT_DIR", project)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    std::thread::sleep(delay);
+    let _ = child.kill(); // SIGKILL; harmless if it already exited
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.code().is_some() && stdout.trim_start().starts_with('{')).then_some(stdout)
+}
+
+/// Twice the median duration of a normal call on this machine, in microseconds.
+fn call_span(project: &Path) -> u64 {
+    let mut times: Vec<u64> = (0..5)
+        .map(|i| {
+            let t = std::time::Instant::now();
+            hook(
+                project,
+                &pre(
+                    "warmup",
+                    project,
+                    Some("reviewer"),
+                    "Read",
+                    json!({}),
+                    &format!("w{i}"),
+                ),
+            );
+            t.elapsed().as_micros() as u64
+        })
+        .collect();
+    times.sort();
+    (2 * times[2]).max(1000)
+}
+
+#[test]
+fn sigkill_at_random_moments_never_loses_an_answered_decision_or_wedges_the_session() {
+    let p = sample("sigkill");
+    let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+    let span = call_span(p.path());
+    let mut answered = Vec::new();
+    for i in 0..300 {
+        let id = format!("k{i}");
+        let (agent, tool) = if i % 3 == 0 {
+            ("reviewer", "Bash")
+        } else {
+            ("reviewer", "Read")
+        };
+        let payload = pre(
+            "s1",
+            p.path(),
+            Some(agent),
+            tool,
+            json!({"file_path": format!("/f{i}"), "command": "ls"}),
+            &id,
+        );
+        // Up to twice a call's duration here, so kills land before, during and after the work.
+        let delay = Duration::from_micros(rng.next() % span);
+        if let Some(out) = run_and_maybe_kill(p.path(), &payload, delay) {
+            answered.push((id, out));
+        }
+    }
+    assert!(
+        answered.len() > 20 && answered.len() < 300,
+        "the delays must both hit and miss: {} answered",
+        answered.len()
+    );
+    // The session is not wedged: the next call is decided normally.
+    let next = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/after"}),
+            "after",
+        ),
+    );
+    assert!(next.is_allow(), "{}", next.stdout);
+    // Every answered decision is on the ledger, with the verdict that was answered.
+    let es = entries(p.path(), "s1");
+    for (id, out) in &answered {
+        let e = es
+            .iter()
+            .find(|e| e["context"]["tool_use_id"] == id.as_str())
+            .unwrap_or_else(|| panic!("answered call {id} is missing from the ledger"));
+        let denied = out.contains("\"deny\"");
+        assert_eq!(
+            e["event"] == "deny",
+            denied,
+            "{id}: ledger says {} but the answer was {out}",
+            e["event"]
+        );
+    }
+    // And the whole ledger still exports and verifies.
+    let export = cli(&[
+        "export",
+        "--project",
+        p.path().to_str().unwrap(),
+        "--session",
+        "s1",
+    ]);
+    assert_eq!(export.code, 0, "{}", export.stderr);
+    let bundle = export.stdout.lines().next().unwrap().to_string();
+    let verify = cli(&[
+        "verify",
+        &bundle,
+        "--pub",
+        p.path().join(".attenu/anchor.pub").to_str().unwrap(),
+    ]);
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+}
+
+#[test]
+fn concurrent_sigkills_leave_one_verifiable_chain() {
+    let p = sample("sigkill-par");
+    let span = call_span(p.path());
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let dir = p.path().to_path_buf();
+            std::thread::spawn(move || {
+                let mut rng = XorShift(0x1234_5678 + t);
+                for i in 0..40 {
+                    let payload = pre(
+                        "s1",
+                        &dir,
+                        Some("reviewer"),
+                        "Read",
+                        json!({"file_path": "/x"}),
+                        &format!("c{t}-{i}"),
+                    );
+                    run_and_maybe_kill(&dir, &payload, Duration::from_micros(rng.next() % span));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "final"
+        )
+    )
+    .is_allow());
+    assert_eq!(
+        cli(&[
+            "export",
+            "--project",
+            p.path().to_str().unwrap(),
+            "--session",
+            "s1"
+        ])
+        .code,
+        0
+    );
+}
+
+#[test]
+fn a_panic_answers_with_a_deny_and_exit_2() {
+    let p = sample("panic");
+    let out = Command::new(BIN)
+        .env("CLAUDE_PROJECT_DIR", p.path())
+        .env("ATTENU_HOOK_TEST_PANIC", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(
+                pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1")
+                    .to_string()
+                    .as_bytes(),
+            )?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert!(j["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .contains("[internal-error]"));
+}
+
+#[test]
+fn a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout() {
+    let p = sample("stall");
+    std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
+    std::fs::write(p.path().join(".attenu/config.toml"), "deadline_ms = 300\n").unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::new(BIN)
+        .env("CLAUDE_PROJECT_DIR", p.path())
+        .env("ATTENU_HOOK_TEST_STALL_MS", "20000")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(
+                pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1")
+                    .to_string()
+                    .as_bytes(),
+            )?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("[deadline-exceeded]"));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the deadline, not the stall, ended the process"
+    );
+}
+
+#[test]
+fn a_ledger_replaced_by_a_directory_denies() {
+    let p = sample("ledgerdir");
+    std::fs::create_dir_all(ledger_path(p.path(), "s1")).unwrap();
+    let out = hook(
+        p.path(),
+        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1"),
+    );
+    assert!(
+        out.denied() && out.reason().contains("not a regular file"),
+        "{}",
+        out.reason()
+    );
+}
+
+#[test]
+fn a_corrupted_gate_database_denies_gated_calls_only() {
+    let p = project(
+        "badsqlite",
+        &[("ops.md", "---\nname: ops\ntools: Read, Bash\n---\n")],
+        None,
+    );
+    std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
+    std::fs::write(
+        p.path().join(".attenu/config.toml"),
+        "[gate]\nrequire = [\"exec.bash\"]\n",
+    )
+    .unwrap();
+    std::fs::write(p.path().join(".attenu/gate.sqlite"), b"this is not a database, just garbage bytes....................................................................").unwrap();
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("ops"),
+            "Bash",
+            json!({"command": "ls"}),
+            "t1",
+        ),
+    );
+    assert!(
+        out.denied() && out.reason().contains("[gate-store-failed]"),
+        "{}",
+        out.reason()
+    );
+    assert!(hook(
+        p.path(),
+        &pre("s1", p.path(), Some("ops"), "Read", json!({}), "t2")
+    )
+    .is_allow());
+}
+
+#[test]
+fn a_corrupted_config_denies_with_what_to_fix() {
+    let p = sample("badconfig");
+    std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
+    std::fs::write(p.path().join(".attenu/config.toml"), b"\xff\xfe\x00garbage").unwrap();
+    let out = hook(
+        p.path(),
+        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1"),
+    );
+    assert!(
+        out.denied() && out.reason().contains("[config-invalid]"),
+        "{}",
+        out.reason()
+    );
+}
+
+/// Mounts a small tmpfs (needs root and mount rights); None with a loud message otherwise.
+struct Mount(std::path::PathBuf);
+impl Mount {
+    fn tmpfs(dir: &Path, size: &str) -> Option<Mount> {
+        std::fs::create_dir_all(dir).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("\n*** SKIPPED: cannot mount a tmpfs here (needs root); the disk-full and read-only tests did not run ***\n");
+            return None;
+        }
+        Some(Mount(dir.to_path_buf()))
+    }
+    fn remount(&self, opts: &str) {
+        assert!(Command::new("mount")
+            .args(["-o", &format!("remount,{opts}")])
+            .arg(&self.0)
+            .status()
+            .unwrap()
+            .success());
+    }
+}
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_denies_and_loses_nothing_committed() {
+    let base = TempDir::new("diskfull");
+    let Some(mount) = Mount::tmpfs(&base.path().join("fs"), "512k") else {
+        return;
+    };
+    let p = &mount.0;
+    std::fs::create_dir_all(p.join(".claude/agents")).unwrap();
+    std::fs::write(
+        p.join(".claude/agents/reviewer.md"),
+        "---\nname: reviewer\ntools: Read\n---\n",
+    )
+    .unwrap();
+    for i in 0..5 {
+        assert!(hook(
+            p,
+            &pre(
+                "s1",
+                p,
+                Some("reviewer"),
+                "Read",
+                json!({}),
+                &format!("ok{i}")
+            )
+        )
+        .is_allow());
+    }
+    let before = std::fs::read(ledger_path(p, "s1")).unwrap();
+    // Fill the file system.
+    let mut filler = std::fs::File::create(p.join("filler")).unwrap();
+    let chunk = vec![0u8; 4096];
+    while filler.write_all(&chunk).is_ok() {}
+    let _ = filler.sync_all();
+    // The ledger's last page may still have room for a few entries; after that every call is
+    // denied, and every call that was allowed is on the ledger.
+    let mut allowed = Vec::new();
+    let mut denied = 0;
+    for i in 0..40 {
+        let id = format!("full{i}");
+        let out = hook(p, &pre("s1", p, Some("reviewer"), "Read", json!({}), &id));
+        if out.denied() {
+            denied += 1;
+            assert!(
+                out.reason().contains("[ledger-write-failed]"),
+                "{}",
+                out.reason()
+            );
+        } else {
+            allowed.push(id);
+        }
+    }
+    assert!(
+        denied >= 30,
+        "with no space left, calls are denied, not allowed unrecorded ({denied} denied)"
+    );
+    let after = std::fs::read(ledger_path(p, "s1")).unwrap();
+    assert!(after.starts_with(&before), "nothing committed is lost");
+    drop(filler);
+    std::fs::remove_file(p.join("filler")).unwrap();
+    assert!(
+        hook(
+            p,
+            &pre("s1", p, Some("reviewer"), "Read", json!({}), "recovered")
+        )
+        .is_allow(),
+        "space back: calls decided again"
+    );
+    let es = entries(p, "s1");
+    for id in &allowed {
+        assert!(
+            es.iter()
+                .any(|e| e["context"]["tool_use_id"] == id.as_str() && e["event"] == "allow"),
+            "allowed {id} is recorded"
+        );
+    }
+    assert_eq!(
+        cli(&[
+            "export",
+            "--project",
+            p.to_str().unwrap(),
+            "--session",
+            "s1"
+        ])
+        .code,
+        0
+    );
+}
+
+#[test]
+fn a_read_only_state_directory_denies() {
+    let base = TempDir::new("readonly");
+    let Some(mount) = Mount::tmpfs(&base.path().join("fs"), "1m") else {
+        return;
+    };
+    let p = &mount.0;
+    std::fs::create_dir_all(p.join(".claude/agents")).unwrap();
+    std::fs::write(
+        p.join(".claude/agents/reviewer.md"),
+        "---\nname: reviewer\ntools: Read\n---\n",
+    )
+    .unwrap();
+    assert!(hook(p, &pre("s1", p, Some("reviewer"), "Read", json!({}), "t1")).is_allow());
+    mount.remount("ro");
+    let out = hook(p, &pre("s1", p, Some("reviewer"), "Read", json!({}), "t2"));
+    assert!(out.denied(), "{}", out.stdout);
+    let post_out = hook(
+        p,
+        &post(
+            "s1",
+            p,
+            Some("reviewer"),
+            "Read",
+            json!({}),
+            "t1",
+            json!({}),
+        ),
+    );
+    assert_eq!(
+        post_out.json()["continue"],
+        false,
+        "PostToolUse halts: {}",
+        post_out.stdout
+    );
+    mount.remount("rw");
+    assert!(hook(p, &pre("s1", p, Some("reviewer"), "Read", json!({}), "t3")).is_allow());
+}
