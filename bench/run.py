@@ -1,0 +1,841 @@
+#!/usr/bin/env python3
+"""Whole-process benchmark: attenu-hook vs the reference recipe (attenu-guard 0.21.0).
+
+    python3 bench/run.py            # the full run that BENCHMARKS.md records (~15-25 min the
+                                    # first time: it grows the 100,000-entry ledger once)
+    python3 bench/run.py --quick    # a fast pass: fewer calls, no 100,000-entry ledger
+
+Standard library only. What it does (see bench/README.md):
+
+ 1. `cargo build --release`, then times target/release/attenu-hook.
+ 2. Makes its own venv at target/bench-venv with `pip install "attenu-guard[crypto]==0.21.0"`,
+    fetches the sdist with `pip download --no-deps --no-binary :all: attenu-guard==0.21.0` and
+    extracts the recipe (hook.py and its attenu_hook.py wrapper) under target/bench-ref/ at run
+    time. Nothing of the reference is committed.
+ 3. Builds the ledgers (0, 1,000, 10,000, 100,000 entries) once and caches them under
+    target/bench-cache/: ours by real hook calls, the reference's with its own functions
+    (bench/ref_tools.py).
+ 4. Times whole processes (time.perf_counter around posix_spawn -> payload on stdin -> stdout
+    read -> waitpid), side by side: one PreToolUse per ledger size, export and verify of a
+    10,000-entry session, and 16 parallel hook processes x 100 calls on one session.
+ 5. Prints a table of medians and ratios and writes bench/results.json.
+
+Each hook call gets a sample-project copy in a temp dir, named by CLAUDE_PROJECT_DIR.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = REPO / "bench"
+TARGET = REPO / "target"
+VENV = TARGET / "bench-venv"
+REF_DIR = TARGET / "bench-ref"
+CACHE = TARGET / "bench-cache"
+SAMPLE = REPO / "sample_project"
+REF_VERSION = "0.21.0"
+SESSION = "bench-ledger"  # the session of every pre-built ledger
+
+# Targets from SPEC section 8 (milliseconds).
+TARGETS = {
+    "call_0_p50": 2.0, "call_0_p99": 5.0, "call_10000_p50": 3.0, "call_100000_p50": 10.0,
+    "export_10000_p50": 150.0, "verify_10000_p50": 150.0, "parallel_p99": 100.0,
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Process timing
+# ---------------------------------------------------------------------------------------
+def timed(argv: list[str], stdin: bytes, env: dict):
+    """Spawn argv, write stdin, read stdout and stderr to EOF, wait. Returns
+    (milliseconds, exit code, stdout, stderr). The clock runs from just before the spawn to
+    just after the process is reaped: what a host waiting on the hook waits."""
+    r_in, w_in = os.pipe()
+    r_out, w_out = os.pipe()
+    r_err, w_err = os.pipe()
+    actions = [
+        (os.POSIX_SPAWN_DUP2, r_in, 0), (os.POSIX_SPAWN_DUP2, w_out, 1),
+        (os.POSIX_SPAWN_DUP2, w_err, 2),
+    ] + [(os.POSIX_SPAWN_CLOSE, fd) for fd in (r_in, w_in, r_out, w_out, r_err, w_err)]
+    t0 = time.perf_counter()
+    pid = os.posix_spawn(argv[0], argv, env, file_actions=actions)
+    os.close(r_in)
+    os.close(w_out)
+    os.close(w_err)
+    try:
+        view = memoryview(stdin)
+        while view:
+            n = os.write(w_in, view[:65536])
+            view = view[n:]
+    except BrokenPipeError:
+        pass
+    os.close(w_in)
+    out = bytearray()
+    while True:
+        b = os.read(r_out, 1 << 16)
+        if not b:
+            break
+        out += b
+    err = bytearray()
+    while True:
+        b = os.read(r_err, 1 << 16)
+        if not b:
+            break
+        err += b
+    _, status = os.waitpid(pid, 0)
+    dt = (time.perf_counter() - t0) * 1000.0
+    os.close(r_out)
+    os.close(r_err)
+    return dt, os.waitstatus_to_exitcode(status), bytes(out), bytes(err)
+
+
+def stats(ms: list[float]) -> dict:
+    """p50 (median), p99 (nearest rank), mean, min, max, n."""
+    if not ms:
+        return {"n": 0}
+    s = sorted(ms)
+    p99 = s[max(0, math.ceil(0.99 * len(s)) - 1)]
+    return {"n": len(s), "p50": round(statistics.median(s), 3), "p99": round(p99, 3),
+            "mean": round(statistics.fmean(s), 3), "min": round(s[0], 3), "max": round(s[-1], 3)}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(cmd, **kw) -> subprocess.CompletedProcess:
+    kw.setdefault("check", True)
+    return subprocess.run(cmd, **kw)
+
+
+# ---------------------------------------------------------------------------------------
+# Payloads
+# ---------------------------------------------------------------------------------------
+def pre_payload(project: str, session: str, tool_use_id: str, *, deny: bool = False) -> dict:
+    """A subagent's PreToolUse: reviewer Read of src/app.py (allowed), or Write (denied)."""
+    tool_input = {"file_path": f"{project}/src/app.py"}
+    if deny:
+        tool_input["content"] = "x = 1\n"
+    return {
+        "session_id": session,
+        "transcript_path": f"/nonexistent/{session}.jsonl",
+        "cwd": project,
+        "permission_mode": "default",
+        "agent_id": "a0bench",
+        "agent_type": "reviewer",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write" if deny else "Read",
+        "tool_input": tool_input,
+        "tool_use_id": tool_use_id,
+    }
+
+
+def post_payload(project: str, session: str, tool_use_id: str) -> dict:
+    p = pre_payload(project, session, tool_use_id)
+    p["hook_event_name"] = "PostToolUse"
+    p["tool_response"] = {"type": "text", "file": {
+        "filePath": f"{project}/src/app.py",
+        "content": "def greet(name):\n    return f\"hello, {name}\"\n",
+        "numLines": 3, "startLine": 1, "totalLines": 3}}
+    p["duration_ms"] = 3
+    return p
+
+
+def enc(p: dict) -> bytes:
+    return json.dumps(p).encode()
+
+
+def is_allow(out: bytes) -> bool:
+    """Both hooks answer an allowed call with `{}` (or, the reference, nothing)."""
+    s = out.strip()
+    return s in (b"", b"{}")
+
+
+def is_deny(out: bytes) -> bool:
+    try:
+        return json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    except (ValueError, KeyError, TypeError):
+        return False
+
+
+def count_lines(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with open(path, "rb") as f:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+
+
+def decisions_in(path: Path) -> int:
+    n = 0
+    with open(path, "rb") as f:
+        for line in f:
+            if json.loads(line).get("event") in ("allow", "deny"):
+                n += 1
+    return n
+
+
+# ---------------------------------------------------------------------------------------
+# The two implementations
+# ---------------------------------------------------------------------------------------
+class Ours:
+    name = "attenu-hook"
+
+    def __init__(self, binary: Path):
+        self.bin = str(binary)
+
+    def env(self, project: str) -> dict:
+        e = dict(os.environ)
+        e["CLAUDE_PROJECT_DIR"] = project
+        return e
+
+    def hook(self, project: str, payload: dict):
+        return timed([self.bin], enc(payload), self.env(project))
+
+    def ledger(self, project: str, session: str) -> Path:
+        return Path(project) / ".attenu" / f"ledger-{session}.jsonl"
+
+
+class Reference:
+    name = "reference"
+
+    def __init__(self):
+        self.python = str(VENV / "bin" / "python")
+        # The recipe's documented install: hook.py beside the sample project's wrapper
+        # attenu_hook.py, which imports it (so hook.py's bytecode is cached: its best case).
+        self.wrapper = str(REF_DIR / "hooks" / "attenu_hook.py")
+        self.hook_dir = str(REF_DIR / "hooks")
+        self.cli = str(VENV / "bin" / "attenu-guard")
+
+    def env(self, project: str | None = None) -> dict:
+        e = dict(os.environ)
+        e.pop("PYTHONDONTWRITEBYTECODE", None)  # let it use and keep its .pyc files
+        e.pop("VIRTUAL_ENV", None)
+        if project:
+            e["CLAUDE_PROJECT_DIR"] = project
+        return e
+
+    def hook(self, project: str, payload: dict):
+        return timed([self.python, self.wrapper], enc(payload), self.env(project))
+
+    def ledger(self, project: str, session: str) -> Path:
+        return Path(project) / ".attenu" / f"ledger-{session}.jsonl"
+
+
+# ---------------------------------------------------------------------------------------
+# Set-up
+# ---------------------------------------------------------------------------------------
+def build_ours(skip: bool) -> Path:
+    binary = TARGET / "release" / "attenu-hook"
+    if not skip:
+        log("== cargo build --release")
+        run(["cargo", "build", "--release", "--quiet"], cwd=REPO)
+    if not binary.exists():
+        sys.exit(f"{binary} does not exist; run cargo build --release")
+    return binary
+
+
+def setup_reference() -> dict:
+    """target/bench-venv with attenu-guard[crypto]==0.21.0, and the recipe from its sdist."""
+    py = VENV / "bin" / "python"
+    if not py.exists():
+        log(f"== python3 -m venv {VENV}")
+        run([sys.executable, "-m", "venv", str(VENV)])
+    have = subprocess.run([str(py), "-c", "import importlib.metadata as m, cryptography;"
+                           "print(m.version('attenu-guard'))"],
+                          capture_output=True, text=True).stdout.strip()
+    if have != REF_VERSION:
+        log(f"== pip install attenu-guard[crypto]=={REF_VERSION}")
+        run([str(py), "-m", "pip", "install", "--quiet", f"attenu-guard[crypto]=={REF_VERSION}"])
+    sdist_dir = REF_DIR / "sdist"
+    sdists = sorted(sdist_dir.glob(f"attenu_guard-{REF_VERSION}.tar.gz")) + \
+        sorted(sdist_dir.glob(f"attenu-guard-{REF_VERSION}.tar.gz"))
+    if not sdists:
+        log(f"== pip download --no-deps --no-binary :all: attenu-guard=={REF_VERSION}")
+        sdist_dir.mkdir(parents=True, exist_ok=True)
+        run([str(py), "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+             "-d", str(sdist_dir), f"attenu-guard=={REF_VERSION}"])
+        sdists = sorted(sdist_dir.glob("attenu*guard-*.tar.gz"))
+    sdist = sdists[0]
+    hooks = REF_DIR / "hooks"
+    hooks.mkdir(parents=True, exist_ok=True)
+    wanted = {
+        "examples/integrations/claude_code/hooks_receipt/hook.py": "hook.py",
+        "examples/integrations/claude_code/hooks_receipt/sample_project/.claude/hooks/attenu_hook.py":
+            "attenu_hook.py",
+    }
+    with tarfile.open(sdist) as tf:
+        for m in tf.getmembers():
+            rel = m.name.split("/", 1)[1] if "/" in m.name else m.name
+            if rel in wanted:
+                data = tf.extractfile(m).read()
+                (hooks / wanted[rel]).write_bytes(data)
+    for f in wanted.values():
+        if not (hooks / f).exists():
+            sys.exit(f"{f} not found in {sdist}")
+    # Compile once so every timed call reads bytecode (the reference's best case).
+    run([str(py), "-m", "compileall", "-q", str(hooks)], env=Reference().env())
+    site = run([str(py), "-c", "import attenu_guard, os; print(os.path.dirname(attenu_guard.__file__))"],
+               capture_output=True, text=True).stdout.strip()
+    run([str(py), "-m", "compileall", "-q", site], env=Reference().env())
+    return {"version": REF_VERSION, "sdist": sdist.name,
+            "sdist_sha256": hashlib.sha256(sdist.read_bytes()).hexdigest(),
+            "hook_py_sha256": hashlib.sha256((hooks / "hook.py").read_bytes()).hexdigest(),
+            "python": run([str(py), "-V"], capture_output=True, text=True).stdout.strip()}
+
+
+class Scratch:
+    """Temp projects: copies of sample_project, in one temp dir removed at the end."""
+
+    def __init__(self, keep: bool):
+        self.root = Path(tempfile.mkdtemp(prefix="attenu-bench-"))
+        self.keep = keep
+        self.n = 0
+
+    def project(self, attenu_from: Path | None = None) -> str:
+        self.n += 1
+        dst = self.root / f"p{self.n}"
+        shutil.copytree(SAMPLE, dst, ignore=shutil.ignore_patterns(".attenu"))
+        if attenu_from is not None:
+            shutil.copytree(attenu_from, dst / ".attenu")
+        return str(dst)
+
+    def close(self):
+        if not self.keep:
+            shutil.rmtree(self.root, ignore_errors=True)
+        else:
+            log(f"kept {self.root}")
+
+
+def sha256_file(p: Path) -> str:
+    h = hashlib.sha256()
+    with open(p, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------
+# Ledgers
+# ---------------------------------------------------------------------------------------
+def build_our_ledgers(ours: Ours, sizes: list[int], scratch: Scratch, bin_sha: str,
+                      policy: str) -> dict:
+    """Grow one session with real hook calls and snapshot its .attenu at each size.
+
+    The sequence is a realistic subagent session: a reviewer Read (PreToolUse, allowed) and
+    its PostToolUse outcome, and every 10th call a denied Write (PreToolUse only, as Claude
+    Code sends no PostToolUse for a denied call). The 3 entries of a new chain (root and one
+    spawn per declared agent) come with the first call."""
+    want = [s for s in sizes if s > 0]
+    if not want:
+        return {}
+    meta_path = CACHE / "ours-meta.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    have = meta.get("sizes", {})
+    usable = all(str(s) in have and (CACHE / f"ours-{s}" / ".attenu").is_dir() for s in want)
+    if usable and policy == "reuse":
+        return meta
+    if usable and policy == "auto" and meta.get("binary_sha256") == bin_sha:
+        return meta
+    top = max(want) if want else 0
+    log(f"== growing our ledger to {top} entries with real hook calls (cached under {CACHE})")
+    project = scratch.project()
+    led = ours.ledger(project, SESSION)
+    t0 = time.perf_counter()
+    entries = 0
+    i = 0
+    meta = {"method": "real attenu-hook calls, one process each, sequentially (PreToolUse allow + "
+                      "PostToolUse for it; every 10th turn a denied PreToolUse)",
+            "binary_sha256": bin_sha, "built": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "sizes": {}}
+    call_ms: list[float] = []
+    for target in sorted(want):
+        while entries < target:
+            left = target - entries
+            first = entries == 0
+            tu = f"toolu_build_{i}"
+            deny_turn = i % 10 == 9
+            if deny_turn or left == 1 or (first and left <= 5):
+                dt, rc, out, err = ours.hook(project, pre_payload(project, SESSION, tu, deny=True))
+                if rc != 0 or not is_deny(out):
+                    sys.exit(f"ledger build: expected a deny, got rc={rc} {out!r} {err!r}")
+                call_ms.append(dt)
+                entries += 4 if first else 1
+            else:
+                dt, rc, out, err = ours.hook(project, pre_payload(project, SESSION, tu))
+                if rc != 0 or not is_allow(out):
+                    sys.exit(f"ledger build: expected an allow, got rc={rc} {out!r} {err!r}")
+                call_ms.append(dt)
+                dt, rc, out, err = ours.hook(project, post_payload(project, SESSION, tu))
+                if rc != 0 or not is_allow(out):
+                    sys.exit(f"ledger build: PostToolUse failed rc={rc} {out!r} {err!r}")
+                call_ms.append(dt)
+                entries += 5 if first else 2
+            i += 1
+            if i % 5000 == 0:
+                log(f"   {entries} entries, {time.perf_counter() - t0:.0f} s")
+        n = count_lines(led)
+        if n != target:
+            sys.exit(f"ledger build: expected {target} lines, found {n}")
+        dst = CACHE / f"ours-{target}"
+        shutil.rmtree(dst, ignore_errors=True)
+        dst.mkdir(parents=True)
+        shutil.copytree(Path(project) / ".attenu", dst / ".attenu")
+        meta["sizes"][str(target)] = {"entries": n, "turns": i, "bytes": led.stat().st_size,
+                                      "seconds": round(time.perf_counter() - t0, 1)}
+        log(f"   snapshot {target}: {led.stat().st_size} bytes, {time.perf_counter() - t0:.0f} s")
+    meta["build_call_ms"] = stats(call_ms)
+    meta_path.write_text(json.dumps(meta, indent=1))
+    return meta
+
+
+def build_ref_ledgers(ref: Reference, sizes: list[int], scratch: Scratch, policy: str) -> dict:
+    """Construct the reference's ledgers with its own functions (bench/ref_tools.py), after
+    checking that the construction reproduces, byte for byte, the ledger its real hook writes
+    for the first 10 calls of the same sequence."""
+    want = [s for s in sizes if s > 0]
+    if not want:
+        return {}
+    meta_path = CACHE / "ref-meta.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    have = meta.get("sizes", {})
+    if policy != "rebuild" and all(str(s) in have and (CACHE / f"ref-{s}.jsonl").exists()
+                                   for s in want):
+        return meta
+    CACHE.mkdir(parents=True, exist_ok=True)
+    # 1. The real hook, 10 calls (one denied), in a scratch project.
+    real = scratch.project()
+    for i in range(10):
+        deny = i % 10 == 9
+        dt, rc, out, err = ref.hook(real, pre_payload(real, SESSION, f"toolu_build_{i}", deny=deny))
+        if rc != 0 or not (is_deny(out) if deny else is_allow(out)):
+            sys.exit(f"reference hook failed: rc={rc} {out!r} {err.decode()[-2000:]}")
+    real_bytes = ref.ledger(real, SESSION).read_bytes()
+    # 2. The same sequence, constructed, in a project at the same path length.
+    log(f"== constructing the reference's ledgers {want} with its own functions")
+    out = run([ref.python, str(BENCH / "ref_tools.py"), "build-ledger", "--hook-dir", ref.hook_dir,
+               "--project", real, "--session", SESSION,
+               "--sizes", ",".join(str(s) for s in sorted(set(want + [13]))), "--out", str(CACHE)],
+              capture_output=True, text=True, env=ref.env())
+    report = json.loads(out.stdout)
+    small = (CACHE / "ref-13.jsonl").read_bytes()
+    if small != real_bytes:
+        sys.exit("the constructed reference ledger differs from the one its hook writes; "
+                 f"compare {CACHE / 'ref-13.jsonl'} with {ref.ledger(real, SESSION)}")
+    (CACHE / "ref-13.jsonl").unlink()
+    report["sizes"].pop("13", None)
+    report["checked"] = ("the construction's first 13 lines are byte-identical to the ledger "
+                         "the reference hook writes for the same 10 calls")
+    # The ledgers embed the scratch project's path only in nothing: entries carry no path.
+    meta = report
+    meta["built"] = _dt.datetime.now(_dt.timezone.utc).isoformat()
+    meta_path.write_text(json.dumps(meta, indent=1))
+    return meta
+
+
+def ours_attenu(size: int) -> Path:
+    return CACHE / f"ours-{size}" / ".attenu"
+
+
+def ref_attenu(size: int, scratch: Scratch) -> Path:
+    """A .attenu dir holding the reference's ledger of `size` entries."""
+    d = scratch.root / f"ref-attenu-{size}"
+    if not d.exists():
+        d.mkdir()
+        shutil.copyfile(CACHE / f"ref-{size}.jsonl", d / f"ledger-{SESSION}.jsonl")
+    return d
+
+
+# ---------------------------------------------------------------------------------------
+# Measurements
+# ---------------------------------------------------------------------------------------
+def measure_floor(ours: Ours, ref: Reference, n: int) -> dict:
+    res = {}
+    env = dict(os.environ)
+    for key, argv in [("bin_true", ["/bin/true"]), ("ours_version", [ours.bin, "--version"])]:
+        res[key] = stats([timed(argv, b"", env)[0] for _ in range(n)])
+    res["ref_python_startup"] = stats(
+        [timed([ref.python, "-c", "pass"], b"", ref.env())[0] for _ in range(max(5, n // 10))])
+    return res
+
+
+def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | None) -> dict:
+    """n PreToolUse calls (a reviewer Read, allowed) on a ledger of `size` entries.
+
+    size 0: each call is on a new session, so every one starts from an empty ledger (and
+    writes the new chain's root and spawns with its decision). Otherwise all calls go to the
+    pre-built session, which grows by one entry per call. The first call after the ledger was
+    copied into the temp project is timed apart: the copy has a new inode, so our checkpoint
+    no longer matches and that call re-verifies the whole file from GENESIS."""
+    project = scratch.project(attenu_src)
+    res: dict = {"size": size}
+    if size == 0:
+        # Warm-up on another session (creates the anchor key, fills the page cache).
+        dt, rc, out, err = impl.hook(project, pre_payload(project, "bench-warm", "toolu_w"))
+        if rc != 0 or not is_allow(out):
+            sys.exit(f"{impl.name}: warm-up failed rc={rc} {out!r} {err.decode()[-2000:]}")
+        ms = []
+        for i in range(n):
+            s = f"bench-empty-{i}"
+            dt, rc, out, err = impl.hook(project, pre_payload(project, s, f"toolu_e{i}"))
+            if rc != 0 or not is_allow(out):
+                sys.exit(f"{impl.name}: call failed rc={rc} {out!r} {err.decode()[-2000:]}")
+            ms.append(dt)
+            if count_lines(impl.ledger(project, s)) != 4:
+                sys.exit(f"{impl.name}: an empty-ledger call did not write 4 entries")
+        res.update(stats(ms))
+        res["ledger_entries"] = [0, 0]
+        return res
+    led = impl.ledger(project, SESSION)
+    before = count_lines(led)
+    dt, rc, out, err = impl.hook(project, pre_payload(project, SESSION, "toolu_first"))
+    if rc != 0 or not is_allow(out):
+        sys.exit(f"{impl.name} at {size}: first call failed rc={rc} {out!r} {err.decode()[-3000:]}")
+    res["first_call_after_copy_ms"] = round(dt, 3)
+    ms = []
+    for i in range(n):
+        dt, rc, out, err = impl.hook(project, pre_payload(project, SESSION, f"toolu_m{i}"))
+        if rc != 0 or not is_allow(out):
+            sys.exit(f"{impl.name} at {size}: call {i} failed rc={rc} {out!r} {err.decode()[-2000:]}")
+        ms.append(dt)
+    after = count_lines(led)
+    if after != before + n + 1:
+        sys.exit(f"{impl.name} at {size}: expected {before + n + 1} entries, found {after}")
+    res.update(stats(ms))
+    res["ledger_entries"] = [before + 1, after - 1]
+    return res
+
+
+def measure_export_verify_ours(ours: Ours, n: int, scratch: Scratch) -> dict:
+    project = scratch.project(ours_attenu(10000))
+    bundle = str(Path(project) / "bundle-10k.json")
+    pub = str(Path(project) / ".attenu" / "anchor.pub")
+    export = [ours.bin, "export", "--project", project, "--session", SESSION, "--out", bundle]
+    verify = [ours.bin, "verify", bundle, "--pub", pub]
+    env = dict(os.environ)
+    res = {}
+    dt, rc, out, err = timed(export, b"", env)
+    if rc != 0:
+        sys.exit(f"export failed rc={rc} {out!r} {err!r}")
+    res["export_first_after_copy_ms"] = round(dt, 3)
+    ex, ve = [], []
+    for _ in range(n):
+        dt, rc, out, err = timed(export, b"", env)
+        if rc != 0:
+            sys.exit(f"export failed rc={rc} {err!r}")
+        ex.append(dt)
+    for _ in range(n):
+        dt, rc, out, err = timed(verify, b"", env)
+        if rc != 0:
+            sys.exit(f"verify failed rc={rc} {out!r} {err!r}")
+        ve.append(dt)
+    b = json.loads(Path(bundle).read_text())
+    res["export"] = stats(ex)
+    res["verify"] = stats(ve)
+    res["bundle_entries"] = len(b["entries"])
+    res["bundle_bytes"] = Path(bundle).stat().st_size
+    res["verify_output"] = out.decode().strip().splitlines()[-1]
+    return res
+
+
+def measure_export_verify_ref(ref: Reference, n: int, n_end: int, scratch: Scratch) -> dict:
+    project = scratch.project(ref_attenu(10000, scratch))
+    attenu = Path(project) / ".attenu"
+    bundle = Path(project) / "bundle-10k.json"
+    # The recipe's own export function (what its hook runs at SubagentStop/SessionEnd),
+    # in a process of its own.
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import hook; from pathlib import Path; "
+            "hook.export_evidence(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]))")
+    export = [ref.python, "-c", code, ref.hook_dir, str(attenu),
+              str(attenu / f"ledger-{SESSION}.jsonl"), str(bundle)]
+    env = ref.env()
+    res = {}
+    dt, rc, out, err = timed(export, b"", env)  # first: also creates the anchor key
+    if rc != 0:
+        sys.exit(f"reference export failed rc={rc} {err.decode()[-3000:]}")
+    pub = json.loads((attenu / "anchor.pub").read_text())["public_key"]
+    verify = [ref.cli, "verify", str(bundle), "--pubkey", pub]
+    ex, ve = [], []
+    for _ in range(n):
+        dt, rc, out, err = timed(export, b"", env)
+        if rc != 0:
+            sys.exit(f"reference export failed rc={rc} {err.decode()[-3000:]}")
+        ex.append(dt)
+    for _ in range(n):
+        dt, rc, out, err = timed(verify, b"", env)
+        if rc != 0:
+            sys.exit(f"reference verify failed rc={rc} {out!r} {err.decode()[-3000:]}")
+        ve.append(dt)
+    res["export"] = stats(ex)
+    res["verify"] = stats(ve)
+    res["bundle_entries"] = len(json.loads(bundle.read_text())["entries"])
+    res["verify_output"] = out.decode().strip().splitlines()[-1]
+    # Its hook at SessionEnd: export + verify_bundle in one process, what a session end costs.
+    end = {"session_id": SESSION, "transcript_path": "/nonexistent", "cwd": project,
+           "hook_event_name": "SessionEnd", "reason": "other"}
+    se = []
+    for _ in range(n_end):
+        dt, rc, out, err = ref.hook(project, end)
+        if rc != 0 or b"verifies=True" not in out:
+            sys.exit(f"reference SessionEnd failed rc={rc} {out!r} {err.decode()[-3000:]}")
+        se.append(dt)
+    res["session_end_hook"] = stats(se)
+    return res
+
+
+WORKER_CODE = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import run as bench
+args = json.loads(sys.argv[2])
+impl = bench.Ours(args["bin"]) if args["kind"] == "ours" else bench.Reference()
+project, session, k, n = args["project"], args["session"], args["worker"], args["calls"]
+payloads = [bench.pre_payload(project, session, f"toolu_p{k}_{i}") for i in range(n)]
+print("ready", flush=True)
+sys.stdin.readline()
+res = []
+for p in payloads:
+    dt, rc, out, err = impl.hook(project, p)
+    res.append([dt, rc, bench.is_allow(out), err.decode(errors="replace")[-300:]])
+print(json.dumps(res), flush=True)
+"""
+
+
+def measure_parallel(impl, procs: int, calls: int, scratch: Scratch) -> dict:
+    """`procs` concurrent workers, each running `calls` hook processes one after another on
+    the same session (a reviewer Read, allowed). Every call's wall time counts as its wait."""
+    project = scratch.project()
+    # The anchor key exists before a session starts (one call on another session).
+    dt, rc, out, err = impl.hook(project, pre_payload(project, "bench-warm", "toolu_w"))
+    if rc != 0:
+        sys.exit(f"{impl.name}: warm-up failed {out!r} {err!r}")
+    session = "bench-parallel"
+    workers = []
+    for k in range(procs):
+        a = {"kind": "ours" if isinstance(impl, Ours) else "ref", "bin": getattr(impl, "bin", ""),
+             "project": project, "session": session, "worker": k, "calls": calls}
+        workers.append(subprocess.Popen([sys.executable, "-c", WORKER_CODE, str(BENCH), json.dumps(a)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+    for w in workers:
+        if w.stdout.readline().strip() != "ready":
+            sys.exit("a parallel worker failed to start")
+    t0 = time.perf_counter()
+    for w in workers:
+        w.stdin.write("go\n")
+        w.stdin.flush()
+    results = [json.loads(w.stdout.readline()) for w in workers]
+    wall = time.perf_counter() - t0
+    for w in workers:
+        w.wait()
+    ms = [r[0] for rs in results for r in rs]
+    bad = [r for rs in results for r in rs if r[1] != 0 or not r[2]]
+    res = stats(ms)
+    res.update({"procs": procs, "calls_each": calls, "wall_s": round(wall, 2),
+                "failed_calls": len(bad), "failed_examples": [b[3] for b in bad[:3]]})
+    led = impl.ledger(project, session)
+    res["ledger_entries"] = count_lines(led)
+    if isinstance(impl, Ours):
+        res["decision_entries"] = decisions_in(led)
+        bundle = str(Path(project) / "bundle-parallel.json")
+        env = dict(os.environ)
+        dt, rc1, out1, err1 = timed([impl.bin, "export", "--project", project, "--session", session,
+                                     "--out", bundle], b"", env)
+        dt, rc2, out2, err2 = timed([impl.bin, "verify", bundle, "--pub",
+                                     str(Path(project) / ".attenu" / "anchor.pub")], b"", env)
+        res["export_exit"] = rc1
+        res["verify_exit"] = rc2
+        res["verify_output"] = (out2.decode().strip().splitlines() or [""])[-1]
+        b = json.loads(Path(bundle).read_text()) if rc1 == 0 else {"entries": []}
+        res["bundle_decisions"] = sum(1 for e in b["entries"] if e.get("event") in ("allow", "deny"))
+        res["chain_valid"] = (rc1 == 0 and rc2 == 0 and res["decision_entries"] == procs * calls
+                              and res["bundle_decisions"] == procs * calls)
+    else:
+        out = run([impl.python, str(BENCH / "ref_tools.py"), "count", "--ledger", str(led)],
+                  capture_output=True, text=True, env=impl.env())
+        c = json.loads(out.stdout)
+        res["decision_entries"] = c["decisions"]
+        res["verifies"] = c["verifies"]
+        res["chain_valid"] = c["verifies"] and c["decisions"] == procs * calls
+    return res
+
+
+# ---------------------------------------------------------------------------------------
+# Machine, table
+# ---------------------------------------------------------------------------------------
+def machine(tmp: Path) -> dict:
+    def out(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=20).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+    model = ""
+    for line in out(["lscpu"]).splitlines():
+        if line.startswith("Model name:"):
+            model = line.split(":", 1)[1].strip()
+    mem = ""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    fs = out(["findmnt", "-n", "-o", "FSTYPE,OPTIONS", "-T", str(tmp)])
+    return {
+        "cpu_model": model, "cpus": os.cpu_count(), "memory": mem, "kernel": platform.release(),
+        "hypervisor": next((l.split(":", 1)[1].strip() for l in out(["lscpu"]).splitlines()
+                            if l.startswith("Hypervisor vendor:")), ""),
+        "rustc": out(["rustc", "-V"]), "python_driver": platform.python_version(),
+        "tmp_dir": str(tmp.parent), "tmp_fs": fs,
+        "git_commit": out(["git", "-C", str(REPO), "rev-parse", "HEAD"]),
+        "git_dirty": bool(out(["git", "-C", str(REPO), "status", "--porcelain", "--", "src", "Cargo.toml", "Cargo.lock"])),
+    }
+
+
+def fmt(v, digits=1):
+    if v is None:
+        return "-"
+    if v >= 1000:
+        return f"{v / 1000:.2f} s"
+    return f"{v:.{digits}f} ms"
+
+
+def table(r: dict) -> str:
+    rows = []
+
+    def row(label, o, f, target=None, key="p50"):
+        ov = o.get(key) if o else None
+        fv = f.get(key) if f else None
+        ratio = f"{fv / ov:.0f}x" if ov and fv else "-"
+        met = "-"
+        if target is not None and ov is not None:
+            met = "yes" if ov <= target else f"NO (+{ov - target:.1f} ms)"
+        rows.append((label, fmt(ov, 2), fmt(o.get("p99") if o else None, 2), str(o.get("n", "-") if o else "-"),
+                     fmt(fv), str(f.get("n", "-") if f else "-"), ratio,
+                     "-" if target is None else f"<= {target:g} ms", met))
+
+    calls_o, calls_r = r["calls"]["ours"], r["calls"].get("reference", {})
+    for size in sorted(int(s) for s in calls_o):
+        o, f = calls_o[str(size)], calls_r.get(str(size), {})
+        t = {0: TARGETS["call_0_p50"], 10000: TARGETS["call_10000_p50"],
+             100000: TARGETS["call_100000_p50"]}.get(size)
+        row(f"PreToolUse, {size:,}-entry ledger", o, f, t)
+    if "export" in r:
+        eo, er = r["export"]["ours"], r["export"].get("reference", {})
+        row("export, 10,000 entries", eo.get("export"), er.get("export"), TARGETS["export_10000_p50"])
+        row("verify that bundle", eo.get("verify"), er.get("verify"), TARGETS["verify_10000_p50"])
+    if "parallel" in r:
+        po, pr = r["parallel"]["ours"], r["parallel"].get("reference", {})
+        row(f"parallel {po['procs']}x{po['calls_each']}: per-call wait", po, pr,
+            TARGETS["parallel_p99"], key="p99")
+    head = ("measurement", "ours p50", "ours p99", "n", "reference", "n", "ref/ours", "target", "met")
+    widths = [max(len(str(x[i])) for x in rows + [head]) for i in range(len(head))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(head, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(x, widths)) for x in rows]
+    lines.append("(reference column: p50, except the parallel row: p99 for both; "
+                 "ratio = reference / ours on the same statistic)")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer calls; sizes 0, 1,000, 10,000")
+    ap.add_argument("--no-reference", action="store_true", help="time attenu-hook only")
+    ap.add_argument("--no-build", action="store_true", help="skip cargo build --release")
+    ap.add_argument("--only", default="calls,export,parallel",
+                    help="comma-separated sections: calls, export, parallel")
+    ap.add_argument("--sizes", help="ledger sizes, e.g. 0,1000,10000,100000")
+    ap.add_argument("--calls", type=int, help="timed calls per size for attenu-hook (default 200)")
+    ap.add_argument("--ledgers", choices=["auto", "reuse", "rebuild"], default="auto",
+                    help="auto: rebuild our cached ledgers when the binary changed; reuse: any "
+                         "cached ledger; rebuild: always")
+    ap.add_argument("--out", default=str(BENCH / "results.json"), help="results JSON path")
+    ap.add_argument("--keep-tmp", action="store_true", help="keep the temp projects")
+    args = ap.parse_args()
+
+    quick = args.quick
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else \
+        ([0, 1000, 10000] if quick else [0, 1000, 10000, 100000])
+    only = set(args.only.split(","))
+    if "export" in only and 10000 not in sizes:
+        sizes.append(10000)
+    n_ours = args.calls or (50 if quick else 200)
+    # Reference calls per size: it takes ~0.07 s empty, ~0.8 s at 10k, ~6.5 s at 100k.
+    n_ref = {0: 10 if quick else 30, 1000: 5 if quick else 20, 10000: 3 if quick else 10,
+             100000: 3 if quick else 5}
+    started = _dt.datetime.now(_dt.timezone.utc)
+    binary = build_ours(args.no_build)
+    ours = Ours(binary)
+    bin_sha = sha256_file(binary)
+    ref = None
+    results: dict = {"started": started.isoformat(timespec="seconds"), "quick": quick,
+                     "command": "python3 bench/run.py" + (" " + " ".join(sys.argv[1:]) if sys.argv[1:] else ""),
+                     "binary_sha256": bin_sha, "targets_ms": TARGETS}
+    if not args.no_reference:
+        results["reference"] = setup_reference()
+        ref = Reference()
+    scratch = Scratch(args.keep_tmp)
+    try:
+        results["machine"] = machine(scratch.root)
+        results["loadavg_start"] = os.getloadavg()
+        results["ledgers"] = {"ours": build_our_ledgers(ours, sizes, scratch, bin_sha, args.ledgers)}
+        if ref:
+            results["ledgers"]["reference"] = build_ref_ledgers(ref, sizes, scratch, args.ledgers)
+        log("== harness floor")
+        results["floor"] = measure_floor(ours, ref or Reference(), 50 if quick else 200) if ref else \
+            {"bin_true": stats([timed(["/bin/true"], b"", dict(os.environ))[0] for _ in range(100)])}
+        if "calls" in only:
+            results["calls"] = {"ours": {}, "reference": {}}
+            for size in sorted(sizes):
+                log(f"== PreToolUse on a {size}-entry ledger: ours x{n_ours}")
+                results["calls"]["ours"][str(size)] = measure_calls(
+                    ours, size, n_ours, scratch, ours_attenu(size) if size else None)
+                if ref:
+                    n = n_ref.get(size, 5)
+                    log(f"   reference x{n}")
+                    results["calls"]["reference"][str(size)] = measure_calls(
+                        ref, size, n, scratch, ref_attenu(size, scratch) if size else None)
+        if "export" in only:
+            log("== export and verify, 10,000 entries")
+            results["export"] = {"ours": measure_export_verify_ours(ours, 5 if quick else 20, scratch)}
+            if ref:
+                results["export"]["reference"] = measure_export_verify_ref(
+                    ref, 1 if quick else 3, 1 if quick else 2, scratch)
+        if "parallel" in only:
+            log("== parallel: 16 processes x 100 calls, one session")
+            results["parallel"] = {"ours": measure_parallel(ours, 16, 100, scratch)}
+            if ref:
+                rc = 10 if quick else 100
+                log(f"   reference: 16 x {rc}")
+                results["parallel"]["reference"] = measure_parallel(ref, 16, rc, scratch)
+        results["loadavg_end"] = os.getloadavg()
+        results["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    finally:
+        scratch.close()
+    Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+    print(table(results))
+    print(f"\nfloor: /bin/true {fmt(results['floor']['bin_true']['p50'], 2)} p50"
+          + (f", attenu-hook --version {fmt(results['floor']['ours_version']['p50'], 2)} p50"
+             f", reference python -c pass {fmt(results['floor']['ref_python_startup']['p50'])} p50"
+             if "ours_version" in results["floor"] else ""))
+    if "parallel" in results:
+        for k, p in results["parallel"].items():
+            print(f"parallel {k}: {p['ledger_entries']} entries, {p['decision_entries']} decisions, "
+                  f"chain valid: {p['chain_valid']}, failed calls: {p['failed_calls']}, wall {p['wall_s']} s")
+    print(f"results: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
