@@ -233,3 +233,48 @@ fn both_verifiers_reject_tampered_copies() {
     let resigned = attenu_hook::evidence::bundle::build(entries, &other, 1, 1).unwrap();
     assert_both_reject(&py, p.path(), &resigned, "re-signed");
 }
+
+#[test]
+fn sixteen_processes_exporting_and_appending_at_once_leave_one_key_and_valid_bundles() {
+    let p = sample("conf-race");
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(16));
+    // Round one, on a project with no key yet: sixteen first calls race to create it.
+    let threads: Vec<_> = (0..16)
+        .map(|i| {
+            let dir = p.path().to_path_buf();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                hook(&dir, &pre("s1", &dir, Some("reviewer"), "Read", json!({"file_path": format!("/{i}")}), &format!("r1-{i}"))).is_allow()
+            })
+        })
+        .collect();
+    assert!(threads.into_iter().all(|t| t.join().unwrap()));
+    let key_files: Vec<_> = std::fs::read_dir(p.path().join(".attenu")).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("anchor.")).collect();
+    assert_eq!(key_files.len(), 2, "one anchor.key and one anchor.pub, no leftovers");
+    let key_before = std::fs::read(p.path().join(".attenu/anchor.key")).unwrap();
+    // Round two: eight appenders and eight exporters at once.
+    let threads: Vec<_> = (0..16)
+        .map(|i| {
+            let dir = p.path().to_path_buf();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                if i % 2 == 0 {
+                    hook(&dir, &pre("s1", &dir, Some("reviewer"), "Read", json!({}), &format!("r2-{i}"))).is_allow()
+                } else {
+                    cli(&["export", "--project", dir.to_str().unwrap(), "--session", "s1"]).code == 0
+                }
+            })
+        })
+        .collect();
+    assert!(threads.into_iter().all(|t| t.join().unwrap()));
+    assert_eq!(std::fs::read(p.path().join(".attenu/anchor.key")).unwrap(), key_before, "the key is never replaced");
+    let bundles = export(p.path(), "s1");
+    let ours = cli(&["verify", bundles[0].to_str().unwrap(), "--pub", p.path().join(".attenu/anchor.pub").to_str().unwrap()]);
+    assert_eq!(ours.code, 0, "{}", ours.stdout);
+    assert_eq!(entries(p.path(), "s1").len(), 3 + 16 + 8);
+    if let Some(py) = reference_python("conformance") {
+        assert_reference_accepts(&py, p.path(), &bundles[0]);
+    }
+}
