@@ -175,7 +175,7 @@ impl Demo {
         let code = match outcome {
             Err(Stop::ContractChanged(why)) => {
                 println!("CONTRACT CHANGED: {why}");
-                println!("RESULT: the pinned hook contract changed (exit 3): re-record examples/payloads against the release contract.json names, then re-run");
+                println!("RESULT: CONTRACT CHANGED (exit 3): contract.json, the recorded payloads and the hook no longer agree; bring them back into agreement (re-record examples/payloads against the release contract.json pins) before trusting anything else this demo says");
                 EXIT_CONTRACT_CHANGED
             }
             Err(Stop::Broken(why)) => {
@@ -551,6 +551,16 @@ impl Demo {
             self.hook_processes,
             if broken.is_empty() { String::new() } else { format!(": {}", broken.join("; ")) }
         );
+        let mut kinds: Vec<(String, usize)> = Vec::new();
+        for e in &entries {
+            let kind = e["event"].as_str().unwrap_or("?").to_string();
+            match kinds.iter_mut().find(|(k, _)| *k == kind) {
+                Some((_, n)) => *n += 1,
+                None => kinds.push((kind, 1)),
+            }
+        }
+        let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        println!("      by event: {}", kinds.join(" · "));
         self.expect(verifies, "the ledger's hash chain verifies");
         self.expect(chains.len() == 1, "one chain for one unchanged derivation");
 

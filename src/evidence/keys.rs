@@ -28,16 +28,30 @@ impl AnchorKey {
 
     /// The key that seals the ledger checkpoint, derived so it is never the signing key itself.
     pub fn checkpoint_mac_key(&self) -> [u8; 32] {
-        let mut h = Sha256::new();
-        h.update(b"attenu-hook checkpoint mac v1\0");
-        h.update(self.signing.to_bytes());
-        h.finalize().into()
+        mac_key_from_seed(&self.signing.to_bytes())
     }
 
     /// The `anchor.pub` document.
     pub fn public_document(&self) -> Value {
         json!({"alg": "EdDSA", "kid": self.kid, "public_key": hex(self.verifying().as_bytes())})
     }
+}
+
+fn mac_key_from_seed(seed: &[u8; 32]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"attenu-hook checkpoint mac v1\0");
+    h.update(seed);
+    h.finalize().into()
+}
+
+/// The checkpoint MAC key for the hook's hot path: read from the seed alone, without the
+/// elliptic-curve work of loading the signing key (the key is created first if it is missing).
+pub fn checkpoint_mac_key(attenu_dir: &Path) -> Result<[u8; 32], String> {
+    let key_path = attenu_dir.join("anchor.key");
+    if !fsutil::check_regular_file(&key_path)? {
+        return load_or_create(attenu_dir).map(|k| k.checkpoint_mac_key());
+    }
+    Ok(mac_key_from_seed(&read_seed(&key_path)?.0))
 }
 
 /// The key id: names the key by its public half, so two projects' keys are told apart.
@@ -69,39 +83,31 @@ pub fn load_or_create(attenu_dir: &Path) -> Result<AnchorKey, String> {
 
 /// Loads an existing key file (the anchor key, or a reviewer key from `keygen`).
 pub fn load(path: &Path) -> Result<AnchorKey, String> {
+    let (seed, kid) = read_seed(path)?;
+    let signing = SigningKey::from_bytes(&seed);
+    let kid = kid.unwrap_or_else(|| kid_for(&signing.verifying_key()));
+    Ok(AnchorKey { signing, kid })
+}
+
+/// The seed and key id of a key file, after checking it is a private regular file.
+fn read_seed(path: &Path) -> Result<([u8; 32], Option<String>), String> {
     fsutil::check_regular_file(path)?;
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if meta.permissions().mode() & 0o077 != 0 {
-        return Err(format!(
-            "{} is readable by others; run `chmod 600 {}`",
-            path.display(),
-            path.display()
-        ));
+        return Err(format!("{} is readable by others; run `chmod 600 {}`", path.display(), path.display()));
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let doc: Value = serde_json::from_str(&text)
-        .map_err(|_| format!("{} is not a key file; restore it from a backup (never replace it silently: bundles signed with it would no longer match)", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|_| {
+        format!("{} is not a key file; restore it from a backup (never replace it silently: bundles signed with it would no longer match)", path.display())
+    })?;
     let seed = doc
         .get("key")
         .and_then(Value::as_str)
         .and_then(unhex)
         .and_then(|b| <[u8; 32]>::try_from(b).ok())
         .filter(|_| doc.get("alg").and_then(Value::as_str) == Some("EdDSA"))
-        .ok_or_else(|| {
-            format!(
-                "{} does not hold an EdDSA key; restore it from a backup",
-                path.display()
-            )
-        })?;
-    let signing = SigningKey::from_bytes(&seed);
-    let kid = doc
-        .get("kid")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .unwrap_or_else(|| kid_for(&signing.verifying_key()));
-    Ok(AnchorKey { signing, kid })
+        .ok_or_else(|| format!("{} does not hold an EdDSA key; restore it from a backup", path.display()))?;
+    Ok((seed, doc.get("kid").and_then(Value::as_str).map(str::to_string)))
 }
 
 fn ensure_public(attenu_dir: &Path, key: &AnchorKey) -> Result<(), String> {

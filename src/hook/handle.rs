@@ -188,8 +188,7 @@ impl Ctx<'_> {
     }
 
     fn open_ledger(&self) -> Result<Ledger, Reason> {
-        let key =
-            keys::load_or_create(self.attenu).map_err(|e| Reason::new(Code::KeyUnavailable, e))?;
+        let mac_key = keys::checkpoint_mac_key(self.attenu).map_err(|e| Reason::new(Code::KeyUnavailable, e))?;
         let lock_deadline = (Instant::now() + Duration::from_millis(self.config.lock_timeout_ms))
             .min(
                 self.deadline
@@ -198,7 +197,7 @@ impl Ctx<'_> {
             );
         Ledger::open(
             SessionPaths::new(self.attenu, &self.p.session_id),
-            key.checkpoint_mac_key(),
+            mac_key,
             lock_deadline,
         )
         .map_err(store_reason)

@@ -126,12 +126,18 @@ impl ChainInfo {
 /// An allowed call still waiting for its outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pending {
+    /// The seq of the allow entry, which orders open calls for the cap below.
+    #[serde(default)]
+    pub seq: u64,
     pub call_id: String,
     pub node: String,
     pub chain_id: String,
     pub authorized_params_hash: Option<String>,
     pub tool: String,
 }
+
+/// Open calls kept per session; see `track_pending`.
+pub const MAX_OPEN_CALLS: usize = 256;
 
 /// What identifies the file's exact bytes as last written by us.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -306,21 +312,17 @@ impl Ledger {
     }
 
     fn write_checkpoint(&self) {
-        // Not fsynced: a lost or stale checkpoint only costs one full re-verify.
-        let Ok(body) = serde_json::to_vec(&self.state) else {
-            return;
-        };
-        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.mac_key) else {
-            return;
-        };
+        // Written in place and not fsynced, under the ledger lock: a torn, lost or stale
+        // checkpoint fails its MAC or its stamp and only costs one full re-verify.
+        let Ok(body) = serde_json::to_vec(&self.state) else { return };
+        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.mac_key) else { return };
         mac.update(&body);
-        let cp = Checkpoint {
-            v: 1,
-            state: self.state.clone(),
-            mac: chain::hex(&mac.finalize().into_bytes()),
-        };
-        if let Ok(bytes) = serde_json::to_vec(&cp) {
-            let _ = fsutil::write_atomic(&self.paths.state, &bytes, false);
+        let cp = Checkpoint { v: 1, state: self.state.clone(), mac: chain::hex(&mac.finalize().into_bytes()) };
+        let Ok(bytes) = serde_json::to_vec(&cp) else { return };
+        if let Ok(f) = fsutil::open_rw(&self.paths.state) {
+            if f.write_all_at(&bytes, 0).is_ok() {
+                let _ = f.set_len(bytes.len() as u64);
+            }
         }
     }
 
@@ -496,9 +498,19 @@ fn track_pending(pending: &mut BTreeMap<String, Pending>, e: &Map<String, Value>
             ) else {
                 return;
             };
+            let seq = e.get("seq").and_then(Value::as_u64).unwrap_or(0);
+            if pending.len() >= MAX_OPEN_CALLS {
+                // Calls Claude Code never finished (refused after our allow, interrupted) would
+                // otherwise grow the checkpoint forever; the oldest is dropped. Its outcome, if it
+                // ever arrives, finds no open call and is not bound.
+                if let Some(oldest) = pending.iter().min_by_key(|(_, p)| p.seq).map(|(k, _)| k.clone()) {
+                    pending.remove(&oldest);
+                }
+            }
             pending.insert(
                 tu.to_string(),
                 Pending {
+                    seq,
                     call_id: cid.to_string(),
                     node: e
                         .get("node")

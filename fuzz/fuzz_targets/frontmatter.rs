@@ -1,0 +1,7 @@
+#![no_main]
+//! Fuzz target `frontmatter`: see `fuzz/props.rs` for what it asserts.
+
+#[path = "../props.rs"]
+mod props;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| props::frontmatter(data));
