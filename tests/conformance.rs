@@ -245,13 +245,32 @@ fn sixteen_processes_exporting_and_appending_at_once_leave_one_key_and_valid_bun
             let barrier = barrier.clone();
             std::thread::spawn(move || {
                 barrier.wait();
-                hook(&dir, &pre("s1", &dir, Some("reviewer"), "Read", json!({"file_path": format!("/{i}")}), &format!("r1-{i}"))).is_allow()
+                hook(
+                    &dir,
+                    &pre(
+                        "s1",
+                        &dir,
+                        Some("reviewer"),
+                        "Read",
+                        json!({"file_path": format!("/{i}")}),
+                        &format!("r1-{i}"),
+                    ),
+                )
+                .is_allow()
             })
         })
         .collect();
     assert!(threads.into_iter().all(|t| t.join().unwrap()));
-    let key_files: Vec<_> = std::fs::read_dir(p.path().join(".attenu")).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with("anchor.")).collect();
-    assert_eq!(key_files.len(), 2, "one anchor.key and one anchor.pub, no leftovers");
+    let key_files: Vec<_> = std::fs::read_dir(p.path().join(".attenu"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("anchor."))
+        .collect();
+    assert_eq!(
+        key_files.len(),
+        2,
+        "one anchor.key and one anchor.pub, no leftovers"
+    );
     let key_before = std::fs::read(p.path().join(".attenu/anchor.key")).unwrap();
     // Round two: eight appenders and eight exporters at once.
     let threads: Vec<_> = (0..16)
@@ -261,17 +280,45 @@ fn sixteen_processes_exporting_and_appending_at_once_leave_one_key_and_valid_bun
             std::thread::spawn(move || {
                 barrier.wait();
                 if i % 2 == 0 {
-                    hook(&dir, &pre("s1", &dir, Some("reviewer"), "Read", json!({}), &format!("r2-{i}"))).is_allow()
+                    hook(
+                        &dir,
+                        &pre(
+                            "s1",
+                            &dir,
+                            Some("reviewer"),
+                            "Read",
+                            json!({}),
+                            &format!("r2-{i}"),
+                        ),
+                    )
+                    .is_allow()
                 } else {
-                    cli(&["export", "--project", dir.to_str().unwrap(), "--session", "s1"]).code == 0
+                    cli(&[
+                        "export",
+                        "--project",
+                        dir.to_str().unwrap(),
+                        "--session",
+                        "s1",
+                    ])
+                    .code
+                        == 0
                 }
             })
         })
         .collect();
     assert!(threads.into_iter().all(|t| t.join().unwrap()));
-    assert_eq!(std::fs::read(p.path().join(".attenu/anchor.key")).unwrap(), key_before, "the key is never replaced");
+    assert_eq!(
+        std::fs::read(p.path().join(".attenu/anchor.key")).unwrap(),
+        key_before,
+        "the key is never replaced"
+    );
     let bundles = export(p.path(), "s1");
-    let ours = cli(&["verify", bundles[0].to_str().unwrap(), "--pub", p.path().join(".attenu/anchor.pub").to_str().unwrap()]);
+    let ours = cli(&[
+        "verify",
+        bundles[0].to_str().unwrap(),
+        "--pub",
+        p.path().join(".attenu/anchor.pub").to_str().unwrap(),
+    ]);
     assert_eq!(ours.code, 0, "{}", ours.stdout);
     assert_eq!(entries(p.path(), "s1").len(), 3 + 16 + 8);
     if let Some(py) = reference_python("conformance") {

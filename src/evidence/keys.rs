@@ -92,11 +92,17 @@ pub fn load(path: &Path) -> Result<AnchorKey, String> {
 /// The seed and key id of a key file, after checking it is a private regular file.
 fn read_seed(path: &Path) -> Result<([u8; 32], Option<String>), String> {
     fsutil::check_regular_file(path)?;
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if meta.permissions().mode() & 0o077 != 0 {
-        return Err(format!("{} is readable by others; run `chmod 600 {}`", path.display(), path.display()));
+        return Err(format!(
+            "{} is readable by others; run `chmod 600 {}`",
+            path.display(),
+            path.display()
+        ));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let doc: Value = serde_json::from_str(&text).map_err(|_| {
         format!("{} is not a key file; restore it from a backup (never replace it silently: bundles signed with it would no longer match)", path.display())
     })?;
@@ -106,8 +112,16 @@ fn read_seed(path: &Path) -> Result<([u8; 32], Option<String>), String> {
         .and_then(unhex)
         .and_then(|b| <[u8; 32]>::try_from(b).ok())
         .filter(|_| doc.get("alg").and_then(Value::as_str) == Some("EdDSA"))
-        .ok_or_else(|| format!("{} does not hold an EdDSA key; restore it from a backup", path.display()))?;
-    Ok((seed, doc.get("kid").and_then(Value::as_str).map(str::to_string)))
+        .ok_or_else(|| {
+            format!(
+                "{} does not hold an EdDSA key; restore it from a backup",
+                path.display()
+            )
+        })?;
+    Ok((
+        seed,
+        doc.get("kid").and_then(Value::as_str).map(str::to_string),
+    ))
 }
 
 fn ensure_public(attenu_dir: &Path, key: &AnchorKey) -> Result<(), String> {

@@ -27,17 +27,7 @@ pub fn resolve_marker(
     evidence: &str,
 ) -> Result<(), String> {
     let attenu = project.join(".attenu");
-    let marker = reconcile::list(&attenu, true)?
-        .into_iter()
-        .find(|m| m.id == id)
-        .ok_or_else(|| {
-            format!(
-                "no reconciliation marker {id}; `attenu-hook reconcile list` shows the open ones"
-            )
-        })?;
-    if marker.resolved_ms.is_some() {
-        return Err(format!("marker {id} is already resolved"));
-    }
+    let marker = reconcile::open_marker(&attenu, id)?;
     let key = keys::load_or_create(&attenu)?;
     let mut ledger = Ledger::open(
         SessionPaths::new(&attenu, &marker.session_id),

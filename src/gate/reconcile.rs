@@ -68,13 +68,8 @@ pub fn list(attenu_dir: &Path, all: bool) -> Result<Vec<Marker>, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Marks one open marker resolved; returns it as it was before.
-pub fn resolve(
-    attenu_dir: &Path,
-    id: i64,
-    outcome: &str,
-    evidence: &str,
-) -> Result<Marker, String> {
+/// One open marker, or an error that says why it cannot be resolved.
+pub fn open_marker(attenu_dir: &Path, id: i64) -> Result<Marker, String> {
     let marker = list(attenu_dir, true)?
         .into_iter()
         .find(|m| m.id == id)
@@ -89,6 +84,17 @@ pub fn resolve(
             marker.outcome.clone().unwrap_or_default()
         ));
     }
+    Ok(marker)
+}
+
+/// Marks one open marker resolved; returns it as it was before.
+pub fn resolve(
+    attenu_dir: &Path,
+    id: i64,
+    outcome: &str,
+    evidence: &str,
+) -> Result<Marker, String> {
+    let marker = open_marker(attenu_dir, id)?;
     let conn = db::open(attenu_dir)?;
     let n = conn
         .execute(

@@ -188,7 +188,8 @@ impl Ctx<'_> {
     }
 
     fn open_ledger(&self) -> Result<Ledger, Reason> {
-        let mac_key = keys::checkpoint_mac_key(self.attenu).map_err(|e| Reason::new(Code::KeyUnavailable, e))?;
+        let mac_key = keys::checkpoint_mac_key(self.attenu)
+            .map_err(|e| Reason::new(Code::KeyUnavailable, e))?;
         let lock_deadline = (Instant::now() + Duration::from_millis(self.config.lock_timeout_ms))
             .min(
                 self.deadline

@@ -314,11 +314,21 @@ impl Ledger {
     fn write_checkpoint(&self) {
         // Written in place and not fsynced, under the ledger lock: a torn, lost or stale
         // checkpoint fails its MAC or its stamp and only costs one full re-verify.
-        let Ok(body) = serde_json::to_vec(&self.state) else { return };
-        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.mac_key) else { return };
+        let Ok(body) = serde_json::to_vec(&self.state) else {
+            return;
+        };
+        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.mac_key) else {
+            return;
+        };
         mac.update(&body);
-        let cp = Checkpoint { v: 1, state: self.state.clone(), mac: chain::hex(&mac.finalize().into_bytes()) };
-        let Ok(bytes) = serde_json::to_vec(&cp) else { return };
+        let cp = Checkpoint {
+            v: 1,
+            state: self.state.clone(),
+            mac: chain::hex(&mac.finalize().into_bytes()),
+        };
+        let Ok(bytes) = serde_json::to_vec(&cp) else {
+            return;
+        };
         if let Ok(f) = fsutil::open_rw(&self.paths.state) {
             if f.write_all_at(&bytes, 0).is_ok() {
                 let _ = f.set_len(bytes.len() as u64);
@@ -503,7 +513,11 @@ fn track_pending(pending: &mut BTreeMap<String, Pending>, e: &Map<String, Value>
                 // Calls Claude Code never finished (refused after our allow, interrupted) would
                 // otherwise grow the checkpoint forever; the oldest is dropped. Its outcome, if it
                 // ever arrives, finds no open call and is not bound.
-                if let Some(oldest) = pending.iter().min_by_key(|(_, p)| p.seq).map(|(k, _)| k.clone()) {
+                if let Some(oldest) = pending
+                    .iter()
+                    .min_by_key(|(_, p)| p.seq)
+                    .map(|(k, _)| k.clone())
+                {
                     pending.remove(&oldest);
                 }
             }
