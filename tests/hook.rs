@@ -1276,3 +1276,20 @@ fn a_lock_held_by_a_stuck_process_denies_within_the_timeout() {
     )
     .is_allow());
 }
+
+#[test]
+fn an_interrupted_call_is_recorded_as_abandoned_never_as_a_success() {
+    let p = sample("interrupt");
+    let input = json!({"file_path": "/p/a"});
+    assert!(hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", input.clone(), "t1")).is_allow());
+    let mut failure = pre("s1", p.path(), Some("reviewer"), "Read", input, "t1");
+    failure["hook_event_name"] = json!("PostToolUseFailure");
+    failure["error"] = json!("interrupted by user");
+    failure["is_interrupt"] = json!(true);
+    let out = hook(p.path(), &failure);
+    assert_eq!(out.json()["continue"], false);
+    assert!(out.json()["stopReason"].as_str().unwrap().contains("(interrupted)"));
+    let o = entries(p.path(), "s1").pop().unwrap();
+    assert_eq!((o["event"].as_str(), o["body_state"].as_str()), (Some("outcome"), Some("abandoned")));
+    assert!(o.get("error_code").is_none(), "error_code only goes with raised");
+}
