@@ -113,6 +113,26 @@ def stats(ms: list[float]) -> dict:
             "mean": round(statistics.fmean(s), 3), "min": round(s[0], 3), "max": round(s[-1], 3)}
 
 
+class LoadSampler:
+    """Samples the 1-minute load average every 5 s during the run (others' jobs show here)."""
+
+    def __init__(self):
+        import threading
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._loop, daemon=True)
+        self._t.start()
+
+    def _loop(self):
+        while not self._stop.wait(5.0):
+            self.samples.append(os.getloadavg()[0])
+
+    def stop(self) -> dict:
+        self._stop.set()
+        s = self.samples or [os.getloadavg()[0]]
+        return {"samples": len(s), "min": min(s), "mean": round(statistics.fmean(s), 2), "max": max(s)}
+
+
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -517,21 +537,38 @@ def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | 
         return res
     led = impl.ledger(project, SESSION)
     before = count_lines(led)
-    dt, rc, out, err = impl.hook(project, pre_payload(project, SESSION, "toolu_first"))
-    if rc != 0 or not is_allow(out):
-        sys.exit(f"{impl.name} at {size}: first call failed rc={rc} {out!r} {err.decode()[-3000:]}")
-    res["first_call_after_copy_ms"] = round(dt, 3)
-    ms = []
-    for i in range(n):
-        dt, rc, out, err = impl.hook(project, pre_payload(project, SESSION, f"toolu_m{i}"))
+    # Ours records outcomes: each timed PreToolUse is followed by its PostToolUse, as Claude
+    # Code sends it, so the session does not pile up open calls (each would be carried in the
+    # checkpoint; see bench/breakdown.py). The PostToolUse calls are timed apart. The
+    # reference's settings register no PostToolUse hook, so it gets none.
+    post = isinstance(impl, Ours)
+
+    def call(tu: str) -> tuple[float, float | None]:
+        dt, rc, out, err = impl.hook(project, pre_payload(project, SESSION, tu))
         if rc != 0 or not is_allow(out):
-            sys.exit(f"{impl.name} at {size}: call {i} failed rc={rc} {out!r} {err.decode()[-2000:]}")
+            sys.exit(f"{impl.name} at {size}: call failed rc={rc} {out!r} {err.decode()[-3000:]}")
+        if not post:
+            return dt, None
+        dt2, rc, out, err = impl.hook(project, post_payload(project, SESSION, tu))
+        if rc != 0 or not is_allow(out):
+            sys.exit(f"{impl.name} at {size}: PostToolUse failed rc={rc} {out!r} {err.decode()[-3000:]}")
+        return dt, dt2
+
+    res["first_call_after_copy_ms"] = round(call("toolu_first")[0], 3)
+    ms, ms_post = [], []
+    for i in range(n):
+        dt, dt2 = call(f"toolu_m{i}")
         ms.append(dt)
+        if dt2 is not None:
+            ms_post.append(dt2)
+    per = 2 if post else 1
     after = count_lines(led)
-    if after != before + n + 1:
-        sys.exit(f"{impl.name} at {size}: expected {before + n + 1} entries, found {after}")
+    if after != before + per * (n + 1):
+        sys.exit(f"{impl.name} at {size}: expected {before + per * (n + 1)} entries, found {after}")
     res.update(stats(ms))
-    res["ledger_entries"] = [before + 1, after - 1]
+    if ms_post:
+        res["post_tool_use"] = stats(ms_post)
+    res["ledger_entries"] = [before + per, after - per]
     return res
 
 
@@ -739,7 +776,8 @@ def table(r: dict) -> str:
                      fmt(fv), str(f.get("n", "-") if f else "-"), ratio,
                      "-" if target is None else f"<= {target:g} ms", met))
 
-    calls_o, calls_r = r["calls"]["ours"], r["calls"].get("reference", {})
+    calls_o = r.get("calls", {}).get("ours", {})
+    calls_r = r.get("calls", {}).get("reference", {})
     for size in sorted(int(s) for s in calls_o):
         o, f = calls_o[str(size)], calls_r.get(str(size), {})
         t = {0: TARGETS["call_0_p50"], 10000: TARGETS["call_10000_p50"],
@@ -807,6 +845,7 @@ def main() -> int:
     try:
         results["machine"] = machine(scratch.root)
         results["loadavg_start"] = os.getloadavg()
+        sampler = LoadSampler()
         results["ledgers"] = {"ours": build_our_ledgers(ours, sizes, scratch, bin_sha, args.ledgers)}
         if ref:
             results["ledgers"]["reference"] = build_ref_ledgers(ref, sizes, scratch, args.ledgers)
@@ -841,6 +880,7 @@ def main() -> int:
                 log(f"   reference: 16 x {rc}")
                 results["parallel"]["reference"] = measure_parallel(ref, 16, rc, scratch)
         results["loadavg_end"] = os.getloadavg()
+        results["load1_during"] = sampler.stop()
         results["finished"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     finally:
         scratch.close()
@@ -854,6 +894,19 @@ def main() -> int:
         for k, p in results["parallel"].items():
             print(f"parallel {k}: {p['ledger_entries']} entries, {p['decision_entries']} decisions, "
                   f"chain valid: {p['chain_valid']}, failed calls: {p['failed_calls']}, wall {p['wall_s']} s")
+    for size, o in results.get("calls", {}).get("ours", {}).items():
+        if "post_tool_use" in o:
+            print(f"ours at {int(size):,}: first call after the copy (full re-verify) "
+                  f"{fmt(o['first_call_after_copy_ms'])}; its PostToolUse p50 {fmt(o['post_tool_use']['p50'], 2)}")
+    if "export" in results:
+        print(f"ours: first export after the copy (full re-verify) "
+              f"{fmt(results['export']['ours']['export_first_after_copy_ms'])}")
+        if "reference" in results["export"]:
+            print(f"reference SessionEnd hook (export + verify_bundle) "
+                  f"{fmt(results['export']['reference']['session_end_hook']['p50'])} p50")
+    if "load1_during" in results:
+        l = results["load1_during"]
+        print(f"load average (1 min) during the run: min {l['min']:.2f}, mean {l['mean']:.2f}, max {l['max']:.2f}")
     print(f"results: {args.out}")
     return 0
 

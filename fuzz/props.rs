@@ -16,9 +16,12 @@ use serde_json::{json, Map, Value};
 use std::path::Path;
 use std::sync::OnceLock;
 
-/// Every target by the name of its directory under `fuzz/fuzz_targets/` and
-/// `tests/fuzz_regressions/`.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+/// A property check: panics when the input breaks a property.
+pub type Check = fn(&[u8]);
+
+/// Every target by the name of its file under `fuzz/fuzz_targets/` and its directory under
+/// `tests/fuzz_regressions/` and `fuzz/seeds/`.
+pub const TARGETS: &[(&str, Check)] = &[
     ("payload", payload),
     ("frontmatter", frontmatter),
     ("settings", settings),
@@ -92,7 +95,7 @@ pub fn payload(data: &[u8]) {
         return;
     }
     assert!(!p.session_id.is_empty(), "accepted without a session_id");
-    assert!(p.agent_id.as_deref() != Some(""));
+    // An empty agent_id is kept as it is: present at all, it marks a subagent.
     assert!(p.agent_type.as_deref() != Some(""));
     assert_eq!(
         value.get("session_id").and_then(Value::as_str),
@@ -143,7 +146,10 @@ pub fn check_decision(roster: &Roster, config: &Config, call: &Call<'_>) {
         call.tool_name
     );
     assert_eq!(d.held, d.reason.is_none(), "reason set iff not held");
-    assert_eq!(d.scope, scopes::scope_for_call(call.tool_name, call.tool_input));
+    assert_eq!(
+        d.scope,
+        scopes::scope_for_call(call.tool_name, call.tool_input)
+    );
     match &d.actor {
         Actor::Subagent(ty) => {
             assert!(call.agent_id.is_some());
@@ -198,7 +204,11 @@ pub fn frontmatter(data: &[u8]) {
     match frontmatter::parse_agent(text) {
         Ok(a) => {
             assert!(block.is_ok(), "parsed an agent without a frontmatter block");
-            assert!(!a.name.is_empty() && a.name.trim() == a.name, "{:?}", a.name);
+            assert!(
+                !a.name.is_empty() && a.name.trim() == a.name,
+                "{:?}",
+                a.name
+            );
             for rule in a.tools.iter().flatten().chain(&a.disallowed) {
                 assert!(!rule.is_empty() && rule.trim() == rule, "rule {rule:?}");
             }
@@ -208,7 +218,10 @@ pub fn frontmatter(data: &[u8]) {
         Err(e) => {
             assert!(!e.message.is_empty());
             if block.is_err() {
-                assert!(e.name.is_none(), "a name guessed without a frontmatter block");
+                assert!(
+                    e.name.is_none(),
+                    "a name guessed without a frontmatter block"
+                );
             }
             match e.name {
                 Some(n) => {
@@ -270,7 +283,10 @@ fn check_declared(rule: &str) {
 /// session root, a broken agent holding nothing, no bare `deny` rule left holding anything.
 pub fn check_roster(r: &Roster, deny: &[String]) {
     for s in &r.root {
-        assert!(scopes::in_grammar(s), "root scope {s:?} outside the grammar");
+        assert!(
+            scopes::in_grammar(s),
+            "root scope {s:?} outside the grammar"
+        );
     }
     for (name, a) in &r.agents {
         for s in &a.scopes {
@@ -294,7 +310,11 @@ pub fn check_roster(r: &Roster, deny: &[String]) {
             scopes::Declared::All => deny_all = true,
             scopes::Declared::Scopes(denied) => {
                 for d in &denied {
-                    for s in r.root.iter().chain(r.agents.values().flat_map(|a| &a.scopes)) {
+                    for s in r
+                        .root
+                        .iter()
+                        .chain(r.agents.values().flat_map(|a| &a.scopes))
+                    {
                         assert!(
                             !scopes::covers(d, s),
                             "deny rule {rule:?} ({d}) left {s:?} held"
@@ -306,7 +326,10 @@ pub fn check_roster(r: &Roster, deny: &[String]) {
         }
     }
     if deny_all {
-        assert!(r.root.is_empty(), "permissions.deny * left the root holding");
+        assert!(
+            r.root.is_empty(),
+            "permissions.deny * left the root holding"
+        );
         assert!(r.agents.values().all(|a| a.scopes.is_empty()));
     }
     assert_eq!(r.digest.len(), 64);
@@ -346,7 +369,10 @@ pub fn settings(data: &[u8]) {
         };
         let (name, parsed) = match frontmatter::parse_agent(text) {
             Ok(a) => (a.name.clone(), Ok(a)),
-            Err(e) => (e.name.unwrap_or_else(|| format!("agent{i}")), Err(e.message)),
+            Err(e) => (
+                e.name.unwrap_or_else(|| format!("agent{i}")),
+                Err(e.message),
+            ),
         };
         decl.agents.insert(name, (format!("{i}.md"), parsed));
     }
@@ -383,10 +409,9 @@ pub fn ledger_line(data: &[u8]) {
     check_scan(data);
     // Random bytes almost never carry a valid SHA-256 chain, so the checks past the hash
     // (chain ids, links between chains, pending calls) are reached by sealing the lines.
-    if let Some((&flags, rest)) = data.split_first() {
-        if let Some(sealed) = seal_lines(rest, flags) {
-            check_scan(&sealed);
-        }
+    // The flags come from the input's length, so one run seals once and mutations vary them.
+    if let Some(sealed) = seal_lines(data, data.len() as u8) {
+        check_scan(&sealed);
     }
 }
 
@@ -404,8 +429,8 @@ pub fn seal_lines(data: &[u8], flags: u8) -> Option<Vec<u8>> {
             continue;
         };
         if e.get("event").and_then(Value::as_str) == Some("root") {
-            if let Some(id) = &chain_id {
-                previous = Some(json!({"chain_id": id, "head": prev, "seq": seq - 1}));
+            if let (Some(id), Some(last)) = (&chain_id, seq.checked_sub(1)) {
+                previous = Some(json!({"chain_id": id, "head": prev, "seq": last}));
             }
             prev = chain::GENESIS.to_string();
             seq = 0;
@@ -477,7 +502,10 @@ fn check_scan(bytes: &[u8]) {
     }
     if let Some(last) = state.chains.last() {
         for p in state.pending.values() {
-            assert_eq!(p.chain_id, last.chain_id, "a pending call of an older chain");
+            assert_eq!(
+                p.chain_id, last.chain_id,
+                "a pending call of an older chain"
+            );
         }
     } else {
         assert!(state.pending.is_empty());
@@ -597,8 +625,7 @@ fn same_json(a: &Value, b: &Value) -> bool {
         }
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
-                && x
-                    .iter()
+                && x.iter()
                     .all(|(k, p)| y.get(k).is_some_and(|q| same_json(p, q)))
         }
         _ => a == b,

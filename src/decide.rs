@@ -161,6 +161,9 @@ fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
                 Some("the settings that wire the hook")
             }
             (Some(".claude"), Some("hooks")) => Some("the hook command itself"),
+            (Some(".claude"), Some("agents")) => {
+                Some("the agent declarations the permissions are derived from")
+            }
             _ => None,
         }
     };
@@ -171,9 +174,13 @@ fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
             .map(PathBuf::from)
     };
     let hit = match tool {
-        "Write" | "Edit" | "NotebookEdit" | "Read" => path_of("file_path")
+        "Write" | "Edit" | "NotebookEdit" => path_of("file_path")
             .or_else(|| path_of("notebook_path"))
             .and_then(|p| protected(&p)),
+        // Reading the declarations or settings is harmless; reading the state holds its keys.
+        "Read" => path_of("file_path")
+            .and_then(|p| protected(&p))
+            .filter(|w| w.contains(".attenu")),
         "Grep" | "Glob" => path_of("path")
             .and_then(|p| protected(&p))
             .filter(|w| w.contains(".attenu")),
@@ -185,7 +192,10 @@ fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
                 .unwrap_or("");
             if cmd.contains(".attenu") {
                 Some("the hook's ledger, keys and configuration under .attenu/")
-            } else if cmd.contains(".claude/settings") || cmd.contains(".claude/hooks") {
+            } else if cmd.contains(".claude/settings")
+                || cmd.contains(".claude/hooks")
+                || cmd.contains(".claude/agents")
+            {
                 Some("the settings and command that wire the hook")
             } else if cmd.contains("attenu-hook")
                 && (cmd.contains("authorize") || cmd.contains("keygen"))

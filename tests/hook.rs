@@ -1111,6 +1111,14 @@ fn subagents_may_not_touch_the_hooks_own_files() {
             "Bash",
             json!({"command": "echo {} > .claude/settings.local.json"}),
         ),
+        (
+            "Write",
+            json!({"file_path": format!("{root}/.claude/agents/ops.md"), "content": "tools: Bash"}),
+        ),
+        (
+            "Bash",
+            json!({"command": "sed -i s/Read/Bash/ .claude/agents/ops.md"}),
+        ),
     ] {
         let out = hook(
             p.path(),
@@ -1146,6 +1154,16 @@ fn subagents_may_not_touch_the_hooks_own_files() {
         )
     )
     .is_allow());
+    let declaration = json!({"file_path": format!("{root}/.claude/agents/ops.md")});
+    let read = hook(
+        p.path(),
+        &pre("s1", p.path(), Some("ops"), "Read", declaration, "t"),
+    );
+    assert!(
+        read.is_allow(),
+        "reading the declarations is harmless: {}",
+        read.stdout
+    );
 }
 
 #[test]
@@ -1281,15 +1299,35 @@ fn a_lock_held_by_a_stuck_process_denies_within_the_timeout() {
 fn an_interrupted_call_is_recorded_as_abandoned_never_as_a_success() {
     let p = sample("interrupt");
     let input = json!({"file_path": "/p/a"});
-    assert!(hook(p.path(), &pre("s1", p.path(), Some("reviewer"), "Read", input.clone(), "t1")).is_allow());
+    assert!(hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            input.clone(),
+            "t1"
+        )
+    )
+    .is_allow());
     let mut failure = pre("s1", p.path(), Some("reviewer"), "Read", input, "t1");
     failure["hook_event_name"] = json!("PostToolUseFailure");
     failure["error"] = json!("interrupted by user");
     failure["is_interrupt"] = json!(true);
     let out = hook(p.path(), &failure);
     assert_eq!(out.json()["continue"], false);
-    assert!(out.json()["stopReason"].as_str().unwrap().contains("(interrupted)"));
+    assert!(out.json()["stopReason"]
+        .as_str()
+        .unwrap()
+        .contains("(interrupted)"));
     let o = entries(p.path(), "s1").pop().unwrap();
-    assert_eq!((o["event"].as_str(), o["body_state"].as_str()), (Some("outcome"), Some("abandoned")));
-    assert!(o.get("error_code").is_none(), "error_code only goes with raised");
+    assert_eq!(
+        (o["event"].as_str(), o["body_state"].as_str()),
+        (Some("outcome"), Some("abandoned"))
+    );
+    assert!(
+        o.get("error_code").is_none(),
+        "error_code only goes with raised"
+    );
 }

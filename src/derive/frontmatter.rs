@@ -4,6 +4,7 @@
 //! lists behave as YAML says. Only `name`, `tools`, `disallowedTools` and `description` are read;
 //! any other field is ignored and never treated as a grant.
 
+use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// One agent file as declared.
@@ -54,6 +55,7 @@ pub fn parse_agent(text: &str) -> Result<AgentFile, FrontmatterError> {
         name: guess_name(block),
         message,
     };
+    refuse_aliases(block).map_err(fail)?;
     let docs = YamlLoader::load_from_str(block)
         .map_err(|e| fail(format!("the frontmatter is not valid YAML: {e}")))?;
     let doc = match docs.into_iter().next() {
@@ -83,6 +85,24 @@ pub fn parse_agent(text: &str) -> Result<AgentFile, FrontmatterError> {
         tools,
         disallowed,
     })
+}
+
+/// Refuses YAML aliases before anything is built: the loader copies an anchored value at
+/// every `*alias`, so a few lines of nested aliases expand to billions of values (an "alias
+/// bomb") and would stall every hook call. Agent declarations never need an alias.
+fn refuse_aliases(block: &str) -> Result<(), String> {
+    let mut parser = Parser::new_from_str(block);
+    loop {
+        match parser.next_token() {
+            Ok((Event::StreamEnd, _)) => return Ok(()),
+            Ok((Event::Alias(_), _)) => return Err(
+                "the frontmatter uses a YAML alias (`*name`), which agent declarations never need"
+                    .into(),
+            ),
+            Ok(_) => {}
+            Err(e) => return Err(format!("the frontmatter is not valid YAML: {e}")),
+        }
+    }
 }
 
 /// A `tools`-style value: a comma or space separated string, or a YAML list of strings.
@@ -222,6 +242,24 @@ mod tests {
         assert_eq!(e.name.as_deref(), Some("broken"));
         assert!(parse_agent("no frontmatter").unwrap_err().name.is_none());
         assert!(parse_agent("---\nname: x\n").is_err());
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_before_it_expands() {
+        let mut text = String::from(
+            "---\nname: bomb\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+        );
+        for i in 1..9 {
+            let prev = format!("*a{}", i - 1);
+            text.push_str(&format!(
+                "a{i}: &a{i} [{}]\n",
+                vec![prev.as_str(); 9].join(", ")
+            ));
+        }
+        text.push_str("tools: Read\n---\n");
+        let e = parse_agent(&text).unwrap_err();
+        assert_eq!(e.name.as_deref(), Some("bomb"));
+        assert!(e.message.contains("alias"), "{}", e.message);
     }
 
     #[test]

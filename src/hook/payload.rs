@@ -158,7 +158,8 @@ pub fn parse(bytes: &[u8]) -> Result<Payload, Reason> {
         session_id,
         cwd: opt_str(&obj, "cwd")?,
         permission_mode: opt_str(&obj, "permission_mode")?,
-        agent_id: opt_str(&obj, "agent_id")?.filter(|s| !s.is_empty()),
+        // Present at all, even empty, means a subagent: an empty id must not pass as the main thread.
+        agent_id: opt_str(&obj, "agent_id")?,
         agent_type: opt_str(&obj, "agent_type")?.filter(|s| !s.is_empty()),
         tool_name: String::new(),
         tool_input: Value::Null,
