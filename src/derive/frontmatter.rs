@@ -253,7 +253,7 @@ mod tests {
             let prev = format!("*a{}", i - 1);
             text.push_str(&format!(
                 "a{i}: &a{i} [{}]\n",
-                vec![prev.as_str(); 9].join(", ")
+                [prev.as_str(); 9].join(", ")
             ));
         }
         text.push_str("tools: Read\n---\n");
