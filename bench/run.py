@@ -331,6 +331,8 @@ class Scratch:
         shutil.copytree(SAMPLE, dst, ignore=shutil.ignore_patterns(".attenu"))
         if attenu_from is not None:
             shutil.copytree(attenu_from, dst / ".attenu")
+        # Write the copy back now, so its writeback does not overlap the timed calls' fsyncs.
+        os.sync()
         return str(dst)
 
     def close(self):
@@ -765,16 +767,20 @@ def fmt(v, digits=1):
 def table(r: dict) -> str:
     rows = []
 
-    def row(label, o, f, target=None, key="p50"):
+    def row(label, o, f, target=None, key="p50", target_p99=None):
         ov = o.get(key) if o else None
         fv = f.get(key) if f else None
         ratio = f"{fv / ov:.0f}x" if ov and fv else "-"
         met = "-"
         if target is not None and ov is not None:
             met = "yes" if ov <= target else f"NO (+{ov - target:.1f} ms)"
+        tgt = "-" if target is None else f"<= {target:g} ms"
+        if target_p99 is not None and o:
+            tgt += f" p50, <= {target_p99:g} ms p99"
+            p99 = o["p99"]
+            met += ", p99 " + ("yes" if p99 <= target_p99 else f"NO (+{p99 - target_p99:.1f} ms)")
         rows.append((label, fmt(ov, 2), fmt(o.get("p99") if o else None, 2), str(o.get("n", "-") if o else "-"),
-                     fmt(fv), str(f.get("n", "-") if f else "-"), ratio,
-                     "-" if target is None else f"<= {target:g} ms", met))
+                     fmt(fv), str(f.get("n", "-") if f else "-"), ratio, tgt, met))
 
     calls_o = r.get("calls", {}).get("ours", {})
     calls_r = r.get("calls", {}).get("reference", {})
@@ -782,7 +788,8 @@ def table(r: dict) -> str:
         o, f = calls_o[str(size)], calls_r.get(str(size), {})
         t = {0: TARGETS["call_0_p50"], 10000: TARGETS["call_10000_p50"],
              100000: TARGETS["call_100000_p50"]}.get(size)
-        row(f"PreToolUse, {size:,}-entry ledger", o, f, t)
+        row(f"PreToolUse, {size:,}-entry ledger", o, f, t,
+            target_p99=TARGETS["call_0_p99"] if size == 0 else None)
     if "export" in r:
         eo, er = r["export"]["ours"], r["export"].get("reference", {})
         row("export, 10,000 entries", eo.get("export"), er.get("export"), TARGETS["export_10000_p50"])
@@ -793,11 +800,13 @@ def table(r: dict) -> str:
             TARGETS["parallel_p99"], key="p99")
     head = ("measurement", "ours p50", "ours p99", "n", "reference", "n", "ref/ours", "target", "met")
     widths = [max(len(str(x[i])) for x in rows + [head]) for i in range(len(head))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(head, widths)),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(x, widths)) for x in rows]
-    lines.append("(reference column: p50, except the parallel row: p99 for both; "
-                 "ratio = reference / ours on the same statistic)")
+
+    def line(cells):
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
+    lines = [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    lines += [line(x) for x in rows]
+    lines.append("\n(a markdown table; reference column: its p50, except the parallel row: p99 "
+                 "for both; ref/ours = reference / ours on the same statistic)")
     return "\n".join(lines)
 
 

@@ -4,7 +4,7 @@
 use crate::config;
 use crate::derive::derive_project;
 use crate::ledger::store;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -20,11 +20,6 @@ pub const EVENTS: &[&str] = &[
 
 /// The handler timeout `install` writes, in seconds.
 pub const TIMEOUT_S: u64 = 10;
-
-/// The handler `install` writes for every event.
-pub fn handler(command: &str) -> Value {
-    json!({"type": "command", "command": command, "timeout": TIMEOUT_S, "onFailure": "block"})
-}
 
 fn is_ours(h: &Value) -> bool {
     h.get("command")
@@ -65,37 +60,42 @@ fn is_executable(p: &Path) -> bool {
 }
 
 /// Merges the hook block into `settings` (a parsed settings document); returns what changed.
-pub fn merge(settings: &mut Map<String, Value>, command: &str) -> Result<Vec<String>, String> {
+pub fn merge(settings: &mut Doc, command: &str) -> Result<Vec<String>, String> {
     let mut changes = Vec::new();
-    let hooks = settings.entry("hooks").or_insert_with(|| json!({}));
-    let hooks = hooks
-        .as_object_mut()
-        .ok_or("`hooks` in the settings is not an object; fix it by hand first")?;
+    let hooks = settings
+        .member_or_insert("hooks", Doc::Obj(vec![]))
+        .ok_or("the settings file is not a JSON object; fix it by hand first")?;
     for event in EVENTS {
-        let groups = hooks.entry(event.to_string()).or_insert_with(|| json!([]));
-        let groups = groups
-            .as_array_mut()
-            .ok_or_else(|| format!("`hooks.{event}` is not a list; fix it by hand first"))?;
+        let groups = hooks
+            .member_or_insert(event, Doc::Arr(vec![]))
+            .ok_or("`hooks` in the settings is not an object; fix it by hand first")?;
+        let Doc::Arr(groups) = groups else {
+            return Err(format!(
+                "`hooks.{event}` is not a list; fix it by hand first"
+            ));
+        };
         let mut found = false;
         for group in groups.iter_mut() {
-            let Some(handlers) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
+            let Some(Doc::Arr(handlers)) = group.member_mut("hooks") else {
                 continue;
             };
-            for h in handlers.iter_mut().filter(|h| is_ours(h)) {
+            for h in handlers.iter_mut().filter(|h| is_ours(&h.to_value())) {
                 found = true;
-                let h = h.as_object_mut().ok_or("a handler is not an object")?;
-                if h.get("onFailure").and_then(Value::as_str) != Some("block") {
-                    h.insert("onFailure".into(), json!("block"));
+                if h.to_value().get("onFailure").and_then(Value::as_str) != Some("block") {
+                    h.set("onFailure", Doc::Str("block".into()))
+                        .ok_or("a handler is not an object")?;
                     changes.push(format!(
                         "{event}: set \"onFailure\": \"block\" on the existing attenu-hook handler"
                     ));
                 }
                 if !h
+                    .to_value()
                     .get("timeout")
                     .and_then(Value::as_u64)
                     .is_some_and(|t| (2..=600).contains(&t))
                 {
-                    h.insert("timeout".into(), json!(TIMEOUT_S));
+                    h.set("timeout", Doc::Num(TIMEOUT_S.into()))
+                        .ok_or("a handler is not an object")?;
                     changes.push(format!(
                         "{event}: set \"timeout\": {TIMEOUT_S} on the existing attenu-hook handler"
                     ));
@@ -103,13 +103,149 @@ pub fn merge(settings: &mut Map<String, Value>, command: &str) -> Result<Vec<Str
             }
         }
         if !found {
-            groups.push(json!({"hooks": [handler(command)]}));
+            groups.push(Doc::Obj(vec![(
+                "hooks".into(),
+                Doc::Arr(vec![handler_doc(command)]),
+            )]));
             changes.push(format!(
                 "{event}: added the attenu-hook handler (no matcher: every tool)"
             ));
         }
     }
     Ok(changes)
+}
+
+fn handler_doc(command: &str) -> Doc {
+    Doc::Obj(vec![
+        ("type".into(), Doc::Str("command".into())),
+        ("command".into(), Doc::Str(command.into())),
+        ("timeout".into(), Doc::Num(TIMEOUT_S.into())),
+        ("onFailure".into(), Doc::Str("block".into())),
+    ])
+}
+
+/// A JSON document that keeps its members in the order they were written, so `install`
+/// changes only what it adds and a person's settings file is not reordered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Doc {
+    Null,
+    Bool(bool),
+    Num(serde_json::Number),
+    Str(String),
+    Arr(Vec<Doc>),
+    Obj(Vec<(String, Doc)>),
+}
+
+impl Doc {
+    fn member_mut(&mut self, key: &str) -> Option<&mut Doc> {
+        match self {
+            Doc::Obj(members) => members.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// The member `key`, inserted at the end with `default` if absent; `None` if not an object.
+    fn member_or_insert(&mut self, key: &str, default: Doc) -> Option<&mut Doc> {
+        let Doc::Obj(members) = self else { return None };
+        let at = match members.iter().position(|(k, _)| k == key) {
+            Some(i) => i,
+            None => {
+                members.push((key.to_string(), default));
+                members.len() - 1
+            }
+        };
+        Some(&mut members[at].1)
+    }
+
+    fn set(&mut self, key: &str, value: Doc) -> Option<()> {
+        *self.member_or_insert(key, Doc::Null)? = value;
+        Some(())
+    }
+
+    /// The same document as a `serde_json::Value`, for reading.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+impl serde::Serialize for Doc {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self {
+            Doc::Null => s.serialize_unit(),
+            Doc::Bool(b) => s.serialize_bool(*b),
+            Doc::Num(n) => n.serialize(s),
+            Doc::Str(v) => s.serialize_str(v),
+            Doc::Arr(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for i in items {
+                    seq.serialize_element(i)?;
+                }
+                seq.end()
+            }
+            Doc::Obj(members) => {
+                let mut map = s.serialize_map(Some(members.len()))?;
+                for (k, v) in members {
+                    map.serialize_entry(k, v)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Doc {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Doc, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Doc;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_unit<E>(self) -> Result<Doc, E> {
+                Ok(Doc::Null)
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Doc, E> {
+                Ok(Doc::Bool(b))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<Doc, E> {
+                Ok(Doc::Num(n.into()))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Doc, E> {
+                Ok(Doc::Num(n.into()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Doc, E> {
+                serde_json::Number::from_f64(n)
+                    .map(Doc::Num)
+                    .ok_or_else(|| E::custom("not a finite number"))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Doc, E> {
+                Ok(Doc::Str(v.to_string()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Doc, E> {
+                Ok(Doc::Str(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Doc, A::Error> {
+                let mut items = Vec::new();
+                while let Some(i) = a.next_element()? {
+                    items.push(i);
+                }
+                Ok(Doc::Arr(items))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Doc, A::Error> {
+                let mut members: Vec<(String, Doc)> = Vec::new();
+                while let Some((k, v)) = a.next_entry::<String, Doc>()? {
+                    // A repeated member keeps the last value, as JSON readers do, in its first place.
+                    match members.iter_mut().find(|(m, _)| *m == k) {
+                        Some(slot) => slot.1 = v,
+                        None => members.push((k, v)),
+                    }
+                }
+                Ok(Doc::Obj(members))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// `attenu-hook install [DIR] [--local] [--command CMD]`.
@@ -127,9 +263,9 @@ pub fn install(
         "settings.json"
     });
     let mut doc = match std::fs::read_to_string(&path) {
-        Ok(text) if text.trim().is_empty() => Map::new(),
-        Ok(text) => match serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')) {
-            Ok(Value::Object(m)) => m,
+        Ok(text) if text.trim().is_empty() => Doc::Obj(vec![]),
+        Ok(text) => match serde_json::from_str::<Doc>(text.trim_start_matches('\u{feff}')) {
+            Ok(m @ Doc::Obj(_)) => m,
             Ok(_) => {
                 return Err(format!(
                     "{} is not a JSON object; refusing to guess. Fix it, then run install again",
@@ -143,13 +279,13 @@ pub fn install(
                 ))
             }
         },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Map::new(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Doc::Obj(vec![]),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
     let command = command.map(str::to_string).unwrap_or_else(default_command);
     let changes = merge(&mut doc, &command)?;
     if !changes.is_empty() {
-        let text = serde_json::to_string_pretty(&Value::Object(doc)).expect("JSON") + "\n";
+        let text = serde_json::to_string_pretty(&doc).expect("JSON") + "\n";
         crate::fsutil::write_atomic(&path, text.as_bytes(), true)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644));
@@ -441,15 +577,18 @@ mod tests {
 
     #[test]
     fn merge_is_idempotent_and_keeps_other_hooks() {
-        let mut doc = serde_json::from_str::<Value>(r#"{"model":"x","hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"lint"}]}]}}"#)
-            .unwrap()
-            .as_object()
-            .unwrap()
-            .clone();
+        let mut doc: Doc =
+            serde_json::from_str(r#"{"model":"x","hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"lint"}]}]}}"#).unwrap();
         assert_eq!(merge(&mut doc, "attenu-hook").unwrap().len(), EVENTS.len());
         assert!(merge(&mut doc, "attenu-hook").unwrap().is_empty());
-        assert_eq!(doc["model"], "x");
-        assert_eq!(doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "lint");
+        let v = doc.to_value();
+        assert_eq!(v["model"], "x");
+        assert_eq!(v["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "lint");
+        let text = serde_json::to_string(&doc).unwrap();
+        assert!(
+            text.starts_with(r#"{"model":"x","hooks":{"PreToolUse":[{"matcher":"Bash""#),
+            "order kept: {text}"
+        );
     }
 
     #[test]

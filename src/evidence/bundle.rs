@@ -109,18 +109,36 @@ pub fn export_locked(
             .dir
             .join(format!("bundle-{}.json", ledger.paths.name))
     });
+    // The ledger lines are already canonical JSON: the bundle carries them byte for byte
+    // (after they verify) instead of serialising every entry again.
+    let mut lines = bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty());
     let of = chains.len();
     let mut written = Vec::with_capacity(of);
     for (i, entries) in chains.into_iter().enumerate() {
         let n = entries.len();
-        let bundle = build(entries, key, i + 1, of)?;
+        let mut bundle = build(entries, key, i + 1, of)?;
+        let chain_id = bundle["chain_id"].as_str().unwrap_or_default().to_string();
+        bundle
+            .as_object_mut()
+            .expect("a bundle is an object")
+            .remove("entries");
+        let rest = serde_json::to_vec(&bundle).map_err(|e| e.to_string())?;
+        let mut text = Vec::with_capacity(bytes.len() / of.max(1) + rest.len() + 16);
+        text.extend_from_slice(b"{\"entries\":[");
+        for (j, line) in lines.by_ref().take(n).enumerate() {
+            if j > 0 {
+                text.push(b',');
+            }
+            text.extend_from_slice(line);
+        }
+        text.extend_from_slice(b"],");
+        text.extend_from_slice(&rest[1..]);
         let path = bundle_path(&base, i + 1);
-        let text = serde_json::to_vec(&bundle).map_err(|e| e.to_string())?;
         fsutil::write_atomic(&path, &text, true)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         written.push(Written {
             path,
-            chain_id: bundle["chain_id"].as_str().unwrap_or_default().to_string(),
+            chain_id,
             entries: n,
         });
     }

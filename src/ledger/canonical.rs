@@ -51,21 +51,33 @@ pub fn write_value(value: &Value, out: &mut Vec<u8>) -> Result<(), CanonicalErro
             }
             out.push(b']');
         }
-        Value::Object(map) => {
-            let mut members: Vec<(&String, &Value)> = map.iter().collect();
-            members.sort_by(|a, b| utf16_cmp(a.0, b.0));
-            out.push(b'{');
-            for (i, (key, item)) in members.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_string(key, out);
-                out.push(b':');
-                write_value(item, out)?;
-            }
-            out.push(b'}');
-        }
+        Value::Object(map) => write_object(map, None, out)?,
     }
+    Ok(())
+}
+
+/// Appends the canonical form of an object, leaving out the member named `skip` (the chain
+/// hashes an entry without its own `hash`, and this avoids copying the entry to drop it).
+pub fn write_object(
+    map: &serde_json::Map<String, Value>,
+    skip: Option<&str>,
+    out: &mut Vec<u8>,
+) -> Result<(), CanonicalError> {
+    let mut members: Vec<(&String, &Value)> = map
+        .iter()
+        .filter(|(k, _)| Some(k.as_str()) != skip)
+        .collect();
+    members.sort_by(|a, b| utf16_cmp(a.0, b.0));
+    out.push(b'{');
+    for (i, (key, item)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_string(key, out);
+        out.push(b':');
+        write_value(item, out)?;
+    }
+    out.push(b'}');
     Ok(())
 }
 

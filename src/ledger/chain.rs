@@ -41,24 +41,26 @@ pub fn entry_hash(
     prev_hash: &str,
     entry_without_hash: &Map<String, Value>,
 ) -> Result<String, CanonicalError> {
-    let mut h = Sha256::new();
-    h.update(prev_hash.as_bytes());
-    // Serialising a borrowed map as a Value needs ownership; canonicalise members directly.
-    let mut buf = Vec::with_capacity(512);
-    let mut members: Vec<(&String, &Value)> = entry_without_hash.iter().collect();
-    members.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
-    buf.push(b'{');
-    for (i, (k, v)) in members.into_iter().enumerate() {
-        if i > 0 {
-            buf.push(b',');
-        }
-        canonical::write_value(&Value::String(k.clone()), &mut buf)?;
-        buf.push(b':');
-        canonical::write_value(v, &mut buf)?;
-    }
-    buf.push(b'}');
-    h.update(&buf);
-    Ok(hex(&h.finalize()))
+    hash_skipping(prev_hash, entry_without_hash, None)
+}
+
+/// The hash of an entry chained onto `prev_hash`, ignoring its own `hash` member if present.
+pub fn entry_hash_of(
+    prev_hash: &str,
+    entry: &Map<String, Value>,
+) -> Result<String, CanonicalError> {
+    hash_skipping(prev_hash, entry, Some("hash"))
+}
+
+fn hash_skipping(
+    prev_hash: &str,
+    entry: &Map<String, Value>,
+    skip: Option<&str>,
+) -> Result<String, CanonicalError> {
+    let mut buf = Vec::with_capacity(1024);
+    buf.extend_from_slice(prev_hash.as_bytes());
+    canonical::write_object(entry, skip, &mut buf)?;
+    Ok(hex(&Sha256::digest(&buf)))
 }
 
 /// Seals `entry` onto the chain: sets `prev_hash`, computes and inserts `hash`, returns it.
@@ -125,11 +127,9 @@ where
         if obj.get("prev_hash").and_then(Value::as_str) != Some(prev.as_str()) {
             return Err(ChainBreak::PrevHashMismatch { index });
         }
-        let mut body = obj.clone();
-        let stored = body.remove("hash");
-        let computed = entry_hash(&prev, &body).map_err(|_| ChainBreak::HashMismatch { index })?;
-        match stored {
-            Some(Value::String(s)) if s == computed => prev = s,
+        let computed = entry_hash_of(&prev, obj).map_err(|_| ChainBreak::HashMismatch { index })?;
+        match obj.get("hash") {
+            Some(Value::String(s)) if *s == computed => prev = computed,
             _ => return Err(ChainBreak::HashMismatch { index }),
         }
     }
