@@ -43,7 +43,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Why the ledger cannot be used for this call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -192,8 +192,43 @@ pub struct Ledger {
     pub fast_path: bool,
 }
 
-/// How long a hook process waits, at most, between attempts to take the lock.
-const LOCK_POLL_MAX: Duration = Duration::from_millis(5);
+/// Takes the exclusive lock, waiting at most until `deadline`. The wait is a blocking `flock`
+/// on a helper thread, so the process is woken the moment the lock is released (polling left
+/// waiters asleep while the lock sat free, and starved some of them under contention). On
+/// timeout the helper stays blocked; the process answers with a deny and exits, which drops it.
+fn acquire(lock: &File, path: &Path, deadline: Instant) -> Result<(), StoreError> {
+    match lock.try_lock() {
+        Ok(()) => return Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => {}
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(StoreError::Io(format!(
+                "cannot lock {}: {e}",
+                path.display()
+            )))
+        }
+    }
+    // A second descriptor of the same open file: flock belongs to the open file description,
+    // so the lock taken through it is this process's lock on `lock` too.
+    let waiter = lock
+        .try_clone()
+        .map_err(|e| StoreError::Io(format!("cannot lock {}: {e}", path.display())))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("ledger-lock".into())
+        .spawn(move || {
+            let _ = tx.send(waiter.lock());
+        })
+        .map_err(|e| StoreError::Io(format!("cannot wait for the lock: {e}")))?;
+    match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(StoreError::Io(format!("cannot lock {}: {e}", path.display()))),
+        Err(_) => Err(StoreError::LockTimeout(format!(
+            "another process held {} for too long; if no attenu-hook or Claude Code process is running, look for a stuck process holding it (fuser {})",
+            path.display(),
+            path.display()
+        ))),
+    }
+}
 
 impl Ledger {
     /// Opens and locks the session ledger, verifying it (fast path via the checkpoint).
@@ -208,30 +243,7 @@ impl Ledger {
         }
         let lock = fsutil::open_rw(&paths.lock)
             .map_err(|e| StoreError::Io(format!("cannot open {}: {e}", paths.lock.display())))?;
-        let mut wait = Duration::from_micros(200);
-        loop {
-            match lock.try_lock() {
-                Ok(()) => break,
-                Err(std::fs::TryLockError::WouldBlock) => {
-                    let now = Instant::now();
-                    if now >= lock_deadline {
-                        return Err(StoreError::LockTimeout(format!(
-                            "another process held {} for too long; if no attenu-hook or Claude Code process is running, check for a stuck process holding it (fuser {})",
-                            paths.lock.display(),
-                            paths.lock.display()
-                        )));
-                    }
-                    std::thread::sleep(wait.min(lock_deadline - now));
-                    wait = (wait * 2).min(LOCK_POLL_MAX);
-                }
-                Err(std::fs::TryLockError::Error(e)) => {
-                    return Err(StoreError::Io(format!(
-                        "cannot lock {}: {e}",
-                        paths.lock.display()
-                    )))
-                }
-            }
-        }
+        acquire(&lock, &paths.lock, lock_deadline)?;
         let file = fsutil::open_read_append(&paths.ledger)
             .map_err(|e| StoreError::Io(format!("cannot open {}: {e}", paths.ledger.display())))?;
         let mut ledger = Ledger {
