@@ -481,3 +481,163 @@ fn a_read_only_state_directory_denies() {
     mount.remount("rw");
     assert!(hook(p, &pre("s1", p, Some("reviewer"), "Read", json!({}), "t3")).is_allow());
 }
+
+/// Runs the hook under libfaketime with the clock moved by `offset` (e.g. "-2d", "+2h").
+fn hook_at(offset: &str, project: &Path, payload: &Value) -> Option<Out> {
+    let ok = Command::new("faketime")
+        .arg("--help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !ok {
+        eprintln!("\n*** SKIPPED clock-jump test: `faketime` is not installed (apt-get install faketime; .ci/run does) ***\n");
+        return None;
+    }
+    let mut child = Command::new("faketime")
+        .arg("-f")
+        .arg(offset)
+        .arg(BIN)
+        .env("CLAUDE_PROJECT_DIR", project)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Some(Out {
+        code: out.status.code().unwrap(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
+}
+
+#[test]
+fn a_clock_jump_changes_no_decision_and_breaks_no_chain() {
+    let p = sample("clock");
+    assert!(hook(
+        p.path(),
+        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "now")
+    )
+    .is_allow());
+    let Some(back) = hook_at(
+        "-2d",
+        p.path(),
+        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "back"),
+    ) else {
+        return;
+    };
+    assert!(back.is_allow(), "{}{}", back.stdout, back.stderr);
+    let fwd = hook_at(
+        "+400d",
+        p.path(),
+        &pre("s1", p.path(), Some("reviewer"), "Bash", json!({}), "fwd"),
+    )
+    .unwrap();
+    assert!(
+        fwd.denied() && fwd.reason().contains("[unresolved]"),
+        "{}",
+        fwd.stdout
+    );
+    assert!(hook(
+        p.path(),
+        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "after")
+    )
+    .is_allow());
+    let es = entries(p.path(), "s1");
+    let ts = |id: &str| {
+        es.iter()
+            .find(|e| e["context"]["tool_use_id"] == id)
+            .unwrap()["ts"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(
+        ts("back") < ts("now") && ts("fwd") > ts("after"),
+        "the record shows the jump as it was, not corrected"
+    );
+    let export = cli(&[
+        "export",
+        "--project",
+        p.path().to_str().unwrap(),
+        "--session",
+        "s1",
+    ]);
+    assert_eq!(export.code, 0, "{}", export.stderr);
+    let bundle = export.stdout.lines().next().unwrap().to_string();
+    assert_eq!(
+        cli(&[
+            "verify",
+            &bundle,
+            "--pub",
+            p.path().join(".attenu/anchor.pub").to_str().unwrap()
+        ])
+        .code,
+        0
+    );
+}
+
+#[test]
+fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
+    let p = project(
+        "clock-gate",
+        &[("ops.md", "---\nname: ops\ntools: Bash\n---\n")],
+        None,
+    );
+    let key = p.path().join("alice.key");
+    let public = cli(&["keygen", "--out", key.to_str().unwrap()])
+        .stdout
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .to_string();
+    std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
+    std::fs::write(
+        p.path().join(".attenu/config.toml"),
+        format!("[gate]\nrequire = [\"exec.bash\"]\nreviewers = {{ alice = \"{public}\" }}\n"),
+    )
+    .unwrap();
+    let input = json!({"command": "ls"});
+    let out = cli(&[
+        "authorize",
+        "--project",
+        p.path().to_str().unwrap(),
+        "--tool",
+        "Bash",
+        "--input",
+        &input.to_string(),
+        "--reviewer",
+        "alice",
+        "--key",
+        key.to_str().unwrap(),
+        "--expires-in",
+        "1h",
+        "--uses",
+        "2",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let Some(late) = hook_at(
+        "+2h",
+        p.path(),
+        &pre("s1", p.path(), Some("ops"), "Bash", input.clone(), "late"),
+    ) else {
+        return;
+    };
+    assert!(
+        late.denied() && late.reason().contains("[gate-authorization-required]"),
+        "{}",
+        late.stdout
+    );
+    assert!(hook(
+        p.path(),
+        &pre("s1", p.path(), Some("ops"), "Bash", input, "ontime")
+    )
+    .is_allow());
+}
