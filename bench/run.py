@@ -119,6 +119,7 @@ class LoadSampler:
     def __init__(self):
         import threading
         self.samples: list[float] = []
+        self.times: list[float] = []
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._loop, daemon=True)
         self._t.start()
@@ -126,11 +127,19 @@ class LoadSampler:
     def _loop(self):
         while not self._stop.wait(5.0):
             self.samples.append(os.getloadavg()[0])
+            self.times.append(time.monotonic())
+
+    def window(self, t0: float, t1: float) -> dict:
+        """Load samples taken between two time.monotonic() readings (one section)."""
+        s = [l for l, t in zip(self.samples, self.times) if t0 <= t <= t1] or [os.getloadavg()[0]]
+        return {"samples": len(s), "min": round(min(s), 2), "mean": round(statistics.fmean(s), 2),
+                "max": round(max(s), 2)}
 
     def stop(self) -> dict:
         self._stop.set()
         s = self.samples or [os.getloadavg()[0]]
-        return {"samples": len(s), "min": min(s), "mean": round(statistics.fmean(s), 2), "max": max(s)}
+        return {"samples": len(s), "min": round(min(s), 2), "mean": round(statistics.fmean(s), 2),
+                "max": round(max(s), 2)}
 
 
 def log(msg: str) -> None:
@@ -320,8 +329,8 @@ def setup_reference() -> dict:
 class Scratch:
     """Temp projects: copies of sample_project, in one temp dir removed at the end."""
 
-    def __init__(self, keep: bool):
-        self.root = Path(tempfile.mkdtemp(prefix="attenu-bench-"))
+    def __init__(self, keep: bool, tmpdir: str | None = None):
+        self.root = Path(tempfile.mkdtemp(prefix="attenu-bench-", dir=tmpdir))
         self.keep = keep
         self.n = 0
 
@@ -500,6 +509,21 @@ def ref_attenu(size: int, scratch: Scratch) -> Path:
 # ---------------------------------------------------------------------------------------
 # Measurements
 # ---------------------------------------------------------------------------------------
+def create_cost(root: Path, n: int = 200) -> dict:
+    """Microseconds to create (open O_CREAT) one empty file in the temp dir: a new session's
+    first call creates three (lock, ledger, checkpoint). On the machine of BENCHMARKS.md this
+    differs ten-fold between directories of the same filesystem."""
+    d = Path(tempfile.mkdtemp(dir=root, prefix="create-"))
+    us = []
+    for i in range(n):
+        t = time.perf_counter()
+        fd = os.open(d / f"f{i}", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        us.append((time.perf_counter() - t) * 1e6)
+        os.close(fd)
+    shutil.rmtree(d, ignore_errors=True)
+    return {"p50_us": round(statistics.median(us), 1), "n": n}
+
+
 def measure_floor(ours: Ours, ref: Reference, n: int) -> dict:
     res = {}
     env = dict(os.environ)
@@ -825,6 +849,7 @@ def main() -> int:
                          "version and entry format; reuse: any cached ledger; rebuild: always")
     ap.add_argument("--out", default=str(BENCH / "results.json"), help="results JSON path")
     ap.add_argument("--keep-tmp", action="store_true", help="keep the temp projects")
+    ap.add_argument("--tmpdir", help="where the temp projects go (default: the system temp dir)")
     ap.add_argument("--prepare-only", action="store_true",
                     help="build the venv and the cached ledgers, measure nothing")
     args = ap.parse_args()
@@ -850,7 +875,7 @@ def main() -> int:
     if not args.no_reference:
         results["reference"] = setup_reference()
         ref = Reference()
-    scratch = Scratch(args.keep_tmp)
+    scratch = Scratch(args.keep_tmp, args.tmpdir)
     try:
         results["machine"] = machine(scratch.root)
         results["loadavg_start"] = os.getloadavg()
@@ -864,26 +889,35 @@ def main() -> int:
         log("== harness floor")
         results["floor"] = measure_floor(ours, ref or Reference(), 50 if quick else 200) if ref else \
             {"bin_true": stats([timed(["/bin/true"], b"", dict(os.environ))[0] for _ in range(100)])}
+        results["floor"]["file_create_in_tmp"] = create_cost(scratch.root)
         if "calls" in only:
             results["calls"] = {"ours": {}, "reference": {}}
             for size in sorted(sizes):
                 log(f"== PreToolUse on a {size}-entry ledger: ours x{n_ours}")
+                t0 = time.monotonic()
                 results["calls"]["ours"][str(size)] = measure_calls(
                     ours, size, n_ours, scratch, ours_attenu(size) if size else None)
+                results["calls"]["ours"][str(size)]["load1"] = sampler.window(t0, time.monotonic())
                 if ref:
                     n = n_ref.get(size, 5)
                     log(f"   reference x{n}")
+                    t0 = time.monotonic()
                     results["calls"]["reference"][str(size)] = measure_calls(
                         ref, size, n, scratch, ref_attenu(size, scratch) if size else None)
+                    results["calls"]["reference"][str(size)]["load1"] = sampler.window(t0, time.monotonic())
         if "export" in only:
             log("== export and verify, 10,000 entries")
+            t0 = time.monotonic()
             results["export"] = {"ours": measure_export_verify_ours(ours, 5 if quick else 20, scratch)}
+            results["export"]["ours"]["load1"] = sampler.window(t0, time.monotonic())
             if ref:
                 results["export"]["reference"] = measure_export_verify_ref(
                     ref, 1 if quick else 3, 1 if quick else 2, scratch)
         if "parallel" in only:
             log("== parallel: 16 processes x 100 calls, one session")
+            t0 = time.monotonic()
             results["parallel"] = {"ours": measure_parallel(ours, 16, 100, scratch)}
+            results["parallel"]["ours"]["load1"] = sampler.window(t0, time.monotonic())
             if ref:
                 rc = 10 if quick else 100
                 log(f"   reference: 16 x {rc}")
@@ -895,7 +929,8 @@ def main() -> int:
         scratch.close()
     Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
     print(table(results))
-    print(f"\nfloor: /bin/true {fmt(results['floor']['bin_true']['p50'], 2)} p50"
+    print(f"\nfloor: creating a file in the temp dir {results['floor']['file_create_in_tmp']['p50_us']} us p50; "
+          f"/bin/true {fmt(results['floor']['bin_true']['p50'], 2)} p50"
           + (f", attenu-hook --version {fmt(results['floor']['ours_version']['p50'], 2)} p50"
              f", reference python -c pass {fmt(results['floor']['ref_python_startup']['p50'])} p50"
              if "ours_version" in results["floor"] else ""))
@@ -913,6 +948,9 @@ def main() -> int:
         if "reference" in results["export"]:
             print(f"reference SessionEnd hook (export + verify_bundle) "
                   f"{fmt(results['export']['reference']['session_end_hook']['p50'])} p50")
+    for size, o in results.get("calls", {}).get("ours", {}).items():
+        if "load1" in o:
+            print(f"load during ours at {int(size):,}: mean {o['load1']['mean']}, max {o['load1']['max']}")
     if "load1_during" in results:
         l = results["load1_during"]
         print(f"load average (1 min) during the run: min {l['min']:.2f}, mean {l['mean']:.2f}, max {l['max']:.2f}")
