@@ -198,32 +198,51 @@ fn concurrent_sigkills_leave_one_verifiable_chain() {
     );
 }
 
+/// Runs the hook with extra environment, optionally behind a wrapper command (`faketime`).
+fn hook_with(wrapper: &[&str], env: &[(&str, &str)], project: &Path, payload: &Value) -> Out {
+    let mut cmd = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(BIN);
+            c
+        }
+        None => Command::new(BIN),
+    };
+    cmd.env("CLAUDE_PROJECT_DIR", project)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Out {
+        code: out.status.code().unwrap(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
 #[test]
 fn a_panic_answers_with_a_deny_and_exit_2() {
     let p = sample("panic");
-    let out = Command::new(BIN)
-        .env("CLAUDE_PROJECT_DIR", p.path())
-        .env("ATTENU_HOOK_TEST_PANIC", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            c.stdin.take().unwrap().write_all(
-                pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1")
-                    .to_string()
-                    .as_bytes(),
-            )?;
-            c.wait_with_output()
-        })
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(j["hookSpecificOutput"]["permissionDecision"], "deny");
-    assert!(j["hookSpecificOutput"]["permissionDecisionReason"]
-        .as_str()
-        .unwrap()
-        .contains("[internal-error]"));
+    let out = hook_with(
+        &[],
+        &[("ATTENU_HOOK_TEST_PANIC", "1")],
+        p.path(),
+        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1"),
+    );
+    assert_eq!(out.code, 2);
+    assert!(
+        out.denied() && out.reason().contains("[internal-error]"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
@@ -232,24 +251,18 @@ fn a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout() {
     std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
     std::fs::write(p.path().join(".attenu/config.toml"), "deadline_ms = 300\n").unwrap();
     let started = std::time::Instant::now();
-    let out = Command::new(BIN)
-        .env("CLAUDE_PROJECT_DIR", p.path())
-        .env("ATTENU_HOOK_TEST_STALL_MS", "20000")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .and_then(|mut c| {
-            c.stdin.take().unwrap().write_all(
-                pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1")
-                    .to_string()
-                    .as_bytes(),
-            )?;
-            c.wait_with_output()
-        })
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("[deadline-exceeded]"));
+    let out = hook_with(
+        &[],
+        &[("ATTENU_HOOK_TEST_STALL_MS", "20000")],
+        p.path(),
+        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1"),
+    );
+    assert_eq!(out.code, 2);
+    assert!(
+        out.denied() && out.reason().contains("[deadline-exceeded]"),
+        "{}",
+        out.stdout
+    );
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "the deadline, not the stall, ended the process"
@@ -484,38 +497,22 @@ fn a_read_only_state_directory_denies() {
 
 /// Runs the hook under libfaketime with the clock moved by `offset` (e.g. "-2d", "+2h").
 fn hook_at(offset: &str, project: &Path, payload: &Value) -> Option<Out> {
-    let ok = Command::new("faketime")
+    let present = Command::new("faketime")
         .arg("--help")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .is_ok();
-    if !ok {
+    if !present {
         eprintln!("\n*** SKIPPED clock-jump test: `faketime` is not installed (apt-get install faketime; .ci/run does) ***\n");
         return None;
     }
-    let mut child = Command::new("faketime")
-        .arg("-f")
-        .arg(offset)
-        .arg(BIN)
-        .env("CLAUDE_PROJECT_DIR", project)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    Some(Out {
-        code: out.status.code().unwrap(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    })
+    Some(hook_with(
+        &["faketime", "-f", offset],
+        &[],
+        project,
+        payload,
+    ))
 }
 
 #[test]
