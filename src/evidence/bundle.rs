@@ -67,16 +67,18 @@ pub fn build(
         .and_then(|e| e.pointer("/context/previous_chain"))
         .cloned()
         .unwrap_or(Value::Null);
-    Ok(json!({
+    let mut bundle = json!({
         "v": 2,
         "c14n": "JCS",
         "chain_id": chain_id,
-        "entries": entries,
         "anchor": Value::Object(anchor),
         "chain": {"index": index, "of": of, "previous_chain": previous},
         "producer": {"name": "attenu-hook", "version": env!("CARGO_PKG_VERSION")},
         "note": "offline-verifiable: `attenu-hook verify BUNDLE --pub anchor.pub`, or attenu_guard.evidence.verify_bundle(bundle, signer) with the key in anchor.pub",
-    }))
+    });
+    // Moved in, not through `json!`, which would copy every entry.
+    bundle["entries"] = Value::Array(entries);
+    Ok(bundle)
 }
 
 /// The file name of chain `index` (1-based) of a session's bundles, beside `base`.
