@@ -1259,9 +1259,10 @@ fn a_lock_held_by_a_stuck_process_denies_within_the_timeout() {
         "lock_timeout_ms = 300\n",
     )
     .unwrap();
+    // Every hook process of the session locks the ledger file itself.
     let lock = std::fs::OpenOptions::new()
-        .write(true)
-        .open(p.path().join(".attenu/ledger-s1.lock"))
+        .read(true)
+        .open(p.path().join(".attenu/ledger-s1.jsonl"))
         .unwrap();
     lock.lock().unwrap();
     let out = hook(

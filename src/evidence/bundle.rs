@@ -16,7 +16,7 @@ use super::verify::anchor_signing_input;
 use crate::fsutil;
 use crate::hook::time;
 use crate::ledger::chain::{self, hex};
-use crate::ledger::store::{self, Ledger, SessionPaths};
+use crate::ledger::store::{Ledger, SessionPaths};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -29,14 +29,14 @@ pub struct Written {
     pub entries: usize,
 }
 
-/// Builds and signs the bundle for one verified chain.
+/// Builds and signs the bundle for one chain, verifying it first.
 pub fn build(
     entries: Vec<Value>,
     key: &AnchorKey,
     index: usize,
     of: usize,
 ) -> Result<Value, String> {
-    let head_hash = chain::verify_entries(entries.iter())
+    let head_hash = chain::verify_entries(&entries)
         .map_err(|b| format!("chain does not verify ({b}); nothing was exported"))?;
     let chain_id = entries
         .first()
@@ -44,30 +44,51 @@ pub fn build(
         .and_then(Value::as_str)
         .unwrap_or("chain")
         .to_string();
+    let previous = entries
+        .first()
+        .and_then(|e| e.pointer("/context/previous_chain"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let anchor = sign_anchor(&chain_id, entries.len(), &head_hash, key)?;
+    let mut bundle = envelope(&chain_id, anchor, index, of, previous);
+    // Moved in, not through `json!`, which would copy every entry.
+    bundle["entries"] = Value::Array(entries);
+    Ok(bundle)
+}
+
+/// The signed anchor over a chain of `len` entries ending at `head`.
+fn sign_anchor(
+    chain_id: &str,
+    len: usize,
+    head: &str,
+    key: &AnchorKey,
+) -> Result<Map<String, Value>, String> {
     let mut anchor = Map::new();
     anchor.insert("v".into(), json!(2));
     anchor.insert("c14n".into(), json!("JCS"));
     anchor.insert("chain_id".into(), json!(chain_id));
-    anchor.insert("seq".into(), json!(entries.len() as i64 - 1));
+    anchor.insert("seq".into(), json!(len as i64 - 1));
     anchor.insert(
         "head".into(),
-        json!(if entries.is_empty() {
-            "GENESIS".to_string()
-        } else {
-            head_hash
-        }),
+        json!(if len == 0 { "GENESIS" } else { head }),
     );
     anchor.insert("ts".into(), json!(time::now_ms()));
     let sig = key.sign(&anchor_signing_input(&anchor).map_err(|e| e.to_string())?);
     anchor.insert("kid".into(), json!(key.kid));
     anchor.insert("sig".into(), json!(hex(&sig)));
     anchor.insert("verified".into(), json!(true));
-    let previous = entries
-        .first()
-        .and_then(|e| e.pointer("/context/previous_chain"))
-        .cloned()
-        .unwrap_or(Value::Null);
-    let mut bundle = json!({
+    Ok(anchor)
+}
+
+/// Everything of a bundle but its entries.
+fn envelope(
+    chain_id: &str,
+    anchor: Map<String, Value>,
+    index: usize,
+    of: usize,
+    previous: Value,
+) -> Value {
+    json!({
         "v": 2,
         "c14n": "JCS",
         "chain_id": chain_id,
@@ -75,10 +96,7 @@ pub fn build(
         "chain": {"index": index, "of": of, "previous_chain": previous},
         "producer": {"name": "attenu-hook", "version": env!("CARGO_PKG_VERSION")},
         "note": "offline-verifiable: `attenu-hook verify BUNDLE --pub anchor.pub`, or attenu_guard.evidence.verify_bundle(bundle, signer) with the key in anchor.pub",
-    });
-    // Moved in, not through `json!`, which would copy every entry.
-    bundle["entries"] = Value::Array(entries);
-    Ok(bundle)
+    })
 }
 
 /// The file name of chain `index` (1-based) of a session's bundles, beside `base`.
@@ -98,36 +116,58 @@ pub fn bundle_path(base: &Path, index: usize) -> PathBuf {
 }
 
 /// Exports every chain of a locked, verified ledger.
+///
+/// The ledger was verified when it was opened, under the lock export still holds: from GENESIS,
+/// or through the sealed checkpoint that proves the file is byte for byte the one verified
+/// (see `ledger::store`). The chains' heads, lengths and offsets come from that verified
+/// state, so export neither parses nor re-hashes the entries: it signs what the hook itself
+/// would append to, and copies the lines, which are already canonical JSON, byte for byte.
 pub fn export_locked(
     ledger: &Ledger,
     key: &AnchorKey,
     out: Option<&Path>,
 ) -> Result<Vec<Written>, String> {
     let bytes = ledger.read_verified().map_err(|e| e.to_string())?;
-    let chains = store::chains_of(&bytes)?;
+    let chains = &ledger.state.chains;
     let base = out.map(Path::to_path_buf).unwrap_or_else(|| {
         ledger
             .paths
             .dir
             .join(format!("bundle-{}.json", ledger.paths.name))
     });
-    // The ledger lines are already canonical JSON: the bundle carries them byte for byte
-    // (after they verify) instead of serialising every entry again.
-    let mut lines = bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty());
     let of = chains.len();
     let mut written = Vec::with_capacity(of);
-    for (i, entries) in chains.into_iter().enumerate() {
-        let n = entries.len();
-        let mut bundle = build(entries, key, i + 1, of)?;
-        let chain_id = bundle["chain_id"].as_str().unwrap_or_default().to_string();
-        bundle
-            .as_object_mut()
-            .expect("a bundle is an object")
-            .remove("entries");
-        let rest = serde_json::to_vec(&bundle).map_err(|e| e.to_string())?;
-        let mut text = Vec::with_capacity(bytes.len() / of.max(1) + rest.len() + 16);
+    for (i, info) in chains.iter().enumerate() {
+        let end = chains.get(i + 1).map_or(bytes.len() as u64, |c| c.start);
+        let span = usize::try_from(info.start)
+            .ok()
+            .zip(usize::try_from(end).ok())
+            .and_then(|(a, b)| bytes.get(a..b))
+            .ok_or_else(|| disagree(&ledger.paths, "a chain's offsets"))?;
+        let lines: Vec<&[u8]> = span
+            .strip_suffix(b"\n")
+            .unwrap_or(span)
+            .split(|&b| b == b'\n')
+            .collect();
+        if span.is_empty() || lines.len() as u64 != info.entries {
+            return Err(disagree(&ledger.paths, "a chain's length"));
+        }
+        // The root line names the chain and, after the first, the chain before it.
+        let root: Value = serde_json::from_slice(lines[0])
+            .map_err(|_| disagree(&ledger.paths, "a chain's root"))?;
+        if root.get("chain_id").and_then(Value::as_str) != Some(info.chain_id.as_str()) {
+            return Err(disagree(&ledger.paths, "a chain's id"));
+        }
+        let previous = root
+            .pointer("/context/previous_chain")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let anchor = sign_anchor(&info.chain_id, lines.len(), &info.head, key)?;
+        let rest = serde_json::to_vec(&envelope(&info.chain_id, anchor, i + 1, of, previous))
+            .map_err(|e| e.to_string())?;
+        let mut text = Vec::with_capacity(span.len() + rest.len() + 16);
         text.extend_from_slice(b"{\"entries\":[");
-        for (j, line) in lines.by_ref().take(n).enumerate() {
+        for (j, line) in lines.iter().enumerate() {
             if j > 0 {
                 text.push(b',');
             }
@@ -140,11 +180,20 @@ pub fn export_locked(
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         written.push(Written {
             path,
-            chain_id,
-            entries: n,
+            chain_id: info.chain_id.clone(),
+            entries: lines.len(),
         });
     }
     Ok(written)
+}
+
+/// The verified state and the file disagree: never sign in that case.
+fn disagree(paths: &SessionPaths, what: &str) -> String {
+    format!(
+        "{}: {what} differs from its verified checkpoint, so nothing was exported. The ledger is untouched; this is a bug, please report it. Removing {} makes the next export re-verify the whole file from GENESIS",
+        paths.ledger.display(),
+        paths.state.display()
+    )
 }
 
 /// `attenu-hook export`: exports a session's bundles (the newest session when none is named).
@@ -208,7 +257,6 @@ pub fn newest_session(attenu: &Path) -> Result<SessionPaths, String> {
     Ok(SessionPaths {
         dir: attenu.to_path_buf(),
         ledger: attenu.join(format!("ledger-{name}.jsonl")),
-        lock: attenu.join(format!("ledger-{name}.lock")),
         state: attenu.join(format!("ledger-{name}.state.json")),
         name,
     })

@@ -2,4 +2,5 @@
 pub mod bundle;
 pub mod keys;
 pub mod log;
+pub mod strict;
 pub mod verify;

@@ -14,67 +14,88 @@ use crate::reason::{Code, Reason};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Until the configuration is read, the hook answers within this much time.
 const DEFAULT_DEADLINE: Duration = Duration::from_millis(8000);
 
-enum Msg {
-    Deadline(Instant),
-    Done(Answer),
+/// Set by whichever of the main thread and the deadline watchdog answers first; the other
+/// never prints. Claude Code must see exactly one answer.
+static ANSWERED: AtomicBool = AtomicBool::new(false);
+
+fn claim_answer() -> bool {
+    !ANSWERED.swap(true, Ordering::SeqCst)
 }
 
 /// Runs hook mode on this process's stdin and stdout. Returns the exit code to use.
+///
+/// The work runs on the main thread (its 8 MiB stack, the main malloc arena); a small watchdog
+/// thread only waits for the deadline and, if it passes first, answers with a deny and exits the
+/// process, so a stuck read, lock or disk never outlives Claude Code's own timeout.
 pub fn run() -> i32 {
     let started = Instant::now();
-    let (tx, rx) = mpsc::channel::<Msg>();
-    let worker = std::thread::Builder::new()
-        .name("attenu-hook".into())
-        .spawn(move || {
-            let mut input = Vec::new();
-            let read = std::io::stdin()
-                .lock()
-                .take(payload::MAX_PAYLOAD_BYTES as u64 + 1)
-                .read_to_end(&mut input);
-            let answer = match read {
-                Err(e) => Answer::deny_hard(&Reason::new(
-                    Code::PayloadInvalid,
-                    format!("cannot read stdin: {e}"),
-                )),
-                Ok(_) => handle_bytes(&input, started, &|d| {
-                    let _ = tx.send(Msg::Deadline(d));
-                }),
-            };
-            let _ = tx.send(Msg::Done(answer));
-        });
-    let answer = match worker {
-        Err(e) => Answer::deny_hard(&Reason::new(
+    let (tx, rx) = mpsc::channel::<Instant>();
+    let watchdog = std::thread::Builder::new()
+        .name("attenu-deadline".into())
+        .stack_size(64 * 1024)
+        .spawn(move || watch(&rx, started + DEFAULT_DEADLINE));
+    if let Err(e) = watchdog {
+        claim_answer();
+        return emit(&Answer::deny_hard(&Reason::new(
             Code::InternalError,
-            format!("cannot start the hook worker: {e}"),
-        )),
-        Ok(_) => wait(&rx, started + DEFAULT_DEADLINE),
-    };
+            format!("cannot start the hook's deadline watchdog: {e}"),
+        )));
+    }
+    let work = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut input = Vec::new();
+        let read = std::io::stdin()
+            .lock()
+            .take(payload::MAX_PAYLOAD_BYTES as u64 + 1)
+            .read_to_end(&mut input);
+        match read {
+            Err(e) => Answer::deny_hard(&Reason::new(
+                Code::PayloadInvalid,
+                format!("cannot read stdin: {e}"),
+            )),
+            Ok(_) => handle_bytes(&input, started, &|d| {
+                let _ = tx.send(d);
+            }),
+        }
+    }));
+    let answer = work.unwrap_or_else(|_| {
+        Answer::deny_hard(&Reason::new(
+            Code::InternalError,
+            "the hook failed internally (a panic; see stderr); denying. Please report it with the payload that caused it",
+        ))
+    });
+    if !claim_answer() {
+        // The watchdog has answered and is ending the process.
+        loop {
+            std::thread::park();
+        }
+    }
     emit(&answer)
 }
 
-fn wait(rx: &mpsc::Receiver<Msg>, mut deadline: Instant) -> Answer {
+/// The watchdog: waits for the deadline (moved by the configuration once it is read) and, if
+/// the main thread has not answered by then, denies and exits.
+fn watch(rx: &mpsc::Receiver<Instant>, mut deadline: Instant) {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(Msg::Deadline(d)) => deadline = d,
-            Ok(Msg::Done(a)) => return a,
+            Ok(d) => deadline = d,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                return Answer::deny_hard(&Reason::new(
-                    Code::DeadlineExceeded,
-                    "the hook did not finish within its deadline (deadline_ms in .attenu/config.toml); denying rather than letting Claude Code's own timeout pass the call through. Run `attenu-hook doctor` to find the slow part",
-                ))
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Answer::deny_hard(&Reason::new(
-                    Code::InternalError,
-                    "the hook failed internally (a panic; see stderr); denying. Please report it with the payload that caused it",
-                ))
+                if claim_answer() {
+                    let code = emit(&Answer::deny_hard(&Reason::new(
+                        Code::DeadlineExceeded,
+                        "the hook did not finish within its deadline (deadline_ms in .attenu/config.toml); denying rather than letting Claude Code's own timeout pass the call through. Run `attenu-hook doctor` to find the slow part",
+                    )));
+                    std::process::exit(code);
+                }
+                return;
             }
         }
     }

@@ -63,13 +63,23 @@ pub fn write_object(
     skip: Option<&str>,
     out: &mut Vec<u8>,
 ) -> Result<(), CanonicalError> {
-    let mut members: Vec<(&String, &Value)> = map
-        .iter()
-        .filter(|(k, _)| Some(k.as_str()) != skip)
-        .collect();
-    members.sort_by(|a, b| utf16_cmp(a.0, b.0));
+    let members = map.iter().filter(|(k, _)| Some(k.as_str()) != skip);
+    // The map iterates in UTF-8 byte order, which is code point order; UTF-16 order differs
+    // from it only for names holding a character at or above U+E000 (lead byte 0xEE or more).
+    if map.keys().all(|k| k.bytes().all(|b| b < 0xEE)) {
+        return write_members(members, out);
+    }
+    let mut sorted: Vec<(&String, &Value)> = members.collect();
+    sorted.sort_by(|a, b| utf16_cmp(a.0, b.0));
+    write_members(sorted.into_iter(), out)
+}
+
+fn write_members<'a>(
+    members: impl Iterator<Item = (&'a String, &'a Value)>,
+    out: &mut Vec<u8>,
+) -> Result<(), CanonicalError> {
     out.push(b'{');
-    for (i, (key, item)) in members.into_iter().enumerate() {
+    for (i, (key, item)) in members.enumerate() {
         if i > 0 {
             out.push(b',');
         }
@@ -92,7 +102,8 @@ fn write_number(n: &serde_json::Number, out: &mut Vec<u8>) -> Result<(), Canonic
         if i.unsigned_abs() > MAX_SAFE_INTEGER {
             return Err(CanonicalError::UnsafeInteger(i.to_string()));
         }
-        out.extend_from_slice(i.to_string().as_bytes());
+        // Writing into a Vec cannot fail.
+        let _ = std::io::Write::write_fmt(out, format_args!("{i}"));
         return Ok(());
     }
     if let Some(u) = n.as_u64() {
@@ -169,6 +180,27 @@ mod tests {
         // U+1F600 (surrogates D83D DE00) sorts before U+FB01 in UTF-16, after it in UTF-8.
         let v: Value = serde_json::from_str(r#"{"\ufb01":1,"\ud83d\ude00":2,"a":3}"#).unwrap();
         assert_eq!(c(v), "{\"a\":3,\"\u{1F600}\":2,\"\u{FB01}\":1}");
+    }
+
+    #[test]
+    fn the_map_order_shortcut_agrees_with_utf16_sorting() {
+        // Names below U+E000 take the shortcut; the result must be the sorted order anyway.
+        let names = [
+            "b", "a", "é", "\u{4e2d}", "A", "_", "~", "\u{d7ff}", "aa", "",
+        ];
+        let obj: serde_json::Map<String, Value> =
+            names.iter().map(|n| (n.to_string(), json!(1))).collect();
+        let mut sorted: Vec<&str> = names.to_vec();
+        sorted.sort_by(|a, b| utf16_cmp(a, b));
+        let expected = format!(
+            "{{{}}}",
+            sorted
+                .iter()
+                .map(|n| format!("{}:1", serde_json::to_string(n).unwrap()))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        assert_eq!(c(Value::Object(obj)), expected);
     }
 
     #[test]

@@ -80,7 +80,6 @@ pub struct SessionPaths {
     pub dir: PathBuf,
     pub name: String,
     pub ledger: PathBuf,
-    pub lock: PathBuf,
     pub state: PathBuf,
 }
 
@@ -90,7 +89,6 @@ impl SessionPaths {
         SessionPaths {
             dir: attenu_dir.to_path_buf(),
             ledger: attenu_dir.join(format!("ledger-{name}.jsonl")),
-            lock: attenu_dir.join(format!("ledger-{name}.lock")),
             state: attenu_dir.join(format!("ledger-{name}.state.json")),
             name,
         }
@@ -172,18 +170,16 @@ pub struct State {
     pub pending: BTreeMap<String, Pending>,
 }
 
-#[derive(Serialize, Deserialize)]
-struct Checkpoint {
-    v: u32,
-    state: State,
-    mac: String,
-}
+/// The checkpoint file starts with this, then the hex HMAC of the body, a newline, and the
+/// body: the state's JSON exactly as it was MACed, so it is serialized once per write and
+/// never re-serialized to be checked.
+const CHECKPOINT_MAGIC: &str = "attenu-checkpoint v2 ";
 
-/// A session ledger, locked for this process until dropped.
+/// A session ledger, locked for this process until dropped (the `flock` is on the ledger's own
+/// open file description, so it goes with `file`).
 pub struct Ledger {
     pub paths: SessionPaths,
     file: File,
-    _lock: File,
     pub state: State,
     mac_key: [u8; 32],
     /// A torn tail moved aside during this open, to be recorded in the next entry.
@@ -238,18 +234,18 @@ impl Ledger {
         lock_deadline: Instant,
     ) -> Result<Ledger, StoreError> {
         fsutil::ensure_private_dir(&paths.dir).map_err(StoreError::Unsafe)?;
-        for p in [&paths.ledger, &paths.lock, &paths.state] {
+        for p in [&paths.ledger, &paths.state] {
             fsutil::check_regular_file(p).map_err(StoreError::Unsafe)?;
         }
-        let lock = fsutil::open_rw(&paths.lock)
-            .map_err(|e| StoreError::Io(format!("cannot open {}: {e}", paths.lock.display())))?;
-        acquire(&lock, &paths.lock, lock_deadline)?;
+        // The lock is the ledger itself: nothing ever replaces its inode (a torn tail is cut in
+        // place), so every process of the session locks the same file, and a new session
+        // creates one file fewer.
         let file = fsutil::open_read_append(&paths.ledger)
             .map_err(|e| StoreError::Io(format!("cannot open {}: {e}", paths.ledger.display())))?;
+        acquire(&file, &paths.ledger, lock_deadline)?;
         let mut ledger = Ledger {
             paths,
             file,
-            _lock: lock,
             state: State::default(),
             mac_key,
             recovered: None,
@@ -279,20 +275,18 @@ impl Ledger {
     }
 
     fn read_checkpoint(&self) -> Option<State> {
-        let mut text = String::new();
+        let mut bytes = Vec::new();
         fsutil::open_read(&self.paths.state)
             .ok()?
-            .read_to_string(&mut text)
+            .read_to_end(&mut bytes)
             .ok()?;
-        let cp: Checkpoint = serde_json::from_str(&text).ok()?;
-        if cp.v != 1 {
-            return None;
-        }
-        let body = serde_json::to_vec(&cp.state).ok()?;
+        let rest = bytes.strip_prefix(CHECKPOINT_MAGIC.as_bytes())?;
+        let nl = rest.iter().position(|&b| b == b'\n')?;
+        let (tag, body) = (std::str::from_utf8(&rest[..nl]).ok()?, &rest[nl + 1..]);
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.mac_key).ok()?;
-        mac.update(&body);
-        mac.verify_slice(&chain::unhex(&cp.mac)?).ok()?;
-        Some(cp.state)
+        mac.update(body);
+        mac.verify_slice(&chain::unhex(tag)?).ok()?;
+        serde_json::from_slice(body).ok()
     }
 
     /// The last line still parses and reproduces the head the checkpoint recorded.
@@ -333,14 +327,12 @@ impl Ledger {
             return;
         };
         mac.update(&body);
-        let cp = Checkpoint {
-            v: 1,
-            state: self.state.clone(),
-            mac: chain::hex(&mac.finalize().into_bytes()),
-        };
-        let Ok(bytes) = serde_json::to_vec(&cp) else {
-            return;
-        };
+        let tag = chain::hex(&mac.finalize().into_bytes());
+        let mut bytes = Vec::with_capacity(CHECKPOINT_MAGIC.len() + tag.len() + 1 + body.len());
+        bytes.extend_from_slice(CHECKPOINT_MAGIC.as_bytes());
+        bytes.extend_from_slice(tag.as_bytes());
+        bytes.push(b'\n');
+        bytes.extend_from_slice(&body);
         if let Ok(f) = fsutil::open_rw(&self.paths.state) {
             if f.write_all_at(&bytes, 0).is_ok() {
                 let _ = f.set_len(bytes.len() as u64);
@@ -370,7 +362,10 @@ impl Ledger {
             ))
         })?;
         self.state.stamp = self.stamp()?;
-        self.write_checkpoint();
+        // A new (empty) ledger needs no checkpoint: the append that follows writes it.
+        if self.state.stamp.len > 0 {
+            self.write_checkpoint();
+        }
         Ok(())
     }
 
@@ -575,7 +570,7 @@ pub fn scan(bytes: &[u8]) -> Result<State, String> {
         if segment.is_empty() {
             return Ok(());
         }
-        let head = chain::verify_entries(segment.iter()).map_err(|b| {
+        let head = chain::verify_entries(segment).map_err(|b| {
             format!(
                 "chain {} breaks: {b} (line {} of the file)",
                 state.chains.len() + 1,

@@ -1,0 +1,331 @@
+//! Reading a bundle file: one pass that builds the JSON tree and notes a member name that
+//! occurs twice in one object (which of the two a reader keeps differs between readers, so
+//! the verifier reports it), with the entries parsed on every core.
+//!
+//! The tree is what `serde_json::from_str::<Value>` gives (the last of two equal members wins),
+//! so the verdict on everything else is unchanged; only the duplicate is reported besides.
+
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Number, Value};
+use std::cell::RefCell;
+use std::fmt;
+
+/// Below this many entries one thread is faster than starting others.
+const PARALLEL_FROM: usize = 512;
+
+/// A parsed bundle and the first repeated member name found, if any.
+pub struct Parsed {
+    pub value: Value,
+    pub duplicate: Option<String>,
+}
+
+/// Parses `text` as JSON. Errors are the syntax errors of `serde_json`, with line and column.
+pub fn parse(text: &str) -> Result<Parsed, serde_json::Error> {
+    let dup = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let top = TopLevel(&dup).deserialize(&mut de)?;
+    de.end()?;
+    let mut duplicate = dup.into_inner();
+    let value = match top {
+        Top::Value(v) => v,
+        Top::Object(members) => {
+            let mut out = Map::new();
+            for (name, member) in members {
+                let value = match member {
+                    Member::Value(v) => v,
+                    Member::Entries(raws) => {
+                        let (v, dup) = parse_entries(&raws)?;
+                        if duplicate.is_none() {
+                            duplicate = dup;
+                        }
+                        v
+                    }
+                };
+                if out.insert(name.clone(), value).is_some() && duplicate.is_none() {
+                    duplicate = Some(format!("duplicate member {}", quoted(&name)));
+                }
+            }
+            Value::Object(out)
+        }
+    };
+    Ok(Parsed { value, duplicate })
+}
+
+fn parse_one(text: &str) -> Result<Parsed, serde_json::Error> {
+    let dup = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = Strict(&dup).deserialize(&mut de)?;
+    de.end()?;
+    Ok(Parsed {
+        value,
+        duplicate: dup.into_inner(),
+    })
+}
+
+/// The entries array, its elements parsed in parallel.
+fn parse_entries(raws: &[&RawValue]) -> Result<(Value, Option<String>), serde_json::Error> {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let parse_part = |offset: usize, part: &[&RawValue]| {
+        let mut values = Vec::with_capacity(part.len());
+        let mut first_dup = None;
+        for (i, raw) in part.iter().enumerate() {
+            let p = parse_one(raw.get())?;
+            if first_dup.is_none() {
+                first_dup = p
+                    .duplicate
+                    .map(|d| format!("{d} in entries[{}]", offset + i));
+            }
+            values.push(p.value);
+        }
+        Ok::<_, serde_json::Error>((values, first_dup))
+    };
+    let parts = if threads < 2 || raws.len() < PARALLEL_FROM {
+        vec![parse_part(0, raws)?]
+    } else {
+        let chunk = raws.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = raws
+                .chunks(chunk)
+                .enumerate()
+                .map(|(k, part)| s.spawn(move || parse_part(k * chunk, part)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect::<Result<Vec<_>, _>>()
+        })?
+    };
+    let mut values = Vec::with_capacity(raws.len());
+    let mut duplicate = None;
+    for (part, dup) in parts {
+        values.extend(part);
+        if duplicate.is_none() {
+            duplicate = dup;
+        }
+    }
+    Ok((Value::Array(values), duplicate))
+}
+
+fn quoted(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| s.to_string())
+}
+
+/// The document: a top-level object keeps its members in order (repeats included), with an
+/// `entries` array kept as its elements' raw text (syntax checked) for [`parse_entries`].
+enum Top<'a> {
+    Object(Vec<(String, Member<'a>)>),
+    Value(Value),
+}
+
+enum Member<'a> {
+    Entries(Vec<&'a RawValue>),
+    Value(Value),
+}
+
+struct TopLevel<'d>(&'d RefCell<Option<String>>);
+
+impl<'de, 'd> DeserializeSeed<'de> for TopLevel<'d> {
+    type Value = Top<'de>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Top<'de>, D::Error> {
+        struct V<'d>(&'d RefCell<Option<String>>);
+        impl<'de> Visitor<'de> for V<'_> {
+            type Value = Top<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
+                let mut members = Vec::new();
+                while let Some(k) = map.next_key::<String>()? {
+                    let member = if k == "entries" {
+                        map.next_value_seed(EntriesSeed(self.0))?
+                    } else {
+                        Member::Value(map.next_value_seed(Strict(self.0))?)
+                    };
+                    members.push((k, member));
+                }
+                Ok(Top::Object(members))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Top<'de>, A::Error> {
+                Strict(self.0).visit_seq(seq).map(Top::Value)
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Top<'de>, E> {
+                Ok(Top::Value(Value::Bool(b)))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<Top<'de>, E> {
+                Ok(Top::Value(n.into()))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Top<'de>, E> {
+                Ok(Top::Value(n.into()))
+            }
+            fn visit_f64<E>(self, f: f64) -> Result<Top<'de>, E> {
+                Ok(Top::Value(
+                    Number::from_f64(f).map_or(Value::Null, Value::Number),
+                ))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Top<'de>, E> {
+                Ok(Top::Value(Value::String(s.to_owned())))
+            }
+            fn visit_unit<E>(self) -> Result<Top<'de>, E> {
+                Ok(Top::Value(Value::Null))
+            }
+        }
+        d.deserialize_any(V(self.0))
+    }
+}
+
+/// `entries`: an array is kept as raw elements, anything else is parsed as it is.
+struct EntriesSeed<'d>(&'d RefCell<Option<String>>);
+
+impl<'de, 'd> DeserializeSeed<'de> for EntriesSeed<'d> {
+    type Value = Member<'de>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Member<'de>, D::Error> {
+        struct V<'d>(&'d RefCell<Option<String>>);
+        impl<'de> Visitor<'de> for V<'_> {
+            type Value = Member<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Member<'de>, A::Error> {
+                let mut raws = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(raw) = seq.next_element::<&'de RawValue>()? {
+                    raws.push(raw);
+                }
+                Ok(Member::Entries(raws))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Member<'de>, A::Error> {
+                Strict(self.0).visit_map(map).map(Member::Value)
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Member<'de>, E> {
+                Ok(Member::Value(Value::Bool(b)))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<Member<'de>, E> {
+                Ok(Member::Value(n.into()))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Member<'de>, E> {
+                Ok(Member::Value(n.into()))
+            }
+            fn visit_f64<E>(self, f: f64) -> Result<Member<'de>, E> {
+                Ok(Member::Value(
+                    Number::from_f64(f).map_or(Value::Null, Value::Number),
+                ))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Member<'de>, E> {
+                Ok(Member::Value(Value::String(s.to_owned())))
+            }
+            fn visit_unit<E>(self) -> Result<Member<'de>, E> {
+                Ok(Member::Value(Value::Null))
+            }
+        }
+        d.deserialize_any(V(self.0))
+    }
+}
+
+/// Builds a `Value` exactly as serde_json does, noting the first repeated member name.
+struct Strict<'a>(&'a RefCell<Option<String>>);
+
+impl<'de> DeserializeSeed<'de> for Strict<'_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Strict<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+    fn visit_f64<E>(self, f: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(f).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_owned()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(v) = seq.next_element_seed(Strict(self.0))? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut members = Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            let v = map.next_value_seed(Strict(self.0))?;
+            match members.entry(k) {
+                serde_json::map::Entry::Occupied(mut o) => {
+                    if self.0.borrow().is_none() {
+                        *self.0.borrow_mut() =
+                            Some(format!("duplicate member {}", quoted(o.key())));
+                    }
+                    o.insert(v);
+                }
+                serde_json::map::Entry::Vacant(slot) => {
+                    slot.insert(v);
+                }
+            }
+        }
+        Ok(Value::Object(members))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_tree_is_serde_jsons_and_a_repeat_is_noted() {
+        for text in [
+            r#"{"a":1,"b":[1,2.5,"x",null,true,{"c":{}}],"entries":[{"x":1},{"y":[]}]}"#,
+            r#"[1,2,3]"#,
+            r#""s""#,
+            r#"{"entries":"not a list"}"#,
+            "{\"entries\":[1e400]}",
+        ] {
+            let ours = parse(text);
+            let theirs = serde_json::from_str::<Value>(text);
+            match (ours, theirs) {
+                (Ok(p), Ok(v)) => {
+                    assert_eq!(p.value, v, "{text}");
+                    assert!(p.duplicate.is_none(), "{text}");
+                }
+                (Err(_), Err(_)) => {}
+                (a, b) => panic!("{text}: {:?} vs {:?}", a.map(|p| p.value), b),
+            }
+        }
+        let p = parse(r#"{"a":1,"a":2}"#).unwrap();
+        assert_eq!(p.value, json!({"a": 2}));
+        assert_eq!(p.duplicate.as_deref(), Some(r#"duplicate member "a""#));
+        let many: Vec<String> = (0..2000).map(|i| format!(r#"{{"i":{i}}}"#)).collect();
+        let text = format!(r#"{{"entries":[{},{{"k":1,"k":2}}]}}"#, many.join(","));
+        let p = parse(&text).unwrap();
+        assert_eq!(p.value["entries"][2000], json!({"k": 2}));
+        assert_eq!(
+            p.duplicate.as_deref(),
+            Some(r#"duplicate member "k" in entries[2000]"#)
+        );
+        assert!(parse(r#"{"a":1,}"#).is_err());
+        assert!(parse(r#"{"entries":[1,]}"#).is_err());
+        assert!(parse("{} x").is_err());
+    }
+}
