@@ -21,7 +21,9 @@ const O_NOFOLLOW: i32 = 0;
 /// The effective uid of this process, read from `/proc/self` (no libc needed); `None` where
 /// that is unavailable, and then the owner checks are skipped.
 pub fn current_uid() -> Option<u32> {
-    fs::metadata("/proc/self").ok().map(|m| m.uid())
+    // Asked before every file the hook touches; the answer cannot change within a process.
+    static UID: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *UID.get_or_init(|| fs::metadata("/proc/self").ok().map(|m| m.uid()))
 }
 
 /// Creates (0700) or checks the state directory: it must be a real directory, not a symlink,

@@ -688,20 +688,7 @@ fn a_tampered_ledger_is_refused_and_left_untouched() {
 #[test]
 fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
     let p = sample("bigtamper");
-    hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t0",
-        ),
-    );
-    // Grow the ledger quickly with real entries: one process, many appends.
-    let path = ledger_path(p.path(), "s1");
-    for i in 1..40 {
+    let call = |i: &str| {
         hook(
             p.path(),
             &pre(
@@ -712,45 +699,118 @@ fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
                 json!({"file_path": format!("/x{i}")}),
                 &format!("t{i}"),
             ),
-        );
+        )
+    };
+    // 300 entries, one hook process each, so the checkpoint (not a full re-verify) is what
+    // every call trusts before the edits.
+    for i in 0..297 {
+        assert!(call(&i.to_string()).is_allow());
     }
+    let path = ledger_path(p.path(), "s1");
     let original = std::fs::read(&path).unwrap();
-    // Same-length edit in the middle: only the content check can see it.
-    let mid = original.len() / 2;
-    let at = mid + original[mid..].iter().position(|&b| b == b'x').unwrap();
-    let mut edited = original.clone();
-    edited[at] = b'y';
-    std::fs::write(&path, &edited).unwrap();
-    let out = hook(
-        p.path(),
-        &pre(
-            "s1",
+    let lines: Vec<usize> = std::iter::once(0)
+        .chain(
+            original
+                .iter()
+                .enumerate()
+                .filter(|(_, &b)| b == b'\n')
+                .map(|(i, _)| i + 1),
+        )
+        .filter(|&i| i < original.len())
+        .collect();
+    assert_eq!(lines.len(), 300);
+    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+    // The first line, one in the middle and the last: a same-length edit of one byte of a
+    // value, with the file's mtime put back, so only its content and ctime tell.
+    for (k, line) in [0, 150, 299].into_iter().enumerate() {
+        let start = lines[line];
+        let at = start
+            + original[start..]
+                .windows(8)
+                .position(|w| w == b"\"event\":")
+                .unwrap()
+            + 9;
+        let mut edited = original.clone();
+        edited[at] = if edited[at] == b'a' { b'b' } else { b'a' };
+        std::fs::write(&path, &edited).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_modified(mtime).unwrap();
+        drop(f);
+        let out = call(&format!("edit{k}"));
+        assert!(
+            out.denied() && out.reason().contains("[ledger-unverifiable]"),
+            "an edit of line {line} was not caught: {}",
+            out.stdout
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            edited,
+            "nothing is appended to a ledger that does not verify"
+        );
+        // Restoring the exact bytes verifies again, though the file was rewritten.
+        std::fs::write(&path, &original).unwrap();
+        assert!(call(&format!("restored{k}")).is_allow());
+        let now = std::fs::read(&path).unwrap();
+        assert_eq!(&now[..original.len()], &original[..]);
+        std::fs::write(&path, &original).unwrap();
+    }
+}
+
+#[test]
+fn a_checkpoint_rewritten_to_match_an_edited_ledger_is_not_trusted() {
+    use std::os::unix::fs::MetadataExt;
+    let p = sample("forgedcp");
+    let call = |i: &str| {
+        hook(
             p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/z"}),
-            "tz",
-        ),
-    );
+            &pre(
+                "s1",
+                p.path(),
+                Some("reviewer"),
+                "Read",
+                json!({"file_path": format!("/x{i}")}),
+                &format!("t{i}"),
+            ),
+        )
+    };
+    for i in 0..5 {
+        assert!(call(&i.to_string()).is_allow());
+    }
+    let path = ledger_path(p.path(), "s1");
+    let mut bytes = std::fs::read(&path).unwrap();
+    // The last digit of the timestamp of an entry in the middle.
+    let line = bytes.len() / 2;
+    let at = line
+        + bytes[line..]
+            .windows(5)
+            .position(|w| w == b"\"ts\":")
+            .unwrap()
+        + 5;
+    let end = at
+        + bytes[at..]
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap()
+        - 1;
+    bytes[end] = if bytes[end] == b'1' { b'2' } else { b'1' };
+    std::fs::write(&path, &bytes).unwrap();
+    // Someone without the anchor key updates the checkpoint's stamp to the edited file's.
+    let state = p.path().join(".attenu/ledger-s1.state.json");
+    let text = std::fs::read_to_string(&state).unwrap();
+    let (header, body) = text.split_once('\n').unwrap();
+    assert!(header.starts_with("attenu-checkpoint v2 "), "{header}");
+    let mut body: Value = serde_json::from_str(body).unwrap();
+    let m = std::fs::metadata(&path).unwrap();
+    body["stamp"]["len"] = json!(m.len());
+    body["stamp"]["mtime_ns"] = json!(m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128);
+    body["stamp"]["ctime_ns"] = json!(m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128);
+    std::fs::write(&state, format!("{header}\n{body}")).unwrap();
+    let out = call("after");
     assert!(
         out.denied() && out.reason().contains("[ledger-unverifiable]"),
         "{}",
-        out.reason()
+        out.stdout
     );
-    // Restoring the exact bytes is fine again (the content verifies), even though the file changed.
-    std::fs::write(&path, &original).unwrap();
-    assert!(hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/z"}),
-            "tz2"
-        )
-    )
-    .is_allow());
 }
 
 #[test]
