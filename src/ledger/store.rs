@@ -642,9 +642,9 @@ pub fn scan(bytes: &[u8]) -> Result<State, String> {
         segment.clear();
         Ok(())
     };
-    for (i, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
-        let value: Value = serde_json::from_slice(line)
-            .map_err(|e| format!("line {} is not valid JSON ({e})", i + 1))?;
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+    for (i, (line, value)) in lines.iter().zip(parse_lines(&lines)).enumerate() {
+        let value = value.map_err(|e| format!("line {} is not valid JSON ({e})", i + 1))?;
         if value.get("event").and_then(Value::as_str) == Some("root") {
             finish(&mut segment, segment_start, &mut state)?;
             segment_start = offset;
@@ -657,6 +657,35 @@ pub fn scan(bytes: &[u8]) -> Result<State, String> {
     }
     finish(&mut segment, segment_start, &mut state)?;
     Ok(state)
+}
+
+/// Below this many lines one thread is faster than starting others.
+const PARALLEL_FROM: usize = 1024;
+
+/// Parses every line, on every core for a long file (a full re-verify of a large ledger must
+/// fit in the hook's deadline).
+fn parse_lines(lines: &[&[u8]]) -> Vec<Result<Value, serde_json::Error>> {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    if threads < 2 || lines.len() < PARALLEL_FROM {
+        return lines.iter().map(|l| serde_json::from_slice(l)).collect();
+    }
+    let chunk = lines.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = lines
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .map(|l| serde_json::from_slice(l))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 fn line_no(state: &State, index_in_chain: usize) -> u64 {
