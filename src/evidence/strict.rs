@@ -5,6 +5,7 @@
 //! The tree is what `serde_json::from_str::<Value>` gives (the last of two equal members wins),
 //! so the verdict on everything else is unchanged; only the duplicate is reported besides.
 
+use crate::ledger::chain;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
@@ -18,6 +19,9 @@ const PARALLEL_FROM: usize = 512;
 pub struct Parsed {
     pub value: Value,
     pub duplicate: Option<String>,
+    /// For a top-level `entries` array: each element's [`chain::own_hash`], computed by the
+    /// thread that parsed it while it was still in cache.
+    pub entry_hashes: Option<Vec<Option<String>>>,
 }
 
 /// Parses `text` as JSON. Errors are the syntax errors of `serde_json`, with line and column.
@@ -27,17 +31,25 @@ pub fn parse(text: &str) -> Result<Parsed, serde_json::Error> {
     let top = TopLevel(&dup).deserialize(&mut de)?;
     de.end()?;
     let mut duplicate = dup.into_inner();
+    let mut entry_hashes = None;
     let value = match top {
         Top::Value(v) => v,
         Top::Object(members) => {
             let mut out = Map::new();
             for (name, member) in members {
                 let value = match member {
-                    Member::Value(v) => v,
                     Member::Entries(raws) => {
-                        let (v, dup) = parse_entries(&raws)?;
+                        let (v, hashes, dup) = parse_entries(&raws)?;
                         if duplicate.is_none() {
                             duplicate = dup;
+                        }
+                        // Of two `entries` members the last counts, as for the value.
+                        entry_hashes = Some(hashes);
+                        v
+                    }
+                    Member::Value(v) => {
+                        if name == "entries" {
+                            entry_hashes = None;
                         }
                         v
                     }
@@ -49,7 +61,11 @@ pub fn parse(text: &str) -> Result<Parsed, serde_json::Error> {
             Value::Object(out)
         }
     };
-    Ok(Parsed { value, duplicate })
+    Ok(Parsed {
+        value,
+        duplicate,
+        entry_hashes,
+    })
 }
 
 fn parse_one(text: &str) -> Result<Parsed, serde_json::Error> {
@@ -60,51 +76,33 @@ fn parse_one(text: &str) -> Result<Parsed, serde_json::Error> {
     Ok(Parsed {
         value,
         duplicate: dup.into_inner(),
+        entry_hashes: None,
     })
 }
 
-/// The entries array, its elements parsed in parallel.
-fn parse_entries(raws: &[&RawValue]) -> Result<(Value, Option<String>), serde_json::Error> {
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    let parse_part = |offset: usize, part: &[&RawValue]| {
-        let mut values = Vec::with_capacity(part.len());
-        let mut first_dup = None;
-        for (i, raw) in part.iter().enumerate() {
-            let p = parse_one(raw.get())?;
-            if first_dup.is_none() {
-                first_dup = p
-                    .duplicate
-                    .map(|d| format!("{d} in entries[{}]", offset + i));
-            }
-            values.push(p.value);
-        }
-        Ok::<_, serde_json::Error>((values, first_dup))
-    };
-    let parts = if threads < 2 || raws.len() < PARALLEL_FROM {
-        vec![parse_part(0, raws)?]
-    } else {
-        let chunk = raws.len().div_ceil(threads);
-        std::thread::scope(|s| {
-            let handles: Vec<_> = raws
-                .chunks(chunk)
-                .enumerate()
-                .map(|(k, part)| s.spawn(move || parse_part(k * chunk, part)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect::<Result<Vec<_>, _>>()
-        })?
-    };
+type Hashes = Vec<Option<String>>;
+
+/// The entries array, its elements parsed (and hashed) in parallel.
+fn parse_entries(raws: &[&RawValue]) -> Result<(Value, Hashes, Option<String>), serde_json::Error> {
+    let parsed = crate::par::map(raws, PARALLEL_FROM, |i, raw| {
+        parse_one(raw.get()).map(|p| {
+            let hash = chain::own_hash(&p.value);
+            let dup = p.duplicate.map(|d| format!("{d} in entries[{i}]"));
+            (p.value, hash, dup)
+        })
+    });
     let mut values = Vec::with_capacity(raws.len());
+    let mut hashes = Vec::with_capacity(raws.len());
     let mut duplicate = None;
-    for (part, dup) in parts {
-        values.extend(part);
+    for p in parsed {
+        let (value, hash, dup) = p?;
+        values.push(value);
+        hashes.push(hash);
         if duplicate.is_none() {
             duplicate = dup;
         }
     }
-    Ok((Value::Array(values), duplicate))
+    Ok((Value::Array(values), hashes, duplicate))
 }
 
 fn quoted(s: &str) -> String {

@@ -305,7 +305,7 @@ fn verify_parsed(bytes: &[u8], key: &AnchorKey) -> Result<(Report, Value), Input
         std::str::from_utf8(bytes).map_err(|e| InputError::NotJson(format!("not UTF-8: {e}")))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let parsed = strict::parse(text).map_err(|e| InputError::NotJson(e.to_string()))?;
-    let mut report = verify_bundle(&parsed.value, key);
+    let mut report = verify_bundle_with(&parsed.value, key, parsed.entry_hashes);
     if let Some(dup) = parsed.duplicate {
         report.failures.insert(
             0,
@@ -1500,6 +1500,15 @@ fn seq_text(e: &Obj) -> String {
 /// Never panics on any JSON input; every problem is a [`Failure`]. See the module
 /// documentation for what is checked and where this is stricter than the reference.
 pub fn verify_bundle(bundle: &Value, key: &AnchorKey) -> Report {
+    verify_bundle_with(bundle, key, None)
+}
+
+/// [`verify_bundle`], with the entries' own hashes already computed by the reader.
+fn verify_bundle_with(
+    bundle: &Value,
+    key: &AnchorKey,
+    entry_hashes: Option<Vec<Option<String>>>,
+) -> Report {
     // (0) a bundle this verifier cannot read at all is reported alone.
     let unreadable = unreadable_bundle(bundle);
     if !unreadable.is_empty() {
@@ -1742,7 +1751,12 @@ pub fn verify_bundle(bundle: &Value, key: &AnchorKey) -> Report {
         let chain_id_ok = foreign.is_none() && !anchor_chain_reported;
 
         // (6) integrity: the hash chain, then the anchor over its head.
-        let chain_result = chain::verify_entries(raw_entries);
+        let chain_result = match entry_hashes {
+            Some(hashes) if hashes.len() == raw_entries.len() => {
+                chain::verify_entries_with(raw_entries, hashes)
+            }
+            _ => chain::verify_entries(raw_entries),
+        };
         if let Err(brk) = &chain_result {
             let i = brk.index();
             let (name, detail) = match brk {

@@ -120,7 +120,16 @@ pub fn is_integral(v: Option<&Value>, expected: u64) -> bool {
 /// hold, an entry's own `prev_hash` is the previous hash, and the result is the one a strictly
 /// sequential walk gives.
 pub fn verify_entries(entries: &[Value]) -> Result<String, ChainBreak> {
-    let computed = precompute_hashes(entries);
+    verify_entries_with(entries, precompute_hashes(entries))
+}
+
+/// [`verify_entries`] with each entry's hash over its own `prev_hash` already computed (by
+/// [`own_hash`], in the same order), for a reader that hashes entries as it parses them.
+pub fn verify_entries_with(
+    entries: &[Value],
+    computed: Vec<Option<String>>,
+) -> Result<String, ChainBreak> {
+    assert_eq!(entries.len(), computed.len(), "one hash per entry");
     let mut prev = GENESIS.to_string();
     for (index, (e, computed)) in entries.iter().zip(computed).enumerate() {
         let obj = e.as_object().ok_or(ChainBreak::NotAnObject { index })?;
@@ -142,28 +151,16 @@ pub fn verify_entries(entries: &[Value]) -> Result<String, ChainBreak> {
 /// Below this many entries one thread is faster than starting others.
 const PARALLEL_FROM: usize = 1024;
 
-/// Each entry's hash over its own `prev_hash` (`None` when it has none or cannot be hashed).
+/// An entry's hash over its own `prev_hash` (`None` when it has none or cannot be hashed).
+pub fn own_hash(e: &Value) -> Option<String> {
+    let obj = e.as_object()?;
+    let prev = obj.get("prev_hash")?.as_str()?;
+    entry_hash_of(prev, obj).ok()
+}
+
+/// [`own_hash`] of every entry.
 fn precompute_hashes(entries: &[Value]) -> Vec<Option<String>> {
-    let one = |e: &Value| -> Option<String> {
-        let obj = e.as_object()?;
-        let prev = obj.get("prev_hash")?.as_str()?;
-        entry_hash_of(prev, obj).ok()
-    };
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    if threads < 2 || entries.len() < PARALLEL_FROM {
-        return entries.iter().map(one).collect();
-    }
-    let chunk = entries.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let parts: Vec<_> = entries
-            .chunks(chunk)
-            .map(|part| s.spawn(move || part.iter().map(one).collect::<Vec<_>>()))
-            .collect();
-        parts
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
+    crate::par::map(entries, PARALLEL_FROM, |_, e| own_hash(e))
 }
 
 #[cfg(test)]

@@ -665,27 +665,7 @@ const PARALLEL_FROM: usize = 1024;
 /// Parses every line, on every core for a long file (a full re-verify of a large ledger must
 /// fit in the hook's deadline).
 fn parse_lines(lines: &[&[u8]]) -> Vec<Result<Value, serde_json::Error>> {
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    if threads < 2 || lines.len() < PARALLEL_FROM {
-        return lines.iter().map(|l| serde_json::from_slice(l)).collect();
-    }
-    let chunk = lines.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let parts: Vec<_> = lines
-            .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || {
-                    part.iter()
-                        .map(|l| serde_json::from_slice(l))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        parts
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
+    crate::par::map(lines, PARALLEL_FROM, |_, l| serde_json::from_slice(l))
 }
 
 fn line_no(state: &State, index_in_chain: usize) -> u64 {
