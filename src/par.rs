@@ -1,11 +1,15 @@
 //! Splitting long, independent work over the machine's cores (std threads only).
 //!
-//! The first share runs on the calling thread. That is one thread fewer to start, and on
-//! glibc it matters more: a new thread allocates from its own arena, which grows one
-//! `mprotect` call per page, while the main thread's heap grows in large steps.
+//! The calling thread works too. That is one thread fewer to start, and on glibc it matters
+//! more: a new thread allocates from its own arena, which grows one `mprotect` call per page,
+//! while the main thread's heap grows in large steps, so the calling thread is the fastest.
 
-/// Maps `f` over `items` in order, in up to one contiguous share per core once there are at
-/// least `min_parallel` items. `f` gets each item's index. A panic in any share is re-raised.
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Maps `f` over `items` in order, on every core once there are at least `min_parallel`
+/// items. `f` gets each item's index. The items are taken in small batches from a shared
+/// counter, so a thread that runs faster (the calling one, see above) simply takes more. A
+/// panic in any thread is re-raised.
 pub fn map<T: Sync, R: Send>(
     items: &[T],
     min_parallel: usize,
@@ -15,27 +19,36 @@ pub fn map<T: Sync, R: Send>(
     if threads < 2 || items.len() < min_parallel.max(2) {
         return items.iter().enumerate().map(|(i, t)| f(i, t)).collect();
     }
-    let chunk = items.len().div_ceil(threads);
-    let f = &f;
-    let run = move |k: usize, part: &[T]| -> Vec<R> {
-        part.iter()
-            .enumerate()
-            .map(|(i, t)| f(k * chunk + i, t))
-            .collect()
-    };
-    std::thread::scope(|s| {
-        let mut parts = items.chunks(chunk).enumerate();
-        let (_, first) = parts.next().expect("at least two items");
-        let others: Vec<_> = parts
-            .map(|(k, part)| s.spawn(move || run(k, part)))
-            .collect();
-        let mut out = run(0, first);
-        out.reserve(items.len() - out.len());
-        for h in others {
-            out.extend(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+    let batch = (items.len() / (threads * 16)).max(16);
+    let batches = items.len().div_ceil(batch);
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done: Vec<(usize, Vec<R>)> = Vec::new();
+        loop {
+            let b = next.fetch_add(1, Ordering::Relaxed);
+            if b >= batches {
+                return done;
+            }
+            let start = b * batch;
+            let part = &items[start..(start + batch).min(items.len())];
+            let out = part.iter().enumerate().map(|(i, t)| f(start + i, t));
+            done.push((b, out.collect()));
         }
-        out
-    })
+    };
+    let mut done = std::thread::scope(|s| {
+        let others: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        let mut done = work();
+        for h in others {
+            done.extend(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        }
+        done
+    });
+    done.sort_unstable_by_key(|(b, _)| *b);
+    let mut out = Vec::with_capacity(items.len());
+    for (_, part) in done {
+        out.extend(part);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -556,22 +556,27 @@ pub fn render_text(report: &Report, key_file: Option<&Path>) -> String {
 // The ledger's closed vocabularies (attenu-guard 0.21.0, evidence.py and reasons.py)
 // ------------------------------------------------------------------------------------------
 
-/// Every top-level field an entry may carry.
-#[rustfmt::skip]
-pub const LEDGER_FIELDS: &[&str] = &[
+/// A closed list of names as a constant, and a membership test compiled to a `match` (asked
+/// for every member of every entry, where a linear scan or a hash shows in the profile).
+macro_rules! name_list {
+    ($(#[$doc:meta])* $vis:vis $list:ident, $test:ident, [$($name:literal),* $(,)?]) => {
+        $(#[$doc])*
+        $vis const $list: &[&str] = &[$($name),*];
+        fn $test(name: &str) -> bool {
+            matches!(name, $($name)|*)
+        }
+    };
+}
+
+name_list!(
+    /// Every top-level field an entry may carry.
+    pub LEDGER_FIELDS, is_ledger_field, [
     "v", "c14n", "seq", "ts", "event", "prev_hash", "hash", "chain_id", "node", "parent", "agent",
     "task", "scope", "tool", "context", "reason", "reasons", "authority", "requested", "granted",
     "target", "revoked", "strikes", "mode", "disposition", "detail", "call_id", "capture",
     "adapter", "authorized_params_hash", "params_hash_reason", "params_salt", "body_state",
     "error_code", "invoked_params_hash", "duration_ms", "receipt", "pending_at_kill", "policy",
-];
-
-/// Is `name` in [`LEDGER_FIELDS`]? (Asked for every member of every entry, so a set.)
-fn is_ledger_field(name: &str) -> bool {
-    static SET: std::sync::OnceLock<HashSet<&'static str>> = std::sync::OnceLock::new();
-    SET.get_or_init(|| LEDGER_FIELDS.iter().copied().collect())
-        .contains(name)
-}
+]);
 
 /// Every event name; `outcome` only on a schema version 2 chain.
 pub const LEDGER_EVENTS: &[&str] = &[
@@ -2606,49 +2611,61 @@ fn outcome_problem(e: &Obj) -> Option<(FailureName, String)> {
 
 /// How `duplicate-call-id` compares call ids: a string, a number (by value) or a boolean;
 /// anything else is compared by nothing (its record check reports it).
-fn call_id_key(v: Option<&Value>) -> Option<String> {
+/// A call id as the reference keys it: strings, booleans and numbers are distinct kinds, and a
+/// number is keyed by its canonical form (so 1 and 1.0 are one id).
+#[derive(PartialEq, Eq, Hash)]
+enum CallKey<'a> {
+    Str(&'a str),
+    Bool(bool),
+    Num(String),
+}
+
+fn call_id_key(v: Option<&Value>) -> Option<CallKey<'_>> {
     match v? {
-        Value::String(s) => Some(format!("s:{s}")),
-        Value::Bool(b) => Some(format!("b:{b}")),
-        Value::Number(n) => Some(match canonical::to_string(&Value::Number(n.clone())) {
-            Ok(c) => format!("n:{c}"),
-            Err(_) => format!("n:{n}"),
-        }),
+        Value::String(s) => Some(CallKey::Str(s)),
+        Value::Bool(b) => Some(CallKey::Bool(*b)),
+        Value::Number(n) => Some(CallKey::Num(
+            match canonical::to_string(&Value::Number(n.clone())) {
+                Ok(c) => c,
+                Err(_) => n.to_string(),
+            },
+        )),
         _ => None,
     }
 }
 
 /// An insertion-ordered map (a Python dict): re-inserting a key keeps its first position.
-struct Ordered<V> {
-    order: Vec<String>,
-    map: HashMap<String, V>,
+/// Keys borrow from the entries, which outlive it.
+struct Ordered<'a, V> {
+    order: Vec<&'a str>,
+    map: HashMap<&'a str, V>,
 }
 
-impl<V> Ordered<V> {
+impl<'a, V> Ordered<'a, V> {
     fn new() -> Self {
         Ordered {
             order: Vec::new(),
             map: HashMap::new(),
         }
     }
-    fn insert(&mut self, k: &str, v: V) {
-        if self.map.insert(k.to_string(), v).is_none() {
-            self.order.push(k.to_string());
+    fn insert(&mut self, k: &'a str, v: V) {
+        if self.map.insert(k, v).is_none() {
+            self.order.push(k);
         }
     }
     fn get(&self, k: &str) -> Option<&V> {
         self.map.get(k)
     }
-    fn iter(&self) -> impl Iterator<Item = (&str, &V)> {
-        self.order.iter().map(|k| (k.as_str(), &self.map[k]))
+    fn iter(&self) -> impl Iterator<Item = (&'a str, &V)> + '_ {
+        self.order.iter().map(|k| (*k, &self.map[k]))
     }
 }
 
 fn execution_binding(entries: &[Option<&Obj>], log: &mut Log<'_>) -> (&'static str, CallSummary) {
     let before = log.len();
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut allows: Ordered<usize> = Ordered::new();
-    let mut outcomes: Ordered<usize> = Ordered::new();
+    let mut seen: HashMap<CallKey<'_>, usize> = HashMap::new();
+    let mut allows: Ordered<'_, usize> = Ordered::new();
+    let mut outcomes: Ordered<'_, usize> = Ordered::new();
     let mut invalid_allow_ids: HashSet<&str> = HashSet::new();
     let mut nodes: Vec<&str> = Vec::new();
     let mut finalized: HashSet<&str> = HashSet::new();
