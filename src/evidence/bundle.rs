@@ -261,3 +261,62 @@ pub fn newest_session(attenu: &Path) -> Result<SessionPaths, String> {
         name,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn temp_attenu(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "attenu-bundle-{name}-{}-{}",
+            std::process::id(),
+            time::now_ms()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let attenu = dir.join(".attenu");
+        fsutil::ensure_private_dir(&attenu).unwrap();
+        attenu
+    }
+
+    fn entry(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn export_refuses_when_the_file_disagrees_with_the_verified_state() {
+        let attenu = temp_attenu("disagree");
+        let key = keys::load_or_create(&attenu).unwrap();
+        let paths = SessionPaths::new(&attenu, "s1");
+        let mut ledger = Ledger::open(
+            paths,
+            key.checkpoint_mac_key(),
+            Instant::now() + Duration::from_secs(5),
+        )
+        .unwrap();
+        ledger
+            .append(vec![
+                entry(json!({"event": "root", "chain_id": "c1", "node": "n0",
+                    "params_salt": "00000000000000000000000000000000", "context": {"digest": "d"}})),
+                entry(json!({"event": "deny", "chain_id": "c1", "node": "n0", "scope": "fs.write"})),
+            ])
+            .unwrap();
+        let out = attenu.join("b.json");
+        let written = export_locked(&ledger, &key, Some(&out)).unwrap();
+        assert_eq!(written.len(), 1);
+        assert_eq!(written[0].entries, 2);
+        // A state that claims a line the file does not hold is never signed.
+        ledger.state.chains[0].entries = 3;
+        let err = export_locked(&ledger, &key, Some(&out)).unwrap_err();
+        assert!(
+            err.contains("differs from its verified checkpoint"),
+            "{err}"
+        );
+        ledger.state.chains[0].entries = 2;
+        ledger.state.chains[0].chain_id = "c2".into();
+        let err = export_locked(&ledger, &key, Some(&out)).unwrap_err();
+        assert!(err.contains("chain's id"), "{err}");
+        drop(ledger);
+        let _ = std::fs::remove_dir_all(attenu.parent().unwrap());
+    }
+}
