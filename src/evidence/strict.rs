@@ -28,17 +28,19 @@ pub struct Parsed {
 pub fn parse(text: &str) -> Result<Parsed, serde_json::Error> {
     let dup = RefCell::new(None);
     let mut de = serde_json::Deserializer::from_str(text);
-    let top = TopLevel(&dup).deserialize(&mut de)?;
+    let top = Reader::new(&dup, Keep::Members).deserialize(&mut de)?;
     de.end()?;
     let mut duplicate = dup.into_inner();
     let mut entry_hashes = None;
     let value = match top {
-        Top::Value(v) => v,
-        Top::Object(members) => {
+        Node::Value(v) => v,
+        // Only the top level keeps members, and only `entries` keeps raw elements.
+        Node::Raws(_) => unreachable!("raw elements are kept for `entries` only"),
+        Node::Members(members) => {
             let mut out = Map::new();
             for (name, member) in members {
                 let value = match member {
-                    Member::Entries(raws) => {
+                    Node::Raws(raws) => {
                         let (v, hashes, dup) = parse_entries(&raws)?;
                         if duplicate.is_none() {
                             duplicate = dup;
@@ -47,12 +49,13 @@ pub fn parse(text: &str) -> Result<Parsed, serde_json::Error> {
                         entry_hashes = Some(hashes);
                         v
                     }
-                    Member::Value(v) => {
+                    Node::Value(v) => {
                         if name == "entries" {
                             entry_hashes = None;
                         }
                         v
                     }
+                    Node::Members(_) => unreachable!("members are kept at the top level only"),
                 };
                 if out.insert(name.clone(), value).is_some() && duplicate.is_none() {
                     duplicate = Some(format!("duplicate member {}", quoted(&name)));
@@ -109,113 +112,96 @@ fn quoted(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| s.to_string())
 }
 
-/// The document: a top-level object keeps its members in order (repeats included), with an
-/// `entries` array kept as its elements' raw text (syntax checked) for [`parse_entries`].
-enum Top<'a> {
-    Object(Vec<(String, Member<'a>)>),
+/// What [`Reader`] keeps of a value: its tree, or (as asked) an object's members in order
+/// with repeats, or an array's elements as raw text (syntax checked) for [`parse_entries`].
+enum Node<'a> {
     Value(Value),
+    Members(Vec<(String, Node<'a>)>),
+    Raws(Vec<&'a RawValue>),
 }
 
-enum Member<'a> {
-    Entries(Vec<&'a RawValue>),
-    Value(Value),
+/// Which shape [`Reader`] keeps apart from a plain tree.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// The top level: an object's members, with `entries` read as [`Keep::Raws`].
+    Members,
+    /// `entries`: an array's elements as raw text.
+    Raws,
 }
 
-struct TopLevel<'d>(&'d RefCell<Option<String>>);
+/// Reads the document's top level and its `entries`; everything else, and any value of
+/// another shape than the one kept, is built by [`Strict`].
+struct Reader<'d> {
+    dup: &'d RefCell<Option<String>>,
+    keep: Keep,
+}
 
-impl<'de, 'd> DeserializeSeed<'de> for TopLevel<'d> {
-    type Value = Top<'de>;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Top<'de>, D::Error> {
-        struct V<'d>(&'d RefCell<Option<String>>);
-        impl<'de> Visitor<'de> for V<'_> {
-            type Value = Top<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top<'de>, A::Error> {
-                let mut members = Vec::new();
-                while let Some(k) = map.next_key::<String>()? {
-                    let member = if k == "entries" {
-                        map.next_value_seed(EntriesSeed(self.0))?
-                    } else {
-                        Member::Value(map.next_value_seed(Strict(self.0))?)
-                    };
-                    members.push((k, member));
-                }
-                Ok(Top::Object(members))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Top<'de>, A::Error> {
-                Strict(self.0).visit_seq(seq).map(Top::Value)
-            }
-            fn visit_bool<E>(self, b: bool) -> Result<Top<'de>, E> {
-                Ok(Top::Value(Value::Bool(b)))
-            }
-            fn visit_i64<E>(self, n: i64) -> Result<Top<'de>, E> {
-                Ok(Top::Value(n.into()))
-            }
-            fn visit_u64<E>(self, n: u64) -> Result<Top<'de>, E> {
-                Ok(Top::Value(n.into()))
-            }
-            fn visit_f64<E>(self, f: f64) -> Result<Top<'de>, E> {
-                Ok(Top::Value(
-                    Number::from_f64(f).map_or(Value::Null, Value::Number),
-                ))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Top<'de>, E> {
-                Ok(Top::Value(Value::String(s.to_owned())))
-            }
-            fn visit_unit<E>(self) -> Result<Top<'de>, E> {
-                Ok(Top::Value(Value::Null))
-            }
-        }
-        d.deserialize_any(V(self.0))
+impl<'d> Reader<'d> {
+    fn new(dup: &'d RefCell<Option<String>>, keep: Keep) -> Self {
+        Reader { dup, keep }
     }
 }
 
-/// `entries`: an array is kept as raw elements, anything else is parsed as it is.
-struct EntriesSeed<'d>(&'d RefCell<Option<String>>);
+impl<'de> DeserializeSeed<'de> for Reader<'_> {
+    type Value = Node<'de>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Node<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
 
-impl<'de, 'd> DeserializeSeed<'de> for EntriesSeed<'d> {
-    type Value = Member<'de>;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Member<'de>, D::Error> {
-        struct V<'d>(&'d RefCell<Option<String>>);
-        impl<'de> Visitor<'de> for V<'_> {
-            type Value = Member<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Member<'de>, A::Error> {
-                let mut raws = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-                while let Some(raw) = seq.next_element::<&'de RawValue>()? {
-                    raws.push(raw);
-                }
-                Ok(Member::Entries(raws))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Member<'de>, A::Error> {
-                Strict(self.0).visit_map(map).map(Member::Value)
-            }
-            fn visit_bool<E>(self, b: bool) -> Result<Member<'de>, E> {
-                Ok(Member::Value(Value::Bool(b)))
-            }
-            fn visit_i64<E>(self, n: i64) -> Result<Member<'de>, E> {
-                Ok(Member::Value(n.into()))
-            }
-            fn visit_u64<E>(self, n: u64) -> Result<Member<'de>, E> {
-                Ok(Member::Value(n.into()))
-            }
-            fn visit_f64<E>(self, f: f64) -> Result<Member<'de>, E> {
-                Ok(Member::Value(
-                    Number::from_f64(f).map_or(Value::Null, Value::Number),
-                ))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Member<'de>, E> {
-                Ok(Member::Value(Value::String(s.to_owned())))
-            }
-            fn visit_unit<E>(self) -> Result<Member<'de>, E> {
-                Ok(Member::Value(Value::Null))
-            }
+impl<'de> Visitor<'de> for Reader<'_> {
+    type Value = Node<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
+        if self.keep != Keep::Members {
+            return Strict(self.dup).visit_map(map).map(Node::Value);
         }
-        d.deserialize_any(V(self.0))
+        let mut members = Vec::new();
+        while let Some(k) = map.next_key::<String>()? {
+            let member = if k == "entries" {
+                map.next_value_seed(Reader::new(self.dup, Keep::Raws))?
+            } else {
+                Node::Value(map.next_value_seed(Strict(self.dup))?)
+            };
+            members.push((k, member));
+        }
+        Ok(Node::Members(members))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
+        if self.keep != Keep::Raws {
+            return Strict(self.dup).visit_seq(seq).map(Node::Value);
+        }
+        let mut raws = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(raw) = seq.next_element::<&'de RawValue>()? {
+            raws.push(raw);
+        }
+        Ok(Node::Raws(raws))
+    }
+    fn visit_bool<E: serde::de::Error>(self, b: bool) -> Result<Node<'de>, E> {
+        Strict(self.dup).visit_bool(b).map(Node::Value)
+    }
+    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Node<'de>, E> {
+        Strict(self.dup).visit_i64(n).map(Node::Value)
+    }
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Node<'de>, E> {
+        Strict(self.dup).visit_u64(n).map(Node::Value)
+    }
+    fn visit_f64<E: serde::de::Error>(self, f: f64) -> Result<Node<'de>, E> {
+        Strict(self.dup).visit_f64(f).map(Node::Value)
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Node<'de>, E> {
+        Strict(self.dup).visit_str(s).map(Node::Value)
+    }
+    fn visit_string<E: serde::de::Error>(self, s: String) -> Result<Node<'de>, E> {
+        Strict(self.dup).visit_string(s).map(Node::Value)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Node<'de>, E> {
+        Strict(self.dup).visit_unit().map(Node::Value)
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<Node<'de>, E> {
+        Strict(self.dup).visit_none().map(Node::Value)
     }
 }
 
