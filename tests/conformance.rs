@@ -245,18 +245,7 @@ fn sixteen_processes_exporting_and_appending_at_once_leave_one_key_and_valid_bun
             let barrier = barrier.clone();
             std::thread::spawn(move || {
                 barrier.wait();
-                hook(
-                    &dir,
-                    &pre(
-                        "s1",
-                        &dir,
-                        Some("reviewer"),
-                        "Read",
-                        json!({"file_path": format!("/{i}")}),
-                        &format!("r1-{i}"),
-                    ),
-                )
-                .is_allow()
+                reviewer_read(&dir, "s1", &format!("/{i}"), &format!("r1-{i}")).is_allow()
             })
         })
         .collect();

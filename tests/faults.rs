@@ -101,17 +101,7 @@ fn sigkill_at_random_moments_never_loses_an_answered_decision_or_wedges_the_sess
         answered.len()
     );
     // The session is not wedged: the next call is decided normally.
-    let next = hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/after"}),
-            "after",
-        ),
-    );
+    let next = reviewer_read(p.path(), "s1", "/after", "after");
     assert!(next.is_allow(), "{}", next.stdout);
     // Every answered decision is on the ledger, with the verdict that was answered.
     let es = entries(p.path(), "s1");
@@ -173,18 +163,7 @@ fn concurrent_sigkills_leave_one_verifiable_chain() {
     for t in threads {
         t.join().unwrap();
     }
-    assert!(hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "final"
-        )
-    )
-    .is_allow());
+    assert!(reviewer_read(p.path(), "s1", "/x", "final").is_allow());
     assert_eq!(
         cli(&[
             "export",

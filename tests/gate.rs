@@ -323,18 +323,7 @@ fn an_unrecordable_outcome_halts_and_leaves_a_marker_that_resolve_closes() {
 #[test]
 fn receipts_bind_to_an_allowed_call() {
     let p = sample("receipt");
-    assert!(hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/a"}),
-            "toolu_r1"
-        )
-    )
-    .is_allow());
+    assert!(reviewer_read(p.path(), "s1", "/a", "toolu_r1").is_allow());
     let dir = p.path().to_str().unwrap();
     let out = cli(&[
         "receipt",

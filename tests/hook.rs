@@ -7,17 +7,7 @@ use serde_json::{json, Value};
 #[test]
 fn allow_is_silence_and_deny_has_the_documented_shape() {
     let p = sample("shape");
-    let a = hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t1",
-        ),
-    );
+    let a = reviewer_read(p.path(), "s1", "/x", "t1");
     assert_eq!((a.code, a.stdout.trim()), (0, "{}"));
     let d = hook(
         p.path(),
@@ -286,17 +276,7 @@ fn a_mode_typo_denies_instead_of_disabling_enforcement() {
         "[[[\n",
     ] {
         std::fs::write(p.path().join(".attenu/config.toml"), bad).unwrap();
-        let out = hook(
-            p.path(),
-            &pre(
-                "s1",
-                p.path(),
-                Some("reviewer"),
-                "Read",
-                json!({"file_path": "/x"}),
-                "t1",
-            ),
-        );
+        let out = reviewer_read(p.path(), "s1", "/x", "t1");
         assert!(out.denied(), "{bad}");
         assert!(
             out.reason().contains("[config-invalid]"),
@@ -396,17 +376,7 @@ fn session_ids_never_leave_the_state_directory_or_share_a_ledger() {
     .iter()
     .enumerate()
     {
-        let out = hook(
-            p.path(),
-            &pre(
-                sid,
-                p.path(),
-                Some("reviewer"),
-                "Read",
-                json!({"file_path": "/x"}),
-                &format!("t{i}"),
-            ),
-        );
+        let out = reviewer_read(p.path(), sid, "/x", &format!("t{i}"));
         assert!(out.is_allow(), "{sid}: {}", out.stdout);
     }
     assert!(
@@ -623,17 +593,7 @@ fn one_bad_declaration_never_denies_the_rest_of_the_project() {
 fn unreadable_settings_deny_with_a_reason() {
     let p = sample("badsettings");
     std::fs::write(p.path().join(".claude/settings.json"), "{ not json").unwrap();
-    let out = hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t1",
-        ),
-    );
+    let out = reviewer_read(p.path(), "s1", "/x", "t1");
     assert!(
         out.denied() && out.reason().contains("[settings-invalid]"),
         "{}",
@@ -645,34 +605,14 @@ fn unreadable_settings_deny_with_a_reason() {
 fn a_tampered_ledger_is_refused_and_left_untouched() {
     let p = sample("tamper");
     for i in 0..5 {
-        hook(
-            p.path(),
-            &pre(
-                "s1",
-                p.path(),
-                Some("reviewer"),
-                "Read",
-                json!({"file_path": format!("/x{i}")}),
-                &format!("t{i}"),
-            ),
-        );
+        reviewer_read(p.path(), "s1", &format!("/x{i}"), &format!("t{i}"));
     }
     let path = ledger_path(p.path(), "s1");
     let text = std::fs::read_to_string(&path).unwrap();
     let tampered = text.replacen("\"fs.read\"", "\"fs.wrxx\"", 1);
     assert_ne!(text, tampered);
     std::fs::write(&path, &tampered).unwrap();
-    let out = hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/y"}),
-            "t9",
-        ),
-    );
+    let out = reviewer_read(p.path(), "s1", "/y", "t9");
     assert!(
         out.denied() && out.reason().contains("[ledger-unverifiable]"),
         "{}",
@@ -688,19 +628,7 @@ fn a_tampered_ledger_is_refused_and_left_untouched() {
 #[test]
 fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
     let p = sample("bigtamper");
-    let call = |i: &str| {
-        hook(
-            p.path(),
-            &pre(
-                "s1",
-                p.path(),
-                Some("reviewer"),
-                "Read",
-                json!({"file_path": format!("/x{i}")}),
-                &format!("t{i}"),
-            ),
-        )
-    };
+    let call = |i: &str| reviewer_read(p.path(), "s1", &format!("/x{i}"), &format!("t{i}"));
     // 300 entries, one hook process each, so the checkpoint (not a full re-verify) is what
     // every call trusts before the edits.
     for i in 0..297 {
@@ -760,19 +688,7 @@ fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
 fn a_checkpoint_rewritten_to_match_an_edited_ledger_is_not_trusted() {
     use std::os::unix::fs::MetadataExt;
     let p = sample("forgedcp");
-    let call = |i: &str| {
-        hook(
-            p.path(),
-            &pre(
-                "s1",
-                p.path(),
-                Some("reviewer"),
-                "Read",
-                json!({"file_path": format!("/x{i}")}),
-                &format!("t{i}"),
-            ),
-        )
-    };
+    let call = |i: &str| reviewer_read(p.path(), "s1", &format!("/x{i}"), &format!("t{i}"));
     for i in 0..5 {
         assert!(call(&i.to_string()).is_allow());
     }
@@ -816,17 +732,7 @@ fn a_checkpoint_rewritten_to_match_an_edited_ledger_is_not_trusted() {
 #[test]
 fn a_torn_final_line_is_moved_aside_and_the_recovery_recorded() {
     let p = sample("torn");
-    hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t1",
-        ),
-    );
+    reviewer_read(p.path(), "s1", "/x", "t1");
     let path = ledger_path(p.path(), "s1");
     let mut f = std::fs::OpenOptions::new()
         .append(true)
@@ -834,17 +740,7 @@ fn a_torn_final_line_is_moved_aside_and_the_recovery_recorded() {
         .unwrap();
     std::io::Write::write_all(&mut f, b"{\"c14n\":\"JCS\",\"half").unwrap();
     drop(f);
-    let out = hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/y"}),
-            "t2",
-        ),
-    );
+    let out = reviewer_read(p.path(), "s1", "/y", "t2");
     assert!(out.is_allow(), "{}", out.stdout);
     let last = entries(p.path(), "s1").pop().unwrap();
     assert_eq!(last["context"]["recovered_torn_tail"]["bytes"], 19);
@@ -868,17 +764,8 @@ fn parallel_hook_processes_keep_one_valid_chain() {
             let dir = p.path().to_path_buf();
             std::thread::spawn(move || {
                 for i in 0..8 {
-                    let out = hook(
-                        &dir,
-                        &pre(
-                            "s1",
-                            &dir,
-                            Some("reviewer"),
-                            "Read",
-                            json!({"file_path": format!("/f{t}-{i}")}),
-                            &format!("t{t}-{i}"),
-                        ),
-                    );
+                    let out =
+                        reviewer_read(&dir, "s1", &format!("/f{t}-{i}"), &format!("t{t}-{i}"));
                     assert!(out.is_allow(), "{}", out.stdout);
                 }
             })
@@ -905,17 +792,7 @@ fn parallel_hook_processes_keep_one_valid_chain() {
 #[test]
 fn a_mid_session_agent_edit_starts_a_new_linked_chain() {
     let p = sample("edit");
-    hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t1",
-        ),
-    );
+    reviewer_read(p.path(), "s1", "/x", "t1");
     assert!(hook(
         p.path(),
         &pre("s1", p.path(), Some("reviewer"), "Bash", json!({}), "t2")
@@ -959,34 +836,14 @@ fn a_mid_session_agent_edit_starts_a_new_linked_chain() {
 #[test]
 fn removing_a_whole_chain_from_the_middle_is_detected() {
     let p = sample("dropchain");
-    hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t1",
-        ),
-    );
+    reviewer_read(p.path(), "s1", "/x", "t1");
     for tools in ["Read, Bash", "Read, Grep"] {
         std::fs::write(
             p.path().join(".claude/agents/reviewer.md"),
             format!("---\nname: reviewer\ntools: {tools}\n---\n"),
         )
         .unwrap();
-        hook(
-            p.path(),
-            &pre(
-                "s1",
-                p.path(),
-                Some("reviewer"),
-                "Read",
-                json!({"file_path": "/x"}),
-                "t",
-            ),
-        );
+        reviewer_read(p.path(), "s1", "/x", "t");
     }
     let path = ledger_path(p.path(), "s1");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -1004,17 +861,7 @@ fn removing_a_whole_chain_from_the_middle_is_detected() {
         .copied()
         .collect();
     std::fs::write(&path, kept.join("\n") + "\n").unwrap();
-    let out = hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/y"}),
-            "t9",
-        ),
-    );
+    let out = reviewer_read(p.path(), "s1", "/y", "t9");
     assert!(
         out.denied() && out.reason().contains("does not link"),
         "{}",
@@ -1099,18 +946,7 @@ fn outcomes_bind_to_their_call_and_raw_data_never_reaches_the_disk() {
 #[test]
 fn input_changed_after_authorization_is_recorded_and_halts() {
     let p = sample("changed");
-    assert!(hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/a"}),
-            "t1"
-        )
-    )
-    .is_allow());
+    assert!(reviewer_read(p.path(), "s1", "/a", "t1").is_allow());
     let out = hook(
         p.path(),
         &post(
@@ -1230,17 +1066,7 @@ fn subagents_may_not_touch_the_hooks_own_files() {
 fn state_directory_and_secrets_are_private() {
     use std::os::unix::fs::PermissionsExt;
     let p = sample("perms");
-    hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t1",
-        ),
-    );
+    reviewer_read(p.path(), "s1", "/x", "t1");
     let mode = |rel: &str| {
         std::fs::metadata(p.path().join(rel))
             .unwrap()
@@ -1258,17 +1084,7 @@ fn a_symlinked_ledger_or_state_directory_is_refused() {
     let p = sample("symlink");
     let elsewhere = TempDir::new("elsewhere");
     std::os::unix::fs::symlink(elsewhere.path(), p.path().join(".attenu")).unwrap();
-    let out = hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t1",
-        ),
-    );
+    let out = reviewer_read(p.path(), "s1", "/x", "t1");
     assert!(
         out.denied() && out.reason().contains("[state-dir-unsafe]"),
         "{}",
@@ -1281,17 +1097,7 @@ fn a_symlinked_ledger_or_state_directory_is_refused() {
         ledger_path(p.path(), "s1"),
     )
     .unwrap();
-    let out = hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t1",
-        ),
-    );
+    let out = reviewer_read(p.path(), "s1", "/x", "t1");
     assert!(
         out.denied() && out.reason().contains("[state-dir-unsafe]"),
         "{}",
@@ -1303,17 +1109,7 @@ fn a_symlinked_ledger_or_state_directory_is_refused() {
 #[test]
 fn a_lock_held_by_a_stuck_process_denies_within_the_timeout() {
     let p = sample("stuck");
-    hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t1",
-        ),
-    );
+    reviewer_read(p.path(), "s1", "/x", "t1");
     std::fs::write(
         p.path().join(".attenu/config.toml"),
         "lock_timeout_ms = 300\n",
@@ -1325,35 +1121,14 @@ fn a_lock_held_by_a_stuck_process_denies_within_the_timeout() {
         .open(p.path().join(".attenu/ledger-s1.jsonl"))
         .unwrap();
     lock.lock().unwrap();
-    let out = hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t2",
-        ),
-    );
+    let out = reviewer_read(p.path(), "s1", "/x", "t2");
     assert!(
         out.denied() && out.reason().contains("[ledger-lock-timeout]"),
         "{}",
         out.reason()
     );
     drop(lock);
-    assert!(hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t3"
-        )
-    )
-    .is_allow());
+    assert!(reviewer_read(p.path(), "s1", "/x", "t3").is_allow());
 }
 
 #[test]

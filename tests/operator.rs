@@ -103,17 +103,7 @@ fn doctor_passes_on_an_installed_project() {
         cli(&["install", p.path().to_str().unwrap(), "--command", BIN]).code,
         0
     );
-    hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t1",
-        ),
-    );
+    reviewer_read(p.path(), "s1", "/x", "t1");
     let out = doctor(p.path());
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert!(
@@ -149,17 +139,7 @@ fn doctor_fails_on_unsafe_permissions_and_a_broken_ledger() {
         cli(&["install", p.path().to_str().unwrap(), "--command", BIN]).code,
         0
     );
-    hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t1",
-        ),
-    );
+    reviewer_read(p.path(), "s1", "/x", "t1");
     std::fs::set_permissions(
         p.path().join(".attenu/anchor.key"),
         std::fs::Permissions::from_mode(0o644),
@@ -212,17 +192,7 @@ fn normalised_log(args: &[&str]) -> String {
 fn log_output_matches_the_snapshot() {
     let p = sample("log");
     let sid = "0b5f1c2e-log-snapshot";
-    hook(
-        p.path(),
-        &pre(
-            sid,
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t1",
-        ),
-    );
+    reviewer_read(p.path(), sid, "/x", "t1");
     hook(
         p.path(),
         &post(

@@ -135,6 +135,21 @@ pub fn hook(project: &Path, payload: &Value) -> Out {
     hook_raw(Some(project), payload.to_string().as_bytes())
 }
 
+/// The call most tests make: a `reviewer` subagent's `Read` of `file_path`, as one hook process.
+pub fn reviewer_read(project: &Path, session: &str, file_path: &str, tool_use_id: &str) -> Out {
+    hook(
+        project,
+        &pre(
+            session,
+            project,
+            Some("reviewer"),
+            "Read",
+            json!({ "file_path": file_path }),
+            tool_use_id,
+        ),
+    )
+}
+
 /// A PreToolUse payload as Claude Code sends it.
 pub fn pre(
     session: &str,
