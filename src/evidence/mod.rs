@@ -1,5 +1,6 @@
 //! Evidence: the anchor key, signed bundle export, and offline verification.
 pub mod bundle;
+pub mod doc;
 pub mod keys;
 pub mod log;
 pub mod strict;

@@ -2,30 +2,33 @@
 //! occurs twice in one object (which of the two a reader keeps differs between readers, so
 //! the verifier reports it), with the entries parsed on every core.
 //!
-//! The tree is what `serde_json::from_str::<Value>` gives (the last of two equal members wins),
-//! so the verdict on everything else is unchanged; only the duplicate is reported besides.
+//! The tree ([`Json`], strings borrowed from the text) means what `serde_json::from_str::<Value>`
+//! reads (the last of two equal members wins), so the verdict on everything else is unchanged;
+//! only the duplicate is reported besides.
 
-use crate::ledger::chain;
+use super::doc::{self, Json, Members};
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
-use serde_json::{Map, Number, Value};
+use serde_json::Number;
+use std::borrow::Cow;
 use std::cell::RefCell;
+use std::collections::HashSet;
 use std::fmt;
 
 /// Below this many entries one thread is faster than starting others.
 const PARALLEL_FROM: usize = 512;
 
 /// A parsed bundle and the first repeated member name found, if any.
-pub struct Parsed {
-    pub value: Value,
+pub struct Parsed<'a> {
+    pub value: Json<'a>,
     pub duplicate: Option<String>,
-    /// For a top-level `entries` array: each element's [`chain::own_hash`], computed by the
+    /// For a top-level `entries` array: each element's [`doc::own_hash`], computed by the
     /// thread that parsed it while it was still in cache.
     pub entry_hashes: Option<Vec<Option<String>>>,
 }
 
 /// Parses `text` as JSON. Errors are the syntax errors of `serde_json`, with line and column.
-pub fn parse(text: &str) -> Result<Parsed, serde_json::Error> {
+pub fn parse(text: &str) -> Result<Parsed<'_>, serde_json::Error> {
     let dup = RefCell::new(None);
     let mut de = serde_json::Deserializer::from_str(text);
     let top = Reader::new(&dup, Keep::Members).deserialize(&mut de)?;
@@ -37,7 +40,8 @@ pub fn parse(text: &str) -> Result<Parsed, serde_json::Error> {
         // Only the top level keeps members, and only `entries` keeps raw elements.
         Node::Raws(_) => unreachable!("raw elements are kept for `entries` only"),
         Node::Members(members) => {
-            let mut out = Map::new();
+            let mut out = Vec::with_capacity(members.len());
+            let mut names = HashSet::new();
             for (name, member) in members {
                 let value = match member {
                     Node::Raws(raws) => {
@@ -57,11 +61,12 @@ pub fn parse(text: &str) -> Result<Parsed, serde_json::Error> {
                     }
                     Node::Members(_) => unreachable!("members are kept at the top level only"),
                 };
-                if out.insert(name.clone(), value).is_some() && duplicate.is_none() {
+                if !names.insert(name.clone()) && duplicate.is_none() {
                     duplicate = Some(format!("duplicate member {}", quoted(&name)));
                 }
+                out.push((name, value));
             }
-            Value::Object(out)
+            Json::Object(Members::from_document_order(out, false))
         }
     };
     Ok(Parsed {
@@ -71,7 +76,7 @@ pub fn parse(text: &str) -> Result<Parsed, serde_json::Error> {
     })
 }
 
-fn parse_one(text: &str) -> Result<Parsed, serde_json::Error> {
+fn parse_one(text: &str) -> Result<Parsed<'_>, serde_json::Error> {
     let dup = RefCell::new(None);
     let mut de = serde_json::Deserializer::from_str(text);
     let value = Strict(&dup).deserialize(&mut de)?;
@@ -86,10 +91,12 @@ fn parse_one(text: &str) -> Result<Parsed, serde_json::Error> {
 type Hashes = Vec<Option<String>>;
 
 /// The entries array, its elements parsed (and hashed) in parallel.
-fn parse_entries(raws: &[&RawValue]) -> Result<(Value, Hashes, Option<String>), serde_json::Error> {
+fn parse_entries<'a>(
+    raws: &[&'a RawValue],
+) -> Result<(Json<'a>, Hashes, Option<String>), serde_json::Error> {
     let parsed = crate::par::map(raws, PARALLEL_FROM, |i, raw| {
         parse_one(raw.get()).map(|p| {
-            let hash = chain::own_hash(&p.value);
+            let hash = doc::own_hash(&p.value);
             let dup = p.duplicate.map(|d| format!("{d} in entries[{i}]"));
             (p.value, hash, dup)
         })
@@ -105,7 +112,7 @@ fn parse_entries(raws: &[&RawValue]) -> Result<(Value, Hashes, Option<String>), 
             duplicate = dup;
         }
     }
-    Ok((Value::Array(values), hashes, duplicate))
+    Ok((Json::Array(values), hashes, duplicate))
 }
 
 fn quoted(s: &str) -> String {
@@ -115,8 +122,8 @@ fn quoted(s: &str) -> String {
 /// What [`Reader`] keeps of a value: its tree, or (as asked) an object's members in order
 /// with repeats, or an array's elements as raw text (syntax checked) for [`parse_entries`].
 enum Node<'a> {
-    Value(Value),
-    Members(Vec<(String, Node<'a>)>),
+    Value(Json<'a>),
+    Members(Vec<(Cow<'a, str>, Node<'a>)>),
     Raws(Vec<&'a RawValue>),
 }
 
@@ -159,7 +166,7 @@ impl<'de> Visitor<'de> for Reader<'_> {
             return Strict(self.dup).visit_map(map).map(Node::Value);
         }
         let mut members = Vec::new();
-        while let Some(k) = map.next_key::<String>()? {
+        while let Some(k) = map.next_key_seed(Name)? {
             let member = if k == "entries" {
                 map.next_value_seed(Reader::new(self.dup, Keep::Raws))?
             } else {
@@ -191,6 +198,9 @@ impl<'de> Visitor<'de> for Reader<'_> {
     fn visit_f64<E: serde::de::Error>(self, f: f64) -> Result<Node<'de>, E> {
         Strict(self.dup).visit_f64(f).map(Node::Value)
     }
+    fn visit_borrowed_str<E: serde::de::Error>(self, s: &'de str) -> Result<Node<'de>, E> {
+        Strict(self.dup).visit_borrowed_str(s).map(Node::Value)
+    }
     fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Node<'de>, E> {
         Strict(self.dup).visit_str(s).map(Node::Value)
     }
@@ -205,77 +215,122 @@ impl<'de> Visitor<'de> for Reader<'_> {
     }
 }
 
-/// Builds a `Value` exactly as serde_json does, noting the first repeated member name.
+/// A member name, borrowed from the text unless it holds an escape.
+struct Name;
+
+impl<'de> DeserializeSeed<'de> for Name {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Name {
+    type Value = Cow<'de, str>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Cow<'de, str>, E> {
+        // A ledger field's name points at one static copy, not at each entry's own text: the
+        // checks look fields up by name many times, and far-apart names would miss the cache.
+        Ok(Cow::Borrowed(super::verify::ledger_field(s).unwrap_or(s)))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Cow<'de, str>, E> {
+        Ok(super::verify::ledger_field(s).map_or_else(|| Cow::Owned(s.to_owned()), Cow::Borrowed))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(s))
+    }
+}
+
+/// Builds the tree serde_json would read, noting the first repeated member name at the
+/// point serde_json's own reader would meet it.
 struct Strict<'a>(&'a RefCell<Option<String>>);
 
+impl Strict<'_> {
+    fn note_repeat(&self, name: &str) {
+        let mut dup = self.0.borrow_mut();
+        if dup.is_none() {
+            *dup = Some(format!("duplicate member {}", quoted(name)));
+        }
+    }
+}
+
 impl<'de> DeserializeSeed<'de> for Strict<'_> {
-    type Value = Value;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+    type Value = Json<'de>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Json<'de>, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for Strict<'_> {
-    type Value = Value;
+    type Value = Json<'de>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
-        Ok(Value::Bool(b))
+    fn visit_bool<E>(self, b: bool) -> Result<Json<'de>, E> {
+        Ok(Json::Bool(b))
     }
-    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
-        Ok(Value::Number(n.into()))
+    fn visit_i64<E>(self, n: i64) -> Result<Json<'de>, E> {
+        Ok(Json::Number(n.into()))
     }
-    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
-        Ok(Value::Number(n.into()))
+    fn visit_u64<E>(self, n: u64) -> Result<Json<'de>, E> {
+        Ok(Json::Number(n.into()))
     }
-    fn visit_f64<E>(self, f: f64) -> Result<Value, E> {
-        Ok(Number::from_f64(f).map_or(Value::Null, Value::Number))
+    fn visit_f64<E>(self, f: f64) -> Result<Json<'de>, E> {
+        Ok(Number::from_f64(f).map_or(Json::Null, Json::Number))
     }
-    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
-        Ok(Value::String(s.to_owned()))
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Borrowed(s)))
     }
-    fn visit_string<E>(self, s: String) -> Result<Value, E> {
-        Ok(Value::String(s))
+    fn visit_str<E>(self, s: &str) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Owned(s.to_owned())))
     }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_string<E>(self, s: String) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Owned(s)))
     }
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_unit<E>(self) -> Result<Json<'de>, E> {
+        Ok(Json::Null)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+    fn visit_none<E>(self) -> Result<Json<'de>, E> {
+        Ok(Json::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
         while let Some(v) = seq.next_element_seed(Strict(self.0))? {
             items.push(v);
         }
-        Ok(Value::Array(items))
+        Ok(Json::Array(items))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut members = Map::new();
-        while let Some(k) = map.next_key::<String>()? {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
+        let mut members: Vec<(Cow<'de, str>, Json<'de>)> = Vec::new();
+        // Names in increasing order (canonical JSON) cannot repeat; past the first one out of
+        // order, a set of the names seen finds a repeat without a quadratic scan.
+        let mut in_order = true;
+        let mut seen: Option<HashSet<Cow<'de, str>>> = None;
+        while let Some(k) = map.next_key_seed(Name)? {
             let v = map.next_value_seed(Strict(self.0))?;
-            match members.entry(k) {
-                serde_json::map::Entry::Occupied(mut o) => {
-                    if self.0.borrow().is_none() {
-                        *self.0.borrow_mut() =
-                            Some(format!("duplicate member {}", quoted(o.key())));
-                    }
-                    o.insert(v);
-                }
-                serde_json::map::Entry::Vacant(slot) => {
-                    slot.insert(v);
+            if in_order && members.last().is_some_and(|(last, _)| k <= *last) {
+                in_order = false;
+                seen = Some(members.iter().map(|(name, _)| name.clone()).collect());
+            }
+            if let Some(seen) = seen.as_mut() {
+                if !seen.insert(k.clone()) {
+                    self.note_repeat(&k);
                 }
             }
+            members.push((k, v));
         }
-        Ok(Value::Object(members))
+        Ok(Json::Object(Members::from_document_order(
+            members, in_order,
+        )))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn the_tree_is_serde_jsons_and_a_repeat_is_noted() {
@@ -290,24 +345,41 @@ mod tests {
             let theirs = serde_json::from_str::<Value>(text);
             match (ours, theirs) {
                 (Ok(p), Ok(v)) => {
-                    assert_eq!(p.value, v, "{text}");
+                    assert_eq!(p.value.to_value(), v, "{text}");
                     assert!(p.duplicate.is_none(), "{text}");
                 }
                 (Err(_), Err(_)) => {}
-                (a, b) => panic!("{text}: {:?} vs {:?}", a.map(|p| p.value), b),
+                (a, b) => panic!("{text}: {:?} vs {:?}", a.map(|p| p.value.to_value()), b),
             }
         }
         let p = parse(r#"{"a":1,"a":2}"#).unwrap();
-        assert_eq!(p.value, json!({"a": 2}));
+        assert_eq!(p.value.to_value(), json!({"a": 2}));
         assert_eq!(p.duplicate.as_deref(), Some(r#"duplicate member "a""#));
         let many: Vec<String> = (0..2000).map(|i| format!(r#"{{"i":{i}}}"#)).collect();
         let text = format!(r#"{{"entries":[{},{{"k":1,"k":2}}]}}"#, many.join(","));
         let p = parse(&text).unwrap();
-        assert_eq!(p.value["entries"][2000], json!({"k": 2}));
+        assert_eq!(p.value.to_value()["entries"][2000], json!({"k": 2}));
         assert_eq!(
             p.duplicate.as_deref(),
             Some(r#"duplicate member "k" in entries[2000]"#)
         );
+        // Escaped and out-of-order names, a repeat inside a nested object, names on both sides
+        // of U+E000: the same tree, the repeat the streaming reader meets first, and the
+        // entry hash the ledger computes for the same value.
+        let text = r#"{"entries":[{"z\u0041":"\u00e9\n","b":{"y":1,"x":2,"y":3},"a":[{"\ud800\udc00":1,"\ue000":2}],"b2":1,"prev_hash":"00"}],"v":2}"#;
+        let p = parse(text).unwrap();
+        let v: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(p.value.to_value(), v);
+        assert_eq!(
+            p.duplicate.as_deref(),
+            Some(r#"duplicate member "y" in entries[0]"#)
+        );
+        assert_eq!(
+            p.entry_hashes.unwrap()[0],
+            crate::ledger::chain::own_hash(&v["entries"][0])
+        );
+        let p = parse(r#"{"b":1,"a":{"c":1,"c":2},"b":2}"#).unwrap();
+        assert_eq!(p.duplicate.as_deref(), Some(r#"duplicate member "c""#));
         assert!(parse(r#"{"a":1,}"#).is_err());
         assert!(parse(r#"{"entries":[1,]}"#).is_err());
         assert!(parse("{} x").is_err());

@@ -46,12 +46,13 @@
 //!   bound onto a field no call carries.
 //! * Ed25519 signatures are checked with `verify_strict`, and hex is read without whitespace.
 
+use super::doc::{self, Json, Members};
 use super::strict;
 use crate::ledger::canonical::{self, CanonicalError};
 use crate::ledger::chain::{self, ChainBreak};
 use ed25519_dalek::{Signature, VerifyingKey};
 use serde::{Serialize, Serializer};
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Number};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -59,7 +60,9 @@ use std::path::Path;
 /// Below this many entries one thread is faster than starting another.
 const PARALLEL_FROM: usize = 512;
 
-type Obj = Map<String, Value>;
+// The checks read the bundle as `doc` holds it (strings borrowed from the file).
+type Value<'a> = Json<'a>;
+type Obj<'a> = Members<'a>;
 
 // ------------------------------------------------------------------------------------------
 // Public API
@@ -99,7 +102,7 @@ pub struct Report {
     /// `pinned`, `bundle-side`, `hmac` or `none` ([`AnchorKey::label`]).
     pub key: &'static str,
     /// The bundle's `chain_id` as written (null when absent).
-    pub chain_id: Value,
+    pub chain_id: serde_json::Value,
     /// How many entries the bundle carries.
     pub entries: usize,
     /// How many nodes have a readable authority.
@@ -273,13 +276,15 @@ impl std::fmt::Display for FailureName {
 
 /// The bytes the anchor signature covers: RFC 8785 JSON of the anchor without its `kid`, `sig`
 /// and `verified` members (the reference's `AuditLog.verify_anchor`). Export signs these bytes.
-pub fn anchor_signing_input(anchor: &Map<String, Value>) -> Result<Vec<u8>, CanonicalError> {
-    let body: Obj = anchor
+pub fn anchor_signing_input(
+    anchor: &Map<String, serde_json::Value>,
+) -> Result<Vec<u8>, CanonicalError> {
+    let body: Map<String, serde_json::Value> = anchor
         .iter()
         .filter(|(k, _)| !matches!(k.as_str(), "kid" | "sig" | "verified"))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    canonical::to_vec(&Value::Object(body))
+    canonical::to_vec(&serde_json::Value::Object(body))
 }
 
 /// Why a bundle file or a key file could not be used at all (exit code 2).
@@ -300,7 +305,7 @@ pub fn verify_bundle_bytes(bytes: &[u8], key: &AnchorKey) -> Result<Report, Inpu
 
 /// [`verify_bundle_bytes`], also handing back the parsed tree (the CLI lets the process end
 /// without freeing it).
-fn verify_parsed(bytes: &[u8], key: &AnchorKey) -> Result<(Report, Value), InputError> {
+fn verify_parsed<'b>(bytes: &'b [u8], key: &AnchorKey) -> Result<(Report, Value<'b>), InputError> {
     let text =
         std::str::from_utf8(bytes).map_err(|e| InputError::NotJson(format!("not UTF-8: {e}")))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -333,23 +338,23 @@ fn verify_parsed(bytes: &[u8], key: &AnchorKey) -> Result<(Report, Value), Input
 pub fn parse_anchor_pub(text: &str) -> Result<VerifyingKey, InputError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text).trim();
     let hex = if text.starts_with('{') {
-        let v: Value = serde_json::from_str(text)
+        let v: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| InputError::BadKey(format!("the key file is not valid JSON ({e})")))?;
         let obj = v
             .as_object()
             .ok_or_else(|| InputError::BadKey("the key file is not a JSON object".into()))?;
         match obj.get("alg") {
-            None | Some(Value::Null) => {}
-            Some(Value::String(a)) if a == "EdDSA" => {}
+            None | Some(serde_json::Value::Null) => {}
+            Some(serde_json::Value::String(a)) if a == "EdDSA" => {}
             Some(other) => {
                 return Err(InputError::BadKey(format!(
                 "the key file's alg is {}, not \"EdDSA\"; only Ed25519 anchor keys are verified",
-                shown(other)
+                shown(&Json::from_value(other))
             )))
             }
         }
         match obj.get("public_key") {
-            Some(Value::String(s)) => s.clone(),
+            Some(serde_json::Value::String(s)) => s.clone(),
             _ => {
                 return Err(InputError::BadKey(
                     "the key file has no \"public_key\" string".into(),
@@ -528,7 +533,7 @@ pub fn render_text(report: &Report, key_file: Option<&Path>) -> String {
         }
     }
     let yes = |b: bool| if b { "ok" } else { "FAILED" };
-    let chain_id = shown(&report.chain_id);
+    let chain_id = shown(&Json::from_value(&report.chain_id));
     let verdict = match (report.valid, report.key) {
         (true, "bundle-side") => "VALID (key NOT pinned)",
         (true, _) => "VALID",
@@ -556,21 +561,28 @@ pub fn render_text(report: &Report, key_file: Option<&Path>) -> String {
 // The ledger's closed vocabularies (attenu-guard 0.21.0, evidence.py and reasons.py)
 // ------------------------------------------------------------------------------------------
 
-/// A closed list of names as a constant, and a membership test compiled to a `match` (asked
-/// for every member of every entry, where a linear scan or a hash shows in the profile).
+/// A closed list of names as a constant, a membership test compiled to a `match` (asked for
+/// every member of every entry, where a linear scan or a hash shows in the profile), and the
+/// list's own copy of a name.
 macro_rules! name_list {
-    ($(#[$doc:meta])* $vis:vis $list:ident, $test:ident, [$($name:literal),* $(,)?]) => {
+    ($(#[$doc:meta])* $vis:vis $list:ident, $test:ident, $own:ident, [$($name:literal),* $(,)?]) => {
         $(#[$doc])*
         $vis const $list: &[&str] = &[$($name),*];
         fn $test(name: &str) -> bool {
             matches!(name, $($name)|*)
+        }
+        pub(crate) fn $own(name: &str) -> Option<&'static str> {
+            match name {
+                $($name => Some($name),)*
+                _ => None,
+            }
         }
     };
 }
 
 name_list!(
     /// Every top-level field an entry may carry.
-    pub LEDGER_FIELDS, is_ledger_field, [
+    pub LEDGER_FIELDS, is_ledger_field, ledger_field, [
     "v", "c14n", "seq", "ts", "event", "prev_hash", "hash", "chain_id", "node", "parent", "agent",
     "task", "scope", "tool", "context", "reason", "reasons", "authority", "requested", "granted",
     "target", "revoked", "strikes", "mode", "disposition", "detail", "call_id", "capture",
@@ -622,7 +634,7 @@ const EGRESS_ORDER: &[&str] = &["none", "internal", "any"];
 // ------------------------------------------------------------------------------------------
 
 /// A present, non-null member (`dict.get` in the reference reads null and absent alike).
-fn get<'a>(e: &'a Obj, k: &str) -> Option<&'a Value> {
+fn get<'a>(e: &'a Obj<'a>, k: &str) -> Option<&'a Value<'a>> {
     e.get(k).filter(|v| !v.is_null())
 }
 
@@ -630,7 +642,7 @@ fn present_but_null(e: &Obj, k: &str) -> bool {
     matches!(e.get(k), Some(Value::Null))
 }
 
-fn event_of(e: &Obj) -> Option<&str> {
+fn event_of<'a>(e: &'a Obj<'a>) -> Option<&'a str> {
     e.get("event").and_then(Value::as_str)
 }
 
@@ -782,7 +794,7 @@ fn escaped(v: &Value) -> String {
 /// A value from the bundle as a message prints it: bare when that is safe, escaped otherwise.
 fn shown(v: &Value) -> String {
     match v {
-        Value::String(s) if is_bare(s) => s.clone(),
+        Value::String(s) if is_bare(s) => s.to_string(),
         Value::Null | Value::Bool(_) | Value::Number(_) => v.to_string(),
         _ => escaped(v),
     }
@@ -792,8 +804,13 @@ fn shown_str(s: &str) -> String {
     if is_bare(s) {
         s.to_string()
     } else {
-        escaped(&Value::String(s.to_string()))
+        shown_str_escaped(s)
     }
+}
+
+/// A string as JSON, escaped whether or not it would be safe bare.
+fn shown_str_escaped(s: &str) -> String {
+    escaped(&Value::String(s.into()))
 }
 
 fn shown_opt(v: Option<&Value>) -> String {
@@ -848,7 +865,7 @@ impl Member {
         match v {
             Value::Null => Some(Member::Null),
             Value::Bool(b) => Some(Member::Bool(*b)),
-            Value::String(s) => Some(Member::Str(s.clone())),
+            Value::String(s) => Some(Member::Str(s.to_string())),
             Value::Number(n) => Some(Member::Num(n.clone())),
             _ => None,
         }
@@ -894,7 +911,7 @@ enum Bound {
     Members(Vec<Member>),
     Prefix(String),
     /// A constraint type this verifier does not define: denies every action (fail closed).
-    Unknown(Value),
+    Unknown(serde_json::Value),
 }
 
 #[derive(Debug, Clone)]
@@ -921,7 +938,7 @@ impl Ceiling {
                     .map(|x| match x {
                         Member::Null => "null".to_string(),
                         Member::Bool(b) => b.to_string(),
-                        Member::Str(s) => escaped(&Value::String(s.clone())),
+                        Member::Str(s) => shown_str_escaped(s),
                         Member::Num(n) => n.to_string(),
                     })
                     .collect();
@@ -941,7 +958,9 @@ impl Ceiling {
                 shown_str(self.field_name()),
                 shown_str(p)
             ),
-            Bound::Unknown(raw) => format!("unknown constraint {}", escaped(raw)),
+            Bound::Unknown(raw) => {
+                format!("unknown constraint {}", escaped(&Json::from_value(raw)))
+            }
         }
     }
 
@@ -976,7 +995,7 @@ impl Ceiling {
     /// Does this ceiling admit an action on `scope` with context `ctx`?
     fn permits(&self, scope: &str, ctx: &Obj) -> Result<(), String> {
         // `_scope` is reserved: it is always the scope being checked, whatever the context says.
-        let scope_value = Value::String(scope.to_string());
+        let scope_value = Value::String(scope.into());
         let lookup = |name: &str| -> Option<&Value> {
             if name == "_scope" {
                 Some(&scope_value)
@@ -1073,7 +1092,7 @@ fn integral_abs_exceeds_safe(n: &Number) -> bool {
 fn optional_string(key: &str, member: &str, v: Option<&Value>) -> Result<Option<String>, String> {
     match v {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::String(s)) => Ok(Some(s.to_string())),
         Some(other) => Err(format!(
             "{member} of constraint {} is {}, not a string",
             shown_str(key),
@@ -1112,7 +1131,7 @@ fn ceiling_from_wire(c: &Value) -> Result<Ceiling, String> {
         .as_object()
         .ok_or_else(|| format!("a constraint is {}, not an object", kind(Some(c))))?;
     let key = match m.get("key") {
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => s.to_string(),
         None => return Err("key of a constraint is absent, not a string".into()),
         other => {
             return Err(format!(
@@ -1123,7 +1142,7 @@ fn ceiling_from_wire(c: &Value) -> Result<Ceiling, String> {
     };
     let discriminator = match m.get("type") {
         None => key.as_str(),
-        Some(Value::String(t)) => t.as_str(),
+        Some(Value::String(t)) => t.as_ref(),
         other => {
             return Err(format!(
                 "type of constraint {} is {}, not a string",
@@ -1236,7 +1255,7 @@ fn ceiling_from_wire(c: &Value) -> Result<Ceiling, String> {
             }
             "prefix" => {
                 let prefix = match m.get("prefix") {
-                    Some(Value::String(p)) => p.clone(),
+                    Some(Value::String(p)) => p.to_string(),
                     other => {
                         let k = if other.is_none() {
                             "absent"
@@ -1263,14 +1282,9 @@ fn ceiling_from_wire(c: &Value) -> Result<Ceiling, String> {
                     key: key.clone(),
                     kind: CeilingKind::Unknown,
                     field: None,
-                    bound: Bound::Unknown(c.clone()),
+                    bound: Bound::Unknown(c.to_value()),
                 };
-                (
-                    c,
-                    m.keys().map(String::as_str).collect(),
-                    key.clone(),
-                    false,
-                )
+                (c, m.keys().collect(), key.clone(), false)
             }
         };
     if emitted_key != key {
@@ -1282,10 +1296,8 @@ fn ceiling_from_wire(c: &Value) -> Result<Ceiling, String> {
     }
     let dropped: Vec<&str> = m
         .iter()
-        .filter(|(k, v)| {
-            !members.contains(&k.as_str()) && !(k.as_str() == "field" && (has_field || v.is_null()))
-        })
-        .map(|(k, _)| k.as_str())
+        .filter(|(k, v)| !members.contains(k) && !(*k == "field" && (has_field || v.is_null())))
+        .map(|(k, _)| k)
         .collect();
     if !dropped.is_empty() {
         return Err(format!(
@@ -1312,7 +1324,6 @@ impl Authority {
         };
         let unknown: Vec<&str> = m
             .keys()
-            .map(String::as_str)
             .filter(|k| !matches!(*k, "scopes" | "constraints" | "ttl"))
             .collect();
         if !unknown.is_empty() {
@@ -1447,7 +1458,7 @@ impl Authority {
 
 /// The failure list, with the entry each failure is about.
 struct Log<'a> {
-    entries: &'a [Option<&'a Obj>],
+    entries: &'a [Option<&'a Obj<'a>>],
     failures: Vec<Failure>,
 }
 
@@ -1504,8 +1515,8 @@ fn seq_text(e: &Obj) -> String {
 ///
 /// Never panics on any JSON input; every problem is a [`Failure`]. See the module
 /// documentation for what is checked and where this is stricter than the reference.
-pub fn verify_bundle(bundle: &Value, key: &AnchorKey) -> Report {
-    verify_bundle_with(bundle, key, None)
+pub fn verify_bundle(bundle: &serde_json::Value, key: &AnchorKey) -> Report {
+    verify_bundle_with(&Json::from_value(bundle), key, None)
 }
 
 /// [`verify_bundle`], with the entries' own hashes already computed by the reader.
@@ -1689,11 +1700,7 @@ fn verify_bundle_with(
                     ),
                 );
             }
-            let mut extra: Vec<&str> = e
-                .keys()
-                .map(String::as_str)
-                .filter(|f| !is_ledger_field(f))
-                .collect();
+            let mut extra: Vec<&str> = e.keys().filter(|f| !is_ledger_field(f)).collect();
             if !extra.is_empty() {
                 extra.sort();
                 fields_ok = false;
@@ -1756,12 +1763,21 @@ fn verify_bundle_with(
         let chain_id_ok = foreign.is_none() && !anchor_chain_reported;
 
         // (6) integrity: the hash chain, then the anchor over its head.
-        let chain_result = match entry_hashes {
-            Some(hashes) if hashes.len() == raw_entries.len() => {
-                chain::verify_entries_with(raw_entries, hashes)
-            }
-            _ => chain::verify_entries(raw_entries),
+        let hashes = match entry_hashes {
+            Some(hashes) if hashes.len() == raw_entries.len() => hashes,
+            _ => crate::par::map(raw_entries, PARALLEL_FROM, |_, e| doc::own_hash(e)),
         };
+        let chain_result = chain::check_links(raw_entries, hashes, |e| {
+            let obj = e.as_object()?;
+            Some(chain::Links {
+                seq: match obj.get("seq") {
+                    Some(Value::Number(n)) => Some(n),
+                    _ => None,
+                },
+                prev_hash: obj.get("prev_hash").and_then(Value::as_str),
+                hash: obj.get("hash").and_then(Value::as_str),
+            })
+        });
         if let Err(brk) = &chain_result {
             let i = brk.index();
             let (name, detail) = match brk {
@@ -2032,11 +2048,8 @@ fn verify_bundle_with(
             )
         } else if bundle_v == Some(1) {
             for (i, e) in objects() {
-                let mut leaked: Vec<&str> = e
-                    .keys()
-                    .map(String::as_str)
-                    .filter(|f| V2_ONLY_FIELDS.contains(f))
-                    .collect();
+                let mut leaked: Vec<&str> =
+                    e.keys().filter(|f| V2_ONLY_FIELDS.contains(f)).collect();
                 if !leaked.is_empty() {
                     leaked.sort();
                     log.at(
@@ -2134,7 +2147,7 @@ fn verify_bundle_with(
                 ledger_fields: fields_ok,
             },
             key: key.label(),
-            chain_id: bundle_chain_id.cloned().unwrap_or(Value::Null),
+            chain_id: bundle_chain_id.map_or(serde_json::Value::Null, Json::to_value),
             entries: raw_entries.len(),
             nodes: auth.len(),
             actions_checked: actions,
@@ -2214,7 +2227,10 @@ fn unreadable_report(bundle: &Value, key: &AnchorKey, problems: Vec<String>) -> 
             ledger_fields: false,
         },
         key: key.label(),
-        chain_id: bundle.get("chain_id").cloned().unwrap_or(Value::Null),
+        chain_id: bundle
+            .as_object()
+            .and_then(|b| b.get("chain_id"))
+            .map_or(serde_json::Value::Null, Json::to_value),
         entries: 0,
         nodes: 0,
         actions_checked: 0,
@@ -2263,7 +2279,7 @@ fn check_anchor(
     };
     let missing: Vec<&str> = ["v", "chain_id", "seq", "head", "ts"]
         .into_iter()
-        .filter(|f| !a.contains_key(*f))
+        .filter(|f| !a.contains_key(f))
         .collect();
     if !missing.is_empty() {
         log.chain(
@@ -2275,7 +2291,7 @@ fn check_anchor(
         );
         return "failed";
     }
-    let signed = match anchor_signing_input(a) {
+    let signed = match anchor_signing_input(&a.to_map()) {
         Ok(bytes) => bytes,
         Err(e) => {
             log.chain(
@@ -2468,7 +2484,7 @@ fn allow_problem(e: &Obj) -> Option<(FailureName, String)> {
                 "capture is missing; every v2 allow states what will observe the call".into(),
             ))
         }
-        Some(Value::String(c)) if CAPTURES.contains(&c.as_str()) => {}
+        Some(Value::String(c)) if CAPTURES.contains(&c.as_ref()) => {}
         Some(other) => {
             return Some((
                 FailureName::AllowCaptureInvalid,
@@ -2528,7 +2544,7 @@ fn deny_problem(e: &Obj) -> Option<(FailureName, String)> {
     let leaked: Vec<&str> = ALLOW_ONLY_FIELDS
         .iter()
         .copied()
-        .filter(|f| e.contains_key(*f))
+        .filter(|f| e.contains_key(f))
         .collect();
     if !leaked.is_empty() {
         return Some((
@@ -2620,12 +2636,12 @@ enum CallKey<'a> {
     Num(String),
 }
 
-fn call_id_key(v: Option<&Value>) -> Option<CallKey<'_>> {
+fn call_id_key<'a>(v: Option<&'a Value<'a>>) -> Option<CallKey<'a>> {
     match v? {
         Value::String(s) => Some(CallKey::Str(s)),
         Value::Bool(b) => Some(CallKey::Bool(*b)),
         Value::Number(n) => Some(CallKey::Num(
-            match canonical::to_string(&Value::Number(n.clone())) {
+            match canonical::to_string(&serde_json::Value::Number(n.clone())) {
                 Ok(c) => c,
                 Err(_) => n.to_string(),
             },
@@ -2940,7 +2956,7 @@ mod tests {
     use super::*;
     use crate::ledger::chain::{seal, GENESIS};
     use ed25519_dalek::{Signer as _, SigningKey};
-    use serde_json::json;
+    use serde_json::{json, Value};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     const CID_A: &str = "0123456789abcdef0123456789abcdef";
@@ -3018,8 +3034,25 @@ mod tests {
         AnchorKey::Pinned(k.verifying_key())
     }
 
+    /// The verifier's own reading of a `Value`, owning its strings.
+    fn owned(v: &Value) -> Json<'static> {
+        match v {
+            Value::String(s) => Json::String(s.clone().into()),
+            Value::Array(a) => Json::Array(a.iter().map(owned).collect()),
+            Value::Object(m) => Json::Object(Members::from_document_order(
+                m.iter()
+                    .map(|(k, v)| (k.clone().into(), owned(v)))
+                    .collect(),
+                true,
+            )),
+            Value::Number(n) => Json::Number(n.clone()),
+            Value::Bool(b) => Json::Bool(*b),
+            Value::Null => Json::Null,
+        }
+    }
+
     fn authority(v: Value) -> Authority {
-        Authority::from_wire(Some(&v), "authority").unwrap()
+        Authority::from_wire(Some(&owned(&v)), "authority").unwrap()
     }
 
     #[test]
@@ -3185,7 +3218,7 @@ mod tests {
         let quota = json!({"key": "quota", "type": "token_bucket", "rate": 5});
         let a = authority(json!({"scopes": ["fs.read"], "constraints": [quota]}));
         assert!(
-            a.permits("fs.read", &Obj::new()).is_err(),
+            a.permits("fs.read", &Members::new()).is_err(),
             "an unknown constraint denies every action"
         );
         // It subsumes only an identical constraint (the same RFC 8785 bytes).
@@ -3209,16 +3242,20 @@ mod tests {
             json!({"key": "region", "type": "allow", "one_of": [["eu"]]}),
             json!({"key": 7, "type": "allow", "one_of": []}),
         ] {
-            assert!(ceiling_from_wire(&bad).is_err(), "{bad}");
+            assert!(ceiling_from_wire(&owned(&bad)).is_err(), "{bad}");
         }
         assert!(Authority::from_wire(
-            Some(&json!({"scopes": ["fs.read"], "deny_scopes": ["fs.write"]})),
+            Some(&owned(
+                &json!({"scopes": ["fs.read"], "deny_scopes": ["fs.write"]})
+            )),
             "granted"
         )
         .is_err());
-        assert!(Authority::from_wire(Some(&json!({"scopes": "fs.read"})), "granted").is_err());
+        assert!(
+            Authority::from_wire(Some(&owned(&json!({"scopes": "fs.read"}))), "granted").is_err()
+        );
         assert!(Authority::from_wire(
-            Some(&json!({"scopes": ["fs.read"], "ttl": "60"})),
+            Some(&owned(&json!({"scopes": ["fs.read"], "ttl": "60"}))),
             "granted"
         )
         .is_err());
@@ -3230,7 +3267,10 @@ mod tests {
             {"key": "max_rows", "max": 100},
             {"key": "max_calls[crm.write]", "type": "max_calls", "max": 2, "applies_to": "crm.write"},
             {"key": "region", "type": "allow", "one_of": ["eu", 1]}]}));
-        let ctx = |v: Value| v.as_object().unwrap().clone();
+        let ctx = |v: Value| match owned(&v) {
+            Json::Object(m) => m,
+            _ => unreachable!("an object"),
+        };
         assert!(a
             .permits("crm.read", &ctx(json!({"rows": 100, "region": "eu"})))
             .is_ok());
@@ -3259,7 +3299,7 @@ mod tests {
         assert!(a
             .permits("crm.write", &ctx(json!({"calls[crm.write]": 5})))
             .is_err());
-        assert!(a.permits("mail.send", &Obj::new()).is_err());
+        assert!(a.permits("mail.send", &Members::new()).is_err());
     }
 
     #[test]

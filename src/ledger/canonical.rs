@@ -93,11 +93,14 @@ fn write_members<'a>(
 
 /// RFC 8785 sorts member names by their UTF-16 code units, not by UTF-8 bytes: the two orders
 /// differ for characters above U+FFFF against those in U+E000..U+FFFF.
-fn utf16_cmp(a: &str, b: &str) -> Ordering {
+pub(crate) fn utf16_cmp(a: &str, b: &str) -> Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
-fn write_number(n: &serde_json::Number, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
+pub(crate) fn write_number(
+    n: &serde_json::Number,
+    out: &mut Vec<u8>,
+) -> Result<(), CanonicalError> {
     if let Some(i) = n.as_i64() {
         if i.unsigned_abs() > MAX_SAFE_INTEGER {
             return Err(CanonicalError::UnsafeInteger(i.to_string()));
@@ -134,7 +137,7 @@ pub fn write_f64(f: f64, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
     Ok(())
 }
 
-fn write_string(s: &str, out: &mut Vec<u8>) {
+pub(crate) fn write_string(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;

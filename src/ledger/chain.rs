@@ -3,7 +3,7 @@
 //! entry of a chain linked to [`GENESIS`].
 
 use super::canonical::{self, CanonicalError};
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};
 
 /// The `prev_hash` of a chain's first entry.
@@ -96,20 +96,23 @@ impl ChainBreak {
     }
 }
 
-/// Is `v` the integral number `expected` (never a bool), as the reference reads a `seq`?
-pub fn is_integral(v: Option<&Value>, expected: u64) -> bool {
-    match v {
-        Some(Value::Number(n)) => {
-            if let Some(u) = n.as_u64() {
-                u == expected
-            } else if let Some(f) = n.as_f64() {
-                f.fract() == 0.0 && f >= 0.0 && f == expected as f64
-            } else {
-                false
-            }
-        }
-        _ => false,
+/// Is `n` the integral number `expected`, as the reference reads a `seq` (a bool is no number)?
+fn is_integral(n: Option<&Number>, expected: u64) -> bool {
+    let Some(n) = n else { return false };
+    if let Some(u) = n.as_u64() {
+        u == expected
+    } else if let Some(f) = n.as_f64() {
+        f.fract() == 0.0 && f >= 0.0 && f == expected as f64
+    } else {
+        false
     }
+}
+
+/// What the chain check reads of one entry.
+pub struct Links<'e> {
+    pub seq: Option<&'e Number>,
+    pub prev_hash: Option<&'e str>,
+    pub hash: Option<&'e str>,
 }
 
 /// Recomputes a chain from [`GENESIS`]: seq 0, 1, 2…, each `prev_hash` the previous `hash`,
@@ -129,21 +132,41 @@ pub fn verify_entries_with(
     entries: &[Value],
     computed: Vec<Option<String>>,
 ) -> Result<String, ChainBreak> {
+    check_links(entries, computed, |e| {
+        let obj = e.as_object()?;
+        Some(Links {
+            seq: match obj.get("seq") {
+                Some(Value::Number(n)) => Some(n),
+                _ => None,
+            },
+            prev_hash: obj.get("prev_hash").and_then(Value::as_str),
+            hash: obj.get("hash").and_then(Value::as_str),
+        })
+    })
+}
+
+/// The chain check over entries in any representation: `links` reads an entry's members
+/// (`None` when it is not an object), `computed` holds each entry's own hash.
+pub fn check_links<'e, E>(
+    entries: &'e [E],
+    computed: Vec<Option<String>>,
+    links: impl Fn(&'e E) -> Option<Links<'e>>,
+) -> Result<String, ChainBreak> {
     assert_eq!(entries.len(), computed.len(), "one hash per entry");
     let mut prev = GENESIS.to_string();
     for (index, (e, computed)) in entries.iter().zip(computed).enumerate() {
-        let obj = e.as_object().ok_or(ChainBreak::NotAnObject { index })?;
-        if !is_integral(obj.get("seq"), index as u64) {
+        let l = links(e).ok_or(ChainBreak::NotAnObject { index })?;
+        if !is_integral(l.seq, index as u64) {
             return Err(ChainBreak::SeqGap { index });
         }
-        if obj.get("prev_hash").and_then(Value::as_str) != Some(prev.as_str()) {
+        if l.prev_hash != Some(prev.as_str()) {
             return Err(ChainBreak::PrevHashMismatch { index });
         }
         let computed = computed.ok_or(ChainBreak::HashMismatch { index })?;
-        match obj.get("hash") {
-            Some(Value::String(s)) if *s == computed => prev = computed,
-            _ => return Err(ChainBreak::HashMismatch { index }),
+        if l.hash != Some(computed.as_str()) {
+            return Err(ChainBreak::HashMismatch { index });
         }
+        prev = computed;
     }
     Ok(prev)
 }

@@ -1,0 +1,343 @@
+//! The bundle as the verifier holds it: a JSON tree whose strings borrow the file's text and
+//! whose objects are member lists sorted by name.
+//!
+//! A 10,000-entry bundle read into `serde_json::Value` is about 55 MB of small allocations
+//! (a string per member name and value, B-tree nodes per object); in a short-lived process
+//! most of that is first-touch page faults, and it was half of `verify`'s time. Here a
+//! member name or string without escapes costs nothing, and an object is one vector.
+//!
+//! The tree means exactly what `serde_json::from_str::<Value>` reads (the last of two equal
+//! member names wins, numbers are the same `Number`s), [`Json::to_value`] gives that `Value`
+//! back, and [`Serialize`] writes what the `Value` would; the canonical form and the entry
+//! hash are those of `crate::ledger`.
+
+use crate::ledger::canonical::{self, CanonicalError};
+use crate::ledger::chain;
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Number, Value};
+use sha2::{Digest, Sha256};
+use std::borrow::Cow;
+
+/// A JSON value whose strings borrow from the text it was read from where they can.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Json<'a> {
+    Null,
+    Bool(bool),
+    Number(Number),
+    String(Cow<'a, str>),
+    Array(Vec<Json<'a>>),
+    Object(Members<'a>),
+}
+
+/// An object's members, sorted by name (UTF-8 byte order, as `serde_json::Map` iterates),
+/// each name once.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Members<'a>(Vec<(Cow<'a, str>, Json<'a>)>);
+
+impl<'a> Members<'a> {
+    pub fn new() -> Self {
+        Members(Vec::new())
+    }
+
+    /// From members in document order, `in_order` when each name was greater than the one
+    /// before (the common case: canonical JSON is written sorted). Otherwise they are sorted
+    /// and, of equal names, the last one is kept, as `serde_json` does.
+    pub fn from_document_order(mut members: Vec<(Cow<'a, str>, Json<'a>)>, in_order: bool) -> Self {
+        if in_order {
+            return Members(members);
+        }
+        members.sort_by(|a, b| a.0.cmp(&b.0)); // stable: equal names keep document order
+        let mut kept: Vec<(Cow<'a, str>, Json<'a>)> = Vec::with_capacity(members.len());
+        for m in members {
+            match kept.last_mut() {
+                Some(last) if last.0 == m.0 => *last = m,
+                _ => kept.push(m),
+            }
+        }
+        Members(kept)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Json<'a>> {
+        // Names point into the bundle's text, far apart: for an entry-sized object a scan
+        // that compares lengths first reads the bytes of almost no name.
+        if self.0.len() <= 32 {
+            return self
+                .0
+                .iter()
+                .find(|(k, _)| k.len() == name.len() && k.as_ref() == name)
+                .map(|(_, v)| v);
+        }
+        self.0
+            .binary_search_by(|(k, _)| k.as_ref().cmp(name))
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(k, _)| k.as_ref())
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Json<'a>)> {
+        self.0.iter().map(|(k, v)| (k.as_ref(), v))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The same object as a `serde_json::Map`.
+    pub fn to_map(&self) -> Map<String, Value> {
+        self.iter()
+            .map(|(k, v)| (k.to_string(), v.to_value()))
+            .collect()
+    }
+
+    /// Appends the RFC 8785 form, leaving out the member named `skip`.
+    fn write_canonical(&self, skip: Option<&str>, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
+        let members = self.iter().filter(|(k, _)| Some(*k) != skip);
+        // Byte order is UTF-16 order unless a name holds a character at or above U+E000
+        // (lead byte 0xEE or more); see `canonical::write_object`.
+        if self.keys().all(|k| k.bytes().all(|b| b < 0xEE)) {
+            return write_members(members, out);
+        }
+        let mut sorted: Vec<(&str, &Json<'a>)> = members.collect();
+        sorted.sort_by(|a, b| canonical::utf16_cmp(a.0, b.0));
+        write_members(sorted.into_iter(), out)
+    }
+}
+
+fn write_members<'m, 'a: 'm>(
+    members: impl Iterator<Item = (&'m str, &'m Json<'a>)>,
+    out: &mut Vec<u8>,
+) -> Result<(), CanonicalError> {
+    out.push(b'{');
+    for (i, (name, item)) in members.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        canonical::write_string(name, out);
+        out.push(b':');
+        item.write_canonical(out)?;
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+impl<'a> Json<'a> {
+    /// A borrowed view of a parsed `Value` (strings are not copied).
+    pub fn from_value(v: &'a Value) -> Self {
+        match v {
+            Value::Null => Json::Null,
+            Value::Bool(b) => Json::Bool(*b),
+            Value::Number(n) => Json::Number(n.clone()),
+            Value::String(s) => Json::String(Cow::Borrowed(s)),
+            Value::Array(items) => Json::Array(items.iter().map(Json::from_value).collect()),
+            // A Map iterates sorted by name, each name once.
+            Value::Object(m) => Json::Object(Members(
+                m.iter()
+                    .map(|(k, v)| (Cow::Borrowed(k.as_str()), Json::from_value(v)))
+                    .collect(),
+            )),
+        }
+    }
+
+    /// The same value as a `serde_json::Value`.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(*b),
+            Json::Number(n) => Value::Number(n.clone()),
+            Json::String(s) => Value::String(s.to_string()),
+            Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
+            Json::Object(m) => Value::Object(m.to_map()),
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Json::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_object(&self) -> Option<&Members<'a>> {
+        match self {
+            Json::Object(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&Vec<Json<'a>>> {
+        match self {
+            Json::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Json::Number(n) => n.as_f64(),
+            _ => None,
+        }
+    }
+
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Json::Number(n) => n.as_i64(),
+            _ => None,
+        }
+    }
+
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Json::Number(n) => n.as_u64(),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Json::Null)
+    }
+
+    pub fn is_string(&self) -> bool {
+        matches!(self, Json::String(_))
+    }
+
+    pub fn is_array(&self) -> bool {
+        matches!(self, Json::Array(_))
+    }
+
+    pub fn is_object(&self) -> bool {
+        matches!(self, Json::Object(_))
+    }
+
+    pub fn is_number(&self) -> bool {
+        matches!(self, Json::Number(_))
+    }
+
+    /// Appends the RFC 8785 form (as `canonical::write_value` writes the same `Value`).
+    pub fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
+        match self {
+            Json::Null => out.extend_from_slice(b"null"),
+            Json::Bool(true) => out.extend_from_slice(b"true"),
+            Json::Bool(false) => out.extend_from_slice(b"false"),
+            Json::Number(n) => canonical::write_number(n, out)?,
+            Json::String(s) => canonical::write_string(s, out),
+            Json::Array(items) => {
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    item.write_canonical(out)?;
+                }
+                out.push(b']');
+            }
+            Json::Object(m) => m.write_canonical(None, out)?,
+        }
+        Ok(())
+    }
+}
+
+/// An entry's hash over its own `prev_hash`, as [`chain::own_hash`] computes it for the same
+/// `Value` (`None` when it has no string `prev_hash` or cannot be written canonically).
+pub fn own_hash(entry: &Json<'_>) -> Option<String> {
+    let obj = entry.as_object()?;
+    let prev = obj.get("prev_hash")?.as_str()?;
+    let mut buf = Vec::with_capacity(1024);
+    buf.extend_from_slice(prev.as_bytes());
+    obj.write_canonical(Some("hash"), &mut buf).ok()?;
+    Some(chain::hex(&Sha256::digest(&buf)))
+}
+
+/// Compact JSON, as `serde_json::Value` displays.
+impl std::fmt::Display for Json<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = serde_json::to_string(self).map_err(|_| std::fmt::Error)?;
+        f.write_str(&text)
+    }
+}
+
+impl Serialize for Json<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Json::Null => s.serialize_unit(),
+            Json::Bool(b) => s.serialize_bool(*b),
+            Json::Number(n) => n.serialize(s),
+            Json::String(v) => s.serialize_str(v),
+            Json::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(item)?;
+                }
+                seq.end()
+            }
+            Json::Object(m) => m.serialize(s),
+        }
+    }
+}
+
+impl Serialize for Members<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.len()))?;
+        for (k, v) in self.iter() {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn round_trips_and_writes_what_the_value_writes() {
+        let v = json!({"b": [1, 2.5, -3, "x\n\"", null, true, {"z": {}, "a": []}], "a": "é", "\u{10000}": 1, "\u{e000}": 2});
+        let j = Json::from_value(&v);
+        assert_eq!(j.to_value(), v);
+        assert_eq!(
+            serde_json::to_string(&j).unwrap(),
+            serde_json::to_string(&v).unwrap()
+        );
+        let mut ours = Vec::new();
+        j.write_canonical(&mut ours).unwrap();
+        assert_eq!(ours, canonical::to_vec(&v).unwrap());
+        assert!(Json::from_value(&json!(1u64 << 60))
+            .write_canonical(&mut Vec::new())
+            .is_err());
+    }
+
+    #[test]
+    fn own_hash_is_the_chains() {
+        let mut m = json!({"v": 2, "seq": 0, "event": "root", "chain_id": "c", "hash": "x"})
+            .as_object()
+            .unwrap()
+            .clone();
+        chain::seal(&mut m, chain::GENESIS).unwrap();
+        let v = Value::Object(m);
+        assert_eq!(own_hash(&Json::from_value(&v)), chain::own_hash(&v));
+        assert!(own_hash(&Json::String("not an object".into())).is_none());
+    }
+
+    #[test]
+    fn document_order_keeps_the_last_of_equal_names() {
+        let m = |k: &'static str, n: u64| (Cow::Borrowed(k), Json::Number(n.into()));
+        let obj =
+            Members::from_document_order(vec![m("b", 1), m("a", 2), m("b", 3), m("a", 4)], false);
+        assert_eq!(Json::Object(obj).to_value(), json!({"a": 4, "b": 3}));
+        let obj = Members::from_document_order(vec![m("a", 1), m("b", 2)], true);
+        assert_eq!(obj.get("b"), Some(&Json::Number(2u64.into())));
+        assert_eq!(obj.get("c"), None);
+    }
+}
