@@ -15,9 +15,14 @@ pub fn map<T: Sync, R: Send>(
     min_parallel: usize,
     f: impl Fn(usize, &T) -> R + Sync,
 ) -> Vec<R> {
+    let sequential = |items: &[T]| items.iter().enumerate().map(|(i, t)| f(i, t)).collect();
+    // Asked only for long work: it reads cgroup files, seven system calls in a hook process.
+    if items.len() < min_parallel.max(2) {
+        return sequential(items);
+    }
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    if threads < 2 || items.len() < min_parallel.max(2) {
-        return items.iter().enumerate().map(|(i, t)| f(i, t)).collect();
+    if threads < 2 {
+        return sequential(items);
     }
     let batch = (items.len() / (threads * 16)).max(16);
     let batches = items.len().div_ceil(batch);

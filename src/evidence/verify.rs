@@ -1554,113 +1554,113 @@ fn verify_bundle_with(
     // (1) versions: the bundle's, the anchor's, the root's and every entry's.
     let raw_v = b.get("v");
     let bundle_v = integral(raw_v);
-    let mut version_ok = matches!(bundle_v, Some(1) | Some(2));
-    if !version_ok {
-        log.chain(
-            FailureName::UnsupportedVersion,
-            format!(
-                "the bundle declares schema version {}; this verifier reads versions 1 and 2 only, so it will not \
-                 guess at the meaning of this one",
-                shown_opt(raw_v)
-            ),
-        );
-    }
-    if let Some(a) = anchor {
-        if !same_number(a.get("v"), raw_v) {
-            version_ok = false;
+    // Execution binding reads the entries only and logs into its own list, so on a long chain
+    // it runs beside steps (1) to (9); its findings are put back where step (10) reports them,
+    // so the report is the one a single thread writes. It starts before the versions are
+    // judged, and its result is dropped when step (10) finds them unsound.
+    std::thread::scope(|scope| {
+        let early_binding = (bundle_v == Some(2) && entries.len() >= PARALLEL_FROM).then(|| {
+            let entries = &entries;
+            scope.spawn(move || {
+                let mut own = Log {
+                    entries,
+                    failures: Vec::new(),
+                };
+                let result = execution_binding(entries, &mut own);
+                (result, own.failures)
+            })
+        });
+        let mut version_ok = matches!(bundle_v, Some(1) | Some(2));
+        if !version_ok {
             log.chain(
-                FailureName::AnchorVersionMismatch,
+                FailureName::UnsupportedVersion,
                 format!(
-                    "the anchor commits to schema version {} but the bundle declares {}: the anchor belongs to \
-                     another export",
-                    shown_opt(a.get("v")),
+                    "the bundle declares schema version {}; this verifier reads versions 1 and 2 only, so it will not \
+                     guess at the meaning of this one",
                     shown_opt(raw_v)
                 ),
             );
         }
-    }
-
-    // (2) exactly one root.
-    let roots: Vec<usize> = objects()
-        .filter(|(_, e)| event_of(e) == Some("root"))
-        .map(|(i, _)| i)
-        .collect();
-    let root_ok = roots.len() == 1;
-    match roots.len() {
-        0 => log.chain(
-            FailureName::MissingRoot,
-            "the bundle has no root entry, so there is no authority to measure delegations and actions \
-             against; the ledger is truncated or is not a whole chain"
-                .into(),
-        ),
-        1 => {}
-        n => log.at(
-            FailureName::MultipleRoots,
-            roots[1],
-            format!(
-                "the bundle has {n} root entries; a chain has exactly one, so a second chain was spliced in \
-                 (a mid-session restart must start a new chain id)"
-            ),
-        ),
-    }
-    if let [root] = roots[..] {
-        let e = entries[root].expect("an object");
-        if !same_number(e.get("v"), raw_v) {
-            version_ok = false;
-            log.at(
-                FailureName::RootVersionMismatch,
-                root,
-                format!(
-                    "the root declares schema version {} but the bundle declares {}; a chain is written at one \
-                     version",
-                    shown_opt(e.get("v")),
-                    shown_opt(raw_v)
-                ),
-            );
-        }
-    }
-    let mixed: Vec<usize> = objects()
-        .filter(|(_, e)| !same_number(e.get("v"), raw_v))
-        .map(|(i, _)| i)
-        .collect();
-    if let Some(&first) = mixed.first() {
-        version_ok = false;
-        let mut seen: Vec<String> = Vec::new();
-        for &i in &mixed {
-            let v = shown_opt(entries[i].and_then(|e| e.get("v")));
-            if !seen.contains(&v) {
-                seen.push(v);
+        if let Some(a) = anchor {
+            if !same_number(a.get("v"), raw_v) {
+                version_ok = false;
+                log.chain(
+                    FailureName::AnchorVersionMismatch,
+                    format!(
+                        "the anchor commits to schema version {} but the bundle declares {}: the anchor belongs to \
+                         another export",
+                        shown_opt(a.get("v")),
+                        shown_opt(raw_v)
+                    ),
+                );
             }
         }
-        log.at(
-            FailureName::MixedEntryVersions,
-            first,
-            format!(
-                "{} entr{} declare schema version {} while the bundle declares {}; a chain never mixes versions",
-                mixed.len(),
-                if mixed.len() == 1 { "y" } else { "ies" },
-                seen.join(", "),
-                shown_opt(raw_v)
-            ),
-        );
-    }
 
-    // Execution binding reads the entries only and logs into its own list, so on a long chain
-    // it runs beside steps (3) to (9); its findings are put back where step (10) reports them,
-    // so the report is the one a single thread writes.
-    std::thread::scope(|scope| {
-        let early_binding = (version_ok && bundle_v == Some(2) && entries.len() >= PARALLEL_FROM)
-            .then(|| {
-                let entries = &entries;
-                scope.spawn(move || {
-                    let mut own = Log {
-                        entries,
-                        failures: Vec::new(),
-                    };
-                    let result = execution_binding(entries, &mut own);
-                    (result, own.failures)
-                })
-            });
+        // (2) exactly one root.
+        let roots: Vec<usize> = objects()
+            .filter(|(_, e)| event_of(e) == Some("root"))
+            .map(|(i, _)| i)
+            .collect();
+        let root_ok = roots.len() == 1;
+        match roots.len() {
+            0 => log.chain(
+                FailureName::MissingRoot,
+                "the bundle has no root entry, so there is no authority to measure delegations and actions \
+                 against; the ledger is truncated or is not a whole chain"
+                    .into(),
+            ),
+            1 => {}
+            n => log.at(
+                FailureName::MultipleRoots,
+                roots[1],
+                format!(
+                    "the bundle has {n} root entries; a chain has exactly one, so a second chain was spliced in \
+                     (a mid-session restart must start a new chain id)"
+                ),
+            ),
+        }
+        if let [root] = roots[..] {
+            let e = entries[root].expect("an object");
+            if !same_number(e.get("v"), raw_v) {
+                version_ok = false;
+                log.at(
+                    FailureName::RootVersionMismatch,
+                    root,
+                    format!(
+                        "the root declares schema version {} but the bundle declares {}; a chain is written at one \
+                         version",
+                        shown_opt(e.get("v")),
+                        shown_opt(raw_v)
+                    ),
+                );
+            }
+        }
+        let mixed: Vec<usize> = objects()
+            .filter(|(_, e)| !same_number(e.get("v"), raw_v))
+            .map(|(i, _)| i)
+            .collect();
+        if let Some(&first) = mixed.first() {
+            version_ok = false;
+            let mut seen: Vec<String> = Vec::new();
+            for &i in &mixed {
+                let v = shown_opt(entries[i].and_then(|e| e.get("v")));
+                if !seen.contains(&v) {
+                    seen.push(v);
+                }
+            }
+            log.at(
+                FailureName::MixedEntryVersions,
+                first,
+                format!(
+                    "{} entr{} declare schema version {} while the bundle declares {}; a chain never mixes versions",
+                    mixed.len(),
+                    if mixed.len() == 1 { "y" } else { "ies" },
+                    seen.join(", "),
+                    shown_opt(raw_v)
+                ),
+            );
+        }
+
         // (3) every entry read whole: an object, a known event, known fields.
         let mut fields_ok = true;
         for (i, e) in entries.iter().enumerate() {
