@@ -3464,6 +3464,28 @@ mod tests {
     }
 
     #[test]
+    fn on_a_long_chain_binding_runs_beside_the_other_checks_and_counts_only_when_versions_hold() {
+        let k = key(1);
+        let mut bodies = tiny_entries();
+        bodies[4]["capture"] = json!("wrapper_sync"); // deny-carries-allow-field
+        let done = bodies.pop().unwrap();
+        bodies.extend((0..PARALLEL_FROM).map(|_| json!({"event": "done", "node": "c:n1"})));
+        bodies.push(done);
+        let r = verify_bundle(&signed_bundle(bodies.clone(), &k), &pinned(&k));
+        assert_eq!(names(&r), vec!["deny-carries-allow-field"]);
+        assert_eq!(r.failures[0].index, Some(4));
+        assert_eq!(r.checks.execution_binding, "failed");
+
+        // An entry of another version: binding is not applicable and its findings are dropped.
+        let mut bundle = signed_bundle(bodies, &k);
+        bundle["entries"][PARALLEL_FROM]["v"] = json!(1);
+        rehash(&mut bundle);
+        let r = verify_bundle(&resign(bundle, &k), &pinned(&k));
+        assert_eq!(names(&r), vec!["mixed-entry-versions"]);
+        assert_eq!(r.checks.execution_binding, "not applicable");
+    }
+
+    #[test]
     fn shape_problems_are_failures_never_panics() {
         let k = pinned(&key(1));
         for (bundle, expect) in [
