@@ -789,6 +789,45 @@ fn parallel_hook_processes_keep_one_valid_chain() {
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
 
+/// Guards the roster cache: it is used once the declarations are settled, and an edit of an
+/// agent file, even one that keeps its size, still takes effect on the very next call.
+#[test]
+fn an_agent_edit_after_the_roster_was_cached_takes_effect_on_the_next_call() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let p = sample("rostercache");
+    // A real project's declarations are older than the two seconds a derivation must settle.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    assert!(reviewer_read(p.path(), "s1", "/x", "t1").is_allow());
+    let cache = p.path().join(".attenu/roster.cache");
+    let first = std::fs::metadata(&cache).expect("the settled derivation is cached");
+    assert_eq!(first.permissions().mode() & 0o777, 0o600);
+    assert!(reviewer_read(p.path(), "s1", "/x", "t2").is_allow());
+    assert_eq!(
+        std::fs::metadata(&cache).unwrap().ino(),
+        first.ino(),
+        "an unchanged project reads the cache and leaves it alone"
+    );
+    let agent = p.path().join(".claude/agents/reviewer.md");
+    let text = std::fs::read_to_string(&agent).unwrap();
+    let edited = text.replace("tools: Read,", "tools: Bash,");
+    assert_eq!(edited.len(), text.len());
+    std::fs::write(&agent, edited).unwrap();
+    assert!(hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Bash",
+            json!({"command": "ls"}),
+            "t3"
+        )
+    )
+    .is_allow());
+    let out = reviewer_read(p.path(), "s1", "/x", "t4");
+    assert!(out.denied(), "Read was taken away: {}", out.stdout);
+}
+
 #[test]
 fn a_mid_session_agent_edit_starts_a_new_linked_chain() {
     let p = sample("edit");

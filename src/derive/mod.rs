@@ -11,6 +11,7 @@
 //! Containment: a bad agent file affects only that agent (it holds nothing and is reported);
 //! only an unreadable settings file, which is project-wide, fails the derivation as a whole.
 
+pub mod cache;
 pub mod frontmatter;
 pub mod scopes;
 
@@ -26,7 +27,7 @@ const MAX_AGENT_FILE_BYTES: u64 = 1 << 20;
 const MAX_DIR_DEPTH: usize = 8;
 
 /// One agent's derived authority.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AgentAuthority {
     pub scopes: BTreeSet<String>,
     /// Set when the agent's own declaration could not be read: it then holds nothing.
@@ -36,7 +37,7 @@ pub struct AgentAuthority {
 }
 
 /// The derived permission sets of one project.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Roster {
     pub root: BTreeSet<String>,
     pub agents: BTreeMap<String, AgentAuthority>,
@@ -87,7 +88,16 @@ pub fn derive_project(
     root: &Path,
     extra_agents: &BTreeMap<String, Vec<String>>,
 ) -> Result<Roster, DeriveError> {
-    let mut decl = read_declarations(root)?;
+    derive_from(root, list_agent_files(root)?, extra_agents)
+}
+
+/// [`derive_project`] from the agent files [`list_agent_files`] found.
+fn derive_from(
+    root: &Path,
+    files: Vec<PathBuf>,
+    extra_agents: &BTreeMap<String, Vec<String>>,
+) -> Result<Roster, DeriveError> {
+    let mut decl = read_declarations_from(root, files)?;
     for (name, tools) in extra_agents {
         if decl.agents.contains_key(name) {
             decl.problems.push(format!(
@@ -112,11 +122,20 @@ pub fn derive_project(
 
 /// Reads agent files and settings; an unreadable settings file is the only project-wide error.
 pub fn read_declarations(root: &Path) -> Result<Declarations, DeriveError> {
+    read_declarations_from(root, list_agent_files(root)?)
+}
+
+/// Every `.md` file under `.claude/agents`, in order.
+fn list_agent_files(root: &Path) -> Result<Vec<PathBuf>, DeriveError> {
+    let mut files = Vec::new();
+    collect_md(&root.join(".claude").join("agents"), 0, &mut files)?;
+    files.sort();
+    Ok(files)
+}
+
+fn read_declarations_from(root: &Path, files: Vec<PathBuf>) -> Result<Declarations, DeriveError> {
     let mut decl = Declarations::default();
     let claude = root.join(".claude");
-    let mut files = Vec::new();
-    collect_md(&claude.join("agents"), 0, &mut files)?;
-    files.sort();
     for path in files {
         let rel = path
             .strip_prefix(root)

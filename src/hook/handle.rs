@@ -5,7 +5,7 @@ use super::payload::{self, Event, Payload};
 use super::record;
 use crate::config::{self, Config};
 use crate::decide::{decide, Call};
-use crate::derive::{derive_project, DeriveError, Roster};
+use crate::derive::{cache, DeriveError, Roster};
 use crate::evidence::{bundle, keys};
 use crate::fsutil;
 use crate::gate::authz::{self, ClaimCall, Verdict};
@@ -167,6 +167,7 @@ pub fn handle_bytes(input: &[u8], started: Instant, set_deadline: &dyn Fn(Instan
         attenu: &attenu,
         config: &config,
         deadline,
+        mac_key: std::cell::OnceCell::new(),
     };
     let result = match p.event {
         Event::PreToolUse => pre_tool_use(&ctx),
@@ -198,19 +199,35 @@ struct Ctx<'a> {
     attenu: &'a Path,
     config: &'a Config,
     deadline: Instant,
+    /// Read once per call: it seals the roster cache and the ledger checkpoint.
+    mac_key: std::cell::OnceCell<[u8; 32]>,
 }
 
 impl Ctx<'_> {
+    fn mac_key(&self) -> Result<[u8; 32], Reason> {
+        if let Some(k) = self.mac_key.get() {
+            return Ok(*k);
+        }
+        let k = keys::checkpoint_mac_key(self.attenu)
+            .map_err(|e| Reason::new(Code::KeyUnavailable, e))?;
+        Ok(*self.mac_key.get_or_init(|| k))
+    }
+
     fn roster(&self) -> Result<Roster, Reason> {
-        derive_project(self.project, &self.config.agents).map_err(|e| match e {
+        cache::derive_cached(
+            self.project,
+            &self.config.agents,
+            self.attenu,
+            &self.mac_key()?,
+        )
+        .map_err(|e| match e {
             DeriveError::SettingsInvalid(m) => Reason::new(Code::SettingsInvalid, m),
             DeriveError::DeclarationsUnreadable(m) => Reason::new(Code::DeclarationsUnreadable, m),
         })
     }
 
     fn open_ledger(&self) -> Result<Ledger, Reason> {
-        let mac_key = keys::checkpoint_mac_key(self.attenu)
-            .map_err(|e| Reason::new(Code::KeyUnavailable, e))?;
+        let mac_key = self.mac_key()?;
         let lock_deadline = (Instant::now() + Duration::from_millis(self.config.lock_timeout_ms))
             .min(
                 self.deadline

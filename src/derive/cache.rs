@@ -1,0 +1,309 @@
+//! A sealed copy of the last derivation, used while the declarations have not changed.
+//!
+//! Deriving reads every agent file and both settings files and parses their YAML and JSON. In
+//! a fresh hook process that is about 0.3 ms, most of it the first run of the parsers' code,
+//! and it happens on every call. The roster depends only on those files and on the agents the
+//! configuration names, so the hook keeps it in `.attenu/roster.cache` together with:
+//!
+//! * the **stamp of every input**: each agent file the listing finds (the tree is listed
+//!   afresh on every call, so a file added, removed or renamed changes the key) and both
+//!   settings files (present or not), as path, device, inode, size, mtime and ctime, plus the
+//!   configured agents and this build's version. A write to a file changes its mtime and
+//!   ctime, and no user can set a ctime; a file replaced by a rename has another inode;
+//! * an **HMAC** with the checkpoint key, so a file this hook did not write is never read as
+//!   a roster (it is derived again and the file replaced).
+//!
+//! The one edit a stamp cannot see is a second write within one timestamp tick of the first
+//! that leaves the size unchanged. So a derivation is cached only when every input's mtime and
+//! ctime is at least [`SETTLE`] old (git's rule for "racily clean" entries): a later write then
+//! gets a later time and a different stamp. Until then every call derives from the files.
+
+use super::{derive_from, list_agent_files, DeriveError, Roster};
+use crate::fsutil;
+use hmac::{Hmac, Mac};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The cache file, in the state directory.
+pub const CACHE_FILE: &str = "roster.cache";
+const HEADER: &str = "attenu-roster v1 ";
+/// How old every input must be before its derivation is cached.
+pub const SETTLE: Duration = Duration::from_secs(2);
+/// A cache file larger than this is not read (a roster of 2,000 agents is far smaller).
+const MAX_CACHE_BYTES: u64 = 4 << 20;
+
+/// [`super::derive_project`], reusing the sealed roster in `attenu_dir` while its inputs are
+/// unchanged. Reading or writing the cache never fails a derivation: any problem with it
+/// means deriving from the files.
+pub fn derive_cached(
+    root: &Path,
+    extra_agents: &BTreeMap<String, Vec<String>>,
+    attenu_dir: &Path,
+    mac_key: &[u8; 32],
+) -> Result<Roster, DeriveError> {
+    derive_cached_at(root, extra_agents, attenu_dir, mac_key, SystemTime::now())
+}
+
+fn derive_cached_at(
+    root: &Path,
+    extra_agents: &BTreeMap<String, Vec<String>>,
+    attenu_dir: &Path,
+    mac_key: &[u8; 32],
+    now: SystemTime,
+) -> Result<Roster, DeriveError> {
+    let files = list_agent_files(root)?;
+    let Some(stamp) = stamp(root, &files, extra_agents, now) else {
+        return derive_from(root, files, extra_agents);
+    };
+    let path = attenu_dir.join(CACHE_FILE);
+    if let Some(roster) = read(&path, mac_key, &stamp.key) {
+        return Ok(roster);
+    }
+    let roster = derive_from(root, files, extra_agents)?;
+    if stamp.settled {
+        write(&path, mac_key, &stamp.key, &roster);
+    }
+    Ok(roster)
+}
+
+/// What the inputs are: a key naming them, and whether they are old enough to cache.
+struct Stamp {
+    key: String,
+    settled: bool,
+}
+
+/// `None` when an input cannot be inspected (derivation then reads and reports it).
+fn stamp(
+    root: &Path,
+    files: &[PathBuf],
+    extra_agents: &BTreeMap<String, Vec<String>>,
+    now: SystemTime,
+) -> Option<Stamp> {
+    let settled_before = now.checked_sub(SETTLE)?;
+    let mut settled = true;
+    let mut of = |path: &Path| -> Option<serde_json::Value> {
+        let m = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(json!(null)),
+            Err(_) => return None,
+        };
+        for (s, ns) in [(m.mtime(), m.mtime_nsec()), (m.ctime(), m.ctime_nsec())] {
+            let at = u64::try_from(s)
+                .ok()
+                .map(|s| UNIX_EPOCH + Duration::new(s, u32::try_from(ns).unwrap_or(0)));
+            if at.is_none_or(|at| at > settled_before) {
+                settled = false;
+            }
+        }
+        let rel = path.strip_prefix(root).unwrap_or(path);
+        Some(json!([
+            rel.to_string_lossy(),
+            m.dev(),
+            m.ino(),
+            m.size(),
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec()
+        ]))
+    };
+    let mut inputs = Vec::with_capacity(files.len() + 2);
+    for f in files {
+        inputs.push(of(f)?);
+    }
+    let claude = root.join(".claude");
+    for name in ["settings.json", "settings.local.json"] {
+        inputs.push(of(&claude.join(name))?);
+    }
+    let doc = json!({
+        "v": 1,
+        "producer": env!("CARGO_PKG_VERSION"),
+        "inputs": inputs,
+        "configured_agents": extra_agents,
+    });
+    let key = crate::ledger::chain::hex(&Sha256::digest(doc.to_string().as_bytes()));
+    Some(Stamp { key, settled })
+}
+
+fn seal(mac_key: &[u8; 32], body: &[u8]) -> Option<Hmac<Sha256>> {
+    let mut mac = Hmac::<Sha256>::new_from_slice(mac_key).ok()?;
+    mac.update(body);
+    Some(mac)
+}
+
+/// The cached roster, if the file is ours (a regular file of this user, never a symlink, with
+/// a valid seal) and was derived from exactly the inputs named by `key`.
+fn read(path: &Path, mac_key: &[u8; 32], key: &str) -> Option<Roster> {
+    if !fsutil::check_regular_file(path).ok()? {
+        return None;
+    }
+    let mut text = String::new();
+    fsutil::open_read(path)
+        .ok()?
+        .take(MAX_CACHE_BYTES)
+        .read_to_string(&mut text)
+        .ok()?;
+    let (tag, body) = text.strip_prefix(HEADER)?.split_once('\n')?;
+    let tag = crate::ledger::chain::unhex(tag)?;
+    seal(mac_key, body.as_bytes())?.verify_slice(&tag).ok()?;
+    #[derive(serde::Deserialize)]
+    struct Cached {
+        key: String,
+        roster: Roster,
+    }
+    let cached: Cached = serde_json::from_str(body).ok()?;
+    (cached.key == key).then_some(cached.roster)
+}
+
+/// Replaces the cache (atomically, so a concurrent reader sees the old file or the new one).
+/// Not made durable: a cache lost in a crash is derived again.
+fn write(path: &Path, mac_key: &[u8; 32], key: &str, roster: &Roster) {
+    let body = json!({"key": key, "roster": roster}).to_string();
+    let Some(mac) = seal(mac_key, body.as_bytes()) else {
+        return;
+    };
+    let tag = crate::ledger::chain::hex(&mac.finalize().into_bytes());
+    let _ = fsutil::write_atomic(path, format!("{HEADER}{tag}\n{body}").as_bytes(), false);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: [u8; 32] = [7; 32];
+
+    /// A project with one agent, and its state directory.
+    fn project() -> (PathBuf, PathBuf) {
+        let root = std::env::temp_dir().join(format!(
+            "attenu-roster-cache-{}-{}",
+            std::process::id(),
+            crate::ledger::chain::hex(&rand_bytes())
+        ));
+        std::fs::create_dir_all(root.join(".claude/agents")).unwrap();
+        std::fs::create_dir_all(root.join(".attenu")).unwrap();
+        write_agent(&root, "Read, Grep");
+        (root.clone(), root.join(".attenu"))
+    }
+
+    fn rand_bytes() -> [u8; 6] {
+        let mut b = [0u8; 6];
+        getrandom::fill(&mut b).unwrap();
+        b
+    }
+
+    /// Writes the agent file with `tools`; `age` back-dates its mtime, as a write that
+    /// happened that long ago would have left it.
+    fn write_agent_aged(root: &Path, tools: &str, age: Duration) {
+        let path = root.join(".claude/agents/reviewer.md");
+        std::fs::write(
+            &path,
+            format!("---\nname: reviewer\ndescription: reads\ntools: {tools}\n---\nReview.\n"),
+        )
+        .unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(SystemTime::now() - age)
+            .unwrap();
+    }
+
+    fn write_agent(root: &Path, tools: &str) {
+        write_agent_aged(root, tools, Duration::from_secs(60));
+    }
+
+    fn later() -> SystemTime {
+        SystemTime::now() + SETTLE * 2
+    }
+
+    fn derive(root: &Path, attenu: &Path, now: SystemTime) -> Roster {
+        derive_cached_at(root, &BTreeMap::new(), attenu, &KEY, now).unwrap()
+    }
+
+    #[test]
+    fn a_settled_derivation_is_reused_and_an_edit_is_seen() {
+        let (root, attenu) = project();
+        let cache = attenu.join(CACHE_FILE);
+        // Inputs written just now are not settled: nothing is cached.
+        let fresh = derive(&root, &attenu, SystemTime::now());
+        assert!(!cache.exists());
+        // Once they are, the roster is cached and read back as it was derived.
+        assert_eq!(derive(&root, &attenu, later()), fresh);
+        assert!(cache.exists());
+        let key = stamp(
+            &root,
+            &list_agent_files(&root).unwrap(),
+            &BTreeMap::new(),
+            later(),
+        )
+        .unwrap()
+        .key;
+        assert_eq!(read(&cache, &KEY, &key).as_ref(), Some(&fresh));
+        // An edit of the same size is seen: a later write leaves a later time. (Two writes
+        // within one timestamp tick could leave the same one; that is why only settled
+        // inputs are cached, which `later()` pretends they are here.)
+        write_agent_aged(&root, "Glob, Read", Duration::from_secs(30));
+        let edited = derive(&root, &attenu, later());
+        assert_ne!(
+            edited.agents["reviewer"].scopes,
+            fresh.agents["reviewer"].scopes
+        );
+        assert!(edited.agents["reviewer"].scopes.contains("fs.glob"));
+        // A new agent file, or settings appearing, change the key too.
+        std::fs::write(
+            root.join(".claude/agents/second.md"),
+            "---\nname: second\ndescription: x\ntools: Read\n---\n",
+        )
+        .unwrap();
+        assert!(derive(&root, &attenu, later())
+            .agents
+            .contains_key("second"));
+        std::fs::write(
+            root.join(".claude/settings.json"),
+            r#"{"permissions": {"deny": ["Read"]}}"#,
+        )
+        .unwrap();
+        let denied = derive(&root, &attenu, later());
+        assert!(!denied.root.iter().any(|s| s == "fs.read"), "{denied:?}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_cache_this_hook_did_not_seal_is_not_read() {
+        let (root, attenu) = project();
+        let cache = attenu.join(CACHE_FILE);
+        let honest = derive(&root, &attenu, later());
+        let key = stamp(
+            &root,
+            &list_agent_files(&root).unwrap(),
+            &BTreeMap::new(),
+            later(),
+        )
+        .unwrap()
+        .key;
+        // A roster widened in place: the seal no longer matches.
+        let text = std::fs::read_to_string(&cache).unwrap();
+        let widened = text.replace("\"fs.grep\"", "\"exec.bash\"");
+        assert_ne!(widened, text);
+        std::fs::write(&cache, &widened).unwrap();
+        assert_eq!(read(&cache, &KEY, &key), None);
+        // Sealed with another key.
+        std::fs::write(&cache, &text).unwrap();
+        assert!(read(&cache, &KEY, &key).is_some());
+        assert_eq!(read(&cache, &[8; 32], &key), None);
+        // Derivation goes back to the files and replaces the file.
+        std::fs::write(&cache, &widened).unwrap();
+        assert_eq!(derive(&root, &attenu, later()), honest);
+        assert_eq!(std::fs::read_to_string(&cache).unwrap(), text);
+        // A symlink in its place is never followed.
+        std::fs::remove_file(&cache).unwrap();
+        std::os::unix::fs::symlink(root.join("elsewhere"), &cache).unwrap();
+        assert_eq!(read(&cache, &KEY, &key), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
