@@ -117,6 +117,42 @@ def stats(ms: list[float]) -> dict:
             "mean": round(statistics.fmean(s), 3), "min": round(s[0], 3), "max": round(s[-1], 3)}
 
 
+def disk_activity() -> tuple[int, int, int]:
+    """Writes, discards and requests in flight, summed over /proc/diskstats (0s elsewhere)."""
+    writes = discards = in_flight = 0
+    try:
+        for line in Path("/proc/diskstats").read_text().splitlines():
+            f = line.split()  # major minor name, then the kernel's iostats fields
+            if len(f) < 12:
+                continue
+            writes += int(f[7])
+            in_flight += int(f[11])
+            if len(f) > 14:
+                discards += int(f[14])
+    except OSError:
+        pass
+    return writes, discards, in_flight
+
+
+def quiesce(max_s: float = 30.0) -> float:
+    """Flush, then wait until the disks have written and discarded nothing for a second.
+
+    Preparing a phase copies and deletes hundreds of MB (cached ledgers, temp projects; the
+    temp dir here is mounted with `discard`), and that writeback would otherwise land on the
+    timed calls' fsyncs. Returns the seconds waited."""
+    t0 = time.monotonic()
+    os.sync()
+    prev = disk_activity()
+    while time.monotonic() - t0 < max_s:
+        time.sleep(1.0)
+        cur = disk_activity()
+        if cur[:2] == prev[:2] and cur[2] == 0:
+            return time.monotonic() - t0
+        prev = cur
+    log(f"   the disk did not go quiet within {max_s:.0f} s; timing anyway")
+    return time.monotonic() - t0
+
+
 class LoadSampler:
     """Samples the 1-minute load average every 5 s during the run (others' jobs show here)."""
 
@@ -536,7 +572,7 @@ def ref_attenu(size: int, scratch: Scratch) -> Path:
 # ---------------------------------------------------------------------------------------
 def create_cost(root: Path, n: int = 200) -> dict:
     """Microseconds to create (open O_CREAT) one empty file in the temp dir: a new session's
-    first call creates three (lock, ledger, checkpoint). On the machine of BENCHMARKS.md this
+    first call creates two (ledger, checkpoint). On the machine of BENCHMARKS.md this
     differs ten-fold between directories of the same filesystem."""
     d = Path(tempfile.mkdtemp(dir=root, prefix="create-"))
     us = []
@@ -547,6 +583,33 @@ def create_cost(root: Path, n: int = 200) -> dict:
         os.close(fd)
     shutil.rmtree(d, ignore_errors=True)
     return {"p50_us": round(statistics.median(us), 1), "n": n}
+
+
+def sync_cost(root: Path, n: int = 200) -> dict:
+    """What the disk charges for durability, in this process (no spawn), at about a hook
+    call's cadence (a 2 ms pause between writes): `fdatasync` after appending 800 bytes to a
+    file (a steady call), and creating a file, writing 4,600 bytes and `fdatasync` (a new
+    session's first call writes its root, spawns and decision in one write)."""
+    d = Path(tempfile.mkdtemp(dir=root, prefix="sync-"))
+    append, new = [], []
+    fd = os.open(d / "ledger", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    for i in range(n):
+        os.write(fd, b"x" * 799 + b"\n")
+        t = time.perf_counter()
+        os.fdatasync(fd)
+        append.append((time.perf_counter() - t) * 1e3)
+        time.sleep(0.002)
+        t = time.perf_counter()
+        g = os.open(d / f"new{i}", os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        os.write(g, b"y" * 4599 + b"\n")
+        os.fdatasync(g)
+        new.append((time.perf_counter() - t) * 1e3)
+        os.close(g)
+        time.sleep(0.002)
+    os.close(fd)
+    shutil.rmtree(d, ignore_errors=True)
+    return {"append_fdatasync_p50_ms": round(statistics.median(append), 3),
+            "new_file_fdatasync_p50_ms": round(statistics.median(new), 3), "n": n}
 
 
 def measure_floor(ours: Ours, ref: Reference, n: int) -> dict:
@@ -568,7 +631,7 @@ def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | 
     copied into the temp project is timed apart: the copy has a new inode, so our checkpoint
     no longer matches and that call re-verifies the whole file from GENESIS."""
     project = scratch.project(attenu_src)
-    res: dict = {"size": size}
+    res: dict = {"size": size, "quiesce_s": round(quiesce(), 1)}
     if size == 0:
         # Warm-up on another session (creates the anchor key, fills the page cache).
         dt, rc, out, err = impl.hook(project, pre_payload(project, "bench-warm", "toolu_w"))
@@ -630,7 +693,7 @@ def measure_export_verify_ours(ours: Ours, n: int, scratch: Scratch) -> dict:
     export = [ours.bin, "export", "--project", project, "--session", SESSION, "--out", bundle]
     verify = [ours.bin, "verify", bundle, "--pub", pub]
     env = dict(os.environ)
-    res = {}
+    res = {"quiesce_s": round(quiesce(), 1)}
     dt, rc, out, err = timed(export, b"", env)
     if rc != 0:
         sys.exit(f"export failed rc={rc} {out!r} {err!r}")
@@ -736,6 +799,7 @@ def measure_parallel(impl, procs: int, calls: int, scratch: Scratch) -> dict:
     for w in workers:
         if w.stdout.readline().strip() != "ready":
             sys.exit("a parallel worker failed to start")
+    quiesce()
     t0 = time.perf_counter()
     for w in workers:
         w.stdin.write("go\n")
@@ -920,6 +984,7 @@ def main() -> int:
         results["floor"] = measure_floor(ours, ref or Reference(), 50 if quick else 200) if ref else \
             {"bin_true": stats([timed(["/bin/true"], b"", dict(os.environ))[0] for _ in range(100)])}
         results["floor"]["file_create_in_tmp"] = create_cost(scratch.root)
+        results["floor"]["durability"] = sync_cost(scratch.root)
         if "calls" in only:
             results["calls"] = {"ours": {}, "reference": {}}
             for size in sorted(sizes):
@@ -969,7 +1034,10 @@ def main() -> int:
         scratch.close()
     Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
     print(table(results))
+    dur = results["floor"]["durability"]
     print(f"\nfloor: creating a file in the temp dir {results['floor']['file_create_in_tmp']['p50_us']} us p50; "
+          f"fdatasync of an 800-byte append {dur['append_fdatasync_p50_ms']} ms p50, "
+          f"a new file's create + 4,600-byte write + fdatasync {dur['new_file_fdatasync_p50_ms']} ms p50; "
           f"/bin/true {fmt(results['floor']['bin_true']['p50'], 2)} p50"
           + (f", attenu-hook --version {fmt(results['floor']['ours_version']['p50'], 2)} p50"
              f", reference python -c pass {fmt(results['floor']['ref_python_startup']['p50'])} p50"
