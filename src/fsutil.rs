@@ -175,9 +175,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> 
         fs::rename(&tmp, path)?;
         if durable {
             if let Some(parent) = path.parent() {
-                if let Ok(d) = File::open(parent) {
-                    let _ = d.sync_all();
-                }
+                let _ = sync_dir(parent);
             }
         }
         Ok(())
@@ -186,6 +184,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> 
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// Makes a directory's entries durable: `fsync` of a file writes its data and inode, not the
+/// name it was created under.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
 }
 
 /// Creates `path` with `bytes` only if it does not exist yet, atomically: concurrent callers

@@ -1,7 +1,7 @@
 //! Crashes and faults with real processes: SIGKILL at random moments, a full disk, a read-only
 //! state directory, a ledger replaced by a directory, a corrupted gate database, a panic and a
 //! stall past the deadline. Each ends in a deny (or a halt) with a reason, and nothing
-//! committed is lost.
+//! committed is lost. Also the order of syncs before an answer (under `strace`).
 
 mod common;
 use common::*;
@@ -472,6 +472,87 @@ fn a_read_only_state_directory_denies() {
     );
     mount.remount("rw");
     assert!(hook(p, &pre("s1", p, Some("reviewer"), "Read", json!({}), "t3")).is_allow());
+}
+
+/// Regression guard: `fdatasync` of a new file does not make its name durable, so before the
+/// first answer of a session the directory is synced too; later calls sync the ledger only.
+#[test]
+fn a_new_ledgers_name_is_made_durable_before_the_first_answer() {
+    let present = Command::new("strace")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !present {
+        eprintln!("\n*** SKIPPED durability-order test: `strace` is not installed (apt-get install strace; .ci/run does) ***\n");
+        return;
+    }
+    let p = sample("dirsync");
+    // Another session first, so the key files (made durable on their own) already exist.
+    assert!(reviewer_read(p.path(), "warm", "/x", "t0").is_allow());
+    let trace = |session: &str, id: &str| -> Vec<String> {
+        let log = p.path().join(format!("strace-{id}.log"));
+        let out = hook_with(
+            &[
+                "strace",
+                "-f",
+                "-qq",
+                "-e",
+                "trace=openat,fsync,fdatasync,write",
+                "-o",
+                log.to_str().unwrap(),
+            ],
+            &[],
+            p.path(),
+            &pre(
+                session,
+                p.path(),
+                Some("reviewer"),
+                "Read",
+                json!({"file_path": "/x"}),
+                id,
+            ),
+        );
+        assert!(out.is_allow(), "{}", out.stdout);
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                l.split_once(' ')
+                    .map_or(l, |(_, rest)| rest)
+                    .trim()
+                    .to_string()
+            })
+            .collect()
+    };
+    let fd_of = |lines: &[String], needle: &str| -> Option<String> {
+        lines
+            .iter()
+            .find(|l| l.starts_with("openat(") && l.contains(needle))
+            .and_then(|l| l.rsplit("= ").next())
+            .map(str::to_string)
+    };
+    let position =
+        |lines: &[String], prefix: &str| lines.iter().position(|l| l.starts_with(prefix));
+
+    let first = trace("s1", "t1");
+    let ledger_fd = fd_of(&first, "ledger-s1.jsonl").expect("the ledger is opened");
+    let dir_fd = fd_of(&first, "/.attenu\", O_RDONLY").expect("the directory is opened");
+    let synced = position(&first, &format!("fdatasync({ledger_fd})")).expect("ledger synced");
+    let dir_synced = position(&first, &format!("fsync({dir_fd})")).expect("directory synced");
+    let answered = position(&first, "write(1,").expect("an answer");
+    assert!(synced < dir_synced && dir_synced < answered, "{first:#?}");
+
+    let second = trace("s1", "t2");
+    assert!(
+        second.iter().any(|l| l.starts_with("fdatasync(")),
+        "{second:#?}"
+    );
+    assert!(
+        !second.iter().any(|l| l.starts_with("fsync(")),
+        "the name is durable already: {second:#?}"
+    );
 }
 
 /// Runs the hook under libfaketime with the clock moved by `offset` (e.g. "-2d", "+2h").

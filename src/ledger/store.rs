@@ -186,6 +186,9 @@ pub struct Ledger {
     pub recovered: Option<Value>,
     /// Whether the checkpoint was accepted (false: the whole file was re-verified).
     pub fast_path: bool,
+    /// The ledger was empty when opened, so this process may have just created it, and its
+    /// name may not be durable yet: the first append also syncs the directory.
+    name_unsynced: bool,
 }
 
 /// Takes the exclusive lock, waiting at most until `deadline`. The wait is a blocking `flock`
@@ -250,8 +253,10 @@ impl Ledger {
             mac_key,
             recovered: None,
             fast_path: false,
+            name_unsynced: false,
         };
         ledger.load()?;
+        ledger.name_unsynced = ledger.state.stamp.len == 0;
         Ok(ledger)
     }
 
@@ -481,6 +486,18 @@ impl Ledger {
         self.file
             .sync_data()
             .map_err(|e| StoreError::Io(format!("cannot fsync the ledger: {e}")))?;
+        if self.name_unsynced {
+            // Without this, a crash (on a file system that does not write a new name with the
+            // file's own fsync, such as ext4 without a journal) could lose the whole ledger of
+            // a session whose first decision had already been answered.
+            fsutil::sync_dir(&self.paths.dir).map_err(|e| {
+                StoreError::Io(format!(
+                    "cannot fsync {} after creating the ledger: {e}",
+                    self.paths.dir.display()
+                ))
+            })?;
+            self.name_unsynced = false;
+        }
         next.last_line = last_line;
         next.stamp = self.stamp()?;
         if next.stamp.len != offset {
