@@ -33,7 +33,13 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), String> {
         Ok(m) => check_private_dir(dir, &m),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             match fs::DirBuilder::new().mode(0o700).create(dir) {
-                Ok(()) => {}
+                // Its name must survive a crash with the key and ledgers written into it.
+                Ok(()) => {
+                    if let Some(parent) = dir.parent() {
+                        sync_dir(parent)
+                            .map_err(|e| format!("cannot fsync {}: {e}", parent.display()))?;
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
             }
@@ -187,9 +193,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> 
 }
 
 /// Makes a directory's entries durable: `fsync` of a file writes its data and inode, not the
-/// name it was created under.
+/// name it was created under. A file system that cannot sync a directory (EINVAL, EBADF,
+/// ENOTSUP) has nothing to make durable this way, so that is not an error.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+    match File::open(dir)?.sync_all() {
+        Err(e) if matches!(e.raw_os_error(), Some(22 | 9 | 95)) => Ok(()),
+        other => other,
+    }
 }
 
 /// Creates `path` with `bytes` only if it does not exist yet, atomically: concurrent callers

@@ -16,7 +16,9 @@
 //! The one edit a stamp cannot see is a second write within one timestamp tick of the first
 //! that leaves the size unchanged. So a derivation is cached only when every input's mtime and
 //! ctime is at least [`SETTLE`] old (git's rule for "racily clean" entries): a later write then
-//! gets a later time and a different stamp. Until then every call derives from the files.
+//! gets a later time and a different stamp. Until then every call derives from the files. The
+//! inputs are stamped again after they were read, and the roster is cached only if nothing
+//! moved in between (a symlink or directory swapped while derivation read through it).
 
 use super::{derive_from, list_agent_files, DeriveError, Roster};
 use crate::fsutil;
@@ -32,6 +34,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// The cache file, in the state directory.
 pub const CACHE_FILE: &str = "roster.cache";
 const HEADER: &str = "attenu-roster v1 ";
+/// Sealed before the body, so no other file sealed with the same key reads as a roster.
+const SEAL_DOMAIN: &[u8] = b"attenu-hook roster cache v1\n";
+/// Bumped whenever derivation would give another roster for the same files, so a cache
+/// written by an older build of the same version is not read.
+const DERIVATION_RULES: u32 = 1;
 /// How old every input must be before its derivation is cached.
 pub const SETTLE: Duration = Duration::from_secs(2);
 /// A cache file larger than this is not read (a roster of 2,000 agents is far smaller).
@@ -57,16 +64,22 @@ fn derive_cached_at(
     now: SystemTime,
 ) -> Result<Roster, DeriveError> {
     let files = list_agent_files(root)?;
-    let Some(stamp) = stamp(root, &files, extra_agents, now) else {
+    let Some(before) = stamp(root, &files, extra_agents, now) else {
         return derive_from(root, files, extra_agents);
     };
     let path = attenu_dir.join(CACHE_FILE);
-    if let Some(roster) = read(&path, mac_key, &stamp.key) {
+    if let Some(roster) = read(&path, mac_key, &before.key) {
         return Ok(roster);
     }
-    let roster = derive_from(root, files, extra_agents)?;
-    if stamp.settled {
-        write(&path, mac_key, &stamp.key, &roster);
+    let roster = derive_from(root, files.clone(), extra_agents)?;
+    if before.settled {
+        let after = list_agent_files(root)
+            .ok()
+            .filter(|again| *again == files)
+            .and_then(|_| stamp(root, &files, extra_agents, now));
+        if after.is_some_and(|a| a.key == before.key) {
+            write(&path, mac_key, &before.key, &roster);
+        }
     }
     Ok(roster)
 }
@@ -86,10 +99,15 @@ fn stamp(
 ) -> Option<Stamp> {
     let settled_before = now.checked_sub(SETTLE)?;
     let mut settled = true;
-    let mut of = |path: &Path| -> Option<serde_json::Value> {
+    // `None` (no caching) when an input cannot be stamped, or an agent file the listing found
+    // is gone; an absent settings file is stamped as absent.
+    let mut of = |path: &Path, may_be_absent: bool| -> Option<serde_json::Value> {
+        let rel = path.strip_prefix(root).unwrap_or(path).to_string_lossy();
         let m = match std::fs::metadata(path) {
             Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(json!(null)),
+            Err(e) if may_be_absent && e.kind() == std::io::ErrorKind::NotFound => {
+                return Some(json!([rel, null]))
+            }
             Err(_) => return None,
         };
         for (s, ns) in [(m.mtime(), m.mtime_nsec()), (m.ctime(), m.ctime_nsec())] {
@@ -100,9 +118,8 @@ fn stamp(
                 settled = false;
             }
         }
-        let rel = path.strip_prefix(root).unwrap_or(path);
         Some(json!([
-            rel.to_string_lossy(),
+            rel,
             m.dev(),
             m.ino(),
             m.size(),
@@ -114,14 +131,15 @@ fn stamp(
     };
     let mut inputs = Vec::with_capacity(files.len() + 2);
     for f in files {
-        inputs.push(of(f)?);
+        inputs.push(of(f, false)?);
     }
     let claude = root.join(".claude");
     for name in ["settings.json", "settings.local.json"] {
-        inputs.push(of(&claude.join(name))?);
+        inputs.push(of(&claude.join(name), true)?);
     }
     let doc = json!({
         "v": 1,
+        "rules": DERIVATION_RULES,
         "producer": env!("CARGO_PKG_VERSION"),
         "inputs": inputs,
         "configured_agents": extra_agents,
@@ -132,6 +150,7 @@ fn stamp(
 
 fn seal(mac_key: &[u8; 32], body: &[u8]) -> Option<Hmac<Sha256>> {
     let mut mac = Hmac::<Sha256>::new_from_slice(mac_key).ok()?;
+    mac.update(SEAL_DOMAIN);
     mac.update(body);
     Some(mac)
 }
@@ -270,6 +289,17 @@ mod tests {
         .unwrap();
         let denied = derive(&root, &attenu, later());
         assert!(!denied.root.iter().any(|s| s == "fs.read"), "{denied:?}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn an_agent_file_gone_between_listing_and_stamping_is_not_cached() {
+        let (root, attenu) = project();
+        let mut files = list_agent_files(&root).unwrap();
+        assert!(stamp(&root, &files, &BTreeMap::new(), later()).is_some());
+        files.push(root.join(".claude/agents/vanished.md"));
+        assert!(stamp(&root, &files, &BTreeMap::new(), later()).is_none());
+        assert!(!attenu.join(CACHE_FILE).exists());
         std::fs::remove_dir_all(&root).unwrap();
     }
 
