@@ -240,6 +240,12 @@ mod tests {
         SystemTime::now() + SETTLE * 2
     }
 
+    /// The cache key of the project's inputs as they are now, once settled.
+    fn key_of(root: &Path) -> String {
+        let files = list_agent_files(root).unwrap();
+        stamp(root, &files, &BTreeMap::new(), later()).unwrap().key
+    }
+
     fn derive(root: &Path, attenu: &Path, now: SystemTime) -> Roster {
         derive_cached_at(root, &BTreeMap::new(), attenu, &KEY, now).unwrap()
     }
@@ -254,14 +260,7 @@ mod tests {
         // Once they are, the roster is cached and read back as it was derived.
         assert_eq!(derive(&root, &attenu, later()), fresh);
         assert!(cache.exists());
-        let key = stamp(
-            &root,
-            &list_agent_files(&root).unwrap(),
-            &BTreeMap::new(),
-            later(),
-        )
-        .unwrap()
-        .key;
+        let key = key_of(&root);
         assert_eq!(read(&cache, &KEY, &key).as_ref(), Some(&fresh));
         // An edit of the same size is seen: a later write leaves a later time. (Two writes
         // within one timestamp tick could leave the same one; that is why only settled
@@ -308,14 +307,7 @@ mod tests {
         let (root, attenu) = project();
         let cache = attenu.join(CACHE_FILE);
         let honest = derive(&root, &attenu, later());
-        let key = stamp(
-            &root,
-            &list_agent_files(&root).unwrap(),
-            &BTreeMap::new(),
-            later(),
-        )
-        .unwrap()
-        .key;
+        let key = key_of(&root);
         // A roster widened in place: the seal no longer matches.
         let text = std::fs::read_to_string(&cache).unwrap();
         let widened = text.replace("\"fs.grep\"", "\"exec.bash\"");

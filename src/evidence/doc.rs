@@ -16,7 +16,6 @@ use crate::ledger::chain;
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Number, Value};
-use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 
 /// A JSON value whose strings borrow from the text it was read from where they can.
@@ -82,7 +81,7 @@ impl<'a> Members<'a> {
         self.0.iter().map(|(k, _)| k.as_ref())
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Json<'a>)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Json<'a>)> + Clone {
         self.0.iter().map(|(k, v)| (k.as_ref(), v))
     }
 
@@ -103,33 +102,8 @@ impl<'a> Members<'a> {
 
     /// Appends the RFC 8785 form, leaving out the member named `skip`.
     fn write_canonical(&self, skip: Option<&str>, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
-        let members = self.iter().filter(|(k, _)| Some(*k) != skip);
-        // Byte order is UTF-16 order unless a name holds a character at or above U+E000
-        // (lead byte 0xEE or more); see `canonical::write_object`.
-        if self.keys().all(|k| k.bytes().all(|b| b < 0xEE)) {
-            return write_members(members, out);
-        }
-        let mut sorted: Vec<(&str, &Json<'a>)> = members.collect();
-        sorted.sort_by(|a, b| canonical::utf16_cmp(a.0, b.0));
-        write_members(sorted.into_iter(), out)
+        canonical::write_members(self.iter(), skip, Json::write_canonical, out)
     }
-}
-
-fn write_members<'m, 'a: 'm>(
-    members: impl Iterator<Item = (&'m str, &'m Json<'a>)>,
-    out: &mut Vec<u8>,
-) -> Result<(), CanonicalError> {
-    out.push(b'{');
-    for (i, (name, item)) in members.enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        canonical::write_string(name, out);
-        out.push(b':');
-        item.write_canonical(out)?;
-    }
-    out.push(b'}');
-    Ok(())
 }
 
 impl<'a> Json<'a> {
@@ -232,16 +206,7 @@ impl<'a> Json<'a> {
             Json::Bool(false) => out.extend_from_slice(b"false"),
             Json::Number(n) => canonical::write_number(n, out)?,
             Json::String(s) => canonical::write_string(s, out),
-            Json::Array(items) => {
-                out.push(b'[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    item.write_canonical(out)?;
-                }
-                out.push(b']');
-            }
+            Json::Array(items) => canonical::write_array(items, Json::write_canonical, out)?,
             Json::Object(m) => m.write_canonical(None, out)?,
         }
         Ok(())
@@ -253,10 +218,7 @@ impl<'a> Json<'a> {
 pub fn own_hash(entry: &Json<'_>) -> Option<String> {
     let obj = entry.as_object()?;
     let prev = obj.get("prev_hash")?.as_str()?;
-    let mut buf = Vec::with_capacity(1024);
-    buf.extend_from_slice(prev.as_bytes());
-    obj.write_canonical(Some("hash"), &mut buf).ok()?;
-    Some(chain::hex(&Sha256::digest(&buf)))
+    chain::hash_onto(prev, |buf| obj.write_canonical(Some("hash"), buf)).ok()
 }
 
 /// Compact JSON, as `serde_json::Value` displays.

@@ -41,16 +41,7 @@ pub fn write_value(value: &Value, out: &mut Vec<u8>) -> Result<(), CanonicalErro
         Value::Bool(false) => out.extend_from_slice(b"false"),
         Value::Number(n) => write_number(n, out)?,
         Value::String(s) => write_string(s, out),
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_value(item, out)?;
-            }
-            out.push(b']');
-        }
+        Value::Array(items) => write_array(items, write_value, out)?,
         Value::Object(map) => write_object(map, None, out)?,
     }
     Ok(())
@@ -63,19 +54,55 @@ pub fn write_object(
     skip: Option<&str>,
     out: &mut Vec<u8>,
 ) -> Result<(), CanonicalError> {
-    let members = map.iter().filter(|(k, _)| Some(k.as_str()) != skip);
-    // The map iterates in UTF-8 byte order, which is code point order; UTF-16 order differs
-    // from it only for names holding a character at or above U+E000 (lead byte 0xEE or more).
-    if map.keys().all(|k| k.bytes().all(|b| b < 0xEE)) {
-        return write_members(members, out);
-    }
-    let mut sorted: Vec<(&String, &Value)> = members.collect();
-    sorted.sort_by(|a, b| utf16_cmp(a.0, b.0));
-    write_members(sorted.into_iter(), out)
+    write_members(
+        map.iter().map(|(k, v)| (k.as_str(), v)),
+        skip,
+        write_value,
+        out,
+    )
 }
 
-fn write_members<'a>(
-    members: impl Iterator<Item = (&'a String, &'a Value)>,
+/// Appends an array, each element written by `write_item`. Shared by every JSON tree written
+/// here (`serde_json::Value`, and the verifier's borrowed `evidence::doc::Json`).
+pub(crate) fn write_array<'v, V: 'v>(
+    items: impl IntoIterator<Item = &'v V>,
+    write_item: impl Fn(&V, &mut Vec<u8>) -> Result<(), CanonicalError> + Copy,
+    out: &mut Vec<u8>,
+) -> Result<(), CanonicalError> {
+    out.push(b'[');
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_item(item, out)?;
+    }
+    out.push(b']');
+    Ok(())
+}
+
+/// Appends an object whose members come sorted by the UTF-8 bytes of their names (as a
+/// `serde_json::Map` or the verifier's tree holds them), each value written by `write_item`,
+/// leaving out the member named `skip`.
+pub(crate) fn write_members<'v, V: 'v>(
+    members: impl Iterator<Item = (&'v str, &'v V)> + Clone,
+    skip: Option<&str>,
+    write_item: impl Fn(&V, &mut Vec<u8>) -> Result<(), CanonicalError> + Copy,
+    out: &mut Vec<u8>,
+) -> Result<(), CanonicalError> {
+    let kept = members.filter(|(k, _)| Some(*k) != skip);
+    // UTF-8 byte order is code point order; UTF-16 order differs from it only for names
+    // holding a character at or above U+E000 (lead byte 0xEE or more).
+    if kept.clone().all(|(k, _)| k.bytes().all(|b| b < 0xEE)) {
+        return write_in_order(kept, write_item, out);
+    }
+    let mut sorted: Vec<(&str, &V)> = kept.collect();
+    sorted.sort_by(|a, b| utf16_cmp(a.0, b.0));
+    write_in_order(sorted.into_iter(), write_item, out)
+}
+
+fn write_in_order<'v, V: 'v>(
+    members: impl Iterator<Item = (&'v str, &'v V)>,
+    write_item: impl Fn(&V, &mut Vec<u8>) -> Result<(), CanonicalError> + Copy,
     out: &mut Vec<u8>,
 ) -> Result<(), CanonicalError> {
     out.push(b'{');
@@ -85,7 +112,7 @@ fn write_members<'a>(
         }
         write_string(key, out);
         out.push(b':');
-        write_value(item, out)?;
+        write_item(item, out)?;
     }
     out.push(b'}');
     Ok(())
@@ -93,7 +120,7 @@ fn write_members<'a>(
 
 /// RFC 8785 sorts member names by their UTF-16 code units, not by UTF-8 bytes: the two orders
 /// differ for characters above U+FFFF against those in U+E000..U+FFFF.
-pub(crate) fn utf16_cmp(a: &str, b: &str) -> Ordering {
+fn utf16_cmp(a: &str, b: &str) -> Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 

@@ -57,9 +57,18 @@ fn hash_skipping(
     entry: &Map<String, Value>,
     skip: Option<&str>,
 ) -> Result<String, CanonicalError> {
+    hash_onto(prev_hash, |buf| canonical::write_object(entry, skip, buf))
+}
+
+/// SHA-256 (hex) of `prev_hash` followed by the canonical entry `write_entry` appends: the
+/// entry hash, for any tree that can write an entry canonically.
+pub(crate) fn hash_onto(
+    prev_hash: &str,
+    write_entry: impl FnOnce(&mut Vec<u8>) -> Result<(), CanonicalError>,
+) -> Result<String, CanonicalError> {
     let mut buf = Vec::with_capacity(1024);
     buf.extend_from_slice(prev_hash.as_bytes());
-    canonical::write_object(entry, skip, &mut buf)?;
+    write_entry(&mut buf)?;
     Ok(hex(&Sha256::digest(&buf)))
 }
 
