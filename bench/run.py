@@ -213,6 +213,11 @@ def pre_payload(project: str, session: str, tool_use_id: str, *, deny: bool = Fa
     }
 
 
+def session_start_payload(project: str, session: str) -> dict:
+    return {"session_id": session, "transcript_path": f"/nonexistent/{session}.jsonl",
+            "cwd": project, "hook_event_name": "SessionStart", "source": "startup"}
+
+
 def post_payload(project: str, session: str, tool_use_id: str) -> dict:
     p = pre_payload(project, session, tool_use_id)
     p["hook_event_name"] = "PostToolUse"
@@ -632,7 +637,11 @@ def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | 
     """n PreToolUse calls (a reviewer Read, allowed) on a ledger of `size` entries.
 
     size 0: each call is on a new session, so every one starts from an empty ledger (and
-    writes the new chain's root and spawns with its decision). Otherwise all calls go to the
+    writes the new chain's root and spawns with its decision). For ours, each round also
+    times a SessionStart on another new session and then that session's first PreToolUse,
+    which finds the ledger SessionStart opened (root and spawns) and appends only its
+    decision: what the first tool call costs when SessionStart is wired, as `install` wires
+    it. The strict empty-ledger call is what it costs when it is not. Otherwise all calls go to the
     pre-built session, which grows by one entry per call. The first call after the ledger was
     copied into the temp project is timed apart: the copy has a new inode, so our checkpoint
     no longer matches and that call re-verifies the whole file from GENESIS."""
@@ -643,7 +652,7 @@ def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | 
         dt, rc, out, err = impl.hook(project, pre_payload(project, "bench-warm", "toolu_w"))
         if rc != 0 or not is_allow(out):
             sys.exit(f"{impl.name}: warm-up failed rc={rc} {out!r} {err.decode()[-2000:]}")
-        ms = []
+        ms, ms_start, ms_after_start = [], [], []
         for i in range(n):
             s = f"bench-empty-{i}"
             dt, rc, out, err = impl.hook(project, pre_payload(project, s, f"toolu_e{i}"))
@@ -652,7 +661,21 @@ def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | 
             ms.append(dt)
             if count_lines(impl.ledger(project, s)) != 4:
                 sys.exit(f"{impl.name}: an empty-ledger call did not write 4 entries")
+            if not isinstance(impl, Ours):
+                continue
+            s = f"bench-started-{i}"
+            dt, rc, out, err = impl.hook(project, session_start_payload(project, s))
+            if rc != 0 or not is_allow(out) or count_lines(impl.ledger(project, s)) != 3:
+                sys.exit(f"SessionStart failed rc={rc} {out!r} {err.decode()[-2000:]}")
+            ms_start.append(dt)
+            dt, rc, out, err = impl.hook(project, pre_payload(project, s, f"toolu_f{i}"))
+            if rc != 0 or not is_allow(out) or count_lines(impl.ledger(project, s)) != 4:
+                sys.exit(f"first call after SessionStart failed rc={rc} {out!r} {err.decode()[-2000:]}")
+            ms_after_start.append(dt)
         res.update(stats(ms))
+        if ms_start:
+            res["session_start"] = stats(ms_start)
+            res["first_call_after_session_start"] = stats(ms_after_start)
         res["ledger_entries"] = [0, 0]
         return res
     led = impl.ledger(project, SESSION)
@@ -909,6 +932,9 @@ def table(r: dict) -> str:
              100000: TARGETS["call_100000_p50"]}.get(size)
         row(f"PreToolUse, {size:,}-entry ledger", o, f, t,
             target_p99=TARGETS["call_0_p99"] if size == 0 else None)
+        if size == 0 and "first_call_after_session_start" in o:
+            row("PreToolUse, first of a session after SessionStart", o["first_call_after_session_start"], {})
+            row("SessionStart (opens the ledger)", o["session_start"], {})
     if "export" in r:
         eo, er = r["export"]["ours"], r["export"].get("reference", {})
         row("export, 10,000 entries", eo.get("export"), er.get("export"), TARGETS["export_10000_p50"])

@@ -11,8 +11,8 @@
 //! stand-in tool body only when the hook did not deny the call.
 //!
 //! * `[1]` the permission sets derived from the project (`attenu-hook --derive`)
-//! * `[2]` five subagent tool calls through the hook, then the PostToolUse of each allowed call
-//!   and the SessionEnd that exports the signed bundle
+//! * `[2]` SessionStart, five subagent tool calls through the hook, then the PostToolUse of
+//!   each allowed call and the SessionEnd that exports the signed bundle
 //! * `[3]` the control: the same five calls with no hook, so every body runs
 //! * `[4]` the evidence: the ledger chain re-verified here with the library, the two kinds of
 //!   denial as the ledger records them, and the signed bundle checked offline with
@@ -129,6 +129,7 @@ const SCRIPT: [Step; 5] = [
         expect: Expect::Allow,
     },
 ];
+const SESSION_START: &str = "session-start";
 const SESSION_END: &str = "session-end";
 
 fn main() -> ExitCode {
@@ -210,9 +211,12 @@ impl Demo {
         let repo = Path::new(REPO);
         let contract = read_json(&repo.join("contract.json"))?;
         let mut payloads = Vec::new();
-        for name in SCRIPT
-            .iter()
-            .flat_map(|s| std::iter::once(s.pre).chain(s.post))
+        for name in std::iter::once(SESSION_START)
+            .chain(
+                SCRIPT
+                    .iter()
+                    .flat_map(|s| std::iter::once(s.pre).chain(s.post)),
+            )
             .chain([SESSION_END])
         {
             let path = repo.join("examples/payloads").join(format!("{name}.json"));
@@ -381,7 +385,7 @@ impl Demo {
         Ok((answer, out.exit))
     }
 
-    /// [2] The five calls through the hook, their PostToolUse, and the SessionEnd.
+    /// [2] SessionStart, the five calls through the hook, their PostToolUse, and the SessionEnd.
     fn guarded_run(
         &mut self,
         contract: &Value,
@@ -391,6 +395,13 @@ impl Demo {
         markers: &Path,
     ) -> Result<String, Stop> {
         println!("[2] five tool calls through the hook (one process each, the recorded payload on stdin)");
+        let start = instantiate(payload(payloads, SESSION_START), project, home);
+        let (answer, exit) = self.hook(contract, &start, project)?;
+        println!("    SessionStart: the session's ledger is opened before its first tool call (answer {answer})");
+        self.expect(
+            exit == 0 && answer == Value::Object(Default::default()),
+            format!("SessionStart is answered `{{}}` (got {answer}, exit {exit})"),
+        );
         let mut ran = Vec::new();
         let mut session_id = String::new();
         for step in &SCRIPT {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// Every event the hook needs, in the order they are written.
 pub const EVENTS: &[&str] = &[
+    "SessionStart",
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",
@@ -386,12 +387,17 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
             .collect();
         let name = format!("wired:{event}");
         let Some(h) = mine.first() else {
-            out.push(check(
-                &name,
-                false,
-                true,
-                format!("no attenu-hook handler for {event}; run `attenu-hook install`"),
-            ));
+            out.push(if *event == "SessionStart" {
+                // Only a head start: every tool event opens the session's ledger itself.
+                check(&name, false, false, "no attenu-hook handler for SessionStart, so each session's first tool call also creates its ledger, which makes that call slower; run `attenu-hook install`")
+            } else {
+                check(
+                    &name,
+                    false,
+                    true,
+                    format!("no attenu-hook handler for {event}; run `attenu-hook install`"),
+                )
+            });
             continue;
         };
         let matcher = h["__matcher"].as_str().unwrap_or("");

@@ -3,6 +3,7 @@
 mod common;
 use common::*;
 use serde_json::{json, Value};
+use std::path::Path;
 
 #[test]
 fn allow_is_silence_and_deny_has_the_documented_shape() {
@@ -1205,4 +1206,76 @@ fn an_interrupted_call_is_recorded_as_abandoned_never_as_a_success() {
         o.get("error_code").is_none(),
         "error_code only goes with raised"
     );
+}
+
+/// A SessionStart payload as Claude Code 2.1.332 sends it.
+fn session_start(session: &str, project: &Path, source: &str) -> Value {
+    json!({"session_id": session, "transcript_path": format!("/home/u/.claude/projects/p/{session}.jsonl"),
+           "cwd": project, "hook_event_name": "SessionStart", "source": source})
+}
+
+#[test]
+fn session_start_opens_the_ledger_so_the_first_tool_call_only_appends() {
+    let p = sample("sessionstart");
+    let out = hook(p.path(), &session_start("s1", p.path(), "startup"));
+    assert_eq!((out.code, out.json()), (0, json!({})), "{}", out.stderr);
+    let opened = entries(p.path(), "s1");
+    assert_eq!(opened[0]["event"], "root");
+    assert_eq!(opened[0]["context"]["hook_event"], "SessionStart");
+    assert!(opened[1..].iter().all(|e| e["event"] == "spawn"));
+    assert_eq!(
+        opened.len(),
+        1 + 2,
+        "the root and one spawn per declared agent"
+    );
+
+    // The session's first tool call appends only its decision, to the same chain.
+    assert!(reviewer_read(p.path(), "s1", "/x", "t1").is_allow());
+    let after = entries(p.path(), "s1");
+    assert_eq!(after.len(), opened.len() + 1);
+    assert_eq!(after[..opened.len()], opened[..]);
+    assert_eq!(after[opened.len()]["event"], "allow");
+    assert_eq!(after[opened.len()]["chain_id"], opened[0]["chain_id"]);
+
+    // SessionStart again (after a compaction or a resume) adds nothing to a current chain.
+    let bytes = std::fs::read(ledger_path(p.path(), "s1")).unwrap();
+    for source in ["compact", "resume"] {
+        let out = hook(p.path(), &session_start("s1", p.path(), source));
+        assert_eq!((out.code, out.json()), (0, json!({})), "{}", out.stderr);
+    }
+    assert_eq!(std::fs::read(ledger_path(p.path(), "s1")).unwrap(), bytes);
+    let dir = p.path().to_str().unwrap();
+    let out = cli(&["export", "--project", dir, "--session", "s1"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let bundle = p.path().join(".attenu/bundle-s1.json");
+    let out = cli(&["verify", bundle.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+}
+
+#[test]
+fn a_session_start_on_a_tampered_ledger_warns_and_the_tool_call_is_still_denied() {
+    let p = sample("sessionstart-tamper");
+    for i in 0..3 {
+        reviewer_read(p.path(), "s1", &format!("/x{i}"), &format!("t{i}"));
+    }
+    let path = ledger_path(p.path(), "s1");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let tampered = text.replacen("\"fs.read\"", "\"fs.wrxx\"", 1);
+    std::fs::write(&path, &tampered).unwrap();
+    // SessionStart cannot block anything: it tells the user, with the reason code.
+    let out = hook(p.path(), &session_start("s1", p.path(), "resume"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let msg = out.json()["systemMessage"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        msg.contains("[ledger-unverifiable]")
+            && msg.contains("every tool call of this session is denied"),
+        "{}",
+        out.stdout
+    );
+    let out = reviewer_read(p.path(), "s1", "/y", "t9");
+    assert!(out.denied() && out.reason().contains("[ledger-unverifiable]"));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), tampered);
 }

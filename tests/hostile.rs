@@ -366,6 +366,7 @@ const FIELDS: &[&str] = &[
 ];
 
 const EVENTS: &[&str] = &[
+    "SessionStart",
     "PreToolUse",
     "PreToolUse",
     "PreToolUse",
@@ -509,6 +510,7 @@ enum Expect {
 }
 
 const KNOWN_EVENTS: &[&str] = &[
+    "SessionStart",
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",

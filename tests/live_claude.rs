@@ -386,6 +386,16 @@ fn expected_calls(worker_may_write: bool) -> Vec<Expected> {
 
 fn check_ledger(s: &Session, ledger: &[Value], worker_may_write: bool) {
     let where_ = format!("ledger {}", s.ledger_path().display());
+    if s.wired_events.contains("SessionStart") {
+        // Claude Code ran SessionStart before any tool call, so it opened the ledger and the
+        // session's first PreToolUse only appended its decision.
+        let first = ledger.first().expect("an empty ledger");
+        assert_eq!(
+            (first.get("event"), first.pointer("/context/hook_event")),
+            (Some(&json!("root")), Some(&json!("SessionStart"))),
+            "{where_}: the ledger was not opened by the SessionStart hook: {first}"
+        );
+    }
     // decisions by tool_use_id
     let mut by_id: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
     for entry in ledger {

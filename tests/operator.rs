@@ -50,6 +50,7 @@ fn install_keeps_existing_settings_and_hooks_and_is_idempotent() {
         json!({"type": "command", "command": "attenu-hook", "timeout": 10, "onFailure": "block"})
     );
     for e in [
+        "SessionStart",
         "PostToolUse",
         "PostToolUseFailure",
         "SubagentStart",
@@ -110,6 +111,31 @@ fn doctor_passes_on_an_installed_project() {
         out.stdout.contains("ledger:ledger-s1.jsonl") && out.stdout.contains("verifies"),
         "{}",
         out.stdout
+    );
+}
+
+#[test]
+fn doctor_only_warns_when_session_start_is_not_wired() {
+    // Installs from before SessionStart was wired keep enforcing everything: SessionStart
+    // only creates the ledger ahead of the first tool call.
+    let p = sample("doctor-nostart");
+    assert_eq!(
+        cli(&["install", p.path().to_str().unwrap(), "--command", BIN]).code,
+        0
+    );
+    let mut s = settings(p.path());
+    s["hooks"].as_object_mut().unwrap().remove("SessionStart");
+    std::fs::write(p.path().join(".claude/settings.json"), s.to_string()).unwrap();
+    let out = doctor(p.path());
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("wired:SessionStart"))
+        .unwrap_or_else(|| panic!("no SessionStart line: {}", out.stdout));
+    assert!(
+        !line.contains("FAIL") && line.contains("first tool call"),
+        "{line}"
     );
 }
 

@@ -172,6 +172,7 @@ pub fn handle_bytes(input: &[u8], started: Instant, set_deadline: &dyn Fn(Instan
     let result = match p.event {
         Event::PreToolUse => pre_tool_use(&ctx),
         Event::PostToolUse | Event::PostToolUseFailure => post_tool_use(&ctx),
+        Event::SessionStart => session_start(&ctx),
         Event::SubagentStart => subagent_start(&ctx),
         Event::SubagentStop | Event::SessionEnd => stop(&ctx),
         Event::Other(_) => Ok(Answer::none()),
@@ -293,9 +294,8 @@ fn chain_for(ledger: &Ledger, roster: &Roster, p: &Payload) -> Result<ChainTarge
             nodes: c.nodes.clone(),
         }),
         previous => {
-            let (chain_id, opening) =
-                record::open_chain(roster, &ledger.paths.name, &p.session_id, previous)
-                    .map_err(|e| Reason::new(Code::InternalError, e))?;
+            let (chain_id, opening) = record::open_chain(roster, &ledger.paths.name, p, previous)
+                .map_err(|e| Reason::new(Code::InternalError, e))?;
             let salt = opening[0]
                 .get("params_salt")
                 .and_then(Value::as_str)
@@ -481,11 +481,36 @@ fn unrecorded_outcome(ctx: &Ctx<'_>, call_id: Option<&str>, cause: &str) -> Answ
     ))
 }
 
-fn subagent_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
+/// Verifies the session's ledger and opens its chain (root and spawns) unless the current one
+/// already matches the derivation. Returns the roster it derived.
+fn open_session_chain(ctx: &Ctx<'_>) -> Result<Roster, Reason> {
     let roster = ctx.roster()?;
     let mut ledger = ctx.open_ledger()?;
     let entries = chain_for(&ledger, &roster, ctx.p)?.opening;
     ledger.append(entries).map_err(store_reason)?;
+    Ok(roster)
+}
+
+/// SessionStart runs before the session's first tool call and blocks nothing. Creating the
+/// ledger here (a new file, its name made durable, the chain's root and spawns) takes that
+/// cost off the first PreToolUse, which then only appends its decision. Every tool event still
+/// opens the chain itself when SessionStart is not wired or failed; its failure is reported
+/// to the user, and the first tool call then fails closed on the same cause.
+fn session_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
+    open_session_chain(ctx).map_err(|r| {
+        Reason::new(
+            r.code,
+            format!(
+                "{}; while this lasts, every tool call of this session is denied",
+                r.message
+            ),
+        )
+    })?;
+    Ok(Answer::none())
+}
+
+fn subagent_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
+    let roster = open_session_chain(ctx)?;
     let ty = ctx.p.agent_type.as_deref().unwrap_or("");
     Ok(if roster.agents.contains_key(ty) {
         Answer::none()

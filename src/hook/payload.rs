@@ -9,6 +9,7 @@ pub const MAX_PAYLOAD_BYTES: usize = 64 << 20;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
+    SessionStart,
     PreToolUse,
     PostToolUse,
     PostToolUseFailure,
@@ -22,6 +23,7 @@ pub enum Event {
 impl Event {
     fn parse(s: &str) -> Event {
         match s {
+            "SessionStart" => Event::SessionStart,
             "PreToolUse" => Event::PreToolUse,
             "PostToolUse" => Event::PostToolUse,
             "PostToolUseFailure" => Event::PostToolUseFailure,
@@ -34,6 +36,7 @@ impl Event {
 
     pub fn name(&self) -> &str {
         match self {
+            Event::SessionStart => "SessionStart",
             Event::PreToolUse => "PreToolUse",
             Event::PostToolUse => "PostToolUse",
             Event::PostToolUseFailure => "PostToolUseFailure",

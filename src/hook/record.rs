@@ -64,7 +64,7 @@ pub fn commit_labeled(label: &str, value: &Value, salt_hex: &str) -> Option<Stri
 pub fn open_chain(
     roster: &Roster,
     session_name: &str,
-    session_id: &str,
+    p: &Payload,
     previous: Option<&ChainInfo>,
 ) -> Result<(String, Vec<Map<String, Value>>), String> {
     let index = previous.map_or(1, |p| p.index + 1);
@@ -82,7 +82,8 @@ pub fn open_chain(
         "params_salt": random_hex(16)?,
         "context": {
             "producer": {"name": PRODUCER, "version": VERSION},
-            "session_id": session_id,
+            "session_id": p.session_id,
+            "hook_event": p.event.name(),
             "digest": roster.digest,
             "at": time::rfc3339_ms(now),
             "previous_chain": previous.map(|p| json!({"chain_id": p.chain_id, "head": p.head, "seq": p.entries - 1})),
