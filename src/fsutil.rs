@@ -18,6 +18,38 @@ const O_NOFOLLOW: i32 = 0o400000;
 )))]
 const O_NOFOLLOW: i32 = 0;
 
+/// `O_NONBLOCK` (no effect on a regular file): opening a FIFO put in a file's place must not
+/// hang the hook. The value is the same on every Linux architecture `O_NOFOLLOW` is known for.
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "x86")
+))]
+const O_NONBLOCK: i32 = 0o4000;
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "x86")
+)))]
+const O_NONBLOCK: i32 = 0;
+
+/// What `open` with `O_NOFOLLOW` reports for a symlink (Linux).
+const ELOOP: i32 = 40;
+/// What opening a directory for writing reports.
+const EISDIR: i32 = 21;
+
+/// Why opening `path` failed, when the cause is what is at `path` rather than the system:
+/// a symlink (refused by `O_NOFOLLOW`) or a directory where a file belongs.
+pub fn refused_open(path: &Path, e: &io::Error) -> Option<String> {
+    match e.raw_os_error() {
+        Some(ELOOP) => Some(symlink_refused(path)),
+        Some(EISDIR) => Some(not_regular(path)),
+        _ => None,
+    }
+}
+
+fn not_regular(path: &Path) -> String {
+    format!("{} is not a regular file; move it aside", path.display())
+}
+
 /// The effective uid of this process, read from `/proc/self` (no libc needed); `None` where
 /// that is unavailable, and then the owner checks are skipped.
 pub fn current_uid() -> Option<u32> {
@@ -76,33 +108,97 @@ fn check_private_dir(dir: &Path, m: &fs::Metadata) -> Result<(), String> {
     Ok(())
 }
 
+fn symlink_refused(path: &Path) -> String {
+    format!(
+        "{} is a symlink; the hook never follows one in its state directory. Move it aside",
+        path.display()
+    )
+}
+
 /// Checks that `path`, if it exists, is a regular file owned by this user (never a symlink).
 pub fn check_regular_file(path: &Path) -> Result<bool, String> {
     match fs::symlink_metadata(path) {
         Ok(m) => {
             if m.file_type().is_symlink() {
-                return Err(format!("{} is a symlink; the hook never follows one in its state directory. Move it aside", path.display()));
+                return Err(symlink_refused(path));
             }
-            if !m.is_file() {
-                return Err(format!(
-                    "{} is not a regular file; move it aside",
-                    path.display()
-                ));
-            }
-            if let Some(uid) = current_uid() {
-                if m.uid() != uid {
-                    return Err(format!(
-                        "{} is owned by uid {}, not this user; move it aside",
-                        path.display(),
-                        m.uid()
-                    ));
-                }
-            }
+            check_owned_regular(path, &m)?;
             Ok(true)
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(format!("cannot inspect {}: {e}", path.display())),
     }
+}
+
+/// `m` (of `path`) is a regular file owned by this user.
+pub fn check_owned_regular(path: &Path, m: &fs::Metadata) -> Result<(), String> {
+    if !m.is_file() {
+        return Err(not_regular(path));
+    }
+    if let Some(uid) = current_uid() {
+        if m.uid() != uid {
+            return Err(format!(
+                "{} is owned by uid {}, not this user; move it aside",
+                path.display(),
+                m.uid()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Opens `path` for reading, never through a symlink and never blocking on a FIFO, and
+/// checks the file it opened (so nothing can be swapped in between a check and the open):
+/// a regular file owned by this user. `Ok(None)` when there is no such file.
+pub fn open_owned(path: &Path) -> Result<Option<(File, fs::Metadata)>, String> {
+    if O_NOFOLLOW == 0 && !check_regular_file(path)? {
+        return Ok(None);
+    }
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NOFOLLOW | O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(refused_open(path, &e)
+                .unwrap_or_else(|| format!("cannot open {}: {e}", path.display())))
+        }
+    };
+    let m = file
+        .metadata()
+        .map_err(|e| format!("cannot inspect {}: {e}", path.display()))?;
+    check_owned_regular(path, &m)?;
+    Ok(Some((file, m)))
+}
+
+/// Reads a file [`open_owned`] accepts, of at most `max` bytes. `Ok(None)` when it does not
+/// exist. Returns its bytes and the metadata of the file read.
+pub fn read_owned(path: &Path, max: u64) -> Result<Option<(Vec<u8>, fs::Metadata)>, String> {
+    use std::io::Read;
+    let Some((file, m)) = open_owned(path)? else {
+        return Ok(None);
+    };
+    if m.len() > max {
+        return Err(format!(
+            "{} is larger than {max} bytes; move it aside",
+            path.display()
+        ));
+    }
+    // Sized from the metadata already read, so std does not stat the file again.
+    let mut bytes = Vec::with_capacity(m.len() as usize + 1);
+    (&file)
+        .take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if bytes.len() as u64 > max {
+        return Err(format!(
+            "{} grew past {max} bytes while it was read; move it aside",
+            path.display()
+        ));
+    }
+    Ok(Some((bytes, m)))
 }
 
 /// Opens a private (0600) file for appending, creating it, never through a symlink.

@@ -1146,6 +1146,57 @@ fn a_symlinked_ledger_or_state_directory_is_refused() {
     assert!(!elsewhere.path().join("target.jsonl").exists());
 }
 
+/// Each state file the hook reads is opened without following a link or waiting on a FIFO,
+/// and the file it opened is checked: a FIFO, a link or a directory in its place denies at
+/// once, with the file named, instead of hanging the call until the deadline.
+#[test]
+fn a_fifo_link_or_directory_in_place_of_a_state_file_denies_at_once() {
+    let p = sample("fifo");
+    assert!(reviewer_read(p.path(), "s1", "/x", "t1").is_allow());
+    let attenu = p.path().join(".attenu");
+    let state = attenu.join("ledger-s1.state.json");
+    let key = attenu.join("anchor.key");
+    let elsewhere = TempDir::new("fifo-elsewhere");
+    let target = elsewhere.path().join("f");
+    std::fs::write(&target, "{}").unwrap();
+    let planted: [(&Path, &str); 6] = [
+        (&state, "fifo"),
+        (&state, "link"),
+        (&state, "dir"),
+        (&key, "fifo"),
+        (&key, "link"),
+        (&key, "dir"),
+    ];
+    for (i, (path, kind)) in planted.into_iter().enumerate() {
+        let saved = path.with_extension("saved");
+        std::fs::rename(path, &saved).unwrap();
+        match kind {
+            "fifo" => assert!(std::process::Command::new("mkfifo")
+                .arg(path)
+                .status()
+                .unwrap()
+                .success()),
+            "link" => std::os::unix::fs::symlink(&target, path).unwrap(),
+            _ => std::fs::create_dir(path).unwrap(),
+        }
+        let out = reviewer_read(p.path(), "s1", "/y", &format!("u{i}"));
+        let name = path.file_name().unwrap().to_str().unwrap();
+        // A blocked open would end in [deadline-exceeded], which names no file.
+        assert!(
+            out.denied() && out.reason().contains(name),
+            "{kind} at {name}: {}",
+            out.reason()
+        );
+        if kind == "dir" {
+            std::fs::remove_dir(path).unwrap();
+        } else {
+            std::fs::remove_file(path).unwrap();
+        }
+        std::fs::rename(&saved, path).unwrap();
+    }
+    assert!(reviewer_read(p.path(), "s1", "/z", "t2").is_allow());
+}
+
 #[test]
 fn a_lock_held_by_a_stuck_process_denies_within_the_timeout() {
     let p = sample("stuck");

@@ -26,7 +26,6 @@ use hmac::{Hmac, Mac};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -158,15 +157,8 @@ fn seal(mac_key: &[u8; 32], body: &[u8]) -> Option<Hmac<Sha256>> {
 /// The cached roster, if the file is ours (a regular file of this user, never a symlink, with
 /// a valid seal) and was derived from exactly the inputs named by `key`.
 fn read(path: &Path, mac_key: &[u8; 32], key: &str) -> Option<Roster> {
-    if !fsutil::check_regular_file(path).ok()? {
-        return None;
-    }
-    let mut text = String::new();
-    fsutil::open_read(path)
-        .ok()?
-        .take(MAX_CACHE_BYTES)
-        .read_to_string(&mut text)
-        .ok()?;
+    let (bytes, _) = fsutil::read_owned(path, MAX_CACHE_BYTES).ok()??;
+    let text = String::from_utf8(bytes).ok()?;
     let (tag, body) = text.strip_prefix(HEADER)?.split_once('\n')?;
     let tag = crate::ledger::chain::unhex(tag)?;
     seal(mac_key, body.as_bytes())?.verify_slice(&tag).ok()?;

@@ -214,7 +214,12 @@ fn collect_md(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), De
             DeriveError::DeclarationsUnreadable(format!("cannot list {}: {e}", dir.display()))
         })?;
         let path = entry.path();
-        let ft = std::fs::metadata(&path).map(|m| m.file_type());
+        // The directory listing's own type, unless it is a link (Claude Code follows those):
+        // a statx per agent file saved on every call.
+        let ft = match entry.file_type() {
+            Ok(t) if !t.is_symlink() => Ok(t),
+            _ => std::fs::metadata(&path).map(|m| m.file_type()),
+        };
         match ft {
             Ok(ft) if ft.is_dir() && depth < MAX_DIR_DEPTH => collect_md(&path, depth + 1, out)?,
             Ok(ft) if ft.is_file() && path.extension().is_some_and(|e| e == "md") => {

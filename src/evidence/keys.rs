@@ -48,10 +48,10 @@ fn mac_key_from_seed(seed: &[u8; 32]) -> [u8; 32] {
 /// elliptic-curve work of loading the signing key (the key is created first if it is missing).
 pub fn checkpoint_mac_key(attenu_dir: &Path) -> Result<[u8; 32], String> {
     let key_path = attenu_dir.join("anchor.key");
-    if !fsutil::check_regular_file(&key_path)? {
-        return load_or_create(attenu_dir).map(|k| k.checkpoint_mac_key());
+    match fsutil::read_owned(&key_path, MAX_KEY_FILE_BYTES)? {
+        Some((bytes, meta)) => Ok(mac_key_from_seed(&parse_seed(&key_path, &bytes, &meta)?.0)),
+        None => load_or_create(attenu_dir).map(|k| k.checkpoint_mac_key()),
     }
-    Ok(mac_key_from_seed(&read_seed(&key_path)?.0))
 }
 
 /// The key id: names the key by its public half, so two projects' keys are told apart.
@@ -89,11 +89,22 @@ pub fn load(path: &Path) -> Result<AnchorKey, String> {
     Ok(AnchorKey { signing, kid })
 }
 
+/// A key file is one small JSON object; anything far larger is not one.
+const MAX_KEY_FILE_BYTES: u64 = 64 * 1024;
+
 /// The seed and key id of a key file, after checking it is a private regular file.
 fn read_seed(path: &Path) -> Result<([u8; 32], Option<String>), String> {
-    fsutil::check_regular_file(path)?;
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let (bytes, meta) = fsutil::read_owned(path, MAX_KEY_FILE_BYTES)?
+        .ok_or_else(|| format!("cannot read {}: it does not exist", path.display()))?;
+    parse_seed(path, &bytes, &meta)
+}
+
+/// The seed and key id in `bytes`, read from `path` whose metadata is `meta`.
+fn parse_seed(
+    path: &Path,
+    bytes: &[u8],
+    meta: &std::fs::Metadata,
+) -> Result<([u8; 32], Option<String>), String> {
     if meta.permissions().mode() & 0o077 != 0 {
         return Err(format!(
             "{} is readable by others; run `chmod 600 {}`",
@@ -101,9 +112,7 @@ fn read_seed(path: &Path) -> Result<([u8; 32], Option<String>), String> {
             path.display()
         ));
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let doc: Value = serde_json::from_str(&text).map_err(|_| {
+    let doc: Value = serde_json::from_slice(bytes).map_err(|_| {
         format!("{} is not a key file; restore it from a backup (never replace it silently: bundles signed with it would no longer match)", path.display())
     })?;
     let seed = doc

@@ -175,6 +175,10 @@ pub struct State {
 /// never re-serialized to be checked.
 const CHECKPOINT_MAGIC: &str = "attenu-checkpoint v2 ";
 
+/// Far above any real checkpoint (at most MAX_OPEN_CALLS open calls and the chains' nodes);
+/// a bound so a planted file cannot make the hook read without end.
+const MAX_CHECKPOINT_BYTES: u64 = 256 << 20;
+
 /// A session ledger, locked for this process until dropped (the `flock` is on the ledger's own
 /// open file description, so it goes with `file`).
 pub struct Ledger {
@@ -237,14 +241,17 @@ impl Ledger {
         lock_deadline: Instant,
     ) -> Result<Ledger, StoreError> {
         fsutil::ensure_private_dir(&paths.dir).map_err(StoreError::Unsafe)?;
-        for p in [&paths.ledger, &paths.state] {
-            fsutil::check_regular_file(p).map_err(StoreError::Unsafe)?;
-        }
         // The lock is the ledger itself: nothing ever replaces its inode (a torn tail is cut in
         // place), so every process of the session locks the same file, and a new session
-        // creates one file fewer.
-        let file = fsutil::open_read_append(&paths.ledger)
-            .map_err(|e| StoreError::Io(format!("cannot open {}: {e}", paths.ledger.display())))?;
+        // creates one file fewer. The open never follows a symlink or waits on a FIFO, and the
+        // file it opened is what is checked, once the lock is held (see `stamp`).
+        let file =
+            fsutil::open_read_append(&paths.ledger).map_err(|e| {
+                match fsutil::refused_open(&paths.ledger, &e) {
+                    Some(why) => StoreError::Unsafe(why),
+                    None => StoreError::Io(format!("cannot open {}: {e}", paths.ledger.display())),
+                }
+            })?;
         acquire(&file, &paths.ledger, lock_deadline)?;
         let mut ledger = Ledger {
             paths,
@@ -268,8 +275,13 @@ impl Ledger {
     }
 
     fn load(&mut self) -> Result<(), StoreError> {
-        let stamp = self.stamp()?;
-        if let Some(state) = self.read_checkpoint() {
+        let meta = self
+            .file
+            .metadata()
+            .map_err(|e| StoreError::Io(format!("cannot stat the ledger: {e}")))?;
+        fsutil::check_owned_regular(&self.paths.ledger, &meta).map_err(StoreError::Unsafe)?;
+        let stamp = FileStamp::of(&meta);
+        if let Some(state) = self.read_checkpoint()? {
             if state.stamp == stamp && self.tail_matches(&state) {
                 self.state = state;
                 self.fast_path = true;
@@ -279,12 +291,17 @@ impl Ledger {
         self.full_verify()
     }
 
-    fn read_checkpoint(&self) -> Option<State> {
-        let mut bytes = Vec::new();
-        fsutil::open_read(&self.paths.state)
-            .ok()?
-            .read_to_end(&mut bytes)
-            .ok()?;
+    fn read_checkpoint(&self) -> Result<Option<State>, StoreError> {
+        let Some((bytes, _)) = fsutil::read_owned(&self.paths.state, MAX_CHECKPOINT_BYTES)
+            .map_err(StoreError::Unsafe)?
+        else {
+            return Ok(None);
+        };
+        Ok(self.checkpoint_state(&bytes))
+    }
+
+    /// The state a checkpoint file's bytes record, if their seal is valid.
+    fn checkpoint_state(&self, bytes: &[u8]) -> Option<State> {
         let rest = bytes.strip_prefix(CHECKPOINT_MAGIC.as_bytes())?;
         let nl = rest.iter().position(|&b| b == b'\n')?;
         let (tag, body) = (std::str::from_utf8(&rest[..nl]).ok()?, &rest[nl + 1..]);
