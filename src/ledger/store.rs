@@ -504,9 +504,9 @@ impl Ledger {
             .sync_data()
             .map_err(|e| StoreError::Io(format!("cannot fsync the ledger: {e}")))?;
         if self.name_unsynced {
-            // Without this, a crash (on a file system that does not write a new name with the
-            // file's own fsync, such as ext4 without a journal) could lose the whole ledger of
-            // a session whose first decision had already been answered.
+            // POSIX does not promise that a file's fsync makes its new name durable (ext4, XFS
+            // and btrfs do; others need not). Without this, a crash there could lose the whole
+            // ledger of a session whose first decision had already been answered.
             fsutil::sync_dir(&self.paths.dir).map_err(|e| {
                 StoreError::Io(format!(
                     "cannot fsync {} after creating the ledger: {e}",
