@@ -6,42 +6,22 @@ use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// `O_NOFOLLOW` where we know its value; elsewhere the `symlink_metadata` checks stand alone.
-#[cfg(all(
-    target_os = "linux",
-    any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "x86")
-))]
-const O_NOFOLLOW: i32 = 0o400000;
-#[cfg(not(all(
-    target_os = "linux",
-    any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "x86")
-)))]
-const O_NOFOLLOW: i32 = 0;
+/// Never follow a symlink at the last component: `open` fails with `ELOOP` instead. From
+/// `libc`, so it is right on every architecture (it differs between x86 and aarch64).
+const O_NOFOLLOW: i32 = libc::O_NOFOLLOW;
 
-/// `O_NONBLOCK` (no effect on a regular file): opening a FIFO put in a file's place must not
-/// hang the hook. The value is the same on every Linux architecture `O_NOFOLLOW` is known for.
-#[cfg(all(
-    target_os = "linux",
-    any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "x86")
-))]
-const O_NONBLOCK: i32 = 0o4000;
-#[cfg(not(all(
-    target_os = "linux",
-    any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "x86")
-)))]
-const O_NONBLOCK: i32 = 0;
-
-/// What `open` with `O_NOFOLLOW` reports for a symlink (Linux).
-const ELOOP: i32 = 40;
-/// What opening a directory for writing reports.
-const EISDIR: i32 = 21;
+/// Opening a FIFO put in a file's place must not hang the hook (no effect on a regular file).
+const O_NONBLOCK: i32 = libc::O_NONBLOCK;
 
 /// Why opening `path` failed, when the cause is what is at `path` rather than the system:
 /// a symlink (refused by `O_NOFOLLOW`) or a directory where a file belongs.
 pub fn refused_open(path: &Path, e: &io::Error) -> Option<String> {
     match e.raw_os_error() {
-        Some(ELOOP) => Some(symlink_refused(path)),
-        Some(EISDIR) => Some(not_regular(path)),
+        // FreeBSD reports a refused symlink as EMLINK; Linux never returns it from open.
+        Some(libc::ELOOP | libc::EMLINK) => Some(symlink_refused(path)),
+        Some(libc::EISDIR) => Some(not_regular(path)),
+        // Another user's file is not ours to open; say so rather than "permission denied".
+        Some(libc::EACCES | libc::EPERM) => check_regular_file(path).err(),
         _ => None,
     }
 }
@@ -147,13 +127,38 @@ pub fn check_owned_regular(path: &Path, m: &fs::Metadata) -> Result<(), String> 
     Ok(())
 }
 
+/// Why a state file could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadError {
+    /// What is at the path is not a file the hook may use: a symlink, not a regular file, or
+    /// another user's. The message says what to do.
+    Refused(String),
+    /// Larger than the caller's bound.
+    TooLarge(String),
+    /// The system failed to open or read it.
+    Io(String),
+}
+
+impl ReadError {
+    pub fn message(&self) -> &str {
+        match self {
+            ReadError::Refused(m) | ReadError::TooLarge(m) | ReadError::Io(m) => m,
+        }
+    }
+}
+
+impl From<ReadError> for String {
+    fn from(e: ReadError) -> String {
+        match e {
+            ReadError::Refused(m) | ReadError::TooLarge(m) | ReadError::Io(m) => m,
+        }
+    }
+}
+
 /// Opens `path` for reading, never through a symlink and never blocking on a FIFO, and
 /// checks the file it opened (so nothing can be swapped in between a check and the open):
 /// a regular file owned by this user. `Ok(None)` when there is no such file.
-pub fn open_owned(path: &Path) -> Result<Option<(File, fs::Metadata)>, String> {
-    if O_NOFOLLOW == 0 && !check_regular_file(path)? {
-        return Ok(None);
-    }
+pub fn open_owned(path: &Path) -> Result<Option<(File, fs::Metadata)>, ReadError> {
     let file = match OpenOptions::new()
         .read(true)
         .custom_flags(O_NOFOLLOW | O_NONBLOCK)
@@ -162,41 +167,39 @@ pub fn open_owned(path: &Path) -> Result<Option<(File, fs::Metadata)>, String> {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
-            return Err(refused_open(path, &e)
-                .unwrap_or_else(|| format!("cannot open {}: {e}", path.display())))
+            return Err(match refused_open(path, &e) {
+                Some(why) => ReadError::Refused(why),
+                None => ReadError::Io(format!("cannot open {}: {e}", path.display())),
+            })
         }
     };
     let m = file
         .metadata()
-        .map_err(|e| format!("cannot inspect {}: {e}", path.display()))?;
-    check_owned_regular(path, &m)?;
+        .map_err(|e| ReadError::Io(format!("cannot inspect {}: {e}", path.display())))?;
+    check_owned_regular(path, &m).map_err(ReadError::Refused)?;
     Ok(Some((file, m)))
 }
 
 /// Reads a file [`open_owned`] accepts, of at most `max` bytes. `Ok(None)` when it does not
 /// exist. Returns its bytes and the metadata of the file read.
-pub fn read_owned(path: &Path, max: u64) -> Result<Option<(Vec<u8>, fs::Metadata)>, String> {
+pub fn read_owned(path: &Path, max: u64) -> Result<Option<(Vec<u8>, fs::Metadata)>, ReadError> {
     use std::io::Read;
     let Some((file, m)) = open_owned(path)? else {
         return Ok(None);
     };
+    let too_large =
+        || ReadError::TooLarge(format!("{} is larger than {max} bytes", path.display()));
     if m.len() > max {
-        return Err(format!(
-            "{} is larger than {max} bytes; move it aside",
-            path.display()
-        ));
+        return Err(too_large());
     }
     // Sized from the metadata already read, so std does not stat the file again.
     let mut bytes = Vec::with_capacity(m.len() as usize + 1);
     (&file)
-        .take(max + 1)
+        .take(max.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        .map_err(|e| ReadError::Io(format!("cannot read {}: {e}", path.display())))?;
     if bytes.len() as u64 > max {
-        return Err(format!(
-            "{} grew past {max} bytes while it was read; move it aside",
-            path.display()
-        ));
+        return Err(too_large());
     }
     Ok(Some((bytes, m)))
 }
@@ -331,4 +334,36 @@ pub fn create_exclusive(path: &Path, bytes: &[u8], mode: u32) -> io::Result<bool
 /// Sets 0600 on a file we own (repairing a looser mode left by an older version).
 pub fn make_private(path: &Path) -> io::Result<()> {
     fs::set_permissions(path, fs::Permissions::from_mode(0o600))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pins the open flags from `libc`: a wrong `O_NOFOLLOW` (it differs by architecture)
+    /// would open through the link, and these would fail on that architecture.
+    #[test]
+    fn symlinks_are_refused_by_the_open_itself() {
+        let dir = std::env::temp_dir().join(format!("attenu-fsutil-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("target");
+        fs::write(&target, b"{}").unwrap();
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        match open_owned(&link) {
+            Err(ReadError::Refused(m)) => assert!(m.contains("is a symlink"), "{m}"),
+            other => panic!("a symlink was not refused: {other:?}"),
+        }
+        let e = open_read_append(&link).unwrap_err();
+        assert!(
+            refused_open(&link, &e).is_some_and(|m| m.contains("is a symlink")),
+            "{e}"
+        );
+        let e = open_rw(&link).unwrap_err();
+        assert!(refused_open(&link, &e).is_some(), "{e}");
+        assert_eq!(fs::read(&target).unwrap(), b"{}");
+        assert!(matches!(open_owned(&dir.join("absent")), Ok(None)));
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -403,20 +403,36 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
         let matcher = h["__matcher"].as_str().unwrap_or("");
         let on_failure = h.get("onFailure").and_then(Value::as_str);
         let timeout = h.get("timeout").and_then(Value::as_u64);
+        // SessionStart enforces nothing (every tool event opens the ledger itself), so its
+        // wiring is checked but never required.
+        let required = *event != "SessionStart";
         if !(matcher.is_empty() || matcher == "*") {
-            out.push(check(&name, false, true, format!("the {event} handler has matcher '{matcher}', so other tools skip the hook; remove the matcher")));
-        } else if on_failure != Some("block") {
-            out.push(check(&name, false, true, format!("the {event} handler lacks \"onFailure\": \"block\", so a crash or timeout lets calls through; run `attenu-hook install`")));
+            let skipped = if required {
+                "other tools skip the hook"
+            } else {
+                "other session starts skip it"
+            };
+            out.push(check(
+                &name,
+                false,
+                required,
+                format!(
+                    "the {event} handler has matcher '{matcher}', so {skipped}; remove the matcher"
+                ),
+            ));
+        } else if required && on_failure != Some("block") {
+            out.push(check(&name, false, required, format!("the {event} handler lacks \"onFailure\": \"block\", so a crash or timeout lets calls through; run `attenu-hook install`")));
         } else if !timeout.is_some_and(|t| (2..=600).contains(&t)) {
-            out.push(check(&name, false, true, format!("the {event} handler's timeout {timeout:?} is not between 2 and 600 seconds; set it to {TIMEOUT_S}")));
+            out.push(check(&name, false, required, format!("the {event} handler's timeout {timeout:?} is not between 2 and 600 seconds; set it to {TIMEOUT_S}")));
         } else {
             out.push(check(
                 &name,
                 true,
                 true,
                 format!(
-                    "timeout {}s, onFailure block, every tool",
-                    timeout.unwrap_or(0)
+                    "timeout {}s, onFailure {}, every tool",
+                    timeout.unwrap_or(0),
+                    on_failure.unwrap_or("unset")
                 ),
             ));
         }
@@ -538,17 +554,16 @@ fn ledger_checks(attenu: &Path) -> Vec<Check> {
         .collect();
     names.sort();
     for name in names {
-        let bytes = match crate::fsutil::open_read(&attenu.join(&name)).and_then(|mut f| {
-            let mut b = Vec::new();
-            std::io::Read::read_to_end(&mut f, &mut b).map(|_| b)
-        }) {
-            Ok(b) => b,
+        // Never through a symlink, never blocking on a FIFO; u64::MAX: a ledger has no bound.
+        let bytes = match crate::fsutil::read_owned(&attenu.join(&name), u64::MAX) {
+            Ok(Some((b, _))) => b,
+            Ok(None) => continue,
             Err(e) => {
                 out.push(check(
                     &format!("ledger:{name}"),
                     false,
                     true,
-                    format!("cannot read: {e}"),
+                    format!("cannot read: {}", e.message()),
                 ));
                 continue;
             }

@@ -757,6 +757,75 @@ fn a_torn_final_line_is_moved_aside_and_the_recovery_recorded() {
     );
 }
 
+/// A torn tail cut by an event that appends nothing (SessionStart on a resumed session, whose
+/// chain is current) stays owed in the checkpoint and is recorded by the next entry, once.
+#[test]
+fn a_torn_tail_cut_at_session_start_is_recorded_by_the_next_entry() {
+    let p = sample("torn-start");
+    reviewer_read(p.path(), "s1", "/x", "t1");
+    let path = ledger_path(p.path(), "s1");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"{\"c14n\":\"JCS\",\"half").unwrap();
+    drop(f);
+    let before = entries_of_text(&std::fs::read_to_string(&path).unwrap());
+    let out = hook(p.path(), &session_start("s1", p.path(), "resume"));
+    assert_eq!((out.code, out.json()), (0, json!({})), "{}", out.stderr);
+    assert_eq!(
+        entries(p.path(), "s1"),
+        before,
+        "the tail is cut, nothing appended"
+    );
+    // A PostToolUse (its own path, which records outcomes) appends the next entry.
+    let out = hook(
+        p.path(),
+        &post(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/x"}),
+            "t1",
+            json!("ok"),
+        ),
+    );
+    assert!(out.is_allow(), "{}", out.stdout);
+    let after = entries(p.path(), "s1");
+    assert_eq!(after.len(), before.len() + 1);
+    let recorded = &after[before.len()]["context"]["recovered_torn_tail"];
+    assert_eq!(recorded["bytes"], 19, "{}", after[before.len()]);
+    assert!(reviewer_read(p.path(), "s1", "/y", "t2").is_allow());
+    let last = entries(p.path(), "s1").pop().unwrap();
+    assert!(
+        last["context"].get("recovered_torn_tail").is_none(),
+        "recorded once: {last}"
+    );
+}
+
+fn entries_of_text(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// A checkpoint the hook will not read (here: absurdly large) is as good as none: the ledger
+/// is re-verified and the call goes on. Only a checkpoint that is not a file the hook may use
+/// (a link, a FIFO, another user's) is refused.
+#[test]
+fn an_oversized_checkpoint_is_ignored_and_the_ledger_reverified() {
+    let p = sample("bigckpt");
+    assert!(reviewer_read(p.path(), "s1", "/x", "t1").is_allow());
+    let state = p.path().join(".attenu/ledger-s1.state.json");
+    std::fs::write(&state, vec![b'x'; 17 << 20]).unwrap();
+    assert!(reviewer_read(p.path(), "s1", "/y", "t2").is_allow());
+    assert!(
+        std::fs::metadata(&state).unwrap().len() < 1 << 20,
+        "rewritten"
+    );
+}
+
 #[test]
 fn parallel_hook_processes_keep_one_valid_chain() {
     let p = sample("parallel");
@@ -1159,13 +1228,16 @@ fn a_fifo_link_or_directory_in_place_of_a_state_file_denies_at_once() {
     let elsewhere = TempDir::new("fifo-elsewhere");
     let target = elsewhere.path().join("f");
     std::fs::write(&target, "{}").unwrap();
-    let planted: [(&Path, &str); 6] = [
+    let ledger = attenu.join("ledger-s1.jsonl");
+    let planted: [(&Path, &str); 8] = [
         (&state, "fifo"),
         (&state, "link"),
         (&state, "dir"),
         (&key, "fifo"),
         (&key, "link"),
         (&key, "dir"),
+        (&ledger, "fifo"),
+        (&ledger, "dir"),
     ];
     for (i, (path, kind)) in planted.into_iter().enumerate() {
         let saved = path.with_extension("saved");
@@ -1195,6 +1267,17 @@ fn a_fifo_link_or_directory_in_place_of_a_state_file_denies_at_once() {
         std::fs::rename(&saved, path).unwrap();
     }
     assert!(reviewer_read(p.path(), "s1", "/z", "t2").is_allow());
+    // The roster cache is only ever a shortcut: a FIFO there is read as no cache, without
+    // blocking.
+    let cache = attenu.join("roster.cache");
+    let _ = std::fs::remove_file(&cache);
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&cache)
+        .status()
+        .unwrap()
+        .success());
+    let out = reviewer_read(p.path(), "s1", "/w", "t3");
+    assert!(out.is_allow(), "{}", out.stdout);
 }
 
 #[test]

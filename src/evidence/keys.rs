@@ -48,7 +48,9 @@ fn mac_key_from_seed(seed: &[u8; 32]) -> [u8; 32] {
 /// elliptic-curve work of loading the signing key (the key is created first if it is missing).
 pub fn checkpoint_mac_key(attenu_dir: &Path) -> Result<[u8; 32], String> {
     let key_path = attenu_dir.join("anchor.key");
-    match fsutil::read_owned(&key_path, MAX_KEY_FILE_BYTES)? {
+    match fsutil::read_owned(&key_path, MAX_KEY_FILE_BYTES)
+        .map_err(|e| key_read_error(&key_path, e))?
+    {
         Some((bytes, meta)) => Ok(mac_key_from_seed(&parse_seed(&key_path, &bytes, &meta)?.0)),
         None => load_or_create(attenu_dir).map(|k| k.checkpoint_mac_key()),
     }
@@ -94,9 +96,23 @@ const MAX_KEY_FILE_BYTES: u64 = 64 * 1024;
 
 /// The seed and key id of a key file, after checking it is a private regular file.
 fn read_seed(path: &Path) -> Result<([u8; 32], Option<String>), String> {
-    let (bytes, meta) = fsutil::read_owned(path, MAX_KEY_FILE_BYTES)?
+    let (bytes, meta) = fsutil::read_owned(path, MAX_KEY_FILE_BYTES)
+        .map_err(|e| key_read_error(path, e))?
         .ok_or_else(|| format!("cannot read {}: it does not exist", path.display()))?;
     parse_seed(path, &bytes, &meta)
+}
+
+/// A key file far too large is not a key file: moving it aside would make the hook create a
+/// new key, so the advice is to restore it.
+fn key_read_error(path: &Path, e: fsutil::ReadError) -> String {
+    match e {
+        fsutil::ReadError::TooLarge(_) => not_a_key_file(path),
+        other => other.into(),
+    }
+}
+
+fn not_a_key_file(path: &Path) -> String {
+    format!("{} is not a key file; restore it from a backup (never replace it silently: bundles signed with it would no longer match)", path.display())
 }
 
 /// The seed and key id in `bytes`, read from `path` whose metadata is `meta`.
@@ -112,9 +128,7 @@ fn parse_seed(
             path.display()
         ));
     }
-    let doc: Value = serde_json::from_slice(bytes).map_err(|_| {
-        format!("{} is not a key file; restore it from a backup (never replace it silently: bundles signed with it would no longer match)", path.display())
-    })?;
+    let doc: Value = serde_json::from_slice(bytes).map_err(|_| not_a_key_file(path))?;
     let seed = doc
         .get("key")
         .and_then(Value::as_str)

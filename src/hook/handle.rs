@@ -339,12 +339,8 @@ fn pre_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         .or_else(|| nodes.get(""))
         .cloned()
         .unwrap_or_default();
-    let mut extra: Vec<(&str, Value)> = ledger
-        .recovered
-        .clone()
-        .map(|v| ("recovered_torn_tail", v))
-        .into_iter()
-        .collect();
+    // A torn tail cut when the ledger was opened is recorded by `Ledger::append`.
+    let mut extra: Vec<(&str, Value)> = Vec::new();
     // The gate runs under the ledger lock, after the derived authority allowed the call, so the
     // order of consumed uses is the order of the record. Outside enforce mode nothing is consumed.
     if decision.gated && !decision.denies() {

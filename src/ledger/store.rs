@@ -168,6 +168,11 @@ pub struct State {
     pub chains: Vec<ChainInfo>,
     /// tool_use_id → the open call.
     pub pending: BTreeMap<String, Pending>,
+    /// A torn tail moved aside that no entry records yet. Kept in the checkpoint, so a process
+    /// that recovers it but appends nothing (a SessionStart on a current chain, a failure
+    /// before the append) leaves it for the next append to record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unrecorded_recovery: Option<Value>,
 }
 
 /// The checkpoint file starts with this, then the hex HMAC of the body, a newline, and the
@@ -175,9 +180,9 @@ pub struct State {
 /// never re-serialized to be checked.
 const CHECKPOINT_MAGIC: &str = "attenu-checkpoint v2 ";
 
-/// Far above any real checkpoint (at most MAX_OPEN_CALLS open calls and the chains' nodes);
-/// a bound so a planted file cannot make the hook read without end.
-const MAX_CHECKPOINT_BYTES: u64 = 256 << 20;
+/// Far above any real checkpoint (at most MAX_OPEN_CALLS open calls and the chains' nodes,
+/// tens of KB); a larger file is not read and the ledger is re-verified instead.
+const MAX_CHECKPOINT_BYTES: u64 = 16 << 20;
 
 /// A session ledger, locked for this process until dropped (the `flock` is on the ledger's own
 /// open file description, so it goes with `file`).
@@ -243,8 +248,9 @@ impl Ledger {
         fsutil::ensure_private_dir(&paths.dir).map_err(StoreError::Unsafe)?;
         // The lock is the ledger itself: nothing ever replaces its inode (a torn tail is cut in
         // place), so every process of the session locks the same file, and a new session
-        // creates one file fewer. The open never follows a symlink or waits on a FIFO, and the
-        // file it opened is what is checked, once the lock is held (see `stamp`).
+        // creates one file fewer. The open never follows a symlink (nor, being read-write,
+        // waits on a FIFO), and the file it opened is what is checked, once the lock is held
+        // (see `load`).
         let file =
             fsutil::open_read_append(&paths.ledger).map_err(|e| {
                 match fsutil::refused_open(&paths.ledger, &e) {
@@ -281,21 +287,29 @@ impl Ledger {
             .map_err(|e| StoreError::Io(format!("cannot stat the ledger: {e}")))?;
         fsutil::check_owned_regular(&self.paths.ledger, &meta).map_err(StoreError::Unsafe)?;
         let stamp = FileStamp::of(&meta);
-        if let Some(state) = self.read_checkpoint()? {
-            if state.stamp == stamp && self.tail_matches(&state) {
-                self.state = state;
+        let checkpoint = self.read_checkpoint()?;
+        if let Some(state) = checkpoint.as_ref() {
+            if state.stamp == stamp && self.tail_matches(state) {
+                self.state = checkpoint.unwrap_or_default();
+                self.recovered = self.state.unrecorded_recovery.clone();
                 self.fast_path = true;
                 return Ok(());
             }
         }
-        self.full_verify()
+        // A sealed but outdated checkpoint still says truly which recovery is unrecorded.
+        self.full_verify(checkpoint.and_then(|s| s.unrecorded_recovery))
     }
 
+    /// The checkpoint's state, if its seal holds. A checkpoint that cannot be read is as
+    /// good as none (the ledger is re-verified and the checkpoint rewritten), but one that is
+    /// not a file the hook may use (a symlink, a FIFO, another user's) is refused.
     fn read_checkpoint(&self) -> Result<Option<State>, StoreError> {
-        let Some((bytes, _)) = fsutil::read_owned(&self.paths.state, MAX_CHECKPOINT_BYTES)
-            .map_err(StoreError::Unsafe)?
-        else {
-            return Ok(None);
+        let bytes = match fsutil::read_owned(&self.paths.state, MAX_CHECKPOINT_BYTES) {
+            Ok(Some((bytes, _))) => bytes,
+            Ok(None) | Err(fsutil::ReadError::TooLarge(_) | fsutil::ReadError::Io(_)) => {
+                return Ok(None)
+            }
+            Err(fsutil::ReadError::Refused(why)) => return Err(StoreError::Unsafe(why)),
         };
         Ok(self.checkpoint_state(&bytes))
     }
@@ -363,7 +377,7 @@ impl Ledger {
     }
 
     /// Re-reads and re-verifies the whole file from GENESIS, rebuilding the state.
-    fn full_verify(&mut self) -> Result<(), StoreError> {
+    fn full_verify(&mut self, unrecorded: Option<Value>) -> Result<(), StoreError> {
         let mut bytes = Vec::new();
         self.file
             .seek(SeekFrom::Start(0))
@@ -384,8 +398,12 @@ impl Ledger {
             ))
         })?;
         self.state.stamp = self.stamp()?;
+        if self.recovered.is_none() {
+            self.recovered = unrecorded;
+        }
+        self.state.unrecorded_recovery = self.recovered.clone();
         // A new (empty) ledger needs no checkpoint: the append that follows writes it.
-        if self.state.stamp.len > 0 {
+        if self.state.stamp.len > 0 || self.recovered.is_some() {
             self.write_checkpoint();
         }
         Ok(())
@@ -422,11 +440,22 @@ impl Ledger {
     /// Seals `entries` onto the current chain (or, when the first is a `root`, starts a new
     /// chain), appends them with one write, fsyncs, and only then updates the checkpoint.
     /// Each entry must already carry everything but `v`, `c14n`, `seq`, `prev_hash`, `hash`.
-    pub fn append(&mut self, entries: Vec<Map<String, Value>>) -> Result<(), StoreError> {
+    pub fn append(&mut self, mut entries: Vec<Map<String, Value>>) -> Result<(), StoreError> {
         if entries.is_empty() {
             return Ok(());
         }
+        if let Some(recovery) = &self.recovered {
+            // The first entry written after a torn tail was cut records the cut.
+            let context = entries[0]
+                .entry("context")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(c) = context {
+                c.entry("recovered_torn_tail")
+                    .or_insert_with(|| recovery.clone());
+            }
+        }
         let mut next = self.state.clone();
+        next.unrecorded_recovery = None;
         let mut buf = Vec::with_capacity(entries.len() * 700);
         let mut offset = next.stamp.len;
         let mut last_line = next.last_line;
