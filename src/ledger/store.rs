@@ -296,7 +296,9 @@ impl Ledger {
                 return Ok(());
             }
         }
-        // A sealed but outdated checkpoint still says truly which recovery is unrecorded.
+        // A sealed but outdated checkpoint still names a recovery moved aside. If an append
+        // recorded it and then died before rewriting the checkpoint, it is recorded twice
+        // (the same details both times); it is never lost.
         self.full_verify(checkpoint.and_then(|s| s.unrecorded_recovery))
     }
 
