@@ -139,14 +139,6 @@ pub enum ReadError {
     Io(String),
 }
 
-impl ReadError {
-    pub fn message(&self) -> &str {
-        match self {
-            ReadError::Refused(m) | ReadError::TooLarge(m) | ReadError::Io(m) => m,
-        }
-    }
-}
-
 impl From<ReadError> for String {
     fn from(e: ReadError) -> String {
         match e {
@@ -234,14 +226,6 @@ pub fn open_read_append(path: &Path) -> io::Result<File> {
         .append(true)
         .create(true)
         .mode(0o600)
-        .custom_flags(O_NOFOLLOW)
-        .open(path)
-}
-
-/// Opens a file for reading, never through a symlink.
-pub fn open_read(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
         .custom_flags(O_NOFOLLOW)
         .open(path)
 }

@@ -563,7 +563,7 @@ fn ledger_checks(attenu: &Path) -> Vec<Check> {
                     &format!("ledger:{name}"),
                     false,
                     true,
-                    format!("cannot read: {}", e.message()),
+                    format!("cannot read: {}", String::from(e)),
                 ));
                 continue;
             }

@@ -730,17 +730,21 @@ fn a_checkpoint_rewritten_to_match_an_edited_ledger_is_not_trusted() {
     );
 }
 
+/// Leaves the session's ledger as a hook killed mid-write would: a final line of 19 bytes
+/// without its newline.
+fn tear_ledger_tail(project: &Path, session: &str) {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(ledger_path(project, session))
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"{\"c14n\":\"JCS\",\"half").unwrap();
+}
+
 #[test]
 fn a_torn_final_line_is_moved_aside_and_the_recovery_recorded() {
     let p = sample("torn");
     reviewer_read(p.path(), "s1", "/x", "t1");
-    let path = ledger_path(p.path(), "s1");
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap();
-    std::io::Write::write_all(&mut f, b"{\"c14n\":\"JCS\",\"half").unwrap();
-    drop(f);
+    tear_ledger_tail(p.path(), "s1");
     let out = reviewer_read(p.path(), "s1", "/y", "t2");
     assert!(out.is_allow(), "{}", out.stdout);
     let last = entries(p.path(), "s1").pop().unwrap();
@@ -763,14 +767,8 @@ fn a_torn_final_line_is_moved_aside_and_the_recovery_recorded() {
 fn a_torn_tail_cut_at_session_start_is_recorded_by_the_next_entry() {
     let p = sample("torn-start");
     reviewer_read(p.path(), "s1", "/x", "t1");
-    let path = ledger_path(p.path(), "s1");
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap();
-    std::io::Write::write_all(&mut f, b"{\"c14n\":\"JCS\",\"half").unwrap();
-    drop(f);
-    let before = entries_of_text(&std::fs::read_to_string(&path).unwrap());
+    let before = entries(p.path(), "s1");
+    tear_ledger_tail(p.path(), "s1");
     let out = hook(p.path(), &session_start("s1", p.path(), "resume"));
     assert_eq!((out.code, out.json()), (0, json!({})), "{}", out.stderr);
     assert_eq!(
@@ -802,12 +800,6 @@ fn a_torn_tail_cut_at_session_start_is_recorded_by_the_next_entry() {
         last["context"].get("recovered_torn_tail").is_none(),
         "recorded once: {last}"
     );
-}
-
-fn entries_of_text(text: &str) -> Vec<Value> {
-    text.lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
 }
 
 /// A checkpoint the hook will not read (here: absurdly large) is as good as none: the ledger

@@ -273,18 +273,18 @@ impl Ledger {
         Ok(ledger)
     }
 
-    fn stamp(&self) -> Result<FileStamp, StoreError> {
+    fn metadata(&self) -> Result<std::fs::Metadata, StoreError> {
         self.file
             .metadata()
-            .map(|m| FileStamp::of(&m))
             .map_err(|e| StoreError::Io(format!("cannot stat the ledger: {e}")))
     }
 
+    fn stamp(&self) -> Result<FileStamp, StoreError> {
+        self.metadata().map(|m| FileStamp::of(&m))
+    }
+
     fn load(&mut self) -> Result<(), StoreError> {
-        let meta = self
-            .file
-            .metadata()
-            .map_err(|e| StoreError::Io(format!("cannot stat the ledger: {e}")))?;
+        let meta = self.metadata()?;
         fsutil::check_owned_regular(&self.paths.ledger, &meta).map_err(StoreError::Unsafe)?;
         let stamp = FileStamp::of(&meta);
         let checkpoint = self.read_checkpoint()?;
