@@ -134,7 +134,7 @@ const SESSION_END: &str = "session-end";
 
 fn main() -> ExitCode {
     if std::env::var_os(AS_HOOK).is_some_and(|v| v == "1") {
-        return attenu_hook::cli::main();
+        return ExitCode::from(attenu_hook::cli::main());
     }
     let mut demo = Demo::default();
     let outcome = demo.run();

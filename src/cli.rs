@@ -10,7 +10,6 @@ use clap::{Parser, Subcommand};
 use serde_json::Value;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -173,13 +172,14 @@ pub enum ReconcileAction {
     },
 }
 
-/// Entry point of the binary.
-pub fn main() -> ExitCode {
+/// Entry point of the binary: hook mode without arguments, the CLI with them. Returns the
+/// process's exit code.
+pub fn main() -> u8 {
     if std::env::args_os().len() <= 1 {
-        return ExitCode::from(crate::hook::run() as u8);
+        return crate::hook::run() as u8;
     }
     let cli = Cli::parse();
-    ExitCode::from(run(cli) as u8)
+    run(cli) as u8
 }
 
 fn fail(msg: impl std::fmt::Display) -> i32 {

@@ -1,0 +1,118 @@
+//! The binary enters at C's `main` instead of std's (see `src/main.rs`). These hold it to the
+//! parts of std's start it has to do itself, with the real binary and real descriptors.
+
+mod common;
+use common::*;
+use serde_json::json;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+#[test]
+fn a_reader_gone_before_the_answer_gets_exit_2_not_a_sigpipe_death() {
+    // Claude Code honours exit 2 but a death by signal lets the call run. With SIGPIPE left at
+    // its default, writing the answer to a pipe nobody reads kills the process.
+    let p = sample("sigpipe");
+    let payload = pre(
+        "s1",
+        p.path(),
+        Some("reviewer"),
+        "Read",
+        json!({"file_path": "a.md"}),
+        "t1",
+    );
+    let mut child = Command::new(BIN)
+        .env("CLAUDE_PROJECT_DIR", p.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The read end closes before the hook has its payload, so before it can answer.
+    drop(child.stdout.take());
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2), "{status:?}");
+}
+
+#[test]
+fn a_closed_stdout_is_filled_so_the_ledger_never_takes_its_place() {
+    // A file opened while descriptor 1 is closed becomes stdout, and anything printed while it
+    // is open (the deadline watchdog's deny) would be appended to it. So the closed descriptor
+    // is filled with /dev/null first; `strace` shows which descriptor the ledger got.
+    let present = Command::new("strace")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !present {
+        eprintln!("\n*** SKIPPED closed-stdout test: `strace` is not installed (apt-get install strace; .ci/run does) ***\n");
+        return;
+    }
+    let p = sample("closed-stdout");
+    let payload = pre(
+        "s1",
+        p.path(),
+        Some("reviewer"),
+        "Read",
+        json!({"file_path": "a.md"}),
+        "t1",
+    );
+    let log = p.path().join("strace.log");
+    let mut child = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=openat", "-o"])
+        .arg(&log)
+        .args(["/bin/sh", "-c", "exec \"$0\" 1>&-", BIN])
+        .env("CLAUDE_PROJECT_DIR", p.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = std::fs::read_to_string(&log).unwrap();
+    let fd_of = |needle: &str| {
+        trace
+            .lines()
+            .find(|l| l.contains("openat(") && l.contains(needle))
+            .and_then(|l| l.rsplit("= ").next())
+            .map(|fd| fd.trim().to_string())
+            .unwrap_or_else(|| panic!("no open of {needle}:\n{trace}"))
+    };
+    assert_eq!(fd_of("\"/dev/null\""), "1", "{trace}");
+    assert_ne!(fd_of("ledger-s1.jsonl"), "1", "{trace}");
+    let next = reviewer_read(p.path(), "s1", "b.md", "t2");
+    assert!(next.is_allow(), "{} {}", next.stdout, next.stderr);
+}
+
+#[test]
+fn arguments_and_stdout_reach_the_command_line() {
+    // std collects the arguments before any `main`; the binary checks it did and flushes
+    // stdout itself before exit.
+    let out = cli(&["--version"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        format!("attenu-hook {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let out = cli(&["no-such-command"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("no-such-command"), "{}", out.stderr);
+}
