@@ -116,3 +116,52 @@ fn arguments_and_stdout_reach_the_command_line() {
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("no-such-command"), "{}", out.stderr);
 }
+
+#[test]
+fn a_hook_call_keeps_its_deadline_without_starting_a_thread() {
+    // The binary keeps hook mode's deadline with a signal (src/main.rs); a thread per call
+    // costs about 0.2 ms here. (That the deadline fires is tests/faults.rs's business.)
+    let present = Command::new("strace")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !present {
+        eprintln!("\n*** SKIPPED thread-count test: `strace` is not installed (apt-get install strace; .ci/run does) ***\n");
+        return;
+    }
+    let p = sample("no-thread");
+    assert!(reviewer_read(p.path(), "s1", "a.md", "t0").is_allow());
+    let log = p.path().join("strace.log");
+    let mut child = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=clone,clone3,setitimer", "-o"])
+        .arg(&log)
+        .arg(BIN)
+        .env("CLAUDE_PROJECT_DIR", p.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let payload = pre(
+        "s1",
+        p.path(),
+        Some("reviewer"),
+        "Read",
+        json!({"file_path": "b.md"}),
+        "t1",
+    );
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "{}\n");
+    let trace = std::fs::read_to_string(&log).unwrap();
+    assert!(!trace.contains("clone"), "{trace}");
+    assert!(trace.contains("setitimer(ITIMER_REAL"), "{trace}");
+}
