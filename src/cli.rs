@@ -175,13 +175,8 @@ pub enum ReconcileAction {
 /// Entry point of the binary: hook mode without arguments, the CLI with them. Returns the
 /// process's exit code.
 pub fn main() -> u8 {
-    main_with(None)
-}
-
-/// [`main`], with hook mode's deadline kept by `timer` (see [`crate::hook::run_with`]).
-pub fn main_with(timer: Option<crate::hook::DeadlineTimer<'_>>) -> u8 {
     if std::env::args_os().len() <= 1 {
-        return crate::hook::run_with(timer) as u8;
+        return crate::hook::run() as u8;
     }
     let cli = Cli::parse();
     run(cli) as u8

@@ -21,72 +21,39 @@ use std::time::{Duration, Instant};
 /// Until the configuration is read, the hook answers within this much time.
 const DEFAULT_DEADLINE: Duration = Duration::from_millis(8000);
 
-/// Set by whichever of the main thread and the deadline answers first; the other never
-/// prints. Claude Code must see exactly one answer.
+/// Set by whichever of the main thread and the deadline watchdog answers first; the other
+/// never prints. Claude Code must see exactly one answer.
 static ANSWERED: AtomicBool = AtomicBool::new(false);
 
-/// Claims the right to answer: true for the first caller only. A single atomic swap, so a
-/// signal handler may call it.
-pub fn claim_answer() -> bool {
+fn claim_answer() -> bool {
     !ANSWERED.swap(true, Ordering::SeqCst)
 }
-
-/// A deadline timer the caller provides instead of the watchdog thread: called at once with
-/// the default deadline and again whenever the configuration moves it. When the deadline it
-/// was last given passes, it must, if [`claim_answer`] succeeds, write [`deadline_output`] and
-/// end the process with exit 2 (and otherwise do nothing).
-pub type DeadlineTimer<'a> = &'a dyn Fn(Instant);
 
 /// Runs hook mode on this process's stdin and stdout. Returns the exit code to use.
 ///
 /// The work runs on the main thread (its 8 MiB stack, the main malloc arena); a small watchdog
 /// thread only waits for the deadline and, if it passes first, answers with a deny and exits the
-/// process, so a stuck read, lock or disk never outlives Claude Code's own timeout. The
-/// binary keeps the deadline with a signal instead ([`run_with`]).
+/// process, so a stuck read, lock or disk never outlives Claude Code's own timeout.
+///
+/// Why a thread and not a timer signal (which would save about 0.1 ms of every call here): a
+/// signal handler runs on a thread of this process, and a main thread in a killable kernel wait
+/// (a file on a hung NFS, sshfs or FUSE mount) never leaves it for a signal that is not fatal.
+/// The watchdog's exit kills that thread (exit_group sends it SIGKILL), so the process still
+/// ends with the deny and exit 2.
 pub fn run() -> i32 {
-    run_with(None)
-}
-
-/// [`run`], with the deadline kept by `timer` when one is given. The binary gives one (a
-/// signal): starting the watchdog thread costs about 0.2 ms of every call here, mostly in
-/// waking the other CPU for it and tearing it down at exit.
-pub fn run_with(timer: Option<DeadlineTimer<'_>>) -> i32 {
     let started = Instant::now();
-    let default_deadline = started + DEFAULT_DEADLINE;
-    let watchdog_tx = match timer {
-        Some(timer) => {
-            timer(default_deadline);
-            None
-        }
-        None => {
-            let (tx, rx) = mpsc::channel::<Instant>();
-            let watchdog = std::thread::Builder::new()
-                .name("attenu-deadline".into())
-                .stack_size(64 * 1024)
-                .spawn(move || watch(&rx, default_deadline));
-            if let Err(e) = watchdog {
-                claim_answer();
-                return emit(&Answer::deny_hard(&Reason::new(
-                    Code::InternalError,
-                    format!("cannot start the hook's deadline watchdog: {e}"),
-                )));
-            }
-            Some(tx)
-        }
-    };
-    let set_deadline = |d: Instant| {
-        // Waking the watchdog or re-arming the timer for an unchanged deadline costs time.
-        if d == default_deadline {
-            return;
-        }
-        match (timer, &watchdog_tx) {
-            (Some(timer), _) => timer(d),
-            (None, Some(tx)) => {
-                let _ = tx.send(d);
-            }
-            (None, None) => {}
-        }
-    };
+    let (tx, rx) = mpsc::channel::<Instant>();
+    let watchdog = std::thread::Builder::new()
+        .name("attenu-deadline".into())
+        .stack_size(64 * 1024)
+        .spawn(move || watch(&rx, started + DEFAULT_DEADLINE));
+    if let Err(e) = watchdog {
+        claim_answer();
+        return emit(&Answer::deny_hard(&Reason::new(
+            Code::InternalError,
+            format!("cannot start the hook's deadline watchdog: {e}"),
+        )));
+    }
     let work = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut input = Vec::new();
         let read = std::io::stdin()
@@ -98,7 +65,12 @@ pub fn run_with(timer: Option<DeadlineTimer<'_>>) -> i32 {
                 Code::PayloadInvalid,
                 format!("cannot read stdin: {e}"),
             )),
-            Ok(_) => handle_bytes(&input, started, &set_deadline),
+            Ok(_) => handle_bytes(&input, started, &|d| {
+                // Waking the watchdog for an unchanged deadline would cost a cross-CPU wakeup.
+                if d != started + DEFAULT_DEADLINE {
+                    let _ = tx.send(d);
+                }
+            }),
         }
     }));
     let answer = work.unwrap_or_else(|_| {
@@ -108,30 +80,15 @@ pub fn run_with(timer: Option<DeadlineTimer<'_>>) -> i32 {
         ))
     });
     if !claim_answer() {
-        // The deadline has answered and is ending the process.
+        // The watchdog has answered and is ending the process.
         loop {
             std::thread::park();
         }
     }
     let code = emit(&answer);
-    // Dropping the sender would wake the watchdog only to have it killed by the exit.
-    std::mem::forget(watchdog_tx);
+    // Dropping the sender would wake the watchdog only to have the exit kill it.
+    std::mem::forget(tx);
     code
-}
-
-fn deadline_answer() -> Answer {
-    Answer::deny_hard(&Reason::new(
-        Code::DeadlineExceeded,
-        "the hook did not finish within its deadline (deadline_ms in .attenu/config.toml); denying rather than letting Claude Code's own timeout pass the call through. Run `attenu-hook doctor` to find the slow part",
-    ))
-}
-
-/// What [`emit`] writes for the deadline's deny, as (stdout, stderr) bytes, for a
-/// [`DeadlineTimer`] that cannot run `emit` (a signal handler must not allocate or lock).
-pub fn deadline_output() -> (Vec<u8>, Vec<u8>) {
-    let answer = deadline_answer();
-    let (out, err) = output_of(&answer);
-    (out.into_bytes(), err.unwrap_or_default().into_bytes())
 }
 
 /// The watchdog: waits for the deadline (moved by the configuration once it is read) and, if
@@ -144,7 +101,11 @@ fn watch(rx: &mpsc::Receiver<Instant>, mut deadline: Instant) {
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if claim_answer() {
-                    std::process::exit(emit(&deadline_answer()));
+                    let code = emit(&Answer::deny_hard(&Reason::new(
+                        Code::DeadlineExceeded,
+                        "the hook did not finish within its deadline (deadline_ms in .attenu/config.toml); denying rather than letting Claude Code's own timeout pass the call through. Run `attenu-hook doctor` to find the slow part",
+                    )));
+                    std::process::exit(code);
                 }
                 return;
             }
@@ -152,31 +113,22 @@ fn watch(rx: &mpsc::Receiver<Instant>, mut deadline: Instant) {
     }
 }
 
-/// What an answer prints: its JSON line for stdout and, with exit 2, its reason for stderr.
-fn output_of(answer: &Answer) -> (String, Option<String>) {
-    let reason = (answer.exit == 2)
-        .then(|| {
-            answer
-                .json
-                .pointer("/hookSpecificOutput/permissionDecisionReason")
-                .and_then(Value::as_str)
-                .map(|r| format!("{r}\n"))
-        })
-        .flatten();
-    (format!("{}\n", answer.json), reason)
-}
-
 /// Prints the answer; the process exits with the returned code.
 pub fn emit(answer: &Answer) -> i32 {
     use std::io::Write;
-    let (out, err) = output_of(answer);
-    let mut stdout = std::io::stdout().lock();
-    let ok = stdout
-        .write_all(out.as_bytes())
-        .and_then(|_| stdout.flush())
+    let mut out = std::io::stdout().lock();
+    let ok = writeln!(out, "{}", answer.json)
+        .and_then(|_| out.flush())
         .is_ok();
-    if let Some(err) = err {
-        let _ = std::io::stderr().write_all(err.as_bytes());
+    if answer.exit == 2 {
+        if let Some(r) = answer
+            .json
+            .pointer("/hookSpecificOutput/permissionDecisionReason")
+            .and_then(Value::as_str)
+        {
+            // Not eprintln!, which panics when stderr is gone: exit 2 must still happen.
+            let _ = writeln!(std::io::stderr(), "{r}");
+        }
     }
     // If stdout is gone, the only blocking signal left is exit 2.
     if ok {

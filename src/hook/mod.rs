@@ -11,4 +11,4 @@ pub mod payload;
 pub mod record;
 pub mod time;
 
-pub use handle::{claim_answer, deadline_output, run, run_with, DeadlineTimer};
+pub use handle::run;
