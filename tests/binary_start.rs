@@ -5,38 +5,47 @@ mod common;
 use common::*;
 use serde_json::json;
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+/// Runs `cmd` with piped stdio: `prepare` may close an end first, then `stdin` is written.
+fn run(cmd: &mut Command, stdin: &[u8], prepare: impl FnOnce(&mut Child)) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    prepare(&mut child);
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The reviewer's `Read` of a.md in session s1, as Claude Code sends it.
+fn read_payload(project: &Path) -> Vec<u8> {
+    let payload = pre(
+        "s1",
+        project,
+        Some("reviewer"),
+        "Read",
+        json!({"file_path": "a.md"}),
+        "t1",
+    );
+    payload.to_string().into_bytes()
+}
 
 #[test]
 fn a_reader_gone_before_the_answer_gets_exit_2_not_a_sigpipe_death() {
     // Claude Code honours exit 2 but a death by signal lets the call run. With SIGPIPE left at
     // its default, writing the answer to a pipe nobody reads kills the process.
     let p = sample("sigpipe");
-    let payload = pre(
-        "s1",
-        p.path(),
-        Some("reviewer"),
-        "Read",
-        json!({"file_path": "a.md"}),
-        "t1",
+    let out = run(
+        Command::new(BIN).env("CLAUDE_PROJECT_DIR", p.path()),
+        &read_payload(p.path()),
+        // The read end closes before the hook has its payload, so before it can answer.
+        |child| drop(child.stdout.take()),
     );
-    let mut child = Command::new(BIN)
-        .env("CLAUDE_PROJECT_DIR", p.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The read end closes before the hook has its payload, so before it can answer.
-    drop(child.stdout.take());
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(2), "{status:?}");
+    assert_eq!(out.status.code(), Some(2), "{:?}", out.status);
 }
 
 #[test]
@@ -44,43 +53,20 @@ fn a_closed_stdout_is_filled_so_the_ledger_never_takes_its_place() {
     // A file opened while descriptor 1 is closed becomes stdout, and anything printed while it
     // is open (the deadline watchdog's deny) would be appended to it. So the closed descriptor
     // is filled with /dev/null first; `strace` shows which descriptor the ledger got.
-    let present = Command::new("strace")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !present {
-        eprintln!("\n*** SKIPPED closed-stdout test: `strace` is not installed (apt-get install strace; .ci/run does) ***\n");
+    if !debian_tool("strace", "-V", "closed-stdout") {
         return;
     }
     let p = sample("closed-stdout");
-    let payload = pre(
-        "s1",
-        p.path(),
-        Some("reviewer"),
-        "Read",
-        json!({"file_path": "a.md"}),
-        "t1",
-    );
     let log = p.path().join("strace.log");
-    let mut child = Command::new("strace")
-        .args(["-f", "-qq", "-e", "trace=openat", "-o"])
-        .arg(&log)
-        .args(["/bin/sh", "-c", "exec \"$0\" 1>&-", BIN])
-        .env("CLAUDE_PROJECT_DIR", p.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = run(
+        Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=openat", "-o"])
+            .arg(&log)
+            .args(["/bin/sh", "-c", "exec \"$0\" 1>&-", BIN])
+            .env("CLAUDE_PROJECT_DIR", p.path()),
+        &read_payload(p.path()),
+        |_| {},
+    );
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -107,16 +93,11 @@ fn a_deny_with_stderr_gone_still_exits_2() {
     // An exit-2 answer repeats its reason on stderr. With nobody reading stderr that write
     // fails, and must not turn into a panic (exit 101, or an abort through C's `main`).
     let p = sample("stderr-gone");
-    let mut child = Command::new(BIN)
-        .env("CLAUDE_PROJECT_DIR", p.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stderr.take());
-    child.stdin.take().unwrap().write_all(b"not json").unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = run(
+        Command::new(BIN).env("CLAUDE_PROJECT_DIR", p.path()),
+        b"not json",
+        |child| drop(child.stderr.take()),
+    );
     assert_eq!(out.status.code(), Some(2), "{:?}", out.status);
     let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny");

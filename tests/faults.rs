@@ -478,14 +478,7 @@ fn a_read_only_state_directory_denies() {
 /// first answer of a session the directory is synced too; later calls sync the ledger only.
 #[test]
 fn a_new_ledgers_name_is_made_durable_before_the_first_answer() {
-    let present = Command::new("strace")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !present {
-        eprintln!("\n*** SKIPPED durability-order test: `strace` is not installed (apt-get install strace; .ci/run does) ***\n");
+    if !debian_tool("strace", "-V", "durability-order") {
         return;
     }
     let p = sample("dirsync");
@@ -557,14 +550,7 @@ fn a_new_ledgers_name_is_made_durable_before_the_first_answer() {
 
 /// Runs the hook under libfaketime with the clock moved by `offset` (e.g. "-2d", "+2h").
 fn hook_at(offset: &str, project: &Path, payload: &Value) -> Option<Out> {
-    let present = Command::new("faketime")
-        .arg("--help")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !present {
-        eprintln!("\n*** SKIPPED clock-jump test: `faketime` is not installed (apt-get install faketime; .ci/run does) ***\n");
+    if !debian_tool("faketime", "--help", "clock-jump") {
         return None;
     }
     Some(hook_with(

@@ -3,7 +3,7 @@
 mod common;
 use common::*;
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 #[test]
 fn allow_is_silence_and_deny_has_the_documented_shape() {
@@ -602,17 +602,24 @@ fn unreadable_settings_deny_with_a_reason() {
     );
 }
 
-#[test]
-fn a_tampered_ledger_is_refused_and_left_untouched() {
-    let p = sample("tamper");
-    for i in 0..5 {
-        reviewer_read(p.path(), "s1", &format!("/x{i}"), &format!("t{i}"));
+/// Session s1 after `calls` reviewer reads, with its ledger's first `fs.read` edited to
+/// `fs.wrxx`. Returns the ledger's path and its edited text.
+fn tampered_session(project: &Path, calls: usize) -> (PathBuf, String) {
+    for i in 0..calls {
+        reviewer_read(project, "s1", &format!("/x{i}"), &format!("t{i}"));
     }
-    let path = ledger_path(p.path(), "s1");
+    let path = ledger_path(project, "s1");
     let text = std::fs::read_to_string(&path).unwrap();
     let tampered = text.replacen("\"fs.read\"", "\"fs.wrxx\"", 1);
     assert_ne!(text, tampered);
     std::fs::write(&path, &tampered).unwrap();
+    (path, tampered)
+}
+
+#[test]
+fn a_tampered_ledger_is_refused_and_left_untouched() {
+    let p = sample("tamper");
+    let (path, tampered) = tampered_session(p.path(), 5);
     let out = reviewer_read(p.path(), "s1", "/y", "t9");
     assert!(
         out.denied() && out.reason().contains("[ledger-unverifiable]"),
@@ -1381,13 +1388,7 @@ fn session_start_opens_the_ledger_so_the_first_tool_call_only_appends() {
 #[test]
 fn a_session_start_on_a_tampered_ledger_warns_and_the_tool_call_is_still_denied() {
     let p = sample("sessionstart-tamper");
-    for i in 0..3 {
-        reviewer_read(p.path(), "s1", &format!("/x{i}"), &format!("t{i}"));
-    }
-    let path = ledger_path(p.path(), "s1");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let tampered = text.replacen("\"fs.read\"", "\"fs.wrxx\"", 1);
-    std::fs::write(&path, &tampered).unwrap();
+    let (path, tampered) = tampered_session(p.path(), 3);
     // SessionStart cannot block anything: it tells the user, with the reason code.
     let out = hook(p.path(), &session_start("s1", p.path(), "resume"));
     assert_eq!(out.code, 0, "{}", out.stderr);

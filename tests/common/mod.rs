@@ -224,6 +224,21 @@ pub fn cli(args: &[&str]) -> Out {
     }
 }
 
+/// Whether `program` (a Debian package .ci/run installs, e.g. `strace`, `faketime`) runs;
+/// when it does not, says loudly which test (`what`) is skipped.
+pub fn debian_tool(program: &str, probe: &str, what: &str) -> bool {
+    let present = Command::new(program)
+        .arg(probe)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !present {
+        eprintln!("\n*** SKIPPED {what} test: `{program}` is not installed (apt-get install {program}; .ci/run does) ***\n");
+    }
+    present
+}
+
 /// A python with attenu-guard installed, or None with a loud message.
 pub fn reference_python(test: &str) -> Option<String> {
     let py = std::env::var("ATTENU_REF_PYTHON")
