@@ -339,6 +339,21 @@ def build_ours(skip: bool, kind: str) -> Path:
     return binary
 
 
+def build_floor(scratch: "Scratch") -> str | None:
+    """bench/floor.c, linked the way our binary is (static, position independent): a new
+    session's first call's system work (create, one write, fdatasync, directory fsync, the
+    checkpoint) and a later call's (append, fdatasync, checkpoint), with nothing else. Timed
+    in the same rounds as ours, it is the floor on this disk in this moment."""
+    out = scratch.root / "floor"
+    for flags in (["-static-pie"], ["-static"], []):
+        r = subprocess.run(["cc", "-O2", *flags, "-o", str(out), str(BENCH / "floor.c")],
+                           capture_output=True, text=True)
+        if r.returncode == 0:
+            return str(out)
+    log("!! bench/floor.c did not compile (no C compiler?); the floor process is not measured")
+    return None
+
+
 def setup_reference() -> dict:
     """target/bench-venv with attenu-guard[crypto]==0.21.0, and the recipe from its sdist."""
     py = VENV / "bin" / "python"
@@ -633,7 +648,8 @@ def measure_floor(ours: Ours, ref: Reference, n: int) -> dict:
     return res
 
 
-def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | None) -> dict:
+def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | None,
+                  floor: str | None = None) -> dict:
     """n PreToolUse calls (a reviewer Read, allowed) on a ledger of `size` entries.
 
     size 0: each call is on a new session, so every one starts from an empty ledger (and
@@ -644,7 +660,12 @@ def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | 
     it. The strict empty-ledger call is what it costs when it is not. Otherwise all calls go to the
     pre-built session, which grows by one entry per call. The first call after the ledger was
     copied into the temp project is timed apart: the copy has a new inode, so our checkpoint
-    no longer matches and that call re-verifies the whole file from GENESIS."""
+    no longer matches and that call re-verifies the whole file from GENESIS.
+
+    With `floor` (bench/floor.c), each size-0 round also times that minimal process doing the
+    same system work with the sizes ours wrote in that round: after the empty-ledger call, a
+    new file of that ledger's size and its checkpoint; after the first call that followed
+    SessionStart, an append of what that call appended and a checkpoint rewrite."""
     project = scratch.project(attenu_src)
     res: dict = {"size": size, "quiesce_s": round(quiesce(), 1)}
     if size == 0:
@@ -652,7 +673,18 @@ def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | 
         dt, rc, out, err = impl.hook(project, pre_payload(project, "bench-warm", "toolu_w"))
         if rc != 0 or not is_allow(out):
             sys.exit(f"{impl.name}: warm-up failed rc={rc} {out!r} {err.decode()[-2000:]}")
-        ms, ms_start, ms_after_start = [], [], []
+        ms, ms_start, ms_after_start, ms_floor_new, ms_floor_append = [], [], [], [], []
+        floor_dir = Path(project) / ".floor"
+        if floor and isinstance(impl, Ours):
+            floor_dir.mkdir(mode=0o700)
+        attenu = Path(project) / ".attenu"
+
+        def floor_run(mode: str, name: str, ledger_bytes: int, checkpoint: Path) -> float:
+            argv = [floor, mode, str(floor_dir), name, str(ledger_bytes), str(checkpoint.stat().st_size)]
+            dt, rc, out, err = timed(argv, enc(pre_payload(project, name, "toolu_floor")), dict(os.environ))
+            if rc != 0 or out.strip() != b"{}":
+                sys.exit(f"floor process failed rc={rc} {err.decode()}")
+            return dt
         for i in range(n):
             s = f"bench-empty-{i}"
             dt, rc, out, err = impl.hook(project, pre_payload(project, s, f"toolu_e{i}"))
@@ -663,19 +695,29 @@ def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | 
                 sys.exit(f"{impl.name}: an empty-ledger call did not write 4 entries")
             if not isinstance(impl, Ours):
                 continue
+            if floor:
+                ms_floor_new.append(floor_run("new", f"floor-{i}", impl.ledger(project, s).stat().st_size,
+                                              attenu / f"ledger-{s}.state.json"))
             s = f"bench-started-{i}"
             dt, rc, out, err = impl.hook(project, session_start_payload(project, s))
             if rc != 0 or not is_allow(out) or count_lines(impl.ledger(project, s)) != 3:
                 sys.exit(f"SessionStart failed rc={rc} {out!r} {err.decode()[-2000:]}")
             ms_start.append(dt)
+            opened = impl.ledger(project, s).stat().st_size
             dt, rc, out, err = impl.hook(project, pre_payload(project, s, f"toolu_f{i}"))
             if rc != 0 or not is_allow(out) or count_lines(impl.ledger(project, s)) != 4:
                 sys.exit(f"first call after SessionStart failed rc={rc} {out!r} {err.decode()[-2000:]}")
             ms_after_start.append(dt)
+            if floor:
+                ms_floor_append.append(floor_run("append", f"floor-{i}",
+                                                 impl.ledger(project, s).stat().st_size - opened,
+                                                 attenu / f"ledger-{s}.state.json"))
         res.update(stats(ms))
         if ms_start:
             res["session_start"] = stats(ms_start)
             res["first_call_after_session_start"] = stats(ms_after_start)
+        if ms_floor_new:
+            res["floor_process"] = {"new_ledger": stats(ms_floor_new), "append": stats(ms_floor_append)}
         res["ledger_entries"] = [0, 0]
         return res
     led = impl.ledger(project, SESSION)
@@ -935,6 +977,11 @@ def table(r: dict) -> str:
         if size == 0 and "first_call_after_session_start" in o:
             row("PreToolUse, first of a session after SessionStart", o["first_call_after_session_start"], {})
             row("SessionStart (opens the ledger)", o["session_start"], {})
+        if size == 0 and "floor_process" in o:
+            row("floor: the empty-ledger call's system work alone (bench/floor.c)",
+                o["floor_process"]["new_ledger"], {})
+            row("floor: the first call after SessionStart's system work alone",
+                o["floor_process"]["append"], {})
     if "export" in r:
         eo, er = r["export"]["ours"], r["export"].get("reference", {})
         row("export, 10,000 entries", eo.get("export"), er.get("export"), TARGETS["export_10000_p50"])
@@ -1018,12 +1065,14 @@ def main() -> int:
         results["floor"]["file_create_in_tmp"] = create_cost(scratch.root)
         results["floor"]["durability"] = sync_cost(scratch.root)
         if "calls" in only:
+            floor = build_floor(scratch)
             results["calls"] = {"ours": {}, "reference": {}}
             for size in sorted(sizes):
                 log(f"== PreToolUse on a {size}-entry ledger: ours x{n_ours}")
                 t0 = time.monotonic()
                 results["calls"]["ours"][str(size)] = measure_calls(
-                    ours, size, n_ours, scratch, ours_attenu(size) if size else None)
+                    ours, size, n_ours, scratch, ours_attenu(size) if size else None,
+                    floor if size == 0 else None)
                 results["calls"]["ours"][str(size)]["load1"] = sampler.window(t0, time.monotonic())
                 if ref:
                     n = n_ref.get(size, 5)
