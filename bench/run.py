@@ -339,17 +339,18 @@ def build_ours(skip: bool, kind: str) -> Path:
     return binary
 
 
-def build_floor(scratch: "Scratch") -> str | None:
+def build_floor(scratch: "Scratch") -> tuple[str, str] | None:
     """bench/floor.c, linked the way our binary is (static, position independent): a new
     session's first call's system work (create, one write, fdatasync, directory fsync, the
     checkpoint) and a later call's (append, fdatasync, checkpoint), with nothing else. Timed
-    in the same rounds as ours, it is the floor on this disk in this moment."""
+    in the same rounds as ours, it is the floor on this disk in this moment. Returns the
+    binary and the command that built it."""
     out = scratch.root / "floor"
     for flags in (["-static-pie"], ["-static"], []):
         r = subprocess.run(["cc", "-O2", *flags, "-o", str(out), str(BENCH / "floor.c")],
                            capture_output=True, text=True)
         if r.returncode == 0:
-            return str(out)
+            return str(out), " ".join(["cc", "-O2", *flags, "bench/floor.c"])
     log("!! bench/floor.c did not compile (no C compiler?); the floor process is not measured")
     return None
 
@@ -1065,7 +1066,9 @@ def main() -> int:
         results["floor"]["file_create_in_tmp"] = create_cost(scratch.root)
         results["floor"]["durability"] = sync_cost(scratch.root)
         if "calls" in only:
-            floor = build_floor(scratch)
+            built = build_floor(scratch)
+            floor = built[0] if built else None
+            results["floor_process_build"] = built[1] if built else None
             results["calls"] = {"ours": {}, "reference": {}}
             for size in sorted(sizes):
                 log(f"== PreToolUse on a {size}-entry ledger: ours x{n_ours}")
