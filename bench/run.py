@@ -282,6 +282,10 @@ class Ours:
     def ledger(self, project: str, session: str) -> Path:
         return Path(project) / ".attenu" / f"ledger-{session}.jsonl"
 
+    def checkpoint(self, project: str, session: str) -> Path:
+        """The ledger's sealed checkpoint (src/ledger/store.rs, SessionPaths)."""
+        return Path(project) / ".attenu" / f"ledger-{session}.state.json"
+
 
 class Reference:
     name = "reference"
@@ -678,7 +682,6 @@ def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | 
         floor_dir = Path(project) / ".floor"
         if floor and isinstance(impl, Ours):
             floor_dir.mkdir(mode=0o700)
-        attenu = Path(project) / ".attenu"
 
         def floor_run(mode: str, name: str, ledger_bytes: int, checkpoint: Path) -> float:
             argv = [floor, mode, str(floor_dir), name, str(ledger_bytes), str(checkpoint.stat().st_size)]
@@ -698,7 +701,7 @@ def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | 
                 continue
             if floor:
                 ms_floor_new.append(floor_run("new", f"floor-{i}", impl.ledger(project, s).stat().st_size,
-                                              attenu / f"ledger-{s}.state.json"))
+                                              impl.checkpoint(project, s)))
             s = f"bench-started-{i}"
             dt, rc, out, err = impl.hook(project, session_start_payload(project, s))
             if rc != 0 or not is_allow(out) or count_lines(impl.ledger(project, s)) != 3:
@@ -712,7 +715,7 @@ def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | 
             if floor:
                 ms_floor_append.append(floor_run("append", f"floor-{i}",
                                                  impl.ledger(project, s).stat().st_size - opened,
-                                                 attenu / f"ledger-{s}.state.json"))
+                                                 impl.checkpoint(project, s)))
         res.update(stats(ms))
         if ms_start:
             res["session_start"] = stats(ms_start)
