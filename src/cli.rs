@@ -169,6 +169,10 @@ pub enum ReconcileAction {
         outcome: String,
         #[arg(long)]
         evidence: String,
+        /// When the call is no longer open on the ledger: close the marker in the gate
+        /// database only, marked as not on the ledger
+        #[arg(long)]
+        unbound: bool,
     },
 }
 
@@ -200,15 +204,24 @@ pub fn run(cli: Cli) -> i32 {
             project,
             session,
             out,
-        }) => match bundle::export_session(&project, session.as_deref(), out.as_deref()) {
-            Ok(written) => {
-                for w in written {
-                    println!("{}", w.path.display());
+        }) => {
+            match bundle::export_session(&project_dir(&project), session.as_deref(), out.as_deref())
+            {
+                Ok(written) if written.is_empty() => {
+                    eprintln!(
+                        "attenu-hook: the session's ledger has no entries yet; nothing to export"
+                    );
+                    0
                 }
-                0
+                Ok(written) => {
+                    for w in written {
+                        println!("{}", w.path.display());
+                    }
+                    0
+                }
+                Err(e) => fail(e),
             }
-            Err(e) => fail(e),
-        },
+        }
         Some(Command::Verify {
             bundle,
             pub_key,
@@ -319,6 +332,16 @@ pub fn run(cli: Cli) -> i32 {
             };
             match crate::gate::authz::authorize(&root, &config, &req) {
                 Ok(id) => {
+                    let scope = crate::derive::scopes::scope_for_call(&tool, &input);
+                    if !config
+                        .gate
+                        .require
+                        .iter()
+                        .any(|p| crate::derive::scopes::covers(p, &scope))
+                    {
+                        // Stored all the same: the host may be about to gate it.
+                        eprintln!("attenu-hook: warning: {tool} needs {scope}, which [gate] require in .attenu/config.toml does not list, so the gate never asks for this authorization. Check the tool name (exactly as Claude Code sends it, e.g. Bash, mcp__server__tool) or add the scope to [gate] require");
+                    }
                     println!("{id}");
                     0
                 }
@@ -367,6 +390,21 @@ pub fn run(cli: Cli) -> i32 {
     }
 }
 
+/// The `.attenu/` of the project at or above `dir`, which must exist: a command that reads
+/// the hook's state never creates it.
+fn state_dir(dir: &Path) -> Result<PathBuf, String> {
+    let root = project_dir(dir);
+    let attenu = root.join(".attenu");
+    if attenu.is_dir() {
+        Ok(attenu)
+    } else {
+        Err(format!(
+            "{} has no .attenu/ directory: no hook call has been recorded in this project. Pass --project with the project's root",
+            root.display()
+        ))
+    }
+}
+
 fn project_dir(dir: &Path) -> PathBuf {
     let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     abs.ancestors()
@@ -409,6 +447,16 @@ pub fn human_roster(root: &Path, r: &Roster) -> String {
     for scope in &r.root {
         s.push_str(&format!("  {scope}\n"));
     }
+    if !r.root_excluded.is_empty() {
+        s.push_str(&format!(
+            "  except {}\n",
+            r.root_excluded
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     let width = r
         .agents
         .keys()
@@ -424,6 +472,14 @@ pub fn human_roster(root: &Path, r: &Roster) -> String {
             Some(why) => format!("(holds nothing: {why})"),
             None if a.scopes.is_empty() => "(none)".into(),
             None => a.scopes.iter().cloned().collect::<Vec<_>>().join(", "),
+        };
+        let scopes = if a.excluded.is_empty() {
+            scopes
+        } else {
+            format!(
+                "{scopes} (except {})",
+                a.excluded.iter().cloned().collect::<Vec<_>>().join(", ")
+            )
         };
         s.push_str(&format!("{name:<width$}  {scopes}\n"));
     }
@@ -445,7 +501,11 @@ pub fn human_roster(root: &Path, r: &Roster) -> String {
 fn reconcile_cmd(action: ReconcileAction) -> i32 {
     match action {
         ReconcileAction::List { project, all } => {
-            match reconcile::list(&project.join(".attenu"), all) {
+            let attenu = match state_dir(&project) {
+                Ok(a) => a,
+                Err(e) => return fail(e),
+            };
+            match reconcile::list(&attenu, all) {
                 Ok(markers) if markers.is_empty() => {
                     println!(
                         "no {}reconciliation markers",
@@ -467,9 +527,12 @@ fn reconcile_cmd(action: ReconcileAction) -> i32 {
                             m.tool_use_id.as_deref().unwrap_or("-"),
                             m.tool,
                             m.cause,
-                            m.outcome
-                                .map(|o| format!(" [resolved: {o}]"))
-                                .unwrap_or_default()
+                            match (m.outcome, m.binding.as_deref()) {
+                                (None, _) => String::new(),
+                                (Some(o), Some(b)) if b.starts_with("unbound") =>
+                                    format!(" [resolved: {o}; not on the ledger, {b}]"),
+                                (Some(o), _) => format!(" [resolved: {o}]"),
+                            }
                         );
                     }
                     0
@@ -482,13 +545,29 @@ fn reconcile_cmd(action: ReconcileAction) -> i32 {
             project,
             outcome,
             evidence,
-        } => match crate::gate::resolve_marker(&project, id, &outcome, &evidence) {
-            Ok(()) => {
-                println!("marker {id} resolved as {outcome}; the resolution is on the ledger");
-                0
+            unbound,
+        } => {
+            use crate::gate::Resolution;
+            if let Err(e) = state_dir(&project) {
+                return fail(e);
             }
-            Err(e) => fail(e),
-        },
+            let root = project_dir(&project);
+            match crate::gate::resolve_marker(&root, id, &outcome, &evidence, unbound) {
+                Ok(Resolution::OnLedger) => {
+                    println!("marker {id} resolved as {outcome}; the resolution is on the ledger");
+                    0
+                }
+                Ok(Resolution::AlreadyOnLedger) => {
+                    println!("marker {id} resolved as {outcome}; its resolution was already on the ledger from an earlier attempt");
+                    0
+                }
+                Ok(Resolution::Unbound(why)) => {
+                    println!("marker {id} resolved as {outcome} in .attenu/gate.sqlite only; it is not on the ledger ({why})");
+                    0
+                }
+                Err(e) => fail(e),
+            }
+        }
     }
 }
 
@@ -499,16 +578,20 @@ fn log_cmd(
     denied: bool,
     json: bool,
 ) -> i32 {
-    match crate::evidence::log::rows(project, session) {
-        Ok(rows) => {
+    match crate::evidence::log::rows(&project_dir(project), session) {
+        Ok(read) => {
             let color = !json && std::io::stdout().is_terminal();
-            let rows: Vec<_> = rows
+            for w in &read.unverified {
+                eprintln!("attenu-hook: WARNING: {w}");
+            }
+            let rows: Vec<_> = read
+                .rows
                 .into_iter()
                 .filter(|r| agent.is_none_or(|a| r.agent == a))
                 .filter(|r| !denied || r.decision == "DENY" || r.decision == "would-deny")
                 .collect();
             print!("{}", crate::evidence::log::render(&rows, json, color));
-            0
+            i32::from(!read.unverified.is_empty())
         }
         Err(e) => fail(e),
     }

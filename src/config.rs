@@ -102,11 +102,19 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A configuration larger than this is not one a person wrote.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Read like every other file in the state directory: never through a symlink (which could
+/// point the hook at a configuration outside `.attenu/`), never waiting on a FIFO, and only
+/// a regular file of this user.
 fn read_optional(path: &Path) -> Result<Option<String>, String> {
-    match std::fs::read_to_string(path) {
-        Ok(t) => Ok(Some(t)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    match crate::fsutil::read_owned(path, MAX_CONFIG_BYTES) {
+        Ok(Some((bytes, _))) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| format!("{} is not UTF-8 text", path.display())),
+        Ok(None) => Ok(None),
+        Err(e) => Err(String::from(e)),
     }
 }
 

@@ -86,7 +86,7 @@ pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &
 
     let (node_agent, outcome) = match &actor {
         Actor::MainThread => {
-            let held = roster.root.iter().any(|p| covers(p, &scope));
+            let held = roster.declared_anywhere(&scope);
             (
                 None,
                 if held {
@@ -116,8 +116,16 @@ pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &
                         Code::AgentDeclarationInvalid,
                         format!("the declaration of subagent '{ty}' in {} cannot be used ({why}); it holds nothing until it is fixed", agent.source),
                     ))
-                } else if agent.scopes.iter().any(|p| covers(p, &scope)) {
+                } else if agent.holds(&scope) {
                     self_protection(call, project_root).map_or(Ok(()), Err)
+                } else if agent.excludes(&scope) {
+                    Err(Reason::new(
+                        Code::OutOfAuthority,
+                        format!(
+                            "{} needs {scope}, which subagent '{ty}' holds only outside a narrower denial ({}'s disallowedTools or permissions.deny in .claude/settings.json); remove that denial if it should have it",
+                            call.tool_name, agent.source
+                        ),
+                    ))
                 } else if roster.declared_anywhere(&scope) {
                     Err(missing(Code::OutOfAuthority))
                 } else {
@@ -149,6 +157,12 @@ fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
     let tool = canonical_tool(call.tool_name);
     let protected = |p: &Path| -> Option<&'static str> {
         let p = normalise(root, p);
+        // Any `.attenu` directory, not only this root's: the project directory may be reached
+        // through a symlink (or the path may be), and comparing paths lexically would miss
+        // that without touching the file system. Another project's state is no less protected.
+        if p.components().any(|c| c.as_os_str() == ".attenu") {
+            return Some("the hook's ledger, keys and configuration under .attenu/");
+        }
         let rel = p.strip_prefix(root).ok()?;
         let mut comps = rel
             .components()
@@ -181,8 +195,17 @@ fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
         "Read" => path_of("file_path")
             .and_then(|p| protected(&p))
             .filter(|w| w.contains(".attenu")),
+        // Their file filters name paths too (a Grep `glob`, a Glob `pattern`).
         "Grep" | "Glob" => path_of("path")
             .and_then(|p| protected(&p))
+            .or_else(|| {
+                let filter = if tool == "Grep" { "glob" } else { "pattern" };
+                call.tool_input
+                    .get(filter)
+                    .and_then(Value::as_str)
+                    .filter(|g| g.contains(".attenu"))
+                    .map(|_| "the hook's ledger, keys and configuration under .attenu/")
+            })
             .filter(|w| w.contains(".attenu")),
         "Bash" | "PowerShell" => {
             let cmd = call
@@ -328,6 +351,17 @@ mod tests {
                 "Read",
                 json!({"file_path": "/p/src/../.attenu/config.toml"}),
             ),
+            // Regression: the same file through a symlink to the project was not refused.
+            (
+                "Read",
+                json!({"file_path": "/elsewhere/p/.attenu/anchor.key"}),
+            ),
+            // Regression: a file filter naming the state, with no `path`.
+            (
+                "Grep",
+                json!({"pattern": "key", "glob": ".attenu/anchor.key"}),
+            ),
+            ("Glob", json!({"pattern": "**/.attenu/*"})),
         ] {
             let d = run(&c, tool, input, Some("reviewer"));
             assert_eq!(d.reason.map(|r| r.code), Some(Code::SelfProtection));

@@ -85,6 +85,23 @@ fn check_private_dir(dir: &Path, m: &fs::Metadata) -> Result<(), String> {
             dir.display()
         ));
     }
+    if m.mode() & 0o077 != 0 {
+        // Readable by others (a `mkdir .attenu` to write config.toml, a git checkout): this
+        // user's own directory is made private, through a descriptor of the directory itself
+        // so a swapped-in symlink is never followed.
+        let tightened = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC)
+            .open(dir)
+            .and_then(|d| d.set_permissions(fs::Permissions::from_mode(0o700)));
+        if let Err(e) = tightened {
+            return Err(format!(
+                "{} is readable by group or others and cannot be made private ({e}); run `chmod 700 {}`",
+                dir.display(),
+                dir.display()
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -318,6 +335,25 @@ pub fn create_exclusive(path: &Path, bytes: &[u8], mode: u32) -> io::Result<bool
 /// Sets 0600 on a file we own (repairing a looser mode left by an older version).
 pub fn make_private(path: &Path) -> io::Result<()> {
     fs::set_permissions(path, fs::Permissions::from_mode(0o600))
+}
+
+/// Makes an existing file of this user 0600 if it is readable or writable by others, through
+/// a descriptor opened without following a symlink. A missing file is left missing.
+pub fn tighten_file(path: &Path) -> io::Result<()> {
+    let f = match OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let m = f.metadata()?;
+    if m.is_file() && m.mode() & 0o077 != 0 {
+        f.set_permissions(fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -586,7 +586,7 @@ fn ledger_checks(attenu: &Path) -> Vec<Check> {
                     if torn { "; a torn final line will be moved aside by the next call" } else { "" }
                 ),
             ),
-            Err(e) => check(&format!("ledger:{name}"), false, true, format!("does not verify ({e}); move it aside to start a new ledger, keep it for review")),
+            Err(e) => check(&format!("ledger:{name}"), false, true, format!("does not verify ({e}); move it and its checkpoint ({}) aside to start a new ledger, keep them for review", name.replace(".jsonl", ".state.json"))),
         });
     }
     out

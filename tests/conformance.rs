@@ -142,6 +142,47 @@ fn reference_accepts_every_chain_of_a_mid_session_edit() {
     }
 }
 
+/// A call allowed on one chain whose outcome arrives after an agent edit started the next: the
+/// outcome cannot be bound to the new chain (it would be an outcome without an allow), so it is
+/// not recorded there, and every bundle still verifies.
+#[test]
+fn reference_accepts_both_chains_when_a_call_spans_a_mid_session_edit() {
+    let Some(py) = reference_python("conformance") else {
+        return;
+    };
+    let p = sample("conf-span");
+    let read = |id: &str, path: &str| {
+        pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": path}),
+            id,
+        )
+    };
+    assert!(hook(p.path(), &read("t1", "/p/a")).is_allow());
+    std::fs::write(
+        p.path().join(".claude/agents/reviewer.md"),
+        "---\nname: reviewer\ntools: Read, Grep\n---\n",
+    )
+    .unwrap();
+    assert!(hook(p.path(), &read("t2", "/p/b")).is_allow());
+    for (id, path) in [("t1", "/p/a"), ("t2", "/p/b")] {
+        let mut outcome = read(id, path);
+        outcome["hook_event_name"] = json!("PostToolUse");
+        outcome["tool_response"] = json!({"ok": true});
+        let out = hook(p.path(), &outcome);
+        assert_ne!(out.json()["continue"], false, "{id}: {}", out.stdout);
+    }
+    hook(p.path(), &event("s1", p.path(), "SessionEnd"));
+    let bundles = export(p.path(), "s1");
+    assert_eq!(bundles.len(), 2);
+    for b in &bundles {
+        assert_reference_accepts(&py, p.path(), b);
+    }
+}
+
 #[test]
 fn reference_accepts_a_thousand_entry_session() {
     let Some(py) = reference_python("conformance") else {

@@ -206,8 +206,9 @@ fn a_key_that_is_not_a_configured_reviewer_is_refused() {
     // A row forged straight into the database, signed by mallory, is refused at claim time.
     let conn = attenu_hook::gate::db::open(&p.path().join(".attenu")).unwrap();
     let input = json!({"command": "ls"});
-    let digest = attenu_hook::gate::authz::input_digest(&input).unwrap();
-    let doc = json!({"v": 1, "type": "attenu-hook.authorization", "id": "f".repeat(32), "tool": "Bash", "input_digest": digest,
+    let salt = "5a".repeat(16);
+    let digest = attenu_hook::gate::authz::input_digest(&input, Some(&salt)).unwrap();
+    let doc = json!({"v": 2, "type": "attenu-hook.authorization", "id": "f".repeat(32), "tool": "Bash", "input_salt": salt, "input_digest": digest,
         "uses": 1, "expires_ms": 99_999_999_999_999u64, "session_id": null, "agent_type": null, "reviewer": "alice", "created_ms": 1});
     let signed = attenu_hook::ledger::canonical::to_string(&doc).unwrap();
     let k = attenu_hook::evidence::keys::load(&mallory).unwrap();
@@ -378,4 +379,259 @@ fn gate_database_is_private() {
     assert_eq!(mode, 0o600);
     let kmode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
     assert_eq!(kmode, 0o600);
+}
+
+/// Regression: the claim checked every field of the signed document against its row except
+/// the use count, so a counter raised in the database made a one-use authorization reusable.
+#[test]
+fn a_use_counter_raised_in_the_database_gives_no_more_uses() {
+    let (p, key) = gated("gate-counter");
+    let input = json!({"command": "deploy"});
+    let id = authorize(p.path(), &key, &input, &[])
+        .stdout
+        .trim()
+        .to_string();
+    let conn = attenu_hook::gate::db::open(&p.path().join(".attenu")).unwrap();
+    conn.execute(
+        "UPDATE authorizations SET uses_left = 5 WHERE id = ?1",
+        rusqlite::params![id],
+    )
+    .unwrap();
+    let out = bash(p.path(), "s1", Some("ops"), &input, "d1");
+    assert!(
+        out.denied() && out.reason().contains("signed use count is 1"),
+        "a counter above the signed count is refused: {}",
+        out.reason()
+    );
+    // Put back, one use is given; raised again after it, the claim on record still counts.
+    conn.execute(
+        "UPDATE authorizations SET uses_left = 1 WHERE id = ?1",
+        rusqlite::params![id],
+    )
+    .unwrap();
+    assert!(bash(p.path(), "s1", Some("ops"), &input, "d2").is_allow());
+    conn.execute(
+        "UPDATE authorizations SET uses_left = 1 WHERE id = ?1",
+        rusqlite::params![id],
+    )
+    .unwrap();
+    let out = bash(p.path(), "s1", Some("ops"), &input, "d3");
+    assert!(
+        out.denied() && out.reason().contains("1 already used"),
+        "{}",
+        out.reason()
+    );
+}
+
+/// The database holds no bare digest of an authorized input: one per-authorization salt,
+/// signed with the rest, is what the input is committed under.
+#[test]
+fn authorized_inputs_are_stored_as_salted_commitments() {
+    use sha2::{Digest, Sha256};
+    let (p, key) = gated("gate-salted");
+    let input = json!({"command": "deploy"});
+    for _ in 0..2 {
+        assert_eq!(authorize(p.path(), &key, &input, &[]).code, 0);
+    }
+    let conn = attenu_hook::gate::db::open(&p.path().join(".attenu")).unwrap();
+    let rows: Vec<(String, String)> = conn
+        .prepare("SELECT input_digest, signed FROM authorizations")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let bare = attenu_hook::ledger::chain::hex(&Sha256::digest(
+        attenu_hook::ledger::canonical::to_vec(&input).unwrap(),
+    ));
+    assert_eq!(rows.len(), 2);
+    assert_ne!(rows[0].0, rows[1].0, "each authorization has its own salt");
+    for (digest, signed) in &rows {
+        assert_ne!(*digest, bare, "a bare digest of the input is stored");
+        let doc: Value = serde_json::from_str(signed).unwrap();
+        assert_eq!(doc["input_digest"], json!(digest));
+        assert_eq!(doc["input_salt"].as_str().unwrap().len(), 32);
+    }
+    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
+    assert!(bash(
+        p.path(),
+        "s1",
+        Some("ops"),
+        &json!({"command": "deploy2"}),
+        "t2"
+    )
+    .denied());
+}
+
+/// A marker whose call can no longer be bound on the ledger (here the ledger was moved aside
+/// with its checkpoint, as the refusal of a broken ledger advises) is not stranded: `resolve`
+/// says why and what to do, and `--unbound` closes it in the database, marked as such.
+#[test]
+fn a_marker_that_cannot_be_bound_is_closed_with_unbound_and_says_so() {
+    let p = sample("reconcile-unbound");
+    let dir = p.path().to_str().unwrap();
+    let input = json!({"file_path": "/p/a"});
+    let read = |id: &str| pre("s1", p.path(), Some("reviewer"), "Read", input.clone(), id);
+    assert!(hook(p.path(), &read("t1")).is_allow());
+    let ledger = ledger_path(p.path(), "s1");
+    let state = p.path().join(".attenu/ledger-s1.state.json");
+    let mut outcome = read("t1");
+    outcome["hook_event_name"] = json!("PostToolUse");
+    outcome["tool_response"] = json!({});
+    // The outcome cannot be written: the ledger's place is taken by a directory.
+    std::fs::rename(&ledger, p.path().join("ledger.aside")).unwrap();
+    std::fs::rename(&state, p.path().join("state.aside")).unwrap();
+    std::fs::create_dir(&ledger).unwrap();
+    assert_eq!(hook(p.path(), &outcome).json()["continue"], false);
+    std::fs::remove_dir(&ledger).unwrap();
+    // From a subdirectory of the project, as a person would run it.
+    let sub = p.path().join("src");
+    std::fs::create_dir_all(&sub).unwrap();
+    let in_sub = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--project", sub.to_str().unwrap()]);
+        cli(&all)
+    };
+    let list = in_sub(&["reconcile", "list"]);
+    assert!(list.stdout.contains("t1"), "{}{}", list.stdout, list.stderr);
+    assert!(
+        !sub.join(".attenu").exists(),
+        "a read-only command creates no state"
+    );
+    let refused = in_sub(&[
+        "reconcile",
+        "resolve",
+        "1",
+        "--outcome",
+        "executed",
+        "--evidence",
+        "checked by hand",
+    ]);
+    assert_eq!(refused.code, 2);
+    assert!(
+        refused.stderr.contains("does not exist") && refused.stderr.contains("--unbound"),
+        "{}",
+        refused.stderr
+    );
+    let closed = in_sub(&[
+        "reconcile",
+        "resolve",
+        "1",
+        "--outcome",
+        "executed",
+        "--evidence",
+        "checked by hand",
+        "--unbound",
+    ]);
+    assert_eq!(closed.code, 0, "{}", closed.stderr);
+    assert!(
+        closed.stdout.contains("not on the ledger"),
+        "{}",
+        closed.stdout
+    );
+    let all = cli(&["reconcile", "list", "--all", "--project", dir]);
+    assert!(
+        all.stdout
+            .contains("[resolved: executed; not on the ledger"),
+        "{}",
+        all.stdout
+    );
+    assert!(cli(&["reconcile", "list", "--project", dir])
+        .stdout
+        .contains("no open"));
+}
+
+/// Regression: `receipt` trusted any `allow` line in any ledger-*.jsonl file; a line written
+/// into a file of its own bound a receipt to a call the session's ledger does not hold.
+#[test]
+fn a_receipt_binds_only_to_a_call_on_a_verified_ledger() {
+    let p = sample("receipt-forged");
+    let dir = p.path().to_str().unwrap();
+    assert!(reviewer_read(p.path(), "s1", "/a", "toolu_r1").is_allow());
+    std::fs::write(
+        p.path().join(".attenu/ledger-zz.jsonl"),
+        "{\"event\":\"allow\",\"call_id\":\"forged-call\",\"tool\":\"mcp__payments__refund\",\"context\":{\"session_id\":\"s1\",\"tool_use_id\":\"toolu_forged\"}}\n",
+    )
+    .unwrap();
+    let out = cli(&[
+        "receipt",
+        "--project",
+        dir,
+        "--call",
+        "forged-call",
+        "--receipt-id",
+        "r1",
+        "--observer",
+        "payments-api",
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(out.stderr.contains("no allowed call"), "{}", out.stderr);
+    let out = cli(&[
+        "receipt",
+        "--project",
+        dir,
+        "--call",
+        "toolu_r1",
+        "--receipt-id",
+        "r2",
+        "--observer",
+        "payments-api",
+        "--payload",
+        "{\"amount\": 5}",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let conn = attenu_hook::gate::db::open(&p.path().join(".attenu")).unwrap();
+    let (digest, salt): (String, String) = conn
+        .query_row(
+            "SELECT payload_digest, payload_salt FROM receipts WHERE receipt_id = 'r2'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        Some(digest),
+        attenu_hook::hook::record::commit(&json!({"amount": 5}), &salt),
+        "the payload is a salted commitment"
+    );
+}
+
+#[test]
+fn a_gate_database_readable_by_others_is_made_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let (p, key) = gated("gate-loose");
+    let input = json!({"command": "ls"});
+    authorize(p.path(), &key, &input, &[]);
+    let db = p.path().join(".attenu/gate.sqlite");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
+    let mode = std::fs::metadata(&db).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}
+
+/// An authorization the gate would never ask for (a misspelt tool, a scope not gated) is
+/// stored, but the host is told at once rather than finding out from a denial.
+#[test]
+fn authorizing_a_tool_that_is_not_gated_warns() {
+    let (p, key) = gated("gate-warn");
+    let mut args = vec!["authorize", "--project", p.path().to_str().unwrap()];
+    let key = key.to_str().unwrap().to_string();
+    args.extend([
+        "--tool",
+        "bash",
+        "--input",
+        "{}",
+        "--reviewer",
+        "alice",
+        "--key",
+        &key,
+    ]);
+    let out = cli(&args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("warning") && out.stderr.contains("[gate] require"),
+        "{}",
+        out.stderr
+    );
+    let quiet = authorize(p.path(), Path::new(&key), &json!({"command": "ls"}), &[]);
+    assert!(!quiet.stderr.contains("warning"), "{}", quiet.stderr);
 }

@@ -513,6 +513,54 @@ fn a_project_no_other_test_saw_is_derived_and_decided() {
     );
 }
 
+/// Regression: `disallowedTools: mcp__pay__refund` beside `tools: mcp__pay` (and a settings
+/// deny of one tool of an allowed server) was dropped, so the denied tool was allowed.
+#[test]
+fn a_narrow_denial_under_a_wider_grant_is_enforced_and_recorded() {
+    let p = project(
+        "narrowdeny",
+        &[(
+            "ops.md",
+            "---\nname: ops\ntools: mcp__pay, Read\ndisallowedTools: mcp__pay__refund\n---\n",
+        )],
+        Some(json!({"permissions": {"allow": ["mcp__pay"], "deny": ["mcp__pay__wipe"]}})),
+    );
+    let call = |tool: &str, id: &str| {
+        hook(
+            p.path(),
+            &pre("s1", p.path(), Some("ops"), tool, json!({}), id),
+        )
+    };
+    assert!(call("mcp__pay__charge", "t1").is_allow());
+    for (tool, id) in [("mcp__pay__refund", "t2"), ("mcp__pay__wipe", "t3")] {
+        let out = call(tool, id);
+        assert!(out.denied(), "{tool}: {}", out.stdout);
+    }
+    // The main thread is recorded, not enforced, by default: what settings deny would be.
+    hook(
+        p.path(),
+        &pre("s1", p.path(), None, "mcp__pay__wipe", json!({}), "t4"),
+    );
+    let es = entries(p.path(), "s1");
+    assert!(
+        es.last().unwrap()["context"]["would_deny"]["code"].is_string(),
+        "{}",
+        es.last().unwrap()
+    );
+    let spawn = es.iter().find(|e| e["event"] == "spawn").unwrap();
+    assert_eq!(
+        spawn["context"]["excluded"],
+        json!(["mcp.pay.refund", "mcp.pay.wipe"])
+    );
+    assert_eq!(es[0]["context"]["excluded"], json!(["mcp.pay.wipe"]));
+    let derived = cli(&["--derive", p.path().to_str().unwrap(), "--json"]);
+    let d: Value = serde_json::from_str(&derived.stdout).unwrap();
+    assert_eq!(
+        d["excluded"]["agents"]["ops"],
+        json!(["mcp.pay.refund", "mcp.pay.wipe"])
+    );
+}
+
 #[test]
 fn one_bad_declaration_never_denies_the_rest_of_the_project() {
     let mut agents: Vec<(String, String)> = (0..20)
@@ -643,22 +691,31 @@ fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
         assert!(call(&i.to_string()).is_allow());
     }
     let path = ledger_path(p.path(), "s1");
-    let original = std::fs::read(&path).unwrap();
-    let lines: Vec<usize> = std::iter::once(0)
-        .chain(
-            original
-                .iter()
-                .enumerate()
-                .filter(|(_, &b)| b == b'\n')
-                .map(|(i, _)| i + 1),
-        )
-        .filter(|&i| i < original.len())
-        .collect();
-    assert_eq!(lines.len(), 300);
-    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let line_starts = |bytes: &[u8]| -> Vec<usize> {
+        std::iter::once(0)
+            .chain(
+                bytes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &b)| b == b'\n')
+                    .map(|(i, _)| i + 1),
+            )
+            .filter(|&i| i < bytes.len())
+            .collect()
+    };
+    assert_eq!(line_starts(&std::fs::read(&path).unwrap()).len(), 300);
     // The first line, one in the middle and the last: a same-length edit of one byte of a
     // value, with the file's mtime put back, so only its content and ctime tell.
-    for (k, line) in [0, 150, 299].into_iter().enumerate() {
+    for (k, which) in ["first", "middle", "last"].into_iter().enumerate() {
+        // Each round's restored call appended one more entry.
+        let original = std::fs::read(&path).unwrap();
+        let lines = line_starts(&original);
+        let line = match which {
+            "first" => 0,
+            "middle" => 150,
+            _ => lines.len() - 1,
+        };
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
         let start = lines[line];
         let at = start
             + original[start..]
@@ -675,7 +732,7 @@ fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
         let out = call(&format!("edit{k}"));
         assert!(
             out.denied() && out.reason().contains("[ledger-unverifiable]"),
-            "an edit of line {line} was not caught: {}",
+            "an edit of the {which} line was not caught: {}",
             out.stdout
         );
         assert_eq!(
@@ -688,8 +745,108 @@ fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
         assert!(call(&format!("restored{k}")).is_allow());
         let now = std::fs::read(&path).unwrap();
         assert_eq!(&now[..original.len()], &original[..]);
-        std::fs::write(&path, &original).unwrap();
     }
+}
+
+/// Regression: every prefix of a valid chain is itself valid, so a ledger cut short (or
+/// replaced by an older copy of itself) re-verified and was appended to, and the removed
+/// decisions were gone without a trace. The sealed checkpoint remembers what was verified.
+#[test]
+fn a_ledger_cut_short_or_replaced_by_an_older_copy_is_refused() {
+    let p = sample("truncate");
+    let call = |i: &str| reviewer_read(p.path(), "s1", &format!("/x{i}"), &format!("t{i}"));
+    let path = ledger_path(p.path(), "s1");
+    let state = p.path().join(".attenu/ledger-s1.state.json");
+    assert!(call("0").is_allow());
+    let older = std::fs::read(&path).unwrap();
+    for i in 1..4 {
+        assert!(call(&i.to_string()).is_allow());
+    }
+    let full = std::fs::read(&path).unwrap();
+    let text = String::from_utf8(full.clone()).unwrap();
+    let cut: String = text
+        .lines()
+        .take(text.lines().count() - 2)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    for (what, bytes) in [("cut short", cut.into_bytes()), ("an older copy", older)] {
+        std::fs::write(&path, &bytes).unwrap();
+        let out = call("after");
+        assert!(
+            out.denied() && out.reason().contains("no longer holds what was verified"),
+            "{what}: {}",
+            out.stdout
+        );
+        assert!(
+            out.reason().contains("ledger-s1.state.json"),
+            "{}",
+            out.reason()
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            bytes,
+            "{what}: nothing appended"
+        );
+    }
+    // Put back whole, it verifies and is appended to again.
+    std::fs::write(&path, &full).unwrap();
+    assert!(call("restored").is_allow());
+    // Moved aside on purpose with its checkpoint, as the refusal says: a new ledger starts.
+    std::fs::rename(&path, p.path().join("ledger.kept")).unwrap();
+    std::fs::rename(&state, p.path().join("state.kept")).unwrap();
+    assert!(call("fresh").is_allow());
+    assert_eq!(entries(p.path(), "s1")[0]["event"], "root");
+}
+
+/// With raw capture on, a value with no RFC 8785 form (an integer beyond 2^53) is kept as its
+/// JSON text; it never makes the decision or the outcome unrecordable.
+#[test]
+fn raw_capture_of_a_value_without_a_canonical_form_still_records_the_call() {
+    let p = sample("rawbig");
+    std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
+    std::fs::write(
+        p.path().join(".attenu/config.toml"),
+        "[privacy]\nraw_capture = true\n",
+    )
+    .unwrap();
+    let input = json!({"file_path": "/a", "offset": 9_007_199_254_740_993u64});
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            input.clone(),
+            "t1",
+        ),
+    );
+    assert!(out.is_allow(), "{}", out.stdout);
+    let response = json!({"mtime_ns": 1_796_050_972_040_801_584u64});
+    let out = hook(
+        p.path(),
+        &post(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            input,
+            "t1",
+            response,
+        ),
+    );
+    assert!(out.is_allow(), "{}", out.stdout);
+    let es = entries(p.path(), "s1");
+    let allow = es.iter().find(|e| e["event"] == "allow").unwrap();
+    assert_eq!(
+        allow["context"]["tool_input_json"],
+        "{\"file_path\":\"/a\",\"offset\":9007199254740993}"
+    );
+    let outcome = es.iter().find(|e| e["event"] == "outcome").unwrap();
+    assert_eq!(
+        outcome["context"]["tool_response_json"],
+        "{\"mtime_ns\":1796050972040801584}"
+    );
 }
 
 #[test]
@@ -765,6 +922,42 @@ fn a_torn_final_line_is_moved_aside_and_the_recovery_recorded() {
     assert_eq!(
         std::fs::read(kept[0].path()).unwrap(),
         b"{\"c14n\":\"JCS\",\"half"
+    );
+}
+
+/// Regression: a crash in the middle of a chain's opening (root and spawns are one write)
+/// left a chain without some agent's spawn, and that agent's calls were then recorded on the
+/// session root's node. An incomplete opening now starts a new, linked chain.
+#[test]
+fn an_opening_cut_short_by_a_crash_is_reopened_and_no_call_lands_on_the_root() {
+    let p = sample("tornopen");
+    assert!(reviewer_read(p.path(), "s1", "/x", "t1").is_allow());
+    let path = ledger_path(p.path(), "s1");
+    let text = std::fs::read_to_string(&path).unwrap();
+    // Lines: root, researcher's spawn, reviewer's spawn, the decision. Keep the root, the
+    // first spawn and a torn piece of the second, as a crash mid-write would.
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[2].contains("\"agent\":\"reviewer\""), "{}", lines[2]);
+    let cut = format!("{}\n{}\n{}", lines[0], lines[1], &lines[2][..100]);
+    std::fs::write(&path, cut).unwrap();
+    std::fs::remove_file(p.path().join(".attenu/ledger-s1.state.json")).unwrap();
+    assert!(reviewer_read(p.path(), "s1", "/y", "t2").is_allow());
+    let es = entries(p.path(), "s1");
+    let roots: Vec<usize> = (0..es.len())
+        .filter(|&i| es[i]["event"] == "root")
+        .collect();
+    assert_eq!(roots.len(), 2, "a new chain was opened");
+    let after = &es[roots[1]..];
+    let reviewer_node = after
+        .iter()
+        .find(|e| e["event"] == "spawn" && e["agent"] == "reviewer")
+        .unwrap()["node"]
+        .clone();
+    let allow = es.last().unwrap();
+    assert_eq!(allow["event"], "allow");
+    assert_eq!(
+        allow["node"], reviewer_node,
+        "recorded on the reviewer's node"
     );
 }
 
@@ -941,6 +1134,65 @@ fn a_mid_session_agent_edit_starts_a_new_linked_chain() {
     assert!(files[0].ends_with("bundle-s1.json") && files[1].ends_with("bundle-s1.chain2.json"));
 }
 
+/// Regression: the open calls of the chain an edit ended stayed open on the next chain, so the
+/// outcome of a call allowed before the edit was written into the new chain (an outcome
+/// without an allow there, which fails verification) and, hashed with the new chain's salt,
+/// halted Claude as "input changed after authorization".
+#[test]
+fn an_outcome_arriving_after_a_mid_session_edit_is_not_bound_to_the_new_chain() {
+    let p = sample("editspan");
+    let read = |id: &str| {
+        pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/a"}),
+            id,
+        )
+    };
+    assert!(hook(p.path(), &read("t1")).is_allow());
+    std::fs::write(
+        p.path().join(".claude/agents/reviewer.md"),
+        "---\nname: reviewer\ntools: Read, Grep\n---\n",
+    )
+    .unwrap();
+    assert!(hook(p.path(), &read("t2")).is_allow());
+    // Through the checkpoint, and through a full re-verify without it: the same answer.
+    for drop_checkpoint in [false, true] {
+        if drop_checkpoint {
+            std::fs::remove_file(p.path().join(".attenu/ledger-s1.state.json")).unwrap();
+        }
+        let mut outcome = read("t1");
+        outcome["hook_event_name"] = json!("PostToolUse");
+        outcome["tool_response"] = json!({});
+        let out = hook(p.path(), &outcome);
+        assert!(out.is_allow(), "no halt, nothing to bind: {}", out.stdout);
+    }
+    let es = entries(p.path(), "s1");
+    assert!(
+        es.iter().all(|e| e["event"] != "outcome"),
+        "no outcome on a chain without its allow"
+    );
+    let out = cli(&[
+        "export",
+        "--project",
+        p.path().to_str().unwrap(),
+        "--session",
+        "s1",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for bundle in out.stdout.lines() {
+        let v = cli(&[
+            "verify",
+            bundle,
+            "--pub",
+            p.path().join(".attenu/anchor.pub").to_str().unwrap(),
+        ]);
+        assert_eq!(v.code, 0, "{bundle}: {}{}", v.stdout, v.stderr);
+    }
+}
+
 #[test]
 fn removing_a_whole_chain_from_the_middle_is_detected() {
     let p = sample("dropchain");
@@ -969,6 +1221,14 @@ fn removing_a_whole_chain_from_the_middle_is_detected() {
         .copied()
         .collect();
     std::fs::write(&path, kept.join("\n") + "\n").unwrap();
+    let out = reviewer_read(p.path(), "s1", "/y", "t9");
+    assert!(
+        out.denied() && out.reason().contains("no longer holds what was verified"),
+        "the checkpoint remembers the removed bytes: {}",
+        out.reason()
+    );
+    // Without the checkpoint, the chains' links still tell.
+    std::fs::remove_file(p.path().join(".attenu/ledger-s1.state.json")).unwrap();
     let out = reviewer_read(p.path(), "s1", "/y", "t9");
     assert!(
         out.denied() && out.reason().contains("does not link"),
@@ -1185,6 +1445,62 @@ fn state_directory_and_secrets_are_private() {
     assert_eq!(mode(".attenu"), 0o700);
     assert_eq!(mode(".attenu/anchor.key"), 0o600);
     assert_eq!(mode(".attenu/ledger-s1.jsonl"), 0o600);
+}
+
+/// Regression: the configuration was read through a symlink (pointing the hook at a mode
+/// from outside `.attenu/`) and a FIFO in its place blocked until the deadline.
+#[test]
+fn a_symlinked_or_fifo_configuration_is_refused_at_once() {
+    let p = sample("cfglink");
+    let attenu = p.path().join(".attenu");
+    std::fs::create_dir_all(&attenu).unwrap();
+    let elsewhere = p.path().join("observe.toml");
+    std::fs::write(&elsewhere, "mode = \"observe\"\n").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, attenu.join("config.toml")).unwrap();
+    let bash = || {
+        hook(
+            p.path(),
+            &pre("s1", p.path(), Some("reviewer"), "Bash", json!({}), "t1"),
+        )
+    };
+    let out = bash();
+    assert!(
+        out.denied()
+            && out.reason().contains("[config-invalid]")
+            && out.reason().contains("symlink"),
+        "{}",
+        out.stdout
+    );
+    std::fs::remove_file(attenu.join("config.toml")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(attenu.join("config.toml"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = bash();
+    assert!(
+        out.denied() && out.reason().contains("[config-invalid]"),
+        "a FIFO is refused, not waited on: {}",
+        out.stdout
+    );
+}
+
+/// `mkdir .attenu` to write config.toml, or a git checkout, leaves it 0755: the hook makes its
+/// own directory private instead of keeping ledgers and keys in a readable one.
+#[test]
+fn a_state_directory_readable_by_others_is_made_private() {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let p = sample("loosedir");
+    std::fs::DirBuilder::new()
+        .mode(0o755)
+        .create(p.path().join(".attenu"))
+        .unwrap();
+    assert!(reviewer_read(p.path(), "s1", "/x", "t1").is_allow());
+    let mode = std::fs::metadata(p.path().join(".attenu"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
 }
 
 #[test]

@@ -939,8 +939,9 @@ impl Session {
                 self.ctx()
             );
         }
-        // Made only after all five subagents reported back; its PostToolUseFailure must not
-        // stop the session (an ungated call's failure is recorded, not a reason to stop).
+        // Made last, after all five subagents reported back: the hook answers its
+        // PostToolUseFailure with `continue: false` (SPEC 7: a failed call's side effects are
+        // uncertain, so Claude stops for a person), which would cut short any call after it.
         let (is_error, text) = self.result("toolu_main_2_0");
         assert!(
             is_error,

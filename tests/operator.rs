@@ -282,6 +282,44 @@ fn log_output_matches_the_snapshot() {
     );
 }
 
+/// Regression: `log` printed an edited ledger as if it were the record (a denial edited to
+/// an allow showed as allowed, exit 0). It still shows what is written, so a person can look,
+/// but warns and exits 1. It also finds the project from a subdirectory.
+#[test]
+fn log_warns_and_fails_on_a_ledger_that_does_not_verify() {
+    let p = sample("log-tamper");
+    let dir = p.path().to_str().unwrap();
+    assert!(hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "WebFetch",
+            json!({"url": "https://x"}),
+            "t1"
+        ),
+    )
+    .denied());
+    let sub = p.path().join("src/deep");
+    std::fs::create_dir_all(&sub).unwrap();
+    let clean = cli(&["log", "--project", sub.to_str().unwrap()]);
+    assert_eq!(clean.code, 0, "{}", clean.stderr);
+    assert!(clean.stdout.contains("DENY"), "{}", clean.stdout);
+    let path = ledger_path(p.path(), "s1");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"event\":\"deny\"", "\"event\":\"allow\"");
+    std::fs::write(&path, text).unwrap();
+    let out = cli(&["log", "--project", dir]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("WARNING") && out.stderr.contains("does not verify"),
+        "{}",
+        out.stderr
+    );
+}
+
 #[test]
 fn completions_and_man_page_come_from_the_cli_definition() {
     let bash = cli(&["completions", "bash"]);

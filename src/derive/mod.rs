@@ -30,6 +30,11 @@ const MAX_DIR_DEPTH: usize = 8;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AgentAuthority {
     pub scopes: BTreeSet<String>,
+    /// Denials narrower than a scope held (`disallowedTools: mcp__pay__refund` beside
+    /// `tools: mcp__pay`, a `permissions.deny` of one tool of an allowed server): a wide scope
+    /// cannot be cut into its parts, so it is held except where one of these covers the call.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub excluded: BTreeSet<String>,
     /// Set when the agent's own declaration could not be read: it then holds nothing.
     pub invalid: Option<String>,
     /// Where the agent was declared (a file, or the configuration).
@@ -40,6 +45,10 @@ pub struct AgentAuthority {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Roster {
     pub root: BTreeSet<String>,
+    /// The operator's denials narrower than a scope the root holds (see
+    /// [`AgentAuthority::excluded`]).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub root_excluded: BTreeSet<String>,
     pub agents: BTreeMap<String, AgentAuthority>,
     pub unrepresented: Vec<String>,
     pub problems: Vec<String>,
@@ -54,21 +63,48 @@ pub enum DeriveError {
     DeclarationsUnreadable(String),
 }
 
+/// `scope` is covered by a held pattern and by no excluded one.
+fn holds(held: &BTreeSet<String>, excluded: &BTreeSet<String>, scope: &str) -> bool {
+    held.iter().any(|p| covers(p, scope)) && !excluded.iter().any(|d| covers(d, scope))
+}
+
+impl AgentAuthority {
+    pub fn holds(&self, scope: &str) -> bool {
+        holds(&self.scopes, &self.excluded, scope)
+    }
+
+    /// Held by a scope but taken out by a narrower denial.
+    pub fn excludes(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|p| covers(p, scope)) && !self.holds(scope)
+    }
+}
+
 impl Roster {
-    /// Does the project declare `scope` for anyone (the session root)?
+    /// Does the session root hold `scope` (does the project declare it for anyone)?
     pub fn declared_anywhere(&self, scope: &str) -> bool {
-        self.root.iter().any(|p| covers(p, scope))
+        holds(&self.root, &self.root_excluded, scope)
     }
 
     /// The `--derive` JSON document.
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut doc = json!({
             "root": self.root,
             "agents": self.agents.iter().map(|(k, a)| (k.clone(), json!(a.scopes))).collect::<serde_json::Map<_, _>>(),
             "unrepresented": self.unrepresented,
             "problems": self.problems,
             "digest": self.digest,
-        })
+        });
+        // Only when some denial is narrower than a held scope, so other documents keep their shape.
+        let excluded: serde_json::Map<String, Value> = self
+            .agents
+            .iter()
+            .filter(|(_, a)| !a.excluded.is_empty())
+            .map(|(k, a)| (k.clone(), json!(a.excluded)))
+            .collect();
+        if !self.root_excluded.is_empty() || !excluded.is_empty() {
+            doc["excluded"] = json!({"root": self.root_excluded, "agents": excluded});
+        }
+        doc
     }
 }
 
@@ -311,6 +347,15 @@ fn scopes_of(
     (out, all)
 }
 
+/// The denials that fall strictly inside a held scope: `subtract` cannot remove those.
+fn excluded_within(held: &BTreeSet<String>, denied: &BTreeSet<String>) -> BTreeSet<String> {
+    denied
+        .iter()
+        .filter(|d| held.iter().any(|s| covers(s, d)))
+        .cloned()
+        .collect()
+}
+
 fn subtract(scopes: &BTreeSet<String>, patterns: &BTreeSet<String>) -> BTreeSet<String> {
     scopes
         .iter()
@@ -351,12 +396,13 @@ pub fn resolve(decl: Declarations) -> Roster {
     } else {
         subtract(&pool, &operator_deny)
     };
+    let root_excluded = excluded_within(&root, &operator_deny);
 
     // Pass 2: each agent against the resolved pool.
     let mut agents = BTreeMap::new();
     for (name, (source, file)) in decl.agents {
-        let (scopes, invalid) = match file {
-            Err(why) => (BTreeSet::new(), Some(why)),
+        let (scopes, excluded, invalid) = match file {
+            Err(why) => (BTreeSet::new(), BTreeSet::new(), Some(why)),
             Ok(a) => {
                 let (denied, _) = scopes_of(
                     &a.disallowed,
@@ -380,13 +426,16 @@ pub fn resolve(decl: Declarations) -> Roster {
                         }
                     }
                 };
-                (scopes, None)
+                let all_denied: BTreeSet<String> = denied.union(&operator_deny).cloned().collect();
+                let excluded = excluded_within(&scopes, &all_denied);
+                (scopes, excluded, None)
             }
         };
         agents.insert(
             name,
             AgentAuthority {
                 scopes,
+                excluded,
                 invalid,
                 source,
             },
@@ -394,9 +443,10 @@ pub fn resolve(decl: Declarations) -> Roster {
     }
     unrepresented.sort();
     unrepresented.dedup();
-    let digest = digest_of(&root, &agents);
+    let digest = digest_of(&root, &root_excluded, &agents);
     Roster {
         root,
+        root_excluded,
         agents,
         unrepresented,
         problems: decl.problems,
@@ -404,11 +454,27 @@ pub fn resolve(decl: Declarations) -> Roster {
     }
 }
 
-fn digest_of(root: &BTreeSet<String>, agents: &BTreeMap<String, AgentAuthority>) -> String {
-    let doc = json!({
+fn digest_of(
+    root: &BTreeSet<String>,
+    root_excluded: &BTreeSet<String>,
+    agents: &BTreeMap<String, AgentAuthority>,
+) -> String {
+    // Exclusions enter only where there are some, so a roster without any keeps the digest
+    // (and the chain) it had before they were derived.
+    let agent_doc = |a: &AgentAuthority| {
+        let mut d = json!({"scopes": a.scopes, "invalid": a.invalid});
+        if !a.excluded.is_empty() {
+            d["excluded"] = json!(a.excluded);
+        }
+        d
+    };
+    let mut doc = json!({
         "root": root,
-        "agents": agents.iter().map(|(k, a)| (k.clone(), json!({"scopes": a.scopes, "invalid": a.invalid}))).collect::<serde_json::Map<_, _>>(),
+        "agents": agents.iter().map(|(k, a)| (k.clone(), agent_doc(a))).collect::<serde_json::Map<_, _>>(),
     });
+    if !root_excluded.is_empty() {
+        doc["root_excluded"] = json!(root_excluded);
+    }
     sha256_hex(&canonical::to_vec(&doc).expect("derivation documents hold only strings"))
 }
 
@@ -471,6 +537,54 @@ mod tests {
                 "settings permissions.allow Bash(npm run lint)",
                 "settings permissions.deny Read(./.env)"
             ]
+        );
+    }
+
+    /// Regression: a denial narrower than a held scope (one tool of an allowed MCP server, one
+    /// agent among all) was dropped, because only a whole held pattern can be removed.
+    #[test]
+    fn a_denial_inside_a_wider_held_scope_is_kept_as_an_exclusion() {
+        let r = resolve(decl(
+            &[
+                (
+                    "ops",
+                    "---\nname: ops\ntools: mcp__pay, Read\ndisallowedTools: mcp__pay__refund\n---\n",
+                ),
+                (
+                    "helper",
+                    "---\nname: helper\ndisallowedTools: mcp__pay__refund, Agent(ops)\n---\n",
+                ),
+            ],
+            &["mcp__pay", "Agent"],
+            &["mcp__pay__wipe"],
+        ));
+        assert_eq!(r.root_excluded, set(&["mcp.pay.wipe"]));
+        let ops = &r.agents["ops"];
+        assert_eq!(ops.excluded, set(&["mcp.pay.refund", "mcp.pay.wipe"]));
+        assert!(ops.holds("mcp.pay.charge"));
+        assert!(!ops.holds("mcp.pay.refund") && ops.excludes("mcp.pay.refund"));
+        assert!(!ops.holds("mcp.pay.wipe"));
+        let helper = &r.agents["helper"];
+        assert!(helper.holds("agent.delegate.helper") || helper.holds("agent.delegate.x"));
+        assert!(!helper.holds("agent.delegate.ops"));
+        assert!(!helper.holds("mcp.pay.refund") && !helper.holds("mcp.pay.wipe"));
+        assert!(!r.declared_anywhere("mcp.pay.wipe"));
+        assert!(
+            r.declared_anywhere("mcp.pay.refund"),
+            "other agents may hold it"
+        );
+        // A roster without exclusions keeps the digest it had before they existed.
+        let plain = resolve(decl(&[("r", "---\nname: r\ntools: Read\n---\n")], &[], &[]));
+        assert!(plain.root_excluded.is_empty() && plain.agents["r"].excluded.is_empty());
+        assert_eq!(
+            plain.digest,
+            sha256_hex(
+                &canonical::to_vec(&json!({
+                    "root": plain.root,
+                    "agents": {"r": {"scopes": plain.agents["r"].scopes, "invalid": null}},
+                }))
+                .unwrap()
+            )
         );
     }
 

@@ -16,8 +16,16 @@ pub struct Row {
     pub reason: String,
 }
 
+/// What `log` read: the rows, and one warning for every ledger that does not verify (its rows
+/// are shown as written, so a person can see what is there, but not as a record to trust).
+#[derive(Debug, Default)]
+pub struct Read {
+    pub rows: Vec<Row>,
+    pub unverified: Vec<String>,
+}
+
 /// Decision and outcome rows of one session (or all sessions), in ledger order.
-pub fn rows(project: &Path, session: Option<&str>) -> Result<Vec<Row>, String> {
+pub fn rows(project: &Path, session: Option<&str>) -> Result<Read, String> {
     let attenu = project.join(".attenu");
     let mut files: Vec<_> = std::fs::read_dir(&attenu)
         .map_err(|e| {
@@ -48,10 +56,23 @@ pub fn rows(project: &Path, session: Option<&str>) -> Result<Vec<Row>, String> {
         }
     }
     files.sort();
-    let mut out = Vec::new();
+    let mut out = Read::default();
     for f in files {
-        let text =
-            std::fs::read_to_string(&f).map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+        // Never through a symlink; u64::MAX: a ledger has no bound.
+        let bytes = match crate::fsutil::read_owned(&f, u64::MAX) {
+            Ok(Some((b, _))) => b,
+            Ok(None) => continue,
+            Err(e) => return Err(String::from(e)),
+        };
+        // A torn final line is not yet verified or moved aside: the next hook call does that.
+        let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        if let Err(e) = crate::ledger::store::scan(&bytes[..whole]) {
+            out.unverified.push(format!(
+                "{} does not verify ({e}); its rows below are as written, not a verified record",
+                f.display()
+            ));
+        }
+        let text = String::from_utf8_lossy(&bytes[..whole]);
         // An outcome names only its call: show the tool and scope of the call it finishes.
         let mut calls: std::collections::HashMap<String, (String, String)> =
             std::collections::HashMap::new();
@@ -68,7 +89,7 @@ pub fn rows(project: &Path, session: Option<&str>) -> Result<Vec<Row>, String> {
             } else {
                 calls.insert(call, (r.tool.clone(), r.scope.clone()));
             }
-            out.push(r);
+            out.rows.push(r);
         }
     }
     Ok(out)

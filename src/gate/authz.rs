@@ -14,18 +14,36 @@ use crate::config::Config;
 use crate::evidence::keys;
 use crate::hook::time;
 use crate::ledger::canonical;
-use crate::ledger::chain::{hex, sha256_hex, unhex};
+use crate::ledger::chain::{hex, unhex};
 use crate::reason::{Code, Reason};
 use ed25519_dalek::{Signature, VerifyingKey};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 use std::path::Path;
 
-/// SHA-256 of the canonical (RFC 8785) tool input.
-pub fn input_digest(tool_input: &Value) -> Result<String, String> {
-    canonical::to_vec(tool_input)
-        .map(|b| sha256_hex(&b))
-        .map_err(|e| format!("the tool input has no canonical form: {e}"))
+/// The canonical (RFC 8785) form of a tool input, which an authorization is bound to.
+fn canonical_input(tool_input: &Value) -> Result<Vec<u8>, String> {
+    canonical::to_vec(tool_input).map_err(|e| format!("the tool input has no canonical form: {e}"))
+}
+
+/// The commitment an authorization stores: `SHA-256(salt || JCS(tool_input))` with the
+/// authorization's own random salt (the ledger's `params_c14n_v1` construction), so the
+/// database does not give away a small input (`{"command": "deploy"}`) to anyone who tries
+/// candidates. Authorizations of the first format (v1, no salt) are `SHA-256(JCS(tool_input))`.
+fn input_commitment(jcs: &[u8], salt_hex: Option<&str>) -> Option<String> {
+    let mut h = Sha256::new();
+    if let Some(salt) = salt_hex {
+        h.update(unhex(salt)?);
+    }
+    h.update(jcs);
+    Some(hex(&h.finalize()))
+}
+
+/// An authorization's commitment to `tool_input` under its salt (none: the v1 format).
+pub fn input_digest(tool_input: &Value, salt_hex: Option<&str>) -> Result<String, String> {
+    input_commitment(&canonical_input(tool_input)?, salt_hex)
+        .ok_or_else(|| "the salt is not hex".to_string())
 }
 
 /// `90s`, `10m`, `2h`, `1d`, or plain seconds → milliseconds.
@@ -90,12 +108,15 @@ pub fn authorize(project: &Path, config: &Config, req: &Request<'_>) -> Result<S
     }
     let now = time::now_ms();
     let id = crate::hook::record::random_hex(16)?;
+    let salt = crate::hook::record::random_hex(16)?;
+    let digest = input_digest(req.input, Some(&salt))?;
     let doc = json!({
-        "v": 1,
+        "v": 2,
         "type": "attenu-hook.authorization",
         "id": id,
         "tool": req.tool,
-        "input_digest": input_digest(req.input)?,
+        "input_salt": salt,
+        "input_digest": digest,
         "uses": req.uses,
         "expires_ms": now + req.expires_in_ms,
         "session_id": req.session,
@@ -153,7 +174,7 @@ fn claim_inner(
             "a gated call must carry a tool_use_id to be reserved; this one has none",
         )));
     };
-    let digest = input_digest(call.input)?;
+    let jcs = canonical_input(call.input)?;
     let now = time::now_ms() as i64;
     let mut conn = db::open(attenu_dir)?;
     let tx = conn
@@ -172,12 +193,14 @@ fn claim_inner(
             format!("tool_use_id {tool_use_id} was already presented to the gate; a replayed call is never authorized twice"),
         )));
     }
-    let candidates: Vec<(String, String, String, String, i64)> = {
+    // Every live authorization of this tool and these bindings; which of them is for this
+    // input only its own salt can tell.
+    let candidates: Vec<(String, String, String, String, i64, String)> = {
         let mut stmt = tx
             .prepare(
-                "SELECT id, reviewer, signed, sig, uses_left FROM authorizations
-                 WHERE tool = ?1 AND input_digest = ?2 AND uses_left > 0 AND expires_ms > ?3
-                   AND (session_id IS NULL OR session_id = ?4) AND (agent_type IS NULL OR agent_type = ?5)
+                "SELECT id, reviewer, signed, sig, uses_left, input_digest FROM authorizations
+                 WHERE tool = ?1 AND uses_left > 0 AND expires_ms > ?2
+                   AND (session_id IS NULL OR session_id = ?3) AND (agent_type IS NULL OR agent_type = ?4)
                  ORDER BY expires_ms, id",
             )
             .map_err(|e| e.to_string())?;
@@ -185,19 +208,48 @@ fn claim_inner(
             .query_map(
                 params![
                     call.tool,
-                    digest,
                     now,
                     call.session_id,
                     call.agent_type.unwrap_or("")
                 ],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                },
             )
             .map_err(|e| e.to_string())?;
         rows.collect::<Result<_, _>>().map_err(|e| e.to_string())?
     };
     let mut refusals = Vec::new();
-    for (id, reviewer, signed, sig, uses_left) in candidates {
-        match check_signed(config, &id, &reviewer, &signed, &sig, call, &digest, now) {
+    for (id, reviewer, signed, sig, uses_left, stored_digest) in candidates {
+        let salt = serde_json::from_str::<Value>(&signed).ok().and_then(|d| {
+            d.get("input_salt")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+        let Some(digest) = input_commitment(&jcs, salt.as_deref()) else {
+            refusals.push(format!("{id}: its signed salt is not hex"));
+            continue;
+        };
+        if digest != stored_digest {
+            continue; // another input's authorization
+        }
+        let used: i64 = tx
+            .query_row(
+                "SELECT COUNT(*) FROM claims WHERE authorization_id = ?1 AND result = 'allowed'",
+                params![id],
+                |r| r.get(0),
+            )
+            .map_err(|e| e.to_string())?;
+        match check_signed(
+            config, &id, &reviewer, &signed, &sig, call, &digest, now, uses_left, used,
+        ) {
             Ok(()) => {
                 let n = tx
                     .execute("UPDATE authorizations SET uses_left = uses_left - 1 WHERE id = ?1 AND uses_left > 0", params![id])
@@ -247,6 +299,8 @@ fn check_signed(
     call: &ClaimCall<'_>,
     digest: &str,
     now: i64,
+    uses_left: i64,
+    used: i64,
 ) -> Result<(), String> {
     let key = reviewer_key(config, reviewer)?;
     let sig_bytes: [u8; 64] = unhex(sig)
@@ -264,6 +318,16 @@ fn check_signed(
         && (doc["agent_type"].is_null() || doc["agent_type"].as_str() == call.agent_type);
     if !same {
         return Err("the stored row does not match what the reviewer signed".into());
+    }
+    // The count of uses is what the reviewer signed, not what the row says: a counter raised
+    // in the database, or one whose earlier uses are on record as claims, gives no more.
+    let signed_uses = doc["uses"]
+        .as_i64()
+        .ok_or("the signed document has no use count")?;
+    if uses_left > signed_uses || used >= signed_uses {
+        return Err(format!(
+            "its signed use count is {signed_uses}, {used} already used, but the database says {uses_left} left; the row was changed"
+        ));
     }
     Ok(())
 }

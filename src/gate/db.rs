@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS claims (
     claimed_ms INTEGER NOT NULL,
     result TEXT NOT NULL
 );
+CREATE INDEX IF NOT EXISTS claims_by_authorization ON claims (authorization_id);
 CREATE TABLE IF NOT EXISTS receipts (
     receipt_id TEXT PRIMARY KEY,
     call_id TEXT NOT NULL,
@@ -48,9 +49,45 @@ CREATE TABLE IF NOT EXISTS markers (
     cause TEXT NOT NULL,
     resolved_ms INTEGER,
     outcome TEXT,
-    evidence TEXT
+    evidence TEXT,
+    binding TEXT
 );
 ";
+
+/// `PRAGMA user_version` of the current schema.
+const SCHEMA_VERSION: i64 = 2;
+
+/// Columns added after the first schema, for databases created before them.
+const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
+    // Where a marker's resolution is recorded: "ledger", or why it could not be.
+    ("markers", "binding", "TEXT"),
+    // The random salt of a receipt's payload commitment.
+    ("receipts", "payload_salt", "TEXT"),
+];
+
+/// Brings a database created by an earlier build to the current schema, once, under SQLite's
+/// write lock (so two processes never both add a column).
+fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    let version = |c: &Connection| c.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0));
+    if version(conn)? >= SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    if version(&tx)? < SCHEMA_VERSION {
+        for (table, column, decl) in ADDED_COLUMNS {
+            let present = tx
+                .prepare(&format!(
+                    "SELECT 1 FROM pragma_table_info('{table}') WHERE name = ?1"
+                ))?
+                .exists([column])?;
+            if !present {
+                tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}"))?;
+            }
+        }
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    }
+    tx.commit()
+}
 
 /// Opens (creating, 0600) the gate database of a project's `.attenu/`.
 pub fn open(attenu_dir: &Path) -> Result<Connection, String> {
@@ -60,7 +97,21 @@ pub fn open(attenu_dir: &Path) -> Result<Connection, String> {
         // Create the file ourselves so it is 0600 from its first byte.
         drop(fsutil::open_rw(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?);
     }
-    let conn =
+    // A copy restored from a backup, or one made by another tool, may be readable by others.
+    // Done before this process opens the database: SQLite's locks are POSIX record locks,
+    // which closing any descriptor of the file would release under an open connection.
+    // (SQLite creates -wal and -shm with the database file's permissions.)
+    for side in ["", "-wal", "-shm"] {
+        let p = attenu_dir.join(format!("{FILE}{side}"));
+        fsutil::tighten_file(&p).map_err(|e| {
+            format!(
+                "{} cannot be made private ({e}); run `chmod 600 {}`",
+                p.display(),
+                p.display()
+            )
+        })?;
+    }
+    let mut conn =
         Connection::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     conn.busy_timeout(Duration::from_secs(3))
         .map_err(|e| e.to_string())?;
@@ -73,17 +124,13 @@ pub fn open(attenu_dir: &Path) -> Result<Connection, String> {
         })?;
     conn.pragma_update(None, "synchronous", "FULL")
         .map_err(|e| e.to_string())?;
-    conn.execute_batch(SCHEMA).map_err(|e| {
-        format!(
-            "{} is not a usable SQLite database ({e}); move it aside",
-            path.display()
-        )
-    })?;
-    for side in ["-wal", "-shm"] {
-        let p = attenu_dir.join(format!("{FILE}{side}"));
-        if p.exists() {
-            let _ = fsutil::make_private(&p);
-        }
-    }
+    conn.execute_batch(SCHEMA)
+        .and_then(|()| migrate(&mut conn))
+        .map_err(|e| {
+            format!(
+                "{} is not a usable SQLite database ({e}); move it aside",
+                path.display()
+            )
+        })?;
     Ok(conn)
 }

@@ -11,41 +11,109 @@ pub mod receipt;
 pub mod reconcile;
 
 use crate::evidence::keys;
+use crate::fsutil;
 use crate::hook::time;
-use crate::ledger::store::{Ledger, SessionPaths};
+use crate::ledger::store::{Ledger, SessionPaths, StoreError};
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+/// Where a resolution was recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// On the ledger, as the call's outcome.
+    OnLedger,
+    /// An earlier attempt put it on the ledger and then failed to close the marker; closed now.
+    AlreadyOnLedger,
+    /// In the gate database only (asked for with `--unbound`), for the reason given.
+    Unbound(String),
+}
+
 /// Resolves a reconciliation marker and records the resolution on the ledger as the call's
 /// `outcome` (executed → returned, not-executed → raised `not_executed`, unknown → abandoned),
 /// carrying the marker id and the evidence reference in its context.
+///
+/// When the call is no longer open on a chain that verifies (the ledger was moved aside, an
+/// agent edit started a new chain, the marker came from a call the hook never allowed), no
+/// entry of the format can carry the resolution. It is then refused, saying why, unless
+/// `unbound` asks to close the marker in the gate database only, where it stays marked as
+/// not on the ledger.
 pub fn resolve_marker(
     project: &Path,
     id: i64,
     outcome: &str,
     evidence: &str,
-) -> Result<(), String> {
+    unbound: bool,
+) -> Result<Resolution, String> {
     let attenu = project.join(".attenu");
     let marker = reconcile::open_marker(&attenu, id)?;
-    let key = keys::load_or_create(&attenu)?;
-    let mut ledger = Ledger::open(
-        SessionPaths::new(&attenu, &marker.session_id),
+    let why_not = match bind_resolution(&attenu, &marker, outcome, evidence)? {
+        Ok(resolution) => {
+            reconcile::resolve(&attenu, id, outcome, evidence, "ledger")?;
+            return Ok(resolution);
+        }
+        Err(why_not) => why_not,
+    };
+    if !unbound {
+        return Err(format!(
+            "marker {id} cannot be recorded on the ledger: {why_not}. Nothing was changed. To close it in the gate database only, with what you found, run the same command with --unbound"
+        ));
+    }
+    reconcile::resolve(
+        &attenu,
+        id,
+        outcome,
+        evidence,
+        &format!("unbound: {why_not}"),
+    )?;
+    Ok(Resolution::Unbound(why_not))
+}
+
+/// Appends the resolution as the call's outcome. `Ok(Err(why))` when it cannot be bound to the
+/// call; `Err` for a failure worth retrying (the lock, the disk).
+fn bind_resolution(
+    attenu: &Path,
+    marker: &reconcile::Marker,
+    outcome: &str,
+    evidence: &str,
+) -> Result<Result<Resolution, String>, String> {
+    let paths = SessionPaths::new(attenu, &marker.session_id);
+    if !fsutil::check_regular_file(&paths.ledger)? {
+        return Ok(Err(format!(
+            "session {}'s ledger {} does not exist",
+            marker.session_id,
+            paths.ledger.display()
+        )));
+    }
+    let key = keys::load_or_create(attenu)?;
+    let mut ledger = match Ledger::open(
+        paths,
         key.checkpoint_mac_key(),
         Instant::now() + Duration::from_secs(10),
-    )
-    .map_err(|e| e.to_string())?;
+    ) {
+        Ok(l) => l,
+        Err(e @ (StoreError::LockTimeout(_) | StoreError::Io(_))) => {
+            return Err(format!("{e}; nothing was changed, try again"))
+        }
+        Err(e) => return Ok(Err(format!("the session's ledger cannot be used ({e})"))),
+    };
+    let chain = ledger.current().cloned();
     let pending = marker
         .tool_use_id
         .as_deref()
         .and_then(|t| ledger.state.pending.get(t))
+        .filter(|p| chain.as_ref().is_some_and(|c| c.chain_id == p.chain_id))
         .cloned();
-    let chain = ledger.current().cloned();
     let (Some(pending), Some(chain)) = (pending, chain) else {
-        return Err(format!(
-            "marker {id}'s call is no longer open on the current chain of session {}; the resolution cannot be bound to it, so nothing was changed",
-            marker.session_id
-        ));
+        return Ok(if recorded_before(&ledger, marker)? {
+            Ok(Resolution::AlreadyOnLedger)
+        } else {
+            Err(format!(
+                "its call (tool_use_id {}) is not open on the current chain of session {}",
+                marker.tool_use_id.as_deref().unwrap_or("none"),
+                marker.session_id
+            ))
+        });
     };
     let now = time::now_ms();
     let (body_state, error_code) = match outcome {
@@ -65,7 +133,7 @@ pub fn resolve_marker(
             "session_id": marker.session_id,
             "tool_use_id": marker.tool_use_id,
             "at": time::rfc3339_ms(now),
-            "reconciliation": {"marker": id, "outcome": outcome, "evidence": evidence, "cause": marker.cause},
+            "reconciliation": {"marker": marker.id, "outcome": outcome, "evidence": evidence, "cause": marker.cause},
         },
     });
     if let Some(code) = error_code {
@@ -77,6 +145,20 @@ pub fn resolve_marker(
     ledger.append(vec![entry]).map_err(|e| {
         format!("the resolution could not be recorded ({e}); the marker stays open")
     })?;
-    reconcile::resolve(&attenu, id, outcome, evidence)?;
-    Ok(())
+    Ok(Ok(Resolution::OnLedger))
+}
+
+/// An earlier `resolve` of this marker already appended its outcome (and then could not
+/// close the marker): the verified ledger holds an outcome naming this marker and its call.
+fn recorded_before(ledger: &Ledger, marker: &reconcile::Marker) -> Result<bool, String> {
+    let bytes = ledger.read_verified().map_err(|e| e.to_string())?;
+    Ok(bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| l.windows(16).any(|w| w == b"\"reconciliation\""))
+        .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+        .any(|e| {
+            e["event"] == "outcome"
+                && e.pointer("/context/reconciliation/marker") == Some(&json!(marker.id))
+                && e.pointer("/context/tool_use_id") == Some(&json!(marker.tool_use_id))
+        }))
 }

@@ -5,6 +5,7 @@
 
 use super::db;
 use crate::evidence::keys;
+use crate::fsutil;
 use crate::hook::time;
 use crate::ledger::store::{Ledger, SessionPaths};
 use rusqlite::params;
@@ -21,39 +22,74 @@ pub struct BoundCall {
     pub tool: String,
 }
 
-fn find_call(attenu: &Path, id: &str) -> Result<BoundCall, String> {
+/// The allowed call `id` names in a ledger's bytes.
+fn find_in(text: &[u8], id: &str) -> Option<BoundCall> {
+    let needle = id.as_bytes();
+    for line in text.split(|&b| b == b'\n') {
+        if needle.is_empty() || !line.windows(needle.len()).any(|w| w == needle) {
+            continue;
+        }
+        let Ok(e) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        let call_id = s(e.get("call_id"));
+        let tool_use_id = s(e.pointer("/context/tool_use_id"));
+        if e["event"] == "allow"
+            && (call_id.as_deref() == Some(id) || tool_use_id.as_deref() == Some(id))
+        {
+            return Some(BoundCall {
+                call_id: call_id.unwrap_or_default(),
+                tool_use_id,
+                session_id: s(e.pointer("/context/session_id")).unwrap_or_default(),
+                tool: s(e.get("tool")).unwrap_or_default(),
+            });
+        }
+    }
+    None
+}
+
+/// The sessions whose ledger files name the call: only leads, each confirmed on that
+/// session's verified ledger (a line in some file proves nothing).
+fn candidate_sessions(attenu: &Path, id: &str) -> Result<Vec<String>, String> {
     let entries =
         std::fs::read_dir(attenu).map_err(|e| format!("cannot list {}: {e}", attenu.display()))?;
+    let mut sessions = Vec::new();
     for f in entries.flatten() {
         let name = f.file_name().to_string_lossy().into_owned();
         if !(name.starts_with("ledger-") && name.ends_with(".jsonl")) {
             continue;
         }
-        let text =
-            std::fs::read_to_string(f.path()).map_err(|e| format!("cannot read {name}: {e}"))?;
-        for line in text.lines().filter(|l| l.contains(id)) {
-            let Ok(e) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
-            let call_id = s(e.get("call_id"));
-            let tool_use_id = s(e.pointer("/context/tool_use_id"));
-            if e["event"] == "allow"
-                && (call_id.as_deref() == Some(id) || tool_use_id.as_deref() == Some(id))
-            {
-                return Ok(BoundCall {
-                    call_id: call_id.unwrap_or_default(),
-                    tool_use_id,
-                    session_id: s(e.pointer("/context/session_id")).unwrap_or_default(),
-                    tool: s(e.get("tool")).unwrap_or_default(),
-                });
+        let Ok(Some((bytes, _))) = fsutil::read_owned(&f.path(), u64::MAX) else {
+            continue;
+        };
+        if let Some(call) = find_in(&bytes, id) {
+            if !sessions.contains(&call.session_id) {
+                sessions.push(call.session_id);
             }
         }
     }
-    Err(format!("no allowed call with call_id or tool_use_id '{id}' in {}; a receipt binds to a call the hook allowed", attenu.display()))
+    Ok(sessions)
 }
 
-/// Records a receipt for a call; the call's ledger must verify.
+/// The call on its session's verified ledger, read under the ledger's lock.
+fn confirm(attenu: &Path, session: &str, id: &str) -> Result<Option<BoundCall>, String> {
+    let paths = SessionPaths::new(attenu, session);
+    if !fsutil::check_regular_file(&paths.ledger)? {
+        return Ok(None);
+    }
+    let key = keys::load_or_create(attenu)?;
+    let ledger = Ledger::open(
+        paths,
+        key.checkpoint_mac_key(),
+        Instant::now() + Duration::from_secs(10),
+    )
+    .map_err(|e| e.to_string())?;
+    let verified = ledger.read_verified().map_err(|e| e.to_string())?;
+    Ok(find_in(&verified, id).filter(|b| b.session_id == session))
+}
+
+/// Records a receipt for a call, found on its session's verified ledger.
 pub fn record(
     project: &Path,
     call: &str,
@@ -62,22 +98,29 @@ pub fn record(
     payload: Option<&Value>,
 ) -> Result<BoundCall, String> {
     let attenu = project.join(".attenu");
-    let bound = find_call(&attenu, call)?;
-    // The ledger the call is on must verify before anything is bound to it.
-    let key = keys::load_or_create(&attenu)?;
-    drop(
-        Ledger::open(
-            SessionPaths::new(&attenu, &bound.session_id),
-            key.checkpoint_mac_key(),
-            Instant::now() + Duration::from_secs(10),
-        )
-        .map_err(|e| e.to_string())?,
-    );
-    let digest = payload.map(crate::gate::authz::input_digest).transpose()?;
+    let mut bound = None;
+    for session in candidate_sessions(&attenu, call)? {
+        if let Some(b) = confirm(&attenu, &session, call)? {
+            bound = Some(b);
+            break;
+        }
+    }
+    let bound = bound.ok_or_else(|| {
+        format!("no allowed call with call_id or tool_use_id '{call}' on a verified ledger in {}; a receipt binds to a call the hook allowed", attenu.display())
+    })?;
+    // A salted commitment, like every argument on the ledger: a bare digest of a small
+    // payload ({"amount": 10}) could be found again by trying candidates.
+    let salt = crate::hook::record::random_hex(16)?;
+    let digest = payload
+        .map(|p| {
+            crate::hook::record::commit(p, &salt)
+                .ok_or("the receipt's payload has no canonical (RFC 8785) form")
+        })
+        .transpose()?;
     let conn = db::open(&attenu)?;
     conn.execute(
-        "INSERT INTO receipts (receipt_id, call_id, tool_use_id, session_id, tool, observer, payload_digest, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![receipt_id, bound.call_id, bound.tool_use_id, bound.session_id, bound.tool, observer, digest, time::now_ms() as i64],
+        "INSERT INTO receipts (receipt_id, call_id, tool_use_id, session_id, tool, observer, payload_digest, payload_salt, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![receipt_id, bound.call_id, bound.tool_use_id, bound.session_id, bound.tool, observer, digest, digest.as_ref().map(|_| salt), time::now_ms() as i64],
     )
     .map_err(|e| match e {
         rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => {

@@ -19,6 +19,8 @@ pub struct Marker {
     pub resolved_ms: Option<i64>,
     pub outcome: Option<String>,
     pub evidence: Option<String>,
+    /// Where the resolution is recorded: `ledger`, or why it could not be bound there.
+    pub binding: Option<String>,
 }
 
 /// Stores a marker; returns its id. Never retries the action itself.
@@ -39,13 +41,17 @@ pub fn add_marker(
     Ok(conn.last_insert_rowid())
 }
 
-/// Markers, open ones only unless `all`.
+/// Markers, open ones only unless `all`. A project without a gate database has none (and
+/// listing them does not create one).
 pub fn list(attenu_dir: &Path, all: bool) -> Result<Vec<Marker>, String> {
+    if !crate::fsutil::check_regular_file(&attenu_dir.join(db::FILE))? {
+        return Ok(Vec::new());
+    }
     let conn = db::open(attenu_dir)?;
     let sql = if all {
-        "SELECT id, created_ms, session_id, tool_use_id, tool, call_id, cause, resolved_ms, outcome, evidence FROM markers ORDER BY id"
+        "SELECT id, created_ms, session_id, tool_use_id, tool, call_id, cause, resolved_ms, outcome, evidence, binding FROM markers ORDER BY id"
     } else {
-        "SELECT id, created_ms, session_id, tool_use_id, tool, call_id, cause, resolved_ms, outcome, evidence FROM markers WHERE resolved_ms IS NULL ORDER BY id"
+        "SELECT id, created_ms, session_id, tool_use_id, tool, call_id, cause, resolved_ms, outcome, evidence, binding FROM markers WHERE resolved_ms IS NULL ORDER BY id"
     };
     let mut stmt = conn.prepare(sql).map_err(|e| e.to_string())?;
     let rows = stmt
@@ -61,6 +67,7 @@ pub fn list(attenu_dir: &Path, all: bool) -> Result<Vec<Marker>, String> {
                 resolved_ms: r.get(7)?,
                 outcome: r.get(8)?,
                 evidence: r.get(9)?,
+                binding: r.get(10)?,
             })
         })
         .map_err(|e| e.to_string())?;
@@ -87,19 +94,21 @@ pub fn open_marker(attenu_dir: &Path, id: i64) -> Result<Marker, String> {
     Ok(marker)
 }
 
-/// Marks one open marker resolved; returns it as it was before.
+/// Marks one open marker resolved, noting where the resolution is recorded (`ledger`, or why
+/// not); returns the marker as it was before.
 pub fn resolve(
     attenu_dir: &Path,
     id: i64,
     outcome: &str,
     evidence: &str,
+    binding: &str,
 ) -> Result<Marker, String> {
     let marker = open_marker(attenu_dir, id)?;
     let conn = db::open(attenu_dir)?;
     let n = conn
         .execute(
-            "UPDATE markers SET resolved_ms = ?1, outcome = ?2, evidence = ?3 WHERE id = ?4 AND resolved_ms IS NULL",
-            params![time::now_ms() as i64, outcome, evidence, id],
+            "UPDATE markers SET resolved_ms = ?1, outcome = ?2, evidence = ?3, binding = ?4 WHERE id = ?5 AND resolved_ms IS NULL",
+            params![time::now_ms() as i64, outcome, evidence, binding, id],
         )
         .map_err(|e| e.to_string())?;
     if n != 1 {

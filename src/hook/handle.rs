@@ -297,15 +297,31 @@ struct ChainTarget {
     nodes: std::collections::BTreeMap<String, String>,
 }
 
-/// Opens a new chain when none exists or the derivation changed.
+/// The roster to decide and record with, once the ledger lock is held. It was derived before
+/// the lock; if the current chain was opened for another derivation, another process may
+/// have seen a newer edit meanwhile, so it is derived again under the lock (otherwise a
+/// process that derived just before an edit would reopen the old derivation's chain after
+/// the new one, and chains would flip back and forth).
+fn roster_under_lock(ctx: &Ctx<'_>, ledger: &Ledger, roster: Roster) -> Result<Roster, Reason> {
+    match ledger.current() {
+        Some(c) if c.digest != roster.digest => ctx.roster(),
+        _ => Ok(roster),
+    }
+}
+
+/// Opens a new chain when none exists, the derivation changed, or the current chain's opening
+/// is incomplete (a crash cut it short: a declared agent would have no node, and its calls
+/// must never be recorded on the session root's).
 fn chain_for(ledger: &Ledger, roster: &Roster, p: &Payload) -> Result<ChainTarget, Reason> {
     match ledger.current() {
-        Some(c) if c.digest == roster.digest => Ok(ChainTarget {
-            opening: vec![],
-            chain_id: c.chain_id.clone(),
-            salt: c.params_salt.clone(),
-            nodes: c.nodes.clone(),
-        }),
+        Some(c) if c.digest == roster.digest && c.nodes.len() == roster.agents.len() + 1 => {
+            Ok(ChainTarget {
+                opening: vec![],
+                chain_id: c.chain_id.clone(),
+                salt: c.params_salt.clone(),
+                nodes: c.nodes.clone(),
+            })
+        }
         previous => {
             let (chain_id, opening) = record::open_chain(roster, &ledger.paths.name, p, previous)
                 .map_err(|e| Reason::new(Code::InternalError, e))?;
@@ -328,6 +344,8 @@ fn chain_for(ledger: &Ledger, roster: &Roster, p: &Payload) -> Result<ChainTarge
 fn pre_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     let p = ctx.p;
     let roster = ctx.roster()?;
+    let mut ledger = ctx.open_ledger()?;
+    let roster = roster_under_lock(ctx, &ledger, roster)?;
     let call = Call {
         tool_name: &p.tool_name,
         tool_input: &p.tool_input,
@@ -335,7 +353,6 @@ fn pre_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         agent_type: p.agent_type.as_deref(),
     };
     let mut decision = decide(&roster, ctx.config, &call, ctx.project);
-    let mut ledger = ctx.open_ledger()?;
     let ChainTarget {
         opening: mut entries,
         chain_id,
@@ -405,7 +422,12 @@ fn post_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         .and_then(|t| ledger.state.pending.get(t))
         .cloned();
     let current = ledger.current().cloned();
-    let (Some(pending), Some(chain)) = (pending, current) else {
+    // Only a call of the current chain: an outcome on another chain than its allow's would
+    // be an outcome without an allow there.
+    let (Some(pending), Some(chain)) = (
+        pending.filter(|p| current.as_ref().is_some_and(|c| c.chain_id == p.chain_id)),
+        current,
+    ) else {
         // No allowed call of the current chain to bind to (a call from before the hook was
         // wired, or from a chain that ended). Nothing can be recorded as its outcome.
         return Ok(if failed {
@@ -495,6 +517,7 @@ fn unrecorded_outcome(ctx: &Ctx<'_>, call_id: Option<&str>, cause: &str) -> Answ
 fn open_session_chain(ctx: &Ctx<'_>) -> Result<Roster, Reason> {
     let roster = ctx.roster()?;
     let mut ledger = ctx.open_ledger()?;
+    let roster = roster_under_lock(ctx, &ledger, roster)?;
     let entries = chain_for(&ledger, &roster, ctx.p)?.opening;
     ledger.append(entries).map_err(store_reason)?;
     Ok(roster)
@@ -568,6 +591,10 @@ fn stop(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     let key = keys::load_or_create(ctx.attenu).map_err(|e| Reason::new(Code::KeyUnavailable, e))?;
     let written = bundle::export_locked(&ledger, &key, None)
         .map_err(|e| Reason::new(Code::LedgerWriteFailed, e))?;
+    if written.is_empty() {
+        // An empty ledger (opened, nothing recorded yet) has no chain to sign.
+        return Ok(Answer::none());
+    }
     let names: Vec<String> = written
         .iter()
         .map(|w| {

@@ -91,6 +91,12 @@ pub fn open_chain(
             "problems": roster.problems,
         },
     }))];
+    if !roster.root_excluded.is_empty() {
+        // The reference's authority has no exclusions: the narrower denials go beside it.
+        if let Some(Value::Object(c)) = entries[0].get_mut("context") {
+            c.insert("excluded".into(), json!(roster.root_excluded));
+        }
+    }
     for (i, (name, agent)) in roster.agents.iter().enumerate() {
         let auth = authority(&agent.scopes);
         entries.push(obj(json!({
@@ -105,6 +111,11 @@ pub fn open_chain(
             "granted": auth,
             "context": {"declared_in": agent.source, "invalid": agent.invalid},
         })));
+        if !agent.excluded.is_empty() {
+            if let Some(Value::Object(c)) = entries.last_mut().and_then(|e| e.get_mut("context")) {
+                c.insert("excluded".into(), json!(agent.excluded));
+            }
+        }
     }
     Ok((chain_id, entries))
 }
@@ -155,7 +166,7 @@ pub fn decision_entry(
     let now = time::now_ms();
     let mut ctx = base_context(p, now);
     if config.privacy.raw_capture {
-        ctx.insert("tool_input".into(), p.tool_input.clone());
+        insert_raw(&mut ctx, "tool_input", &p.tool_input);
     }
     for (k, v) in extra_context {
         ctx.insert(k.into(), v);
@@ -247,7 +258,7 @@ pub fn outcome_entry(
             json!(commit_labeled("tool_response", resp, salt)),
         );
         if raw_capture {
-            ctx.insert("tool_response".into(), resp.clone());
+            insert_raw(&mut ctx, "tool_response", resp);
         }
     }
     if let Some(err) = &p.error {
@@ -264,6 +275,17 @@ pub fn outcome_entry(
     }
     e.insert("context".into(), Value::Object(ctx));
     e
+}
+
+/// An opt-in raw copy. A value with no RFC 8785 form (an integer beyond 2^53, say) would make
+/// the whole entry unsealable, and so the decision unrecordable; it is kept instead as its
+/// JSON text under `<key>_json`, which is a string and always has one.
+fn insert_raw(ctx: &mut Map<String, Value>, key: &str, v: &Value) {
+    if canonical::to_vec(v).is_ok() {
+        ctx.insert(key.into(), v.clone());
+    } else {
+        ctx.insert(format!("{key}_json"), Value::String(v.to_string()));
+    }
 }
 
 /// A digest of arbitrary bytes for a record that must not carry them.

@@ -299,7 +299,27 @@ impl Ledger {
         // A sealed but outdated checkpoint still names a recovery moved aside. If an append
         // recorded it and then died before rewriting the checkpoint, it is recorded twice
         // (the same details both times); it is never lost.
-        self.full_verify(checkpoint.and_then(|s| s.unrecorded_recovery))
+        self.full_verify(checkpoint)
+    }
+
+    /// The file still holds, byte for byte up to its hash, the chain a sealed checkpoint
+    /// recorded: at least as long, with the checkpoint's last line at the same offset and
+    /// hashing to the head it recorded. The ledger is fsynced before its checkpoint is
+    /// written, so no crash leaves the file shorter than its checkpoint; a shorter file is
+    /// one whose last entries were cut off or that was replaced by an older copy, and every
+    /// prefix of a valid chain is itself valid, so a re-verify alone would not notice.
+    fn holds_prefix(&self, prior: &State) -> Result<(), StoreError> {
+        let now = self.stamp()?.len;
+        if now >= prior.stamp.len && self.tail_matches(prior) {
+            return Ok(());
+        }
+        Err(StoreError::Unverifiable(format!(
+            "{} no longer holds what was verified and appended to it ({} bytes, {} entries then; {now} bytes now): entries were removed, or the file was replaced by an older copy. It is kept as evidence and nothing more is appended to it. If you moved the ledger aside on purpose, move its checkpoint {} aside too to start a new ledger for this session",
+            self.paths.ledger.display(),
+            prior.stamp.len,
+            prior.chains.iter().map(|c| c.entries).sum::<u64>(),
+            self.paths.state.display(),
+        )))
     }
 
     /// The checkpoint's state, if its seal holds. A checkpoint that cannot be read is as
@@ -378,8 +398,16 @@ impl Ledger {
         }
     }
 
-    /// Re-reads and re-verifies the whole file from GENESIS, rebuilding the state.
-    fn full_verify(&mut self, unrecorded: Option<Value>) -> Result<(), StoreError> {
+    /// Re-reads and re-verifies the whole file from GENESIS, rebuilding the state. `prior` is
+    /// a sealed checkpoint whose stamp no longer matches: the file must still hold its prefix.
+    fn full_verify(&mut self, prior: Option<State>) -> Result<(), StoreError> {
+        let unrecorded = match prior {
+            Some(prior) => {
+                self.holds_prefix(&prior)?;
+                prior.unrecorded_recovery
+            }
+            None => None,
+        };
         let mut bytes = Vec::new();
         self.file
             .seek(SeekFrom::Start(0))
@@ -394,9 +422,9 @@ impl Ledger {
         }
         self.state = scan(&bytes).map_err(|e| {
             StoreError::Unverifiable(format!(
-                "{} does not verify ({e}); it is kept as evidence and nothing more is appended to it. Move it aside (for example to {}.broken) to start a new ledger for this session, and keep the old one for review",
+                "{} does not verify ({e}); it is kept as evidence and nothing more is appended to it. Move it and its checkpoint {} aside (for example with a .broken suffix) to start a new ledger for this session, and keep the old one for review",
                 self.paths.ledger.display(),
-                self.paths.ledger.display()
+                self.paths.state.display()
             ))
         })?;
         self.state.stamp = self.stamp()?;
@@ -481,6 +509,9 @@ impl Ledger {
                     .unwrap_or("")
                     .to_string();
                 let index = next.chains.len() as u32 + 1;
+                // As in `scan`: a call opened on the chain that ends here can no longer be
+                // completed on the new one (its outcome would be an outcome without an allow).
+                next.pending.clear();
                 next.chains.push(ChainInfo {
                     chain_id,
                     digest,
