@@ -205,8 +205,11 @@ pub fn run(cli: Cli) -> i32 {
             session,
             out,
         }) => {
-            match bundle::export_session(&project_dir(&project), session.as_deref(), out.as_deref())
-            {
+            match bundle::export_session(
+                &state_project_dir(&project),
+                session.as_deref(),
+                out.as_deref(),
+            ) {
                 Ok(written) if written.is_empty() => {
                     eprintln!(
                         "attenu-hook: the session's ledger has no entries yet; nothing to export"
@@ -315,7 +318,7 @@ pub fn run(cli: Cli) -> i32 {
                 Ok(ms) => ms,
                 Err(e) => return fail(e),
             };
-            let root = project_dir(&project);
+            let root = state_project_dir(&project);
             let config = match crate::config::load(&root.join(".attenu")) {
                 Ok(c) => c,
                 Err(e) => return fail(e),
@@ -364,7 +367,7 @@ pub fn run(cli: Cli) -> i32 {
                 Err(e) => return fail(format!("--payload is not valid JSON: {e}")),
             };
             match crate::gate::receipt::record(
-                &project_dir(&project),
+                &state_project_dir(&project),
                 &call,
                 &receipt_id,
                 &observer,
@@ -393,7 +396,7 @@ pub fn run(cli: Cli) -> i32 {
 /// The `.attenu/` of the project at or above `dir`, which must exist: a command that reads
 /// the hook's state never creates it.
 fn state_dir(dir: &Path) -> Result<PathBuf, String> {
-    let root = project_dir(dir);
+    let root = state_project_dir(dir);
     let attenu = root.join(".attenu");
     if attenu.is_dir() {
         Ok(attenu)
@@ -405,10 +408,28 @@ fn state_dir(dir: &Path) -> Result<PathBuf, String> {
     }
 }
 
+/// The project `dir` is in, for commands about its declarations (`--derive`, `doctor`): the
+/// nearest directory at or above it with `.claude/`, else `dir`.
 fn project_dir(dir: &Path) -> PathBuf {
+    nearest(dir, &[".claude"])
+}
+
+/// The project `dir` is in, for commands about the hook's state (export, log, reconcile,
+/// authorize, receipt): the nearest directory at or above it holding `.attenu/`, else as
+/// [`project_dir`]. State first: the hook keeps it in `CLAUDE_PROJECT_DIR`, which need not have
+/// a `.claude/` of its own, while `~/.claude` exists for every Claude Code user and must not
+/// capture a command run below it.
+fn state_project_dir(dir: &Path) -> PathBuf {
+    nearest(dir, &[".attenu", ".claude"])
+}
+
+/// The nearest directory at or above `dir` that has a subdirectory of the first of `names`
+/// found, trying them in order; `dir` itself when none.
+fn nearest(dir: &Path, names: &[&str]) -> PathBuf {
     let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    abs.ancestors()
-        .find(|a| a.join(".claude").is_dir())
+    names
+        .iter()
+        .find_map(|name| abs.ancestors().find(|a| a.join(name).is_dir()))
         .map(Path::to_path_buf)
         .unwrap_or(abs)
 }
@@ -551,7 +572,7 @@ fn reconcile_cmd(action: ReconcileAction) -> i32 {
             if let Err(e) = state_dir(&project) {
                 return fail(e);
             }
-            let root = project_dir(&project);
+            let root = state_project_dir(&project);
             match crate::gate::resolve_marker(&root, id, &outcome, &evidence, unbound) {
                 Ok(Resolution::OnLedger) => {
                     println!("marker {id} resolved as {outcome}; the resolution is on the ledger");
@@ -578,7 +599,7 @@ fn log_cmd(
     denied: bool,
     json: bool,
 ) -> i32 {
-    match crate::evidence::log::rows(&project_dir(project), session) {
+    match crate::evidence::log::rows(&state_project_dir(project), session) {
         Ok(read) => {
             let color = !json && std::io::stdout().is_terminal();
             for w in &read.unverified {

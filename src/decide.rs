@@ -155,31 +155,29 @@ pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &
 /// the settings that wire the hook, and the hook itself.
 fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
     let tool = canonical_tool(call.tool_name);
+    // Any `.attenu` directory and any `.claude/` settings, hooks or agents, not only this
+    // root's: the project may be reached through a symlink (or the path may be), which a
+    // lexical comparison with the root would miss without touching the file system. Another
+    // project's state and wiring are no less protected.
     let protected = |p: &Path| -> Option<&'static str> {
         let p = normalise(root, p);
-        // Any `.attenu` directory, not only this root's: the project directory may be reached
-        // through a symlink (or the path may be), and comparing paths lexically would miss
-        // that without touching the file system. Another project's state is no less protected.
-        if p.components().any(|c| c.as_os_str() == ".attenu") {
-            return Some("the hook's ledger, keys and configuration under .attenu/");
-        }
-        let rel = p.strip_prefix(root).ok()?;
-        let mut comps = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned());
-        match (comps.next().as_deref(), comps.next().as_deref()) {
-            (Some(".attenu"), _) => {
-                Some("the hook's ledger, keys and configuration under .attenu/")
+        let comps: Vec<_> = p.components().map(|c| c.as_os_str()).collect();
+        comps.iter().enumerate().find_map(|(i, c)| {
+            if *c == ".attenu" {
+                return Some("the hook's ledger, keys and configuration under .attenu/");
             }
-            (Some(".claude"), Some("settings.json" | "settings.local.json")) => {
-                Some("the settings that wire the hook")
+            if *c != ".claude" {
+                return None;
             }
-            (Some(".claude"), Some("hooks")) => Some("the hook command itself"),
-            (Some(".claude"), Some("agents")) => {
-                Some("the agent declarations the permissions are derived from")
+            match comps.get(i + 1).and_then(|n| n.to_str()) {
+                Some("settings.json" | "settings.local.json") => {
+                    Some("the settings that wire the hook")
+                }
+                Some("hooks") => Some("the hook command itself"),
+                Some("agents") => Some("the agent declarations the permissions are derived from"),
+                _ => None,
             }
-            _ => None,
-        }
+        })
     };
     let path_of = |k: &str| {
         call.tool_input
@@ -203,7 +201,7 @@ fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
                 call.tool_input
                     .get(filter)
                     .and_then(Value::as_str)
-                    .filter(|g| g.contains(".attenu"))
+                    .filter(|g| glob_names_state(g))
                     .map(|_| "the hook's ledger, keys and configuration under .attenu/")
             })
             .filter(|w| w.contains(".attenu")),
@@ -239,6 +237,73 @@ fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
             ),
         )
     })
+}
+
+/// A file filter one of whose path components, as a glob, matches `.attenu`: `.attenu`,
+/// `.atten?`, `.att*`, `.atten[u]`, `.{attenu,x}`, `.*`. A bare `*` or `**` is not counted:
+/// it names everything, and refusing it would refuse every recursive search.
+fn glob_names_state(filter: &str) -> bool {
+    expand_braces(filter, 64).iter().any(|g| {
+        g.split('/')
+            .filter(|c| *c != "*" && *c != "**")
+            .any(|c| glob_match(c.as_bytes(), b".attenu"))
+    })
+}
+
+/// `{a,b}` alternatives expanded (not nested), at most `limit` results; the rest are dropped,
+/// which only makes the check see fewer spellings.
+fn expand_braces(g: &str, limit: usize) -> Vec<String> {
+    let (Some(open), Some(close)) = (g.find('{'), g.find('}')) else {
+        return vec![g.to_string()];
+    };
+    if close < open {
+        return vec![g.to_string()];
+    }
+    let mut out = Vec::new();
+    for alt in g[open + 1..close].split(',') {
+        let next = format!("{}{alt}{}", &g[..open], &g[close + 1..]);
+        for e in expand_braces(&next, limit) {
+            if out.len() >= limit {
+                return out;
+            }
+            out.push(e);
+        }
+    }
+    out
+}
+
+/// One path component against a glob of `*`, `?` and `[...]` (with ranges and `!`/`^`).
+fn glob_match(p: &[u8], s: &[u8]) -> bool {
+    match p.first() {
+        None => s.is_empty(),
+        Some(b'*') => (0..=s.len()).any(|i| glob_match(&p[1..], &s[i..])),
+        Some(b'?') => !s.is_empty() && glob_match(&p[1..], &s[1..]),
+        Some(b'[') => {
+            let Some(end) = p.iter().skip(2).position(|&b| b == b']').map(|i| i + 2) else {
+                return s.first() == Some(&b'[') && glob_match(&p[1..], &s[1..]);
+            };
+            let Some(&c) = s.first() else { return false };
+            let mut set = &p[1..end];
+            let negated = matches!(set.first(), Some(b'!' | b'^'));
+            if negated {
+                set = &set[1..];
+            }
+            let mut hit = false;
+            let mut i = 0;
+            while i < set.len() {
+                if i + 2 < set.len() && set[i + 1] == b'-' {
+                    hit |= set[i] <= c && c <= set[i + 2];
+                    i += 3;
+                } else {
+                    hit |= set[i] == c;
+                    i += 1;
+                }
+            }
+            hit != negated && glob_match(&p[end + 1..], &s[1..])
+        }
+        Some(&b'\\') if p.len() > 1 => s.first() == Some(&p[1]) && glob_match(&p[2..], &s[1..]),
+        Some(&b) => s.first() == Some(&b) && glob_match(&p[1..], &s[1..]),
+    }
 }
 
 /// Lexical normalisation: joins relative paths to `root` and folds `.` and `..`.
@@ -362,6 +427,13 @@ mod tests {
                 json!({"pattern": "key", "glob": ".attenu/anchor.key"}),
             ),
             ("Glob", json!({"pattern": "**/.attenu/*"})),
+            // Regression: other spellings of the same directory in a filter.
+            (
+                "Grep",
+                json!({"pattern": "k", "glob": ".atten[u]/anchor.key"}),
+            ),
+            ("Glob", json!({"pattern": "**/.atten?/*"})),
+            ("Glob", json!({"pattern": "src/../.{git,attenu}/*.key"})),
         ] {
             let d = run(&c, tool, input, Some("reviewer"));
             assert_eq!(d.reason.map(|r| r.code), Some(Code::SelfProtection));
@@ -375,5 +447,11 @@ mod tests {
             )
             .held
         );
+        for pattern in ["**/*.rs", "*", "src/**/*.md", ".github/*", ".att*x/*"] {
+            assert!(
+                run(&c, "Glob", json!({"pattern": pattern}), Some("reviewer")).held,
+                "{pattern} does not name the state"
+            );
+        }
     }
 }

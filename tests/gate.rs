@@ -635,3 +635,67 @@ fn authorizing_a_tool_that_is_not_gated_warns() {
     let quiet = authorize(p.path(), Path::new(&key), &json!({"command": "ls"}), &[]);
     assert!(!quiet.stderr.contains("warning"), "{}", quiet.stderr);
 }
+
+/// A resolve whose ledger append succeeded but whose database update failed is closed by
+/// running it again with the same outcome and evidence; a different outcome is refused, so the
+/// database never says something other than the ledger.
+#[test]
+fn a_resolve_retried_after_a_failed_database_update_matches_the_ledger() {
+    let p = sample("reconcile-retry");
+    let dir = p.path().to_str().unwrap();
+    let input = json!({"file_path": "/p/a"});
+    let read = |id: &str| pre("s1", p.path(), Some("reviewer"), "Read", input.clone(), id);
+    assert!(hook(p.path(), &read("t1")).is_allow());
+    let ledger = ledger_path(p.path(), "s1");
+    let aside = p.path().join("ledger.aside");
+    std::fs::rename(&ledger, &aside).unwrap();
+    std::fs::create_dir(&ledger).unwrap();
+    let mut outcome = read("t1");
+    outcome["hook_event_name"] = json!("PostToolUse");
+    outcome["tool_response"] = json!({});
+    assert_eq!(hook(p.path(), &outcome).json()["continue"], false);
+    std::fs::remove_dir(&ledger).unwrap();
+    std::fs::rename(&aside, &ledger).unwrap();
+    let resolve = |outcome: &str, evidence: &str| {
+        cli(&[
+            "reconcile",
+            "resolve",
+            "1",
+            "--project",
+            dir,
+            "--outcome",
+            outcome,
+            "--evidence",
+            evidence,
+        ])
+    };
+    assert_eq!(resolve("executed", "OPS-1").code, 0);
+    // As if the database update after the ledger append had failed.
+    let conn = attenu_hook::gate::db::open(&p.path().join(".attenu")).unwrap();
+    conn.execute(
+        "UPDATE markers SET resolved_ms = NULL, outcome = NULL WHERE id = 1",
+        [],
+    )
+    .unwrap();
+    let other = resolve("not-executed", "OPS-1");
+    assert_eq!(other.code, 2);
+    assert!(
+        other
+            .stderr
+            .contains("already records marker 1 resolved as executed"),
+        "{}",
+        other.stderr
+    );
+    let same = resolve("executed", "OPS-1");
+    assert_eq!(same.code, 0, "{}", same.stderr);
+    assert!(
+        same.stdout.contains("already on the ledger"),
+        "{}",
+        same.stdout
+    );
+    let outcomes = entries(p.path(), "s1")
+        .iter()
+        .filter(|e| e["event"] == "outcome")
+        .count();
+    assert_eq!(outcomes, 1, "the resolution is on the ledger once");
+}

@@ -798,6 +798,30 @@ fn a_ledger_cut_short_or_replaced_by_an_older_copy_is_refused() {
     assert_eq!(entries(p.path(), "s1")[0]["event"], "root");
 }
 
+/// Regression: the prefix check reused the fast path's bounded read of the last line, so a
+/// valid ledger whose last line is over 16 MiB (a large result kept by raw capture) was taken
+/// for one cut short, and every later call of the session was denied.
+#[test]
+fn a_last_line_over_16_mib_is_verified_not_taken_for_truncation() {
+    let p = sample("bigline");
+    std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
+    std::fs::write(
+        p.path().join(".attenu/config.toml"),
+        "[privacy]\nraw_capture = true\n",
+    )
+    .unwrap();
+    let input = json!({"file_path": "/a"});
+    assert!(reviewer_read(p.path(), "s1", "/a", "t1").is_allow());
+    let big = json!({"content": "x".repeat(17 << 20)});
+    let out = hook(
+        p.path(),
+        &post("s1", p.path(), Some("reviewer"), "Read", input, "t1", big),
+    );
+    assert!(out.is_allow(), "{}", out.stdout);
+    let out = reviewer_read(p.path(), "s1", "/b", "t2");
+    assert!(out.is_allow(), "{}", out.stdout);
+}
+
 /// With raw capture on, a value with no RFC 8785 form (an integer beyond 2^53) is kept as its
 /// JSON text; it never makes the decision or the outcome unrecordable.
 #[test]
@@ -1349,6 +1373,8 @@ fn subagents_may_not_touch_the_hooks_own_files() {
         None,
     );
     let root = p.path().to_str().unwrap().to_string();
+    let link = format!("{root}-link");
+    std::os::unix::fs::symlink(p.path(), &link).unwrap();
     for (tool, input) in [
         (
             "Write",
@@ -1379,6 +1405,15 @@ fn subagents_may_not_touch_the_hooks_own_files() {
             "Write",
             json!({"file_path": format!("{root}/.claude/agents/ops.md"), "content": "tools: Bash"}),
         ),
+        // Regression: the same files reached through a symlink to the project.
+        (
+            "Write",
+            json!({"file_path": format!("{link}/.claude/settings.json"), "content": "{}"}),
+        ),
+        (
+            "Read",
+            json!({"file_path": format!("{link}/.attenu/anchor.key")}),
+        ),
         (
             "Bash",
             json!({"command": "sed -i s/Read/Bash/ .claude/agents/ops.md"}),
@@ -1394,6 +1429,7 @@ fn subagents_may_not_touch_the_hooks_own_files() {
             out.stdout
         );
     }
+    std::fs::remove_file(&link).unwrap();
     assert!(hook(
         p.path(),
         &pre(

@@ -320,6 +320,37 @@ fn log_warns_and_fails_on_a_ledger_that_does_not_verify() {
     );
 }
 
+/// Regression: the state commands took the nearest ancestor with `.claude/` for the project,
+/// so a project without one of its own, below a home that has `~/.claude` (every Claude Code
+/// user's), was looked for in the home directory.
+#[test]
+fn state_commands_find_a_project_without_claude_below_a_home_with_it() {
+    let home = TempDir::new("home");
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    let proj = home.path().join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    assert!(hook(
+        &proj,
+        &pre("s1", &proj, None, "Read", json!({"file_path": "/x"}), "t1")
+    )
+    .is_allow());
+    assert!(proj.join(".attenu").is_dir());
+    let dir = proj.to_str().unwrap();
+    let log = cli(&["log", "--project", dir]);
+    assert_eq!(log.code, 0, "{}", log.stderr);
+    assert!(log.stdout.contains("Read"), "{}", log.stdout);
+    let export = cli(&["export", "--project", dir, "--session", "s1"]);
+    assert_eq!(export.code, 0, "{}", export.stderr);
+    assert!(
+        export.stdout.contains("proj/.attenu/bundle-s1.json"),
+        "{}",
+        export.stdout
+    );
+    let list = cli(&["reconcile", "list", "--project", dir]);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    assert!(!home.path().join(".attenu").exists());
+}
+
 #[test]
 fn completions_and_man_page_come_from_the_cli_definition() {
     let bash = cli(&["completions", "bash"]);

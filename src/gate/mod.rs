@@ -105,15 +105,19 @@ fn bind_resolution(
         .filter(|p| chain.as_ref().is_some_and(|c| c.chain_id == p.chain_id))
         .cloned();
     let (Some(pending), Some(chain)) = (pending, chain) else {
-        return Ok(if recorded_before(&ledger, marker)? {
-            Ok(Resolution::AlreadyOnLedger)
-        } else {
-            Err(format!(
+        return match recorded_before(&ledger, marker)? {
+            Some((o, e)) if o == outcome && e == evidence => Ok(Ok(Resolution::AlreadyOnLedger)),
+            // The database must not say something other than the ledger does.
+            Some((o, e)) => Err(format!(
+                "the ledger already records marker {} resolved as {o} with evidence {e:?} (an earlier resolve whose database update failed); nothing was changed. Run it again with exactly that outcome and evidence to close the marker",
+                marker.id
+            )),
+            None => Ok(Err(format!(
                 "its call (tool_use_id {}) is not open on the current chain of session {}",
                 marker.tool_use_id.as_deref().unwrap_or("none"),
                 marker.session_id
-            ))
-        });
+            ))),
+        };
     };
     let now = time::now_ms();
     let (body_state, error_code) = match outcome {
@@ -148,17 +152,25 @@ fn bind_resolution(
     Ok(Ok(Resolution::OnLedger))
 }
 
-/// An earlier `resolve` of this marker already appended its outcome (and then could not
-/// close the marker): the verified ledger holds an outcome naming this marker and its call.
-fn recorded_before(ledger: &Ledger, marker: &reconcile::Marker) -> Result<bool, String> {
+/// The outcome and evidence an earlier `resolve` of this marker appended (and then could not
+/// close the marker): an outcome on the verified ledger naming this marker and its call.
+fn recorded_before(
+    ledger: &Ledger,
+    marker: &reconcile::Marker,
+) -> Result<Option<(String, String)>, String> {
     let bytes = ledger.read_verified().map_err(|e| e.to_string())?;
     Ok(bytes
         .split(|&b| b == b'\n')
         .filter(|l| l.windows(16).any(|w| w == b"\"reconciliation\""))
         .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
-        .any(|e| {
+        .find(|e| {
             e["event"] == "outcome"
                 && e.pointer("/context/reconciliation/marker") == Some(&json!(marker.id))
                 && e.pointer("/context/tool_use_id") == Some(&json!(marker.tool_use_id))
+        })
+        .map(|e| {
+            let r = &e["context"]["reconciliation"];
+            let text = |k: &str| r[k].as_str().unwrap_or_default().to_string();
+            (text("outcome"), text("evidence"))
         }))
 }

@@ -308,16 +308,25 @@ impl Ledger {
     /// written, so no crash leaves the file shorter than its checkpoint; a shorter file is
     /// one whose last entries were cut off or that was replaced by an older copy, and every
     /// prefix of a valid chain is itself valid, so a re-verify alone would not notice.
-    fn holds_prefix(&self, prior: &State) -> Result<(), StoreError> {
-        let now = self.stamp()?.len;
-        if now >= prior.stamp.len && self.tail_matches(prior) {
+    /// `bytes` is the whole file as read now (no size bound: a full re-verify reads it all).
+    fn holds_prefix(&self, prior: &State, bytes: &[u8]) -> Result<(), StoreError> {
+        let held = match prior.chains.last() {
+            None => true,
+            Some(chain) => usize::try_from(prior.last_line)
+                .ok()
+                .zip(usize::try_from(prior.stamp.len).ok())
+                .and_then(|(a, b)| bytes.get(a..b))
+                .is_some_and(|line| line_reproduces(line, &chain.head)),
+        };
+        if held {
             return Ok(());
         }
         Err(StoreError::Unverifiable(format!(
-            "{} no longer holds what was verified and appended to it ({} bytes, {} entries then; {now} bytes now): entries were removed, or the file was replaced by an older copy. It is kept as evidence and nothing more is appended to it. If you moved the ledger aside on purpose, move its checkpoint {} aside too to start a new ledger for this session",
+            "{} no longer holds what was verified and appended to it ({} bytes, {} entries then; {} bytes now): entries were removed, or the file was replaced by an older copy. It is kept as evidence and nothing more is appended to it. If you moved the ledger aside on purpose, move its checkpoint {} aside too to start a new ledger for this session",
             self.paths.ledger.display(),
             prior.stamp.len,
             prior.chains.iter().map(|c| c.entries).sum::<u64>(),
+            bytes.len(),
             self.paths.state.display(),
         )))
     }
@@ -347,7 +356,8 @@ impl Ledger {
         serde_json::from_slice(body).ok()
     }
 
-    /// The last line still parses and reproduces the head the checkpoint recorded.
+    /// The last line still parses and reproduces the head the checkpoint recorded. (A last
+    /// line over 16 MiB is not read here; the full re-verify reads it.)
     fn tail_matches(&self, state: &State) -> bool {
         let Some(chain) = state.chains.last() else {
             return state.stamp.len == 0;
@@ -357,22 +367,8 @@ impl Ledger {
             return false;
         }
         let mut buf = vec![0u8; len as usize];
-        if self.file.read_exact_at(&mut buf, state.last_line).is_err() || buf.last() != Some(&b'\n')
-        {
-            return false;
-        }
-        let Ok(Value::Object(mut e)) = serde_json::from_slice::<Value>(&buf) else {
-            return false;
-        };
-        let Some(Value::String(hash)) = e.remove("hash") else {
-            return false;
-        };
-        let prev = e
-            .get("prev_hash")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        hash == chain.head && chain::entry_hash(&prev, &e).is_ok_and(|h| h == hash)
+        self.file.read_exact_at(&mut buf, state.last_line).is_ok()
+            && line_reproduces(&buf, &chain.head)
     }
 
     fn write_checkpoint(&self) {
@@ -401,13 +397,6 @@ impl Ledger {
     /// Re-reads and re-verifies the whole file from GENESIS, rebuilding the state. `prior` is
     /// a sealed checkpoint whose stamp no longer matches: the file must still hold its prefix.
     fn full_verify(&mut self, prior: Option<State>) -> Result<(), StoreError> {
-        let unrecorded = match prior {
-            Some(prior) => {
-                self.holds_prefix(&prior)?;
-                prior.unrecorded_recovery
-            }
-            None => None,
-        };
         let mut bytes = Vec::new();
         self.file
             .seek(SeekFrom::Start(0))
@@ -415,6 +404,15 @@ impl Ledger {
         self.file
             .read_to_end(&mut bytes)
             .map_err(|e| StoreError::Io(format!("cannot read the ledger: {e}")))?;
+        // Before anything is changed (a torn tail cut): a file that lost what was verified is
+        // left exactly as it is found.
+        let unrecorded = match prior {
+            Some(prior) => {
+                self.holds_prefix(&prior, &bytes)?;
+                prior.unrecorded_recovery
+            }
+            None => None,
+        };
         if !bytes.is_empty() && bytes.last() != Some(&b'\n') {
             let cut = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
             self.recover_torn_tail(&bytes[cut..], cut as u64)?;
@@ -598,6 +596,25 @@ impl Ledger {
             .map_err(|e| StoreError::Io(format!("cannot read the ledger: {e}")))?;
         Ok(buf)
     }
+}
+
+/// `line` (with its newline) is an entry whose own hash is `head` and reproduces it.
+fn line_reproduces(line: &[u8], head: &str) -> bool {
+    if line.last() != Some(&b'\n') {
+        return false;
+    }
+    let Ok(Value::Object(mut e)) = serde_json::from_slice::<Value>(line) else {
+        return false;
+    };
+    let Some(Value::String(hash)) = e.remove("hash") else {
+        return false;
+    };
+    let prev = e
+        .get("prev_hash")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    hash == head && chain::entry_hash(&prev, &e).is_ok_and(|h| h == hash)
 }
 
 fn track_pending(pending: &mut BTreeMap<String, Pending>, e: &Map<String, Value>, chain_id: &str) {
