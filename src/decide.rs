@@ -239,71 +239,211 @@ fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
     })
 }
 
-/// A file filter one of whose path components, as a glob, matches `.attenu`: `.attenu`,
-/// `.atten?`, `.att*`, `.atten[u]`, `.{attenu,x}`, `.*`. A bare `*` or `**` is not counted:
-/// it names everything, and refusing it would refuse every recursive search.
+/// A file filter that can name `.attenu`: it says so literally, or one of its path
+/// components, as a glob, matches `.attenu` (`.atten?`, `.att*`, `.atten[u]`, `.{x,attenu}`,
+/// `.*`). Components of `*` alone are not counted: they name everything, and refusing them
+/// would refuse every recursive search. Whatever cannot be read cheaply and surely (an escape,
+/// unbalanced or too many braces, a very long filter) is counted: no real filter needs one.
 fn glob_names_state(filter: &str) -> bool {
-    expand_braces(filter, 64).iter().any(|g| {
-        g.split('/')
-            .filter(|c| *c != "*" && *c != "**")
+    const MAX_FILTER: usize = 1024;
+    if filter.contains(".attenu") || filter.len() > MAX_FILTER || filter.contains('\\') {
+        return true;
+    }
+    let Some(expanded) = expand_braces(filter) else {
+        return true;
+    };
+    expanded.iter().any(|g| {
+        // A Grep `glob` may hold several globs, separated by spaces or commas.
+        g.split(|c: char| c == '/' || c == ',' || c.is_whitespace())
+            .filter(|c| !c.bytes().all(|b| b == b'*'))
             .any(|c| glob_match(c.as_bytes(), b".attenu"))
     })
 }
 
-/// `{a,b}` alternatives expanded (not nested), at most `limit` results; the rest are dropped,
-/// which only makes the check see fewer spellings.
-fn expand_braces(g: &str, limit: usize) -> Vec<String> {
-    let (Some(open), Some(close)) = (g.find('{'), g.find('}')) else {
-        return vec![g.to_string()];
-    };
-    if close < open {
-        return vec![g.to_string()];
+/// The end of the `[...]` class opening at `at`, if it is one (a `]` first, or after `!`/`^`,
+/// is a member, as in every glob dialect).
+fn class_end(g: &[u8], at: usize) -> Option<usize> {
+    let mut i = at + 1;
+    if matches!(g.get(i), Some(b'!' | b'^')) {
+        i += 1;
     }
-    let mut out = Vec::new();
-    for alt in g[open + 1..close].split(',') {
-        let next = format!("{}{alt}{}", &g[..open], &g[close + 1..]);
-        for e in expand_braces(&next, limit) {
-            if out.len() >= limit {
-                return out;
+    if g.get(i) == Some(&b']') {
+        i += 1;
+    }
+    g[i.min(g.len())..]
+        .iter()
+        .position(|&b| b == b']')
+        .map(|k| i + k)
+}
+
+/// Every spelling a filter's `{a,b}` alternatives (nested too) stand for, or `None` when they
+/// are unbalanced or stand for more than 256. Braces inside a `[...]` class are members.
+fn expand_braces(g: &str) -> Option<Vec<String>> {
+    const MAX_SPELLINGS: usize = 256;
+    let mut done = Vec::new();
+    let mut todo = vec![g.to_string()];
+    while let Some(g) = todo.pop() {
+        let b = g.as_bytes();
+        // The first group: its `{`, its matching `}`, and the commas at its own depth.
+        let (mut open, mut depth, mut commas) = (None, 0usize, Vec::new());
+        let mut close = None;
+        let mut i = 0;
+        while i < b.len() {
+            match b[i] {
+                b'[' => {
+                    if let Some(end) = class_end(b, i) {
+                        i = end;
+                    }
+                }
+                b'{' => {
+                    if open.is_none() {
+                        open = Some(i);
+                    }
+                    depth += 1;
+                }
+                b'}' if open.is_some() => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(i);
+                        break;
+                    }
+                }
+                b'}' => return None,
+                b',' if depth == 1 => commas.push(i),
+                _ => {}
             }
-            out.push(e);
+            i += 1;
+        }
+        match (open, close) {
+            (None, _) => done.push(g),
+            (Some(_), None) => return None,
+            // Byte offsets of ASCII delimiters are always character boundaries.
+            (Some(open), Some(close)) => {
+                let bounds = std::iter::once(open)
+                    .chain(commas)
+                    .chain(std::iter::once(close))
+                    .collect::<Vec<_>>();
+                for w in bounds.windows(2) {
+                    todo.push(format!(
+                        "{}{}{}",
+                        &g[..open],
+                        &g[w[0] + 1..w[1]],
+                        &g[close + 1..]
+                    ));
+                }
+            }
+        }
+        if done.len() + todo.len() > MAX_SPELLINGS {
+            return None;
+        }
+    }
+    Some(done)
+}
+
+/// A glob token of one path component.
+enum Token<'a> {
+    Any,
+    One,
+    Class { set: &'a [u8], negated: bool },
+    Byte(u8),
+}
+
+fn tokens(p: &[u8]) -> Vec<Token<'_>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < p.len() {
+        match p[i] {
+            b'*' => {
+                if !matches!(out.last(), Some(Token::Any)) {
+                    out.push(Token::Any);
+                }
+                i += 1;
+            }
+            b'?' => {
+                out.push(Token::One);
+                i += 1;
+            }
+            b'[' => match class_end(p, i) {
+                Some(end) => {
+                    let mut set = &p[i + 1..end];
+                    let negated = matches!(set.first(), Some(b'!' | b'^'));
+                    if negated {
+                        set = &set[1..];
+                    }
+                    out.push(Token::Class { set, negated });
+                    i = end + 1;
+                }
+                None => {
+                    out.push(Token::Byte(b'['));
+                    i += 1;
+                }
+            },
+            b'\\' if i + 1 < p.len() => {
+                out.push(Token::Byte(p[i + 1]));
+                i += 2;
+            }
+            b => {
+                out.push(Token::Byte(b));
+                i += 1;
+            }
         }
     }
     out
 }
 
-/// One path component against a glob of `*`, `?` and `[...]` (with ranges and `!`/`^`).
-fn glob_match(p: &[u8], s: &[u8]) -> bool {
-    match p.first() {
-        None => s.is_empty(),
-        Some(b'*') => (0..=s.len()).any(|i| glob_match(&p[1..], &s[i..])),
-        Some(b'?') => !s.is_empty() && glob_match(&p[1..], &s[1..]),
-        Some(b'[') => {
-            let Some(end) = p.iter().skip(2).position(|&b| b == b']').map(|i| i + 2) else {
-                return s.first() == Some(&b'[') && glob_match(&p[1..], &s[1..]);
-            };
-            let Some(&c) = s.first() else { return false };
-            let mut set = &p[1..end];
-            let negated = matches!(set.first(), Some(b'!' | b'^'));
-            if negated {
-                set = &set[1..];
+fn class_has(set: &[u8], c: u8) -> bool {
+    let mut i = 0;
+    while i < set.len() {
+        if i + 2 < set.len() && set[i + 1] == b'-' {
+            if set[i] <= c && c <= set[i + 2] {
+                return true;
             }
-            let mut hit = false;
-            let mut i = 0;
-            while i < set.len() {
-                if i + 2 < set.len() && set[i + 1] == b'-' {
-                    hit |= set[i] <= c && c <= set[i + 2];
-                    i += 3;
-                } else {
-                    hit |= set[i] == c;
-                    i += 1;
+            i += 3;
+        } else {
+            if set[i] == c {
+                return true;
+            }
+            i += 1;
+        }
+    }
+    false
+}
+
+/// One path component against a glob of `*`, `?`, `[...]` (ranges, `!`/`^`) and `\` escapes.
+/// A table over (token, position in `s`): linear in the pattern for a short `s`, whatever the
+/// pattern, where backtracking is exponential in its stars.
+fn glob_match(p: &[u8], s: &[u8]) -> bool {
+    // reach[j]: the tokens so far can match exactly s[..j].
+    let mut reach = vec![false; s.len() + 1];
+    reach[0] = true;
+    for t in tokens(p) {
+        let mut next = vec![false; s.len() + 1];
+        for j in 0..=s.len() {
+            if !reach[j] {
+                continue;
+            }
+            match t {
+                Token::Any => next[j..].iter_mut().for_each(|r| *r = true),
+                Token::One => {
+                    if j < s.len() {
+                        next[j + 1] = true;
+                    }
+                }
+                Token::Class { set, negated } => {
+                    if j < s.len() && class_has(set, s[j]) != negated {
+                        next[j + 1] = true;
+                    }
+                }
+                Token::Byte(b) => {
+                    if j < s.len() && s[j] == b {
+                        next[j + 1] = true;
+                    }
                 }
             }
-            hit != negated && glob_match(&p[end + 1..], &s[1..])
         }
-        Some(&b'\\') if p.len() > 1 => s.first() == Some(&p[1]) && glob_match(&p[2..], &s[1..]),
-        Some(&b) => s.first() == Some(&b) && glob_match(&p[1..], &s[1..]),
+        reach = next;
     }
+    reach[s.len()]
 }
 
 /// Lexical normalisation: joins relative paths to `root` and folds `.` and `..`.
@@ -447,7 +587,44 @@ mod tests {
             )
             .held
         );
-        for pattern in ["**/*.rs", "*", "src/**/*.md", ".github/*", ".att*x/*"] {
+        // Regression: spellings that hid `.attenu` from the brace expansion.
+        for pattern in [
+            "{[}],.attenu}/anchor.key",
+            "{x,.atten[u]}/{a,b}/{a,b}/{a,b}/{a,b}/{a,b}/{a,b}/{a,b}/k",
+            ".{x,{y,attenu}}/*",
+            "*.md .atten?/anchor.key",
+            "**/.*",
+            "{a",
+        ] {
+            assert!(glob_names_state(pattern), "{pattern}");
+        }
+        // Hostile filters stay cheap and never panic: long, many stars, odd brackets, braces.
+        for pattern in [
+            &format!("{}a", "*".repeat(5000)),
+            &"{a,b}".repeat(40),
+            "[",
+            "[]",
+            "[!]",
+            "\\",
+            "}{",
+            "{",
+            "é{ü,ö}/[é]",
+        ] {
+            let _ = run(&c, "Glob", json!({"pattern": pattern}), Some("reviewer"));
+        }
+        assert!(glob_match(b"**.*t*?*e*n*u*", b".attenu"));
+        assert!(!glob_match(b"**.*t*?*e*n*x*", b".attenu"));
+        assert!(glob_match(b".atten[a-z]", b".attenu") && !glob_match(b".atten[!u]", b".attenu"));
+        for pattern in [
+            "**/*.rs",
+            "*",
+            "***",
+            "src/**/*.md",
+            ".github/*",
+            ".att*x/*",
+            "src/{a,b}/*.{rs,toml}",
+            "docs/[a-z]*.md",
+        ] {
             assert!(
                 run(&c, "Glob", json!({"pattern": pattern}), Some("reviewer")).held,
                 "{pattern} does not name the state"
