@@ -1,6 +1,6 @@
 //! The command line. `attenu-hook` with no arguments is hook mode; everything else is run by a
 //! person or the host. Exit codes: 0 success; 1 a check failed (an invalid bundle, a failed
-//! doctor check); 2 unusable input or usage. Hook mode has its own policy (see [`crate::hook`]).
+//! doctor check, a ledger `log` shows but cannot verify); 2 unusable input or usage. Hook mode has its own policy (see [`crate::hook`]).
 
 use crate::derive::{derive_project, Roster};
 use crate::evidence::{bundle, keys, verify};
