@@ -684,3 +684,51 @@ fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
     )
     .is_allow());
 }
+
+/// Regression: a process that derived the roster just before an agent edit, and took the
+/// ledger lock just after another process had opened the edit's chain, reopened the old
+/// derivation's chain (and decided with it), so chains flipped back and forth. The roster is
+/// now derived again under the lock when the current chain belongs to another derivation.
+#[test]
+fn a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lock() {
+    let p = sample("derive-race");
+    assert!(reviewer_read(p.path(), "s1", "/a", "t1").is_allow());
+    let slow = {
+        let dir = p.path().to_path_buf();
+        std::thread::spawn(move || {
+            hook_with(
+                &[],
+                &[("ATTENU_HOOK_TEST_STALL_BEFORE_LOCK_MS", "1500")],
+                &dir,
+                &pre(
+                    "s1",
+                    &dir,
+                    Some("reviewer"),
+                    "Read",
+                    json!({"file_path": "/b"}),
+                    "t2",
+                ),
+            )
+        })
+    };
+    // The slow call has derived (the reviewer holds Read) and waits before the lock.
+    std::thread::sleep(Duration::from_millis(600));
+    std::fs::write(
+        p.path().join(".claude/agents/reviewer.md"),
+        "---\nname: reviewer\ntools: Grep, Glob\n---\n",
+    )
+    .unwrap();
+    let out = reviewer_read(p.path(), "s1", "/c", "t3");
+    assert!(out.denied(), "the edit took Read away: {}", out.stdout);
+    let out = slow.join().unwrap();
+    assert!(
+        out.denied(),
+        "the slow call decides with the derivation current when it holds the lock: {}",
+        out.stdout
+    );
+    let roots = entries(p.path(), "s1")
+        .iter()
+        .filter(|e| e["event"] == "root")
+        .count();
+    assert_eq!(roots, 2, "no third chain reopening the old derivation");
+}

@@ -199,9 +199,13 @@ fn test_faults() {
     if std::env::var_os("ATTENU_HOOK_TEST_PANIC").is_some() {
         panic!("ATTENU_HOOK_TEST_PANIC is set");
     }
-    if let Some(ms) = std::env::var("ATTENU_HOOK_TEST_STALL_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
+    test_stall("ATTENU_HOOK_TEST_STALL_MS");
+}
+
+/// Sleeps for the milliseconds the named variable gives, if any (the deadline and race tests).
+fn test_stall(var: &str) {
+    if let Some(ms) =
+        std::env::var_os(var).and_then(|v| v.to_str().and_then(|v| v.parse::<u64>().ok()))
     {
         std::thread::sleep(Duration::from_millis(ms));
     }
@@ -344,6 +348,7 @@ fn chain_for(ledger: &Ledger, roster: &Roster, p: &Payload) -> Result<ChainTarge
 fn pre_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     let p = ctx.p;
     let roster = ctx.roster()?;
+    test_stall("ATTENU_HOOK_TEST_STALL_BEFORE_LOCK_MS");
     let mut ledger = ctx.open_ledger()?;
     let roster = roster_under_lock(ctx, &ledger, roster)?;
     let call = Call {
