@@ -545,6 +545,12 @@ fn permission_checks(attenu: &Path) -> Vec<Check> {
 
 fn ledger_checks(attenu: &Path) -> Vec<Check> {
     let mut out = Vec::new();
+    // Read, never created: without the key no checkpoint can be checked, only the chains.
+    let mac_key = crate::fsutil::check_regular_file(&attenu.join("anchor.key"))
+        .ok()
+        .filter(|exists| *exists)
+        .and_then(|_| crate::evidence::keys::load(&attenu.join("anchor.key")).ok())
+        .map(|k| k.checkpoint_mac_key());
     let mut names: Vec<_> = std::fs::read_dir(attenu)
         .into_iter()
         .flatten()
@@ -574,6 +580,25 @@ fn ledger_checks(attenu: &Path) -> Vec<Check> {
         } else {
             bytes.len()
         };
+        let checkpoint = mac_key.as_ref().and_then(|key| {
+            let state = attenu.join(name.replace(".jsonl", ".state.json"));
+            let (sealed, _) = crate::fsutil::read_owned(&state, 16 << 20).ok()??;
+            store::unseal_checkpoint(&sealed, key)
+        });
+        if let Some(prior) = checkpoint.filter(|c| !store::holds_checkpointed_prefix(c, &bytes)) {
+            out.push(check(
+                &format!("ledger:{name}"),
+                false,
+                true,
+                format!(
+                    "is shorter than its checkpoint records ({} bytes then, {} now): entries were removed, or an older copy was put back. Keep it and its checkpoint ({}) for review, and move both aside to start a new ledger",
+                    prior.stamp.len,
+                    bytes.len(),
+                    name.replace(".jsonl", ".state.json")
+                ),
+            ));
+            continue;
+        }
         out.push(match store::scan(&bytes[..cut]) {
             Ok(s) => check(
                 &format!("ledger:{name}"),

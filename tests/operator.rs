@@ -184,13 +184,22 @@ fn doctor_fails_on_unsafe_permissions_and_a_broken_ledger() {
     )
     .unwrap();
     let path = ledger_path(p.path(), "s1");
-    let text = std::fs::read_to_string(&path)
-        .unwrap()
-        .replacen("fs.read", "fs.rea", 1);
+    let original = std::fs::read_to_string(&path).unwrap();
+    let text = original.replacen("fs.read", "fs.rea", 1);
     std::fs::write(&path, text).unwrap();
     let out = doctor(p.path());
     assert!(
         out.stdout.contains("FAIL  ledger:ledger-s1.jsonl"),
+        "{}",
+        out.stdout
+    );
+    // Cut short: every line left still verifies, but the checkpoint remembers more.
+    let lines: Vec<&str> = original.lines().collect();
+    std::fs::write(&path, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
+    let out = doctor(p.path());
+    assert!(
+        out.stdout.contains("FAIL  ledger:ledger-s1.jsonl")
+            && out.stdout.contains("shorter than its checkpoint"),
         "{}",
         out.stdout
     );

@@ -310,15 +310,7 @@ impl Ledger {
     /// prefix of a valid chain is itself valid, so a re-verify alone would not notice.
     /// `bytes` is the whole file as read now (no size bound: a full re-verify reads it all).
     fn holds_prefix(&self, prior: &State, bytes: &[u8]) -> Result<(), StoreError> {
-        let held = match prior.chains.last() {
-            None => true,
-            Some(chain) => usize::try_from(prior.last_line)
-                .ok()
-                .zip(usize::try_from(prior.stamp.len).ok())
-                .and_then(|(a, b)| bytes.get(a..b))
-                .is_some_and(|line| line_reproduces(line, &chain.head)),
-        };
-        if held {
+        if holds_checkpointed_prefix(prior, bytes) {
             return Ok(());
         }
         Err(StoreError::Unverifiable(format!(
@@ -347,13 +339,7 @@ impl Ledger {
 
     /// The state a checkpoint file's bytes record, if their seal is valid.
     fn checkpoint_state(&self, bytes: &[u8]) -> Option<State> {
-        let rest = bytes.strip_prefix(CHECKPOINT_MAGIC.as_bytes())?;
-        let nl = rest.iter().position(|&b| b == b'\n')?;
-        let (tag, body) = (std::str::from_utf8(&rest[..nl]).ok()?, &rest[nl + 1..]);
-        let mut mac = Hmac::<Sha256>::new_from_slice(&self.mac_key).ok()?;
-        mac.update(body);
-        mac.verify_slice(&chain::unhex(tag)?).ok()?;
-        serde_json::from_slice(body).ok()
+        unseal_checkpoint(bytes, &self.mac_key)
     }
 
     /// The last line still parses and reproduces the head the checkpoint recorded. (A last
@@ -595,6 +581,31 @@ impl Ledger {
             .read_exact_at(&mut buf, 0)
             .map_err(|e| StoreError::Io(format!("cannot read the ledger: {e}")))?;
         Ok(buf)
+    }
+}
+
+/// The state a checkpoint file's bytes record, if their seal under `mac_key` holds.
+pub fn unseal_checkpoint(bytes: &[u8], mac_key: &[u8; 32]) -> Option<State> {
+    let rest = bytes.strip_prefix(CHECKPOINT_MAGIC.as_bytes())?;
+    let nl = rest.iter().position(|&b| b == b'\n')?;
+    let (tag, body) = (std::str::from_utf8(&rest[..nl]).ok()?, &rest[nl + 1..]);
+    let mut mac = Hmac::<Sha256>::new_from_slice(mac_key).ok()?;
+    mac.update(body);
+    mac.verify_slice(&chain::unhex(tag)?).ok()?;
+    serde_json::from_slice(body).ok()
+}
+
+/// `bytes`, a whole ledger file, still holds what the checkpoint `prior` recorded: its last
+/// line at the recorded offset, reproducing the recorded head (so, the chain verifying, every
+/// entry before it too).
+pub fn holds_checkpointed_prefix(prior: &State, bytes: &[u8]) -> bool {
+    match prior.chains.last() {
+        None => true,
+        Some(chain) => usize::try_from(prior.last_line)
+            .ok()
+            .zip(usize::try_from(prior.stamp.len).ok())
+            .and_then(|(a, b)| bytes.get(a..b))
+            .is_some_and(|line| line_reproduces(line, &chain.head)),
     }
 }
 
