@@ -1161,7 +1161,8 @@ fn a_mid_session_agent_edit_starts_a_new_linked_chain() {
 /// Regression: the open calls of the chain an edit ended stayed open on the next chain, so the
 /// outcome of a call allowed before the edit was written into the new chain (an outcome
 /// without an allow there, which fails verification) and, hashed with the new chain's salt,
-/// halted Claude as "input changed after authorization".
+/// halted Claude as "input changed after authorization". No chain can carry that outcome: it
+/// is not recorded, Claude stops with the true cause, and a reconciliation marker is left.
 #[test]
 fn an_outcome_arriving_after_a_mid_session_edit_is_not_bound_to_the_new_chain() {
     let p = sample("editspan");
@@ -1191,13 +1192,26 @@ fn an_outcome_arriving_after_a_mid_session_edit_is_not_bound_to_the_new_chain() 
         outcome["hook_event_name"] = json!("PostToolUse");
         outcome["tool_response"] = json!({});
         let out = hook(p.path(), &outcome);
-        assert!(out.is_allow(), "no halt, nothing to bind: {}", out.stdout);
+        assert_eq!(out.json()["continue"], false, "{}", out.stdout);
+        let why = out.json()["stopReason"].as_str().unwrap().to_string();
+        assert!(
+            why.contains("[outcome-not-recorded]") && why.contains("which ended"),
+            "{why}"
+        );
     }
+    // The call of the current chain is bound as usual.
+    let mut outcome = read("t2");
+    outcome["hook_event_name"] = json!("PostToolUse");
+    outcome["tool_response"] = json!({});
+    assert!(hook(p.path(), &outcome).is_allow());
     let es = entries(p.path(), "s1");
-    assert!(
-        es.iter().all(|e| e["event"] != "outcome"),
-        "no outcome on a chain without its allow"
+    assert_eq!(
+        es.iter().filter(|e| e["event"] == "outcome").count(),
+        1,
+        "only t2's outcome, on the chain of its allow"
     );
+    let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
+    assert!(list.stdout.contains("t1"), "{}", list.stdout);
     let out = cli(&[
         "export",
         "--project",

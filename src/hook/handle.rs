@@ -433,8 +433,23 @@ fn post_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         pending.filter(|p| current.as_ref().is_some_and(|c| c.chain_id == p.chain_id)),
         current,
     ) else {
-        // No allowed call of the current chain to bind to (a call from before the hook was
-        // wired, or from a chain that ended). Nothing can be recorded as its outcome.
+        if let Some(ended) = p
+            .tool_use_id
+            .as_deref()
+            .and_then(|t| ledger.state.ended.get(t))
+        {
+            // Allowed on a chain that an agent edit ended before the call finished: no chain
+            // can carry its outcome, so it is not recorded, and a person is told.
+            let cause = format!(
+                "it was allowed on chain {}, which ended (the agent declarations changed) before the call finished, so no chain can carry its outcome",
+                ended.chain_id
+            );
+            let call_id = ended.call_id.clone();
+            drop(ledger);
+            return Ok(unrecorded_outcome(ctx, Some(&call_id), &cause));
+        }
+        // No allowed call to bind to (a call from before the hook was wired). Nothing can be
+        // recorded as its outcome.
         return Ok(if failed {
             Answer::halt(&Reason::new(Code::ToolFailed, "a tool call failed; its side effects are uncertain, so Claude stops here for a person to check"))
         } else {

@@ -168,6 +168,11 @@ pub struct State {
     pub chains: Vec<ChainInfo>,
     /// tool_use_id → the open call.
     pub pending: BTreeMap<String, Pending>,
+    /// tool_use_id → a call still open when a new chain started (an agent edit mid-call). Its
+    /// outcome can be bound to no chain, and must not be lost without a word: the hook stops
+    /// Claude and leaves a reconciliation marker when it arrives.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ended: BTreeMap<String, Pending>,
     /// A torn tail moved aside that no entry records yet. Kept in the checkpoint, so a process
     /// that recovers it but appends nothing (a SessionStart on a current chain, a failure
     /// before the append) leaves it for the next append to record.
@@ -495,7 +500,7 @@ impl Ledger {
                 let index = next.chains.len() as u32 + 1;
                 // As in `scan`: a call opened on the chain that ends here can no longer be
                 // completed on the new one (its outcome would be an outcome without an allow).
-                next.pending.clear();
+                end_open_calls(&mut next);
                 next.chains.push(ChainInfo {
                     chain_id,
                     digest,
@@ -628,6 +633,34 @@ fn line_reproduces(line: &[u8], head: &str) -> bool {
     hash == head && chain::entry_hash(&prev, &e).is_ok_and(|h| h == hash)
 }
 
+/// A new chain starts: the calls still open on the one before can no longer be completed.
+fn end_open_calls(state: &mut State) {
+    let open = std::mem::take(&mut state.pending);
+    state.ended.extend(open);
+    // Bounded like the open calls: the oldest are forgotten (their outcome, if it ever comes,
+    // then finds nothing and is not bound, as for a call from before the hook was wired).
+    while state.ended.len() > MAX_OPEN_CALLS {
+        let Some(oldest) = state
+            .ended
+            .iter()
+            .min_by_key(|(_, p)| (chain_index(&p.chain_id), p.seq))
+            .map(|(k, _)| k.clone())
+        else {
+            break;
+        };
+        state.ended.remove(&oldest);
+    }
+}
+
+/// The position a chain id ends with (`cc-<session>-<digest>-<k>`).
+fn chain_index(chain_id: &str) -> u32 {
+    chain_id
+        .rsplit('-')
+        .next()
+        .and_then(|k| k.parse().ok())
+        .unwrap_or(0)
+}
+
 fn track_pending(pending: &mut BTreeMap<String, Pending>, e: &Map<String, Value>, chain_id: &str) {
     match e.get("event").and_then(Value::as_str) {
         Some("allow") => {
@@ -744,7 +777,7 @@ pub fn scan(bytes: &[u8]) -> Result<State, String> {
             nodes: BTreeMap::new(),
             finalized: Vec::new(),
         };
-        state.pending.clear(); // only the current chain's calls can still be completed
+        end_open_calls(state); // only the current chain's calls can still be completed
         for e in segment.iter() {
             let obj = e.as_object().expect("verified entries are objects");
             let node = obj.get("node").and_then(Value::as_str);
