@@ -560,6 +560,13 @@ fn ledger_checks(attenu: &Path) -> Vec<Check> {
         .collect();
     names.sort();
     for name in names {
+        // The checkpoint before the ledger: a hook writes the ledger (and fsyncs it) before its
+        // checkpoint, so a ledger read after its checkpoint is never older than it.
+        let checkpoint = mac_key.as_ref().and_then(|key| {
+            let state = attenu.join(name.replace(".jsonl", ".state.json"));
+            let (sealed, _) = crate::fsutil::read_owned(&state, 16 << 20).ok()??;
+            store::unseal_checkpoint(&sealed, key)
+        });
         // Never through a symlink, never blocking on a FIFO; u64::MAX: a ledger has no bound.
         let bytes = match crate::fsutil::read_owned(&attenu.join(&name), u64::MAX) {
             Ok(Some((b, _))) => b,
@@ -580,26 +587,24 @@ fn ledger_checks(attenu: &Path) -> Vec<Check> {
         } else {
             bytes.len()
         };
-        let checkpoint = mac_key.as_ref().and_then(|key| {
-            let state = attenu.join(name.replace(".jsonl", ".state.json"));
-            let (sealed, _) = crate::fsutil::read_owned(&state, 16 << 20).ok()??;
-            store::unseal_checkpoint(&sealed, key)
-        });
-        if let Some(prior) = checkpoint.filter(|c| !store::holds_checkpointed_prefix(c, &bytes)) {
-            out.push(check(
-                &format!("ledger:{name}"),
-                false,
-                true,
-                format!(
-                    "is shorter than its checkpoint records ({} bytes then, {} now): entries were removed, or an older copy was put back. Keep it and its checkpoint ({}) for review, and move both aside to start a new ledger",
-                    prior.stamp.len,
-                    bytes.len(),
-                    name.replace(".jsonl", ".state.json")
-                ),
-            ));
-            continue;
-        }
+        // The chain first (an edit is reported where it is), then whether the file still holds
+        // what its checkpoint recorded (a cut or an older copy, which verify as chains).
+        let lost = checkpoint.filter(|c| !store::holds_checkpointed_prefix(c, &bytes));
         out.push(match store::scan(&bytes[..cut]) {
+            Ok(_) if lost.is_some() => {
+                let prior = lost.expect("checked");
+                check(
+                    &format!("ledger:{name}"),
+                    false,
+                    true,
+                    format!(
+                        "no longer holds what its checkpoint records ({} bytes then, {} now): entries were removed, or an older copy was put back. Keep it and its checkpoint ({}) for review, and move both aside to start a new ledger",
+                        prior.stamp.len,
+                        bytes.len(),
+                        name.replace(".jsonl", ".state.json")
+                    ),
+                )
+            }
             Ok(s) => check(
                 &format!("ledger:{name}"),
                 true,

@@ -693,12 +693,15 @@ fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
 fn a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lock() {
     let p = sample("derive-race");
     assert!(reviewer_read(p.path(), "s1", "/a", "t1").is_allow());
+    let handshake = p.path().join("handshake");
+    std::fs::create_dir(&handshake).unwrap();
     let slow = {
         let dir = p.path().to_path_buf();
+        let handshake = handshake.to_str().unwrap().to_string();
         std::thread::spawn(move || {
             hook_with(
                 &[],
-                &[("ATTENU_HOOK_TEST_STALL_BEFORE_LOCK_MS", "1500")],
+                &[("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK", &handshake)],
                 &dir,
                 &pre(
                     "s1",
@@ -712,7 +715,14 @@ fn a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lo
         })
     };
     // The slow call has derived (the reviewer holds Read) and waits before the lock.
-    std::thread::sleep(Duration::from_millis(600));
+    let waited = std::time::Instant::now();
+    while !handshake.join("derived").exists() {
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "the slow call never derived"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     std::fs::write(
         p.path().join(".claude/agents/reviewer.md"),
         "---\nname: reviewer\ntools: Grep, Glob\n---\n",
@@ -720,6 +730,7 @@ fn a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lo
     .unwrap();
     let out = reviewer_read(p.path(), "s1", "/c", "t3");
     assert!(out.denied(), "the edit took Read away: {}", out.stdout);
+    std::fs::write(handshake.join("go"), b"").unwrap();
     let out = slow.join().unwrap();
     assert!(
         out.denied(),

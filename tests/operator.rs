@@ -199,7 +199,9 @@ fn doctor_fails_on_unsafe_permissions_and_a_broken_ledger() {
     let out = doctor(p.path());
     assert!(
         out.stdout.contains("FAIL  ledger:ledger-s1.jsonl")
-            && out.stdout.contains("shorter than its checkpoint"),
+            && out
+                .stdout
+                .contains("no longer holds what its checkpoint records"),
         "{}",
         out.stdout
     );

@@ -202,7 +202,20 @@ fn test_faults() {
     test_stall("ATTENU_HOOK_TEST_STALL_MS");
 }
 
-/// Sleeps for the milliseconds the named variable gives, if any (the deadline and race tests).
+/// For the race tests: with the named variable set to a directory, says `derived` there and
+/// waits (at most 10 s) until the test says `go`.
+fn test_pause(var: &str) {
+    let Some(dir) = std::env::var_os(var).map(PathBuf::from) else {
+        return;
+    };
+    let _ = std::fs::write(dir.join("derived"), b"");
+    let until = Instant::now() + Duration::from_secs(10);
+    while !dir.join("go").exists() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Sleeps for the milliseconds the named variable gives, if any (the deadline tests).
 fn test_stall(var: &str) {
     if let Some(ms) =
         std::env::var_os(var).and_then(|v| v.to_str().and_then(|v| v.parse::<u64>().ok()))
@@ -348,7 +361,7 @@ fn chain_for(ledger: &Ledger, roster: &Roster, p: &Payload) -> Result<ChainTarge
 fn pre_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     let p = ctx.p;
     let roster = ctx.roster()?;
-    test_stall("ATTENU_HOOK_TEST_STALL_BEFORE_LOCK_MS");
+    test_pause("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK");
     let mut ledger = ctx.open_ledger()?;
     let roster = roster_under_lock(ctx, &ledger, roster)?;
     let call = Call {
