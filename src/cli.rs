@@ -1,6 +1,7 @@
 //! The command line. `attenu-hook` with no arguments is hook mode; everything else is run by a
 //! person or the host. Exit codes: 0 success; 1 a check failed (an invalid bundle, a failed
-//! doctor check, a ledger `log` shows but cannot verify); 2 unusable input or usage. Hook mode has its own policy (see [`crate::hook`]).
+//! doctor check, a ledger `log` shows but cannot verify); 2 unusable input or usage. Hook mode
+//! has its own policy (see [`crate::hook`]).
 
 use crate::derive::{derive_project, Roster};
 use crate::evidence::{bundle, keys, verify};
@@ -393,13 +394,12 @@ pub fn run(cli: Cli) -> i32 {
     }
 }
 
-/// The `.attenu/` of the project at or above `dir`, which must exist: a command that reads
-/// the hook's state never creates it.
-fn state_dir(dir: &Path) -> Result<PathBuf, String> {
+/// The project at or above `dir` whose `.attenu/` exists: a command that reads the hook's
+/// state never creates it.
+fn state_root(dir: &Path) -> Result<PathBuf, String> {
     let root = state_project_dir(dir);
-    let attenu = root.join(".attenu");
-    if attenu.is_dir() {
-        Ok(attenu)
+    if root.join(".attenu").is_dir() {
+        Ok(root)
     } else {
         Err(format!(
             "{} has no .attenu/ directory: no hook call has been recorded in this project. Pass --project with the project's root",
@@ -522,8 +522,8 @@ pub fn human_roster(root: &Path, r: &Roster) -> String {
 fn reconcile_cmd(action: ReconcileAction) -> i32 {
     match action {
         ReconcileAction::List { project, all } => {
-            let attenu = match state_dir(&project) {
-                Ok(a) => a,
+            let attenu = match state_root(&project) {
+                Ok(root) => root.join(".attenu"),
                 Err(e) => return fail(e),
             };
             match reconcile::list(&attenu, all) {
@@ -569,10 +569,10 @@ fn reconcile_cmd(action: ReconcileAction) -> i32 {
             unbound,
         } => {
             use crate::gate::Resolution;
-            if let Err(e) = state_dir(&project) {
-                return fail(e);
-            }
-            let root = state_project_dir(&project);
+            let root = match state_root(&project) {
+                Ok(root) => root,
+                Err(e) => return fail(e),
+            };
             match crate::gate::resolve_marker(&root, id, &outcome, &evidence, unbound) {
                 Ok(Resolution::OnLedger) => {
                     println!("marker {id} resolved as {outcome}; the resolution is on the ledger");

@@ -91,7 +91,7 @@ fn check_private_dir(dir: &Path, m: &fs::Metadata) -> Result<(), String> {
         // so a swapped-in symlink is never followed.
         let tightened = fs::OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC)
+            .custom_flags(O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC)
             .open(dir)
             .and_then(|d| d.set_permissions(fs::Permissions::from_mode(0o700)));
         if let Err(e) = tightened {
@@ -333,10 +333,6 @@ pub fn create_exclusive(path: &Path, bytes: &[u8], mode: u32) -> io::Result<bool
 }
 
 /// Sets 0600 on a file we own (repairing a looser mode left by an older version).
-pub fn make_private(path: &Path) -> io::Result<()> {
-    fs::set_permissions(path, fs::Permissions::from_mode(0o600))
-}
-
 /// Makes an existing file of this user 0600 if it is readable or writable by others, through
 /// a descriptor opened without following a symlink. A missing file is left missing.
 pub fn tighten_file(path: &Path) -> io::Result<()> {
@@ -348,7 +344,7 @@ pub fn tighten_file(path: &Path) -> io::Result<()> {
     }
     let f = match OpenOptions::new()
         .read(true)
-        .custom_flags(O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(O_NOFOLLOW | O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
     {
         Ok(f) => f,

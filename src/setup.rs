@@ -545,11 +545,9 @@ fn permission_checks(attenu: &Path) -> Vec<Check> {
 
 fn ledger_checks(attenu: &Path) -> Vec<Check> {
     let mut out = Vec::new();
-    // Read, never created: without the key no checkpoint can be checked, only the chains.
-    let mac_key = crate::fsutil::check_regular_file(&attenu.join("anchor.key"))
+    // Loaded, never created: without the key no checkpoint can be checked, only the chains.
+    let mac_key = crate::evidence::keys::load(&attenu.join("anchor.key"))
         .ok()
-        .filter(|exists| *exists)
-        .and_then(|_| crate::evidence::keys::load(&attenu.join("anchor.key")).ok())
         .map(|k| k.checkpoint_mac_key());
     let mut names: Vec<_> = std::fs::read_dir(attenu)
         .into_iter()
@@ -560,11 +558,13 @@ fn ledger_checks(attenu: &Path) -> Vec<Check> {
         .collect();
     names.sort();
     for name in names {
+        let state_name = name.replace(".jsonl", ".state.json");
         // The checkpoint before the ledger: a hook writes the ledger (and fsyncs it) before its
         // checkpoint, so a ledger read after its checkpoint is never older than it.
         let checkpoint = mac_key.as_ref().and_then(|key| {
-            let state = attenu.join(name.replace(".jsonl", ".state.json"));
-            let (sealed, _) = crate::fsutil::read_owned(&state, 16 << 20).ok()??;
+            let (sealed, _) =
+                crate::fsutil::read_owned(&attenu.join(&state_name), store::MAX_CHECKPOINT_BYTES)
+                    .ok()??;
             store::unseal_checkpoint(&sealed, key)
         });
         // Never through a symlink, never blocking on a FIFO; u64::MAX: a ledger has no bound.
@@ -581,31 +581,22 @@ fn ledger_checks(attenu: &Path) -> Vec<Check> {
                 continue;
             }
         };
-        let torn = !bytes.is_empty() && bytes.last() != Some(&b'\n');
-        let cut = if torn {
-            bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
-        } else {
-            bytes.len()
-        };
+        let cut = store::whole_lines_len(&bytes);
         // The chain first (an edit is reported where it is), then whether the file still holds
         // what its checkpoint recorded (a cut or an older copy, which verify as chains).
         let lost = checkpoint.filter(|c| !store::holds_checkpointed_prefix(c, &bytes));
-        out.push(match store::scan(&bytes[..cut]) {
-            Ok(_) if lost.is_some() => {
-                let prior = lost.expect("checked");
-                check(
-                    &format!("ledger:{name}"),
-                    false,
-                    true,
-                    format!(
-                        "no longer holds what its checkpoint records ({} bytes then, {} now): entries were removed, or an older copy was put back. Keep it and its checkpoint ({}) for review, and move both aside to start a new ledger",
-                        prior.stamp.len,
-                        bytes.len(),
-                        name.replace(".jsonl", ".state.json")
-                    ),
-                )
-            }
-            Ok(s) => check(
+        out.push(match (store::scan(&bytes[..cut]), lost) {
+            (Ok(_), Some(prior)) => check(
+                &format!("ledger:{name}"),
+                false,
+                true,
+                format!(
+                    "no longer holds what its checkpoint records ({} bytes then, {} now): entries were removed, or an older copy was put back. Keep it and its checkpoint ({state_name}) for review, and move both aside to start a new ledger",
+                    prior.stamp.len,
+                    bytes.len(),
+                ),
+            ),
+            (Ok(s), None) => check(
                 &format!("ledger:{name}"),
                 true,
                 true,
@@ -613,10 +604,10 @@ fn ledger_checks(attenu: &Path) -> Vec<Check> {
                     "verifies: {} chain(s), {} entries{}",
                     s.chains.len(),
                     s.chains.iter().map(|c| c.entries).sum::<u64>(),
-                    if torn { "; a torn final line will be moved aside by the next call" } else { "" }
+                    if cut < bytes.len() { "; a torn final line will be moved aside by the next call" } else { "" }
                 ),
             ),
-            Err(e) => check(&format!("ledger:{name}"), false, true, format!("does not verify ({e}); move it and its checkpoint ({}) aside to start a new ledger, keep them for review", name.replace(".jsonl", ".state.json"))),
+            (Err(e), _) => check(&format!("ledger:{name}"), false, true, format!("does not verify ({e}); move it and its checkpoint ({state_name}) aside to start a new ledger, keep them for review")),
         });
     }
     out

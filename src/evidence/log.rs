@@ -65,7 +65,7 @@ pub fn rows(project: &Path, session: Option<&str>) -> Result<Read, String> {
             Err(e) => return Err(String::from(e)),
         };
         // A torn final line is not yet verified or moved aside: the next hook call does that.
-        let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let whole = crate::ledger::store::whole_lines_len(&bytes);
         if let Err(e) = crate::ledger::store::scan(&bytes[..whole]) {
             out.unverified.push(format!(
                 "{} does not verify ({e}); its rows below are as written, not a verified record",

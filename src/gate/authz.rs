@@ -228,12 +228,11 @@ fn claim_inner(
     };
     let mut refusals = Vec::new();
     for (id, reviewer, signed, sig, uses_left, stored_digest) in candidates {
-        let salt = serde_json::from_str::<Value>(&signed).ok().and_then(|d| {
-            d.get("input_salt")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        });
-        let Some(digest) = input_commitment(&jcs, salt.as_deref()) else {
+        // Read before its signature is checked only to find the salt; nothing is trusted
+        // until `check_signed` has verified the bytes it was parsed from.
+        let doc: Value = serde_json::from_str(&signed).unwrap_or(Value::Null);
+        let salt = doc.get("input_salt").and_then(Value::as_str);
+        let Some(digest) = input_commitment(&jcs, salt) else {
             refusals.push(format!("{id}: its signed salt is not hex"));
             continue;
         };
@@ -248,7 +247,7 @@ fn claim_inner(
             )
             .map_err(|e| e.to_string())?;
         match check_signed(
-            config, &id, &reviewer, &signed, &sig, call, &digest, now, uses_left, used,
+            config, &id, &reviewer, &signed, &doc, &sig, call, &digest, now, uses_left, used,
         ) {
             Ok(()) => {
                 let n = tx
@@ -295,6 +294,7 @@ fn check_signed(
     id: &str,
     reviewer: &str,
     signed: &str,
+    doc: &Value,
     sig: &str,
     call: &ClaimCall<'_>,
     digest: &str,
@@ -308,7 +308,10 @@ fn check_signed(
         .ok_or("signature is not 64 bytes of hex")?;
     key.verify_strict(signed.as_bytes(), &Signature::from_bytes(&sig_bytes))
         .map_err(|_| "signature does not verify with the reviewer's configured key".to_string())?;
-    let doc: Value = serde_json::from_str(signed).map_err(|_| "signed document unreadable")?;
+    // `doc` is `signed` as parsed by the caller (Null when it did not parse).
+    if doc.is_null() {
+        return Err("signed document unreadable".into());
+    }
     let same = doc["id"] == json!(id)
         && doc["reviewer"] == json!(reviewer)
         && doc["tool"] == json!(call.tool)

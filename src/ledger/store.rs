@@ -189,7 +189,7 @@ const CHECKPOINT_MAGIC: &str = "attenu-checkpoint v3 ";
 
 /// Far above any real checkpoint (at most MAX_OPEN_CALLS open calls and the chains' nodes,
 /// tens of KB); a larger file is not read and the ledger is re-verified instead.
-const MAX_CHECKPOINT_BYTES: u64 = 16 << 20;
+pub const MAX_CHECKPOINT_BYTES: u64 = 16 << 20;
 
 /// A session ledger, locked for this process until dropped (the `flock` is on the ledger's own
 /// open file description, so it goes with `file`).
@@ -341,12 +341,7 @@ impl Ledger {
             }
             Err(fsutil::ReadError::Refused(why)) => return Err(StoreError::Unsafe(why)),
         };
-        Ok(self.checkpoint_state(&bytes))
-    }
-
-    /// The state a checkpoint file's bytes record, if their seal is valid.
-    fn checkpoint_state(&self, bytes: &[u8]) -> Option<State> {
-        unseal_checkpoint(bytes, &self.mac_key)
+        Ok(unseal_checkpoint(&bytes, &self.mac_key))
     }
 
     /// The last line still parses and reproduces the head the checkpoint recorded. (A last
@@ -406,8 +401,8 @@ impl Ledger {
             }
             None => None,
         };
-        if !bytes.is_empty() && bytes.last() != Some(&b'\n') {
-            let cut = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let cut = whole_lines_len(&bytes);
+        if cut < bytes.len() {
             self.recover_torn_tail(&bytes[cut..], cut as u64)?;
             bytes.truncate(cut);
         }
@@ -591,6 +586,12 @@ impl Ledger {
     }
 }
 
+/// The length of a ledger's complete lines: all of it, or up to a torn final line (one a
+/// crash cut before its newline, which the next hook call moves aside).
+pub fn whole_lines_len(bytes: &[u8]) -> usize {
+    bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+}
+
 /// The state a checkpoint file's bytes record, if their seal under `mac_key` holds.
 pub fn unseal_checkpoint(bytes: &[u8], mac_key: &[u8; 32]) -> Option<State> {
     let rest = bytes.strip_prefix(CHECKPOINT_MAGIC.as_bytes())?;
@@ -642,15 +643,18 @@ fn end_open_calls(state: &mut State) {
     // Bounded like the open calls: the oldest are forgotten (their outcome, if it ever comes,
     // then finds nothing and is not bound, as for a call from before the hook was wired).
     while state.ended.len() > MAX_OPEN_CALLS {
-        let Some(oldest) = state
-            .ended
-            .iter()
-            .min_by_key(|(_, p)| (chain_index(&p.chain_id), p.seq))
-            .map(|(k, _)| k.clone())
-        else {
-            break;
-        };
-        state.ended.remove(&oldest);
+        forget_oldest(&mut state.ended);
+    }
+}
+
+/// Drops the call allowed first (the earliest chain, then the lowest seq in it).
+fn forget_oldest(calls: &mut BTreeMap<String, Pending>) {
+    if let Some(oldest) = calls
+        .iter()
+        .min_by_key(|(_, p)| (chain_index(&p.chain_id), p.seq))
+        .map(|(k, _)| k.clone())
+    {
+        calls.remove(&oldest);
     }
 }
 
@@ -679,13 +683,7 @@ fn track_pending(pending: &mut BTreeMap<String, Pending>, e: &Map<String, Value>
                 // Calls Claude Code never finished (refused after our allow, interrupted) would
                 // otherwise grow the checkpoint forever; the oldest is dropped. Its outcome, if it
                 // ever arrives, finds no open call and is not bound.
-                if let Some(oldest) = pending
-                    .iter()
-                    .min_by_key(|(_, p)| p.seq)
-                    .map(|(k, _)| k.clone())
-                {
-                    pending.remove(&oldest);
-                }
+                forget_oldest(pending);
             }
             pending.insert(
                 tu.to_string(),
