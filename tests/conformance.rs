@@ -115,8 +115,7 @@ fn reference_accepts_shadow_mode() {
         return;
     };
     let p = sample("conf-shadow");
-    std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
-    std::fs::write(p.path().join(".attenu/config.toml"), "mode = \"shadow\"\n").unwrap();
+    write_config(p.path(), "mode = \"shadow\"\n");
     mixed_session(p.path(), "s1");
     let report = assert_reference_accepts(&py, p.path(), &p.path().join(".attenu/bundle-s1.json"));
     assert!(report["ungated"].as_u64().unwrap() >= 4, "{report}");
@@ -169,9 +168,15 @@ fn reference_accepts_both_chains_when_a_call_spans_a_mid_session_edit() {
     .unwrap();
     assert!(hook(p.path(), &read("t2", "/p/b")).is_allow());
     for (id, path) in [("t1", "/p/a"), ("t2", "/p/b")] {
-        let mut outcome = read(id, path);
-        outcome["hook_event_name"] = json!("PostToolUse");
-        outcome["tool_response"] = json!({"ok": true});
+        let outcome = post(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": path}),
+            id,
+            json!({"ok": true}),
+        );
         let out = hook(p.path(), &outcome);
         let halted = out.json()["continue"] == false;
         assert_eq!(halted, id == "t1", "{id}: {}", out.stdout);

@@ -227,8 +227,7 @@ fn a_panic_answers_with_a_deny_and_exit_2() {
 #[test]
 fn a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout() {
     let p = sample("stall");
-    std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
-    std::fs::write(p.path().join(".attenu/config.toml"), "deadline_ms = 300\n").unwrap();
+    write_config(p.path(), "deadline_ms = 300\n");
     let started = std::time::Instant::now();
     let out = hook_with(
         &[],
@@ -270,12 +269,7 @@ fn a_corrupted_gate_database_denies_gated_calls_only() {
         &[("ops.md", "---\nname: ops\ntools: Read, Bash\n---\n")],
         None,
     );
-    std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
-    std::fs::write(
-        p.path().join(".attenu/config.toml"),
-        "[gate]\nrequire = [\"exec.bash\"]\n",
-    )
-    .unwrap();
+    write_config(p.path(), "[gate]\nrequire = [\"exec.bash\"]\n");
     std::fs::write(p.path().join(".attenu/gate.sqlite"), b"this is not a database, just garbage bytes....................................................................").unwrap();
     let out = hook(
         p.path(),
@@ -303,8 +297,7 @@ fn a_corrupted_gate_database_denies_gated_calls_only() {
 #[test]
 fn a_corrupted_config_denies_with_what_to_fix() {
     let p = sample("badconfig");
-    std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
-    std::fs::write(p.path().join(".attenu/config.toml"), b"\xff\xfe\x00garbage").unwrap();
+    write_config(p.path(), b"\xff\xfe\x00garbage");
     let out = hook(
         p.path(),
         &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1"),
@@ -641,12 +634,10 @@ fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
         .unwrap()
         .trim()
         .to_string();
-    std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
-    std::fs::write(
-        p.path().join(".attenu/config.toml"),
+    write_config(
+        p.path(),
         format!("[gate]\nrequire = [\"exec.bash\"]\nreviewers = {{ alice = \"{public}\" }}\n"),
-    )
-    .unwrap();
+    );
     let input = json!({"command": "ls"});
     let out = cli(&[
         "authorize",

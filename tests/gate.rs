@@ -18,12 +18,10 @@ fn gated(tag: &str) -> (TempDir, std::path::PathBuf) {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let public = out.stdout.lines().last().unwrap().trim().to_string();
     assert_eq!(public.len(), 64);
-    std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
-    std::fs::write(
-        p.path().join(".attenu/config.toml"),
+    write_config(
+        p.path(),
         format!("[gate]\nrequire = [\"exec.bash\"]\nreviewers = {{ alice = \"{public}\" }}\n"),
-    )
-    .unwrap();
+    );
     (p, key)
 }
 
@@ -475,9 +473,15 @@ fn a_marker_that_cannot_be_bound_is_closed_with_unbound_and_says_so() {
     assert!(hook(p.path(), &read("t1")).is_allow());
     let ledger = ledger_path(p.path(), "s1");
     let state = p.path().join(".attenu/ledger-s1.state.json");
-    let mut outcome = read("t1");
-    outcome["hook_event_name"] = json!("PostToolUse");
-    outcome["tool_response"] = json!({});
+    let outcome = post(
+        "s1",
+        p.path(),
+        Some("reviewer"),
+        "Read",
+        input.clone(),
+        "t1",
+        json!({}),
+    );
     // The outcome cannot be written: the ledger's place is taken by a directory.
     std::fs::rename(&ledger, p.path().join("ledger.aside")).unwrap();
     std::fs::rename(&state, p.path().join("state.aside")).unwrap();
@@ -650,9 +654,15 @@ fn a_resolve_retried_after_a_failed_database_update_matches_the_ledger() {
     let aside = p.path().join("ledger.aside");
     std::fs::rename(&ledger, &aside).unwrap();
     std::fs::create_dir(&ledger).unwrap();
-    let mut outcome = read("t1");
-    outcome["hook_event_name"] = json!("PostToolUse");
-    outcome["tool_response"] = json!({});
+    let outcome = post(
+        "s1",
+        p.path(),
+        Some("reviewer"),
+        "Read",
+        input.clone(),
+        "t1",
+        json!({}),
+    );
     assert_eq!(hook(p.path(), &outcome).json()["continue"], false);
     std::fs::remove_dir(&ledger).unwrap();
     std::fs::rename(&aside, &ledger).unwrap();

@@ -125,11 +125,7 @@ fn undeclared_subagent_types_hold_nothing_unless_configured() {
         assert!(out.denied(), "{ty}: {}", out.stdout);
         assert!(out.reason().contains("[undeclared-agent]"));
     }
-    std::fs::write(
-        p.path().join(".attenu/config.toml"),
-        "[agents]\nExplore = [\"Read\", \"Grep\"]\n",
-    )
-    .unwrap();
+    write_config(p.path(), "[agents]\nExplore = [\"Read\", \"Grep\"]\n");
     let out = hook(
         p.path(),
         &pre(
@@ -205,11 +201,7 @@ fn main_thread_is_recorded_not_enforced_unless_configured() {
     );
     assert_eq!(e["context"]["enforced"], false);
     assert_eq!(e["context"]["would_deny"]["code"], "unresolved");
-    std::fs::write(
-        p.path().join(".attenu/config.toml"),
-        "enforce_main_thread = true\n",
-    )
-    .unwrap();
+    write_config(p.path(), "enforce_main_thread = true\n");
     assert!(hook(
         p.path(),
         &pre("s1", p.path(), None, "Bash", json!({"command": "ls"}), "t2")
@@ -241,12 +233,7 @@ fn agent_type_without_agent_id_is_the_main_thread_of_an_agent_session() {
 fn shadow_and_observe_record_what_would_be_denied_and_deny_nothing() {
     for mode in ["shadow", "observe"] {
         let p = sample(mode);
-        std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
-        std::fs::write(
-            p.path().join(".attenu/config.toml"),
-            format!("mode = \"{mode}\"\n"),
-        )
-        .unwrap();
+        write_config(p.path(), format!("mode = \"{mode}\"\n"));
         let out = hook(
             p.path(),
             &pre(
@@ -276,7 +263,7 @@ fn a_mode_typo_denies_instead_of_disabling_enforcement() {
         "mode = 3\n",
         "[[[\n",
     ] {
-        std::fs::write(p.path().join(".attenu/config.toml"), bad).unwrap();
+        write_config(p.path(), bad);
         let out = reviewer_read(p.path(), "s1", "/x", "t1");
         assert!(out.denied(), "{bad}");
         assert!(
@@ -804,12 +791,7 @@ fn a_ledger_cut_short_or_replaced_by_an_older_copy_is_refused() {
 #[test]
 fn a_last_line_over_16_mib_is_verified_not_taken_for_truncation() {
     let p = sample("bigline");
-    std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
-    std::fs::write(
-        p.path().join(".attenu/config.toml"),
-        "[privacy]\nraw_capture = true\n",
-    )
-    .unwrap();
+    write_config(p.path(), "[privacy]\nraw_capture = true\n");
     let input = json!({"file_path": "/a"});
     assert!(reviewer_read(p.path(), "s1", "/a", "t1").is_allow());
     let big = json!({"content": "x".repeat(17 << 20)});
@@ -827,12 +809,7 @@ fn a_last_line_over_16_mib_is_verified_not_taken_for_truncation() {
 #[test]
 fn raw_capture_of_a_value_without_a_canonical_form_still_records_the_call() {
     let p = sample("rawbig");
-    std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
-    std::fs::write(
-        p.path().join(".attenu/config.toml"),
-        "[privacy]\nraw_capture = true\n",
-    )
-    .unwrap();
+    write_config(p.path(), "[privacy]\nraw_capture = true\n");
     let input = json!({"file_path": "/a", "offset": 9_007_199_254_740_993u64});
     let out = hook(
         p.path(),
@@ -1176,6 +1153,18 @@ fn an_outcome_arriving_after_a_mid_session_edit_is_not_bound_to_the_new_chain() 
             id,
         )
     };
+    let outcome = |id: &str| {
+        let input = json!({"file_path": "/a"});
+        post(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            input,
+            id,
+            json!({}),
+        )
+    };
     assert!(hook(p.path(), &read("t1")).is_allow());
     std::fs::write(
         p.path().join(".claude/agents/reviewer.md"),
@@ -1188,10 +1177,7 @@ fn an_outcome_arriving_after_a_mid_session_edit_is_not_bound_to_the_new_chain() 
         if drop_checkpoint {
             std::fs::remove_file(p.path().join(".attenu/ledger-s1.state.json")).unwrap();
         }
-        let mut outcome = read("t1");
-        outcome["hook_event_name"] = json!("PostToolUse");
-        outcome["tool_response"] = json!({});
-        let out = hook(p.path(), &outcome);
+        let out = hook(p.path(), &outcome("t1"));
         assert_eq!(out.json()["continue"], false, "{}", out.stdout);
         let why = out.json()["stopReason"].as_str().unwrap().to_string();
         assert!(
@@ -1200,10 +1186,7 @@ fn an_outcome_arriving_after_a_mid_session_edit_is_not_bound_to_the_new_chain() 
         );
     }
     // The call of the current chain is bound as usual.
-    let mut outcome = read("t2");
-    outcome["hook_event_name"] = json!("PostToolUse");
-    outcome["tool_response"] = json!({});
-    assert!(hook(p.path(), &outcome).is_allow());
+    assert!(hook(p.path(), &outcome("t2")).is_allow());
     let es = entries(p.path(), "s1");
     assert_eq!(
         es.iter().filter(|e| e["event"] == "outcome").count(),
@@ -1649,11 +1632,7 @@ fn a_fifo_link_or_directory_in_place_of_a_state_file_denies_at_once() {
 fn a_lock_held_by_a_stuck_process_denies_within_the_timeout() {
     let p = sample("stuck");
     reviewer_read(p.path(), "s1", "/x", "t1");
-    std::fs::write(
-        p.path().join(".attenu/config.toml"),
-        "lock_timeout_ms = 300\n",
-    )
-    .unwrap();
+    write_config(p.path(), "lock_timeout_ms = 300\n");
     // Every hook process of the session locks the ledger file itself.
     let lock = std::fs::OpenOptions::new()
         .read(true)

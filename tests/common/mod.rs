@@ -195,6 +195,12 @@ pub fn event(session: &str, project: &Path, name: &str) -> Value {
     json!({"session_id": session, "cwd": project, "hook_event_name": name, "reason": "other"})
 }
 
+/// Writes the project's `.attenu/config.toml` (creating `.attenu/` if need be).
+pub fn write_config(project: &Path, toml: impl AsRef<[u8]>) {
+    std::fs::create_dir_all(project.join(".attenu")).unwrap();
+    std::fs::write(project.join(".attenu/config.toml"), toml).unwrap();
+}
+
 pub fn ledger_path(project: &Path, session: &str) -> PathBuf {
     project
         .join(".attenu")
