@@ -46,7 +46,9 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
-    /// Verify a bundle offline: integrity, monotonicity, containment, execution binding
+    /// Verify a bundle offline: integrity, monotonicity, containment, execution binding.
+    /// Exit 0 valid, 1 invalid, 2 unusable input, 3 valid only under the anchor.pub found
+    /// beside the bundle (pass --pub to pin the key you trust)
     Verify {
         bundle: PathBuf,
         /// The anchor public key to pin (anchor.pub, or 64 hex characters in a file)

@@ -115,8 +115,10 @@ fn parse_entries<'a>(
     Ok((Json::Array(values), hashes, duplicate))
 }
 
+/// A member name as a failure prints it: JSON-quoted, with everything outside printable ASCII
+/// escaped, so a name carrying a bidi override or a line separator cannot spoof the report.
 fn quoted(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| s.to_string())
+    super::verify::shown_str_escaped(s)
 }
 
 /// What [`Reader`] keeps of a value: its tree, or (as asked) an object's members in order
@@ -355,6 +357,13 @@ mod tests {
         let p = parse(r#"{"a":1,"a":2}"#).unwrap();
         assert_eq!(p.value.to_value(), json!({"a": 2}));
         assert_eq!(p.duplicate.as_deref(), Some(r#"duplicate member "a""#));
+        // Regression: the name was quoted by serde_json alone, which leaves U+202E (a bidi
+        // override), C1 controls and U+2028 as they are, and the failure line is printed.
+        let p = parse("{\"a\u{202e}\u{85}\u{2028}\":1,\"a\u{202e}\u{85}\u{2028}\":2}").unwrap();
+        assert_eq!(
+            p.duplicate.as_deref(),
+            Some(r#"duplicate member "a\u202e\u0085\u2028""#)
+        );
         let many: Vec<String> = (0..2000).map(|i| format!(r#"{{"i":{i}}}"#)).collect();
         let text = format!(r#"{{"entries":[{},{{"k":1,"k":2}}]}}"#, many.join(","));
         let p = parse(&text).unwrap();

@@ -292,6 +292,11 @@ pub fn anchor_signing_input(
 pub enum InputError {
     #[error("the bundle is not JSON ({0}); pass the bundle-<session>.json file `attenu-hook export` wrote")]
     NotJson(String),
+    #[error(
+        "the bundle nests arrays and objects deeper than this verifier reads (128 levels; {0}); \
+         `attenu-hook export` never writes one that deep, so this file was made or changed by something else"
+    )]
+    TooDeep(String),
     #[error("{0}")]
     BadKey(String),
 }
@@ -309,7 +314,14 @@ fn verify_parsed<'b>(bytes: &'b [u8], key: &AnchorKey) -> Result<(Report, Value<
     let text =
         std::str::from_utf8(bytes).map_err(|e| InputError::NotJson(format!("not UTF-8: {e}")))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let parsed = strict::parse(text).map_err(|e| InputError::NotJson(e.to_string()))?;
+    let parsed = strict::parse(text).map_err(|e| {
+        let msg = e.to_string();
+        if msg.starts_with("recursion limit exceeded") {
+            InputError::TooDeep(msg)
+        } else {
+            InputError::NotJson(msg)
+        }
+    })?;
     let mut report = verify_bundle_with(&parsed.value, key, parsed.entry_hashes);
     if let Some(dup) = parsed.duplicate {
         report.failures.insert(
@@ -378,8 +390,9 @@ pub fn parse_anchor_pub(text: &str) -> Result<VerifyingKey, InputError> {
         .map_err(|_| InputError::BadKey("the public key is not a valid Ed25519 point".into()))
 }
 
-/// `attenu-hook verify BUNDLE [--pub FILE] [--json]`. Returns the exit code: 0 valid, 1 invalid,
-/// 2 when the bundle or the key file cannot be used at all.
+/// `attenu-hook verify BUNDLE [--pub FILE] [--json]`. Returns the exit code: 0 valid under a
+/// pinned key, 1 invalid, 2 when the bundle or the key file cannot be used at all, 3 valid under
+/// a key read from beside the bundle ([`EXIT_VALID_KEY_NOT_PINNED`]).
 ///
 /// Without `--pub`, an `anchor.pub` in the bundle's directory is used and the key is reported
 /// as not pinned; without either, the anchor is not checked and the verdict is invalid
@@ -452,12 +465,17 @@ pub fn run(bundle_path: &Path, pub_path: Option<&Path>, json: bool) -> i32 {
     } else {
         print!("{}", render_text(&report, key_file.as_deref()));
     }
-    if report.valid {
-        0
-    } else {
-        1
+    match (report.valid, report.key) {
+        (true, "bundle-side") => EXIT_VALID_KEY_NOT_PINNED,
+        (true, _) => 0,
+        (false, _) => 1,
     }
 }
+
+/// The exit code of a bundle that verifies only under the `anchor.pub` found beside it. Whoever
+/// rewrote the bundle could have re-signed it and replaced that file, so a script that checks
+/// `attenu-hook verify B && ...` must not read this as 0; a reviewer pins the key with `--pub`.
+pub const EXIT_VALID_KEY_NOT_PINNED: i32 = 3;
 
 fn load_key_file(path: &Path) -> Result<VerifyingKey, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read it ({e})"))?;
@@ -534,6 +552,15 @@ pub fn render_text(report: &Report, key_file: Option<&Path>) -> String {
     }
     let yes = |b: bool| if b { "ok" } else { "FAILED" };
     let chain_id = shown(&Json::from_value(&report.chain_id));
+    // The reference answers ok with binding "failed" when an allow promised an outcome that
+    // never came; the verdict follows it, and the line says what "failed" means there.
+    let binding = match (report.valid, report.checks.execution_binding) {
+        (true, "failed") => format!(
+            "failed for {} unaccounted call(s), listed as OPEN above",
+            report.calls.unaccounted
+        ),
+        (_, level) => level.to_string(),
+    };
     let verdict = match (report.valid, report.key) {
         (true, "bundle-side") => "VALID (key NOT pinned)",
         (true, _) => "VALID",
@@ -551,7 +578,7 @@ pub fn render_text(report: &Report, key_file: Option<&Path>) -> String {
         yes(report.checks.integrity),
         yes(report.checks.monotonicity),
         yes(report.checks.containment),
-        report.checks.execution_binding,
+        binding,
         report.checks.anchor,
     );
     out
@@ -809,7 +836,7 @@ fn shown_str(s: &str) -> String {
 }
 
 /// A string as JSON, escaped whether or not it would be safe bare.
-fn shown_str_escaped(s: &str) -> String {
+pub(super) fn shown_str_escaped(s: &str) -> String {
     escaped(&Value::String(s.into()))
 }
 
@@ -3441,6 +3468,14 @@ mod tests {
             ("failed", 1)
         );
         assert_eq!(r.calls.open[0].call_id, CID_A);
+        // The verdict line must not read "VALID ... execution binding failed" unexplained.
+        let text = render_text(&r, None);
+        assert!(
+            text.contains(
+                "execution binding failed for 1 unaccounted call(s), listed as OPEN above"
+            ),
+            "{text}"
+        );
 
         let mut bodies = tiny_entries();
         bodies[3]["invoked_params_hash"] = json!(PARAMS.replace('a', "b"));
@@ -3567,13 +3602,22 @@ mod tests {
         std::fs::copy(&pub_json, dir.join("anchor.pub")).unwrap();
         assert_eq!(
             run(&bundle_path, None, false),
-            0,
-            "the bundle-side key verifies (reported as not pinned)"
+            EXIT_VALID_KEY_NOT_PINNED,
+            "the bundle-side key verifies, reported as not pinned, and a script cannot take it for 0"
         );
+        assert_eq!(run(&bundle_path, None, true), EXIT_VALID_KEY_NOT_PINNED);
         assert_eq!(run(&bundle_path, Some(&pub_bare), false), 0);
 
         let not_json = dir.join("garbage.json");
         std::fs::write(&not_json, "{\"v\": 2,").unwrap();
+        assert_eq!(run(&not_json, Some(&pub_json), false), 2);
+        // Too deep for the reader is unusable input too, and said as such, not "not JSON".
+        let deep = format!("{{\"x\":{}1{}}}", "[".repeat(200), "]".repeat(200));
+        match verify_bundle_bytes(deep.as_bytes(), &pinned(&k)) {
+            Err(e @ InputError::TooDeep(_)) => assert!(e.to_string().contains("128 levels"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        std::fs::write(&not_json, deep).unwrap();
         assert_eq!(run(&not_json, Some(&pub_json), false), 2);
 
         let text = std::fs::read_to_string(&bundle_path).unwrap();

@@ -277,14 +277,37 @@ pub fn outcome_entry(
     e
 }
 
+/// How deep a raw copy may nest inside an entry. The payload was read with serde_json's limit
+/// of 128 levels, but the entry puts a raw copy two levels down (entry, `context`), and a bundle
+/// two more (bundle, `entries`): a value near the limit would be written to a line that no
+/// JSON reader with that limit can read back, and every later call of the session would deny.
+pub const MAX_RAW_NESTING: usize = 64;
+
 /// An opt-in raw copy. A value with no RFC 8785 form (an integer beyond 2^53, say) would make
-/// the whole entry unsealable, and so the decision unrecordable; it is kept instead as its
-/// JSON text under `<key>_json`, which is a string and always has one.
+/// the whole entry unsealable, and so the decision unrecordable; a value nested deeper than
+/// [`MAX_RAW_NESTING`] would make the ledger unreadable. Either is kept instead as its JSON text
+/// under `<key>_json`, which is a string, so always readable and always canonical.
 fn insert_raw(ctx: &mut Map<String, Value>, key: &str, v: &Value) {
-    if canonical::to_vec(v).is_ok() {
+    if nesting(v, MAX_RAW_NESTING + 1) <= MAX_RAW_NESTING && canonical::to_vec(v).is_ok() {
         ctx.insert(key.into(), v.clone());
     } else {
         ctx.insert(format!("{key}_json"), Value::String(v.to_string()));
+    }
+}
+
+/// How many arrays and objects nest in `v` (a scalar is 0), counting no further than `cap`.
+/// Recursion is bounded: `v` was parsed with serde_json's depth limit, and `cap` stops early.
+fn nesting(v: &Value, cap: usize) -> usize {
+    let inner = |items: &mut dyn Iterator<Item = &Value>| {
+        if cap == 0 {
+            return 1;
+        }
+        1 + items.map(|c| nesting(c, cap - 1)).max().unwrap_or(0)
+    };
+    match v {
+        Value::Array(a) => inner(&mut a.iter()),
+        Value::Object(o) => inner(&mut o.values()),
+        _ => 0,
     }
 }
 

@@ -20,14 +20,23 @@ pub fn hex(bytes: &[u8]) -> String {
     s
 }
 
-/// Decodes lowercase or uppercase hex; `None` on any other input.
+/// Decodes lowercase or uppercase hex; `None` on any other input. Digits only: a sign, which
+/// `u8::from_str_radix` would accept (`"+a"`), is not hex.
 pub fn unhex(s: &str) -> Option<Vec<u8>> {
+    fn digit(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        }
+    }
+    let s = s.as_bytes();
     if !s.len().is_multiple_of(2) {
         return None;
     }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+    s.chunks_exact(2)
+        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
         .collect()
 }
 
@@ -212,6 +221,17 @@ mod tests {
                 Value::Object(m)
             })
             .collect()
+    }
+
+    #[test]
+    fn unhex_reads_hex_digits_only() {
+        assert_eq!(unhex("00aBfF"), Some(vec![0x00, 0xab, 0xff]));
+        assert_eq!(unhex(""), Some(vec![]));
+        // `u8::from_str_radix` takes a sign: "+a" would read as 0x0a, and an anchor signature
+        // spelled that way would pass here and fail in the reference.
+        for bad in ["+a", "-0", "0+", "abc", " a", "a ", "0x", "g0", "é0"] {
+            assert_eq!(unhex(bad), None, "{bad:?}");
+        }
     }
 
     #[test]
