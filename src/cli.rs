@@ -186,7 +186,34 @@ pub fn main() -> u8 {
         return crate::hook::run() as u8;
     }
     let cli = Cli::parse();
+    exit_2_when_output_fails();
     run(cli) as u8
+}
+
+/// `println!` panics when stdout cannot be written (`attenu-hook doctor | head -1` closes the
+/// pipe; `> /dev/full` has no room), which would end the command with a panic message and exit
+/// 101. Such a command exits 2 instead, saying why unless the reader simply went away.
+fn exit_2_when_output_fails() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") {
+            if !msg.contains("Broken pipe") {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "attenu-hook: cannot write the output ({msg})"
+                );
+            }
+            std::process::exit(2);
+        }
+        default(info);
+    }));
 }
 
 fn fail(msg: impl std::fmt::Display) -> i32 {
@@ -208,11 +235,8 @@ pub fn run(cli: Cli) -> i32 {
             session,
             out,
         }) => {
-            match bundle::export_session(
-                &state_project_dir(&project),
-                session.as_deref(),
-                out.as_deref(),
-            ) {
+            match bundle::export_session(&project_dir(&project), session.as_deref(), out.as_deref())
+            {
                 Ok(written) if written.is_empty() => {
                     eprintln!(
                         "attenu-hook: the session's ledger has no entries yet; nothing to export"
@@ -245,11 +269,15 @@ pub fn run(cli: Cli) -> i32 {
             Err(e) => fail(e),
         },
         Some(Command::Reconcile { action }) => reconcile_cmd(action),
+        Some(Command::Install { dir, .. }) if !dir.is_dir() => fail(format!(
+            "{} is not a directory; pass the project's root directory",
+            dir.display()
+        )),
         Some(Command::Install {
             dir,
             local,
             command,
-        }) => match crate::setup::install(&dir, local, command.as_deref()) {
+        }) => match crate::setup::install(&project_dir(&dir), local, command.as_deref()) {
             Ok((path, changes)) if changes.is_empty() => {
                 println!(
                     "{} already wires attenu-hook for every event; nothing changed",
@@ -262,13 +290,27 @@ pub fn run(cli: Cli) -> i32 {
                 for c in changes {
                     println!("  {c}");
                 }
-                println!("next: `attenu-hook doctor {}`", dir.display());
+                println!(
+                    "next: `attenu-hook doctor {}`",
+                    path.parent()
+                        .and_then(Path::parent)
+                        .unwrap_or(&dir)
+                        .display()
+                );
                 0
             }
             Err(e) => fail(e),
         },
         Some(Command::Doctor { dir }) => {
-            let checks = crate::setup::doctor(&project_dir(&dir));
+            if !dir.is_dir() {
+                return fail(format!(
+                    "{} is not a directory; pass the project's root directory",
+                    dir.display()
+                ));
+            }
+            let root = project_dir(&dir);
+            println!("project {}", root.display());
+            let checks = crate::setup::doctor(&root);
             let mut failed = false;
             for c in &checks {
                 let tag = match (c.ok, c.required) {
@@ -321,7 +363,7 @@ pub fn run(cli: Cli) -> i32 {
                 Ok(ms) => ms,
                 Err(e) => return fail(e),
             };
-            let root = state_project_dir(&project);
+            let root = project_dir(&project);
             let config = match crate::config::load(&root.join(".attenu")) {
                 Ok(c) => c,
                 Err(e) => return fail(e),
@@ -370,7 +412,7 @@ pub fn run(cli: Cli) -> i32 {
                 Err(e) => return fail(format!("--payload is not valid JSON: {e}")),
             };
             match crate::gate::receipt::record(
-                &state_project_dir(&project),
+                &project_dir(&project),
                 &call,
                 &receipt_id,
                 &observer,
@@ -399,7 +441,7 @@ pub fn run(cli: Cli) -> i32 {
 /// The project at or above `dir` whose `.attenu/` exists: a command that reads the hook's
 /// state never creates it.
 fn state_root(dir: &Path) -> Result<PathBuf, String> {
-    let root = state_project_dir(dir);
+    let root = project_dir(dir);
     if root.join(".attenu").is_dir() {
         Ok(root)
     } else {
@@ -410,28 +452,25 @@ fn state_root(dir: &Path) -> Result<PathBuf, String> {
     }
 }
 
-/// The project `dir` is in, for commands about its declarations (`--derive`, `doctor`): the
-/// nearest directory at or above it with `.claude/`, else `dir`.
+/// The project `dir` is in, for every command about a project (`install`, `doctor`,
+/// `--derive`, and the state commands: export, log, reconcile, authorize, receipt): the
+/// nearest directory at or above it holding `.attenu/`, else the nearest with a `.claude/`
+/// that is not the user's own configuration directory, else `dir`. State first: the hook keeps
+/// it in `CLAUDE_PROJECT_DIR`, which need not have a `.claude/` of its own, while `~/.claude`
+/// exists for every Claude Code user and must not capture a project below the home directory.
 fn project_dir(dir: &Path) -> PathBuf {
-    nearest(dir, &[".claude"])
-}
-
-/// The project `dir` is in, for commands about the hook's state (export, log, reconcile,
-/// authorize, receipt): the nearest directory at or above it holding `.attenu/`, else as
-/// [`project_dir`]. State first: the hook keeps it in `CLAUDE_PROJECT_DIR`, which need not have
-/// a `.claude/` of its own, while `~/.claude` exists for every Claude Code user and must not
-/// capture a command run below it.
-fn state_project_dir(dir: &Path) -> PathBuf {
-    nearest(dir, &[".attenu", ".claude"])
-}
-
-/// The nearest directory at or above `dir` that has a subdirectory of the first of `names`
-/// found, trying them in order; `dir` itself when none.
-fn nearest(dir: &Path, names: &[&str]) -> PathBuf {
     let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    names
-        .iter()
-        .find_map(|name| abs.ancestors().find(|a| a.join(name).is_dir()))
+    let user_config = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
+        .and_then(|d| std::fs::canonicalize(d).ok());
+    let is_project_claude = |a: &Path| {
+        let c = a.join(".claude");
+        c.is_dir() && std::fs::canonicalize(&c).ok() != user_config
+    };
+    abs.ancestors()
+        .find(|a| a.join(".attenu").is_dir())
+        .or_else(|| abs.ancestors().find(|a| is_project_claude(a)))
         .map(Path::to_path_buf)
         .unwrap_or(abs)
 }
@@ -601,7 +640,7 @@ fn log_cmd(
     denied: bool,
     json: bool,
 ) -> i32 {
-    match crate::evidence::log::rows(&state_project_dir(project), session) {
+    match crate::evidence::log::rows(&project_dir(project), session) {
         Ok(read) => {
             let color = !json && std::io::stdout().is_terminal();
             for w in &read.unverified {

@@ -129,6 +129,11 @@ fn validate(c: &Config) -> Result<(), String> {
         if !crate::derive::scopes::in_grammar(pattern) {
             return Err(format!("gate.require has '{pattern}', which is not a scope pattern (for example exec.bash or mcp.payments.*)"));
         }
+        if let Err(hint) = crate::derive::scopes::reaches_a_call(pattern) {
+            return Err(format!(
+                "gate.require has '{pattern}', which no tool call's scope can match, so it would gate nothing; {hint}"
+            ));
+        }
     }
     for (name, key) in &c.gate.reviewers {
         if key.len() != 64 || crate::ledger::chain::unhex(key).is_none() {
@@ -143,6 +148,43 @@ fn validate(c: &Config) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gate_pattern_that_matches_no_call_is_an_error_not_a_silent_ungate() {
+        let require = |p: &str| {
+            let c: Config = toml::from_str(&format!("[gate]\nrequire = [\"{p}\"]")).unwrap();
+            validate(&c)
+        };
+        for ok in [
+            "exec.bash",
+            "exec.*",
+            "mcp.*",
+            "mcp.payments.*",
+            "mcp.payments.refund",
+            "agent.*",
+            "agent.delegate.*",
+            "agent.delegate.researcher",
+            "agent.message",
+            "tool.*",
+            "tool.frobnicate",
+            "mcp_resource.read",
+            "fs.*",
+        ] {
+            assert_eq!(require(ok), Ok(()), "{ok}");
+        }
+        // Each of these matched nothing, so the capability it meant was left ungated.
+        for (bad, hint) in [
+            ("mcp.payments", "write mcp.payments.*"),
+            ("exec.bsh", "exec.bash"),
+            ("agent.delegate", "agent.delegate.*"),
+            ("files.*", "scopes start with"),
+            ("fs.read.*", "fs.read"),
+            ("mcp.a.b.*", "scopes start with"),
+        ] {
+            let e = require(bad).unwrap_err();
+            assert!(e.contains("gate nothing") && e.contains(hint), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn a_mode_typo_is_an_error_not_a_fallback() {

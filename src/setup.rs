@@ -4,7 +4,7 @@
 use crate::config;
 use crate::derive::derive_project;
 use crate::ledger::store;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -22,10 +22,44 @@ pub const EVENTS: &[&str] = &[
 /// The handler timeout `install` writes, in seconds.
 pub const TIMEOUT_S: u64 = 10;
 
-fn is_ours(h: &Value) -> bool {
-    h.get("command")
-        .and_then(Value::as_str)
-        .is_some_and(|c| c.contains("attenu-hook"))
+/// Is this handler ours? Its program is `attenu-hook` (from any directory) run with no
+/// arguments, or its command is exactly `command` (what `install` writes, which names this
+/// executable even when it was renamed). A command with arguments runs the CLI, not the hook:
+/// `attenu-hook log --denied | notify-send -` records nothing, so it is not wiring.
+fn is_ours(h: &Value, command: &str) -> bool {
+    let Some(c) = h.get("command").and_then(Value::as_str) else {
+        return false;
+    };
+    if h.get("args")
+        .is_some_and(|a| !a.as_array().is_some_and(Vec::is_empty))
+    {
+        return false;
+    }
+    if c.trim() == command.trim() {
+        return true;
+    }
+    let (program, rest) = split_command(c);
+    !rest
+        && Path::new(&program)
+            .file_name()
+            .is_some_and(|n| n == "attenu-hook")
+}
+
+/// A shell command's first word, unquoted as a shell would read it, and whether anything
+/// follows it.
+fn split_command(command: &str) -> (String, bool) {
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut chars = command.trim().chars();
+    for ch in chars.by_ref() {
+        match (quote, ch) {
+            (None, '"' | '\'') => quote = Some(ch),
+            (Some(q), c) if c == q => quote = None,
+            (None, c) if c.is_whitespace() => break,
+            (_, c) => word.push(c),
+        }
+    }
+    (word, !chars.as_str().trim().is_empty())
 }
 
 /// The command to wire: `attenu-hook` when it is on PATH, else this executable's absolute path.
@@ -61,7 +95,13 @@ fn is_executable(p: &Path) -> bool {
 }
 
 /// Merges the hook block into `settings` (a parsed settings document); returns what changed.
-pub fn merge(settings: &mut Doc, command: &str) -> Result<Vec<String>, String> {
+/// `command` is what a new handler runs; with `explicit` (the operator passed `--command`) it
+/// also replaces the command of handlers already there.
+///
+/// After a merge every event has one of our handlers in a group without a matcher, with
+/// `"onFailure": "block"`, a timeout in range, and neither `async` (Claude Code would not wait
+/// for its answer) nor `if` (it would see only some calls).
+pub fn merge(settings: &mut Doc, command: &str, explicit: bool) -> Result<Vec<String>, String> {
     let mut changes = Vec::new();
     let hooks = settings
         .member_or_insert("hooks", Doc::Obj(vec![]))
@@ -75,45 +115,145 @@ pub fn merge(settings: &mut Doc, command: &str) -> Result<Vec<String>, String> {
                 "`hooks.{event}` is not a list; fix it by hand first"
             ));
         };
-        let mut found = false;
+        let mut wired = false;
+        let mut restricted: Vec<String> = Vec::new();
         for group in groups.iter_mut() {
+            let matcher = group.to_value().get("matcher").cloned();
+            let every = match &matcher {
+                None | Some(Value::Null) => true,
+                Some(Value::String(m)) => m.is_empty() || m == "*",
+                Some(_) => false,
+            };
             let Some(Doc::Arr(handlers)) = group.member_mut("hooks") else {
                 continue;
             };
-            for h in handlers.iter_mut().filter(|h| is_ours(&h.to_value())) {
-                found = true;
-                if h.to_value().get("onFailure").and_then(Value::as_str) != Some("block") {
-                    h.set("onFailure", Doc::Str("block".into()))
-                        .ok_or("a handler is not an object")?;
-                    changes.push(format!(
-                        "{event}: set \"onFailure\": \"block\" on the existing attenu-hook handler"
-                    ));
+            for h in handlers
+                .iter_mut()
+                .filter(|h| is_ours(&h.to_value(), command))
+            {
+                if !every {
+                    let shown = match &matcher {
+                        Some(Value::String(m)) => m.clone(),
+                        other => other.as_ref().map(Value::to_string).unwrap_or_default(),
+                    };
+                    restricted.push(shown);
+                    continue;
                 }
-                if !h
-                    .to_value()
-                    .get("timeout")
-                    .and_then(Value::as_u64)
-                    .is_some_and(|t| (2..=600).contains(&t))
-                {
-                    h.set("timeout", Doc::Num(TIMEOUT_S.into()))
-                        .ok_or("a handler is not an object")?;
-                    changes.push(format!(
-                        "{event}: set \"timeout\": {TIMEOUT_S} on the existing attenu-hook handler"
-                    ));
-                }
+                wired = true;
+                fix_handler(h, event, command, explicit, &mut changes)?;
             }
         }
-        if !found {
-            groups.push(Doc::Obj(vec![(
-                "hooks".into(),
-                Doc::Arr(vec![handler_doc(command)]),
-            )]));
+        if wired {
+            continue;
+        }
+        // Ours only under a matcher (it ran for some tools or sources only), or not at all:
+        // take it out of those groups and add it where it sees everything.
+        let mut kept_command = None;
+        if !restricted.is_empty() {
+            for group in groups.iter_mut() {
+                let every = match group.to_value().get("matcher") {
+                    None | Some(Value::Null) => true,
+                    Some(Value::String(m)) => m.is_empty() || m == "*",
+                    Some(_) => false,
+                };
+                if every {
+                    continue;
+                }
+                if let Some(Doc::Arr(handlers)) = group.member_mut("hooks") {
+                    handlers.retain(|h| {
+                        let v = h.to_value();
+                        if is_ours(&v, command) {
+                            kept_command =
+                                v.get("command").and_then(Value::as_str).map(String::from);
+                            false
+                        } else {
+                            true
+                        }
+                    });
+                }
+            }
+            // A group left with no handler at all did nothing but run ours.
+            groups.retain(
+                |g| !matches!(g.to_value().get("hooks"), Some(Value::Array(a)) if a.is_empty()),
+            );
             changes.push(format!(
-                "{event}: added the attenu-hook handler (no matcher: every tool)"
+                "{event}: moved the attenu-hook handler out of the group with matcher '{}', where it saw only matching calls",
+                restricted.join("', '")
+            ));
+        }
+        let command = match (explicit, &kept_command) {
+            (false, Some(kept)) => kept.as_str(),
+            _ => command,
+        };
+        groups.push(Doc::Obj(vec![(
+            "hooks".into(),
+            Doc::Arr(vec![handler_doc(command)]),
+        )]));
+        changes.push(format!(
+            "{event}: added the attenu-hook handler (no matcher: every tool)"
+        ));
+    }
+    Ok(changes)
+}
+
+/// Brings one of our handlers, already in a group without a matcher, to what the hook needs.
+fn fix_handler(
+    h: &mut Doc,
+    event: &str,
+    command: &str,
+    explicit: bool,
+    changes: &mut Vec<String>,
+) -> Result<(), String> {
+    let v = h.to_value();
+    let not_object = || "a handler is not an object".to_string();
+    if v.get("onFailure").and_then(Value::as_str) != Some("block") {
+        h.set("onFailure", Doc::Str("block".into()))
+            .ok_or_else(not_object)?;
+        changes.push(format!(
+            "{event}: set \"onFailure\": \"block\" on the existing attenu-hook handler"
+        ));
+    }
+    if !v
+        .get("timeout")
+        .and_then(Value::as_u64)
+        .is_some_and(|t| (2..=600).contains(&t))
+    {
+        h.set("timeout", Doc::Num(TIMEOUT_S.into()))
+            .ok_or_else(not_object)?;
+        changes.push(format!(
+            "{event}: set \"timeout\": {TIMEOUT_S} on the existing attenu-hook handler"
+        ));
+    }
+    for (key, why) in [
+        (
+            "async",
+            "Claude Code would run it in the background and not wait for its deny",
+        ),
+        (
+            "asyncRewake",
+            "Claude Code would run it in the background and not wait for its deny",
+        ),
+        (
+            "if",
+            "Claude Code would run it only for the calls that match",
+        ),
+    ] {
+        if let Some(old) = v.get(key) {
+            h.remove(key);
+            changes.push(format!(
+                "{event}: removed \"{key}\": {old} from the attenu-hook handler ({why})"
             ));
         }
     }
-    Ok(changes)
+    let current = v.get("command").and_then(Value::as_str).unwrap_or("");
+    if explicit && current != command {
+        h.set("command", Doc::Str(command.into()))
+            .ok_or_else(not_object)?;
+        changes.push(format!(
+            "{event}: set the attenu-hook handler's command to `{command}` (was `{current}`)"
+        ));
+    }
+    Ok(())
 }
 
 fn handler_doc(command: &str) -> Doc {
@@ -161,6 +301,12 @@ impl Doc {
     fn set(&mut self, key: &str, value: Doc) -> Option<()> {
         *self.member_or_insert(key, Doc::Null)? = value;
         Some(())
+    }
+
+    fn remove(&mut self, key: &str) {
+        if let Doc::Obj(members) = self {
+            members.retain(|(k, _)| k != key);
+        }
     }
 
     /// The same document as a `serde_json::Value`, for reading.
@@ -249,12 +395,20 @@ impl<'de> serde::Deserialize<'de> for Doc {
     }
 }
 
-/// `attenu-hook install [DIR] [--local] [--command CMD]`.
+/// `attenu-hook install [DIR] [--local] [--command CMD]`, with `dir` the project's root (the
+/// CLI finds it). Writes only when something changes, atomically, keeping the file's mode; a
+/// settings file that is a symbolic link is refused, never written through or replaced.
 pub fn install(
     dir: &Path,
     local: bool,
     command: Option<&str>,
 ) -> Result<(PathBuf, Vec<String>), String> {
+    if !dir.is_dir() {
+        return Err(format!(
+            "{} is not a directory; pass the project's root directory",
+            dir.display()
+        ));
+    }
     let claude = dir.join(".claude");
     std::fs::create_dir_all(&claude)
         .map_err(|e| format!("cannot create {}: {e}", claude.display()))?;
@@ -263,6 +417,25 @@ pub fn install(
     } else {
         "settings.json"
     });
+    let mode = match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            let target = std::fs::read_link(&path)
+                .map(|t| format!(" to {}", t.display()))
+                .unwrap_or_default();
+            return Err(format!(
+                "{} is a symbolic link{target}; install does not write through links. Add the hook block to the file it points to (see `attenu-hook install` in README.md), or replace the link with a regular file",
+                path.display()
+            ));
+        }
+        Ok(m) if !m.is_file() => {
+            return Err(format!(
+                "{} is not a regular file; move it aside, then run install again",
+                path.display()
+            ))
+        }
+        Ok(m) => m.permissions().mode() & 0o7777,
+        Err(_) => 0o644,
+    };
     let mut doc = match std::fs::read_to_string(&path) {
         Ok(text) if text.trim().is_empty() => Doc::Obj(vec![]),
         Ok(text) => match serde_json::from_str::<Doc>(text.trim_start_matches('\u{feff}')) {
@@ -281,15 +454,28 @@ pub fn install(
             }
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Doc::Obj(vec![]),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) => {
+            return Err(format!(
+                "cannot read {}: {e}; make it readable by this user (or run install as its owner), then run install again",
+                path.display()
+            ))
+        }
     };
+    let explicit = command.is_some();
     let command = command.map(str::to_string).unwrap_or_else(default_command);
-    let changes = merge(&mut doc, &command)?;
+    let changes = merge(&mut doc, &command, explicit)?;
     if !changes.is_empty() {
         let text = serde_json::to_string_pretty(&doc).expect("JSON") + "\n";
         crate::fsutil::write_atomic(&path, text.as_bytes(), true)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644));
+        // The new file was created 0600; give it the mode the old one had (a private
+        // settings.local.json stays private), or 0644 for a new file, as an editor would.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).map_err(|e| {
+            format!(
+                "wrote {} but cannot set its mode to {mode:o}: {e}",
+                path.display()
+            )
+        })?;
     }
     Ok((path, changes))
 }
@@ -318,16 +504,7 @@ pub fn resolve_command(command: &str, project: &Path) -> Option<PathBuf> {
     let expanded = command
         .replace("${CLAUDE_PROJECT_DIR}", &project.display().to_string())
         .replace("$CLAUDE_PROJECT_DIR", &project.display().to_string());
-    let mut word = String::new();
-    let mut quote: Option<char> = None;
-    for ch in expanded.trim_start().chars() {
-        match (quote, ch) {
-            (None, '"' | '\'') => quote = Some(ch),
-            (Some(q), c) if c == q => quote = None,
-            (None, c) if c.is_whitespace() => break,
-            (_, c) => word.push(c),
-        }
-    }
+    let (word, _) = split_command(&expanded);
     if word.contains('/') {
         let p = PathBuf::from(&word);
         let p = if p.is_absolute() { p } else { project.join(p) };
@@ -337,57 +514,184 @@ pub fn resolve_command(command: &str, project: &Path) -> Option<PathBuf> {
     }
 }
 
+/// The settings files Claude Code reads hooks from, most authoritative first: managed policy,
+/// the user's (`CLAUDE_CONFIG_DIR`, else `~/.claude`), the project's and the local one.
+fn settings_sources(project: &Path) -> Vec<(&'static str, PathBuf)> {
+    let mut out = vec![(
+        "managed",
+        PathBuf::from("/etc/claude-code/managed-settings.json"),
+    )];
+    let user_dir = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")));
+    let project_file = project.join(".claude").join("settings.json");
+    if let Some(user_file) = user_dir.map(|d| d.join("settings.json")) {
+        let same = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => a == b,
+        };
+        // A project at the home directory: its settings are the user's, read once.
+        if !same(&user_file, &project_file) {
+            out.push(("user", user_file));
+        }
+    }
+    out.push(("project", project_file));
+    out.push(("local", project.join(".claude").join("settings.local.json")));
+    out
+}
+
+/// One of our handlers as found in a settings file.
+struct Wired {
+    event: &'static str,
+    scope: &'static str,
+    matcher: Value,
+    handler: Value,
+}
+
+impl Wired {
+    /// Why this handler does not make Claude Code wait for the hook on every call of its
+    /// event, or `None` when it does.
+    fn problem(&self) -> Option<String> {
+        let event = self.event;
+        let every = match &self.matcher {
+            Value::Null => true,
+            Value::String(m) => m.is_empty() || m == "*",
+            _ => false,
+        };
+        let h = &self.handler;
+        let tool_event = !matches!(event, "SessionStart" | "SubagentStart" | "SessionEnd");
+        if !every {
+            let m = match &self.matcher {
+                Value::String(m) => m.clone(),
+                other => other.to_string(),
+            };
+            let skipped = if event == "SessionStart" {
+                "other session starts skip it"
+            } else {
+                "other tools skip the hook"
+            };
+            return Some(format!(
+                "the {event} handler has matcher '{m}', so {skipped}; remove the matcher (`attenu-hook install` does)"
+            ));
+        }
+        for key in ["async", "asyncRewake"] {
+            if h.get(key).is_some_and(|v| v != &Value::Bool(false)) {
+                return Some(format!(
+                    "the {event} handler has \"{key}\", so Claude Code runs it in the background and does not wait for its answer: a deny comes too late and the call runs; remove it (`attenu-hook install` does)"
+                ));
+            }
+        }
+        if let Some(cond) = h.get("if") {
+            return Some(format!(
+                "the {event} handler has \"if\": {cond}, so Claude Code runs it only for the calls that match and the others are neither checked nor recorded; remove it (`attenu-hook install` does)"
+            ));
+        }
+        let on_failure = h.get("onFailure").and_then(Value::as_str);
+        if tool_event && on_failure != Some("block") {
+            return Some(format!("the {event} handler lacks \"onFailure\": \"block\", so a crash or timeout lets calls through; run `attenu-hook install`"));
+        }
+        let timeout = h.get("timeout").and_then(Value::as_u64);
+        if !timeout.is_some_and(|t| (2..=600).contains(&t)) {
+            return Some(format!("the {event} handler's timeout {timeout:?} is not between 2 and 600 seconds; set it to {TIMEOUT_S}"));
+        }
+        None
+    }
+}
+
 /// Runs every check on the project at `dir`.
 pub fn doctor(dir: &Path) -> Vec<Check> {
     let mut out = Vec::new();
-    let mut handlers: Vec<(String, Value)> = Vec::new();
-    for file in ["settings.json", "settings.local.json"] {
-        let path = dir.join(".claude").join(file);
-        match std::fs::read_to_string(&path) {
-            Err(_) => continue,
-            Ok(text) => match serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')) {
-                Err(e) => out.push(check(
+    let ours = default_command();
+    let mut wired: Vec<Wired> = Vec::new();
+    let mut managed_only = false;
+    for (scope, path) in settings_sources(dir) {
+        let shown = if matches!(scope, "project" | "local") {
+            path.strip_prefix(dir)
+                .unwrap_or(&path)
+                .display()
+                .to_string()
+        } else {
+            path.display().to_string()
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                out.push(check(
                     "settings",
                     false,
                     true,
-                    format!(".claude/{file} is not valid JSON ({e}); fix it"),
-                )),
-                Ok(doc) => {
-                    for event in EVENTS {
-                        for group in doc
-                            .pointer(&format!("/hooks/{event}"))
-                            .and_then(Value::as_array)
-                            .into_iter()
-                            .flatten()
-                        {
-                            let matcher =
-                                group.get("matcher").and_then(Value::as_str).unwrap_or("");
-                            for h in group
-                                .get("hooks")
-                                .and_then(Value::as_array)
-                                .into_iter()
-                                .flatten()
-                                .filter(|h| is_ours(h))
-                            {
-                                let mut h = h.clone();
-                                h["__matcher"] = json!(matcher);
-                                handlers.push((event.to_string(), h));
-                            }
-                        }
-                    }
+                    format!("cannot read {shown} ({e}); make it readable by this user, or doctor cannot say what it wires"),
+                ));
+                continue;
+            }
+        };
+        let doc = match serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')) {
+            Ok(d) => d,
+            Err(e) => {
+                out.push(check(
+                    "settings",
+                    false,
+                    true,
+                    format!("{shown} is not valid JSON ({e}); fix it"),
+                ));
+                continue;
+            }
+        };
+        if doc.get("disableAllHooks").and_then(Value::as_bool) == Some(true) {
+            out.push(check(
+                "hooks-enabled",
+                false,
+                true,
+                format!("{shown} sets \"disableAllHooks\": true, so Claude Code runs no hook: nothing is enforced or recorded; remove it"),
+            ));
+        }
+        if scope == "managed"
+            && doc.get("allowManagedHooksOnly").and_then(Value::as_bool) == Some(true)
+        {
+            managed_only = true;
+        }
+        for event in EVENTS {
+            for group in doc
+                .pointer(&format!("/hooks/{event}"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                for h in group
+                    .get("hooks")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter(|h| is_ours(h, &ours))
+                {
+                    wired.push(Wired {
+                        event,
+                        scope,
+                        matcher: group.get("matcher").cloned().unwrap_or(Value::Null),
+                        handler: h.clone(),
+                    });
                 }
-            },
+            }
         }
     }
+    let ignored = if managed_only {
+        let before = wired.len();
+        wired.retain(|w| w.scope == "managed");
+        before - wired.len()
+    } else {
+        0
+    };
     for event in EVENTS {
-        let mine: Vec<&Value> = handlers
-            .iter()
-            .filter(|(e, _)| e == event)
-            .map(|(_, h)| h)
-            .collect();
+        let mine: Vec<&Wired> = wired.iter().filter(|w| w.event == *event).collect();
         let name = format!("wired:{event}");
-        let Some(h) = mine.first() else {
-            out.push(if *event == "SessionStart" {
+        // SessionStart enforces nothing (every tool event opens the ledger itself), so its
+        // wiring is checked but never required.
+        let required = *event != "SessionStart";
+        if mine.is_empty() {
+            out.push(if ignored > 0 {
+                check(&name, false, required, format!("managed settings set \"allowManagedHooksOnly\": true, so only hooks in /etc/claude-code/managed-settings.json run, and attenu-hook is wired for {event} elsewhere only; wire it there"))
+            } else if !required {
                 // Only a head start: every tool event opens the session's ledger itself.
                 check(&name, false, false, "no attenu-hook handler for SessionStart, so each session's first tool call also creates its ledger, which makes that call slower; run `attenu-hook install`")
             } else {
@@ -399,46 +703,44 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
                 )
             });
             continue;
-        };
-        let matcher = h["__matcher"].as_str().unwrap_or("");
-        let on_failure = h.get("onFailure").and_then(Value::as_str);
-        let timeout = h.get("timeout").and_then(Value::as_u64);
-        // SessionStart enforces nothing (every tool event opens the ledger itself), so its
-        // wiring is checked but never required.
-        let required = *event != "SessionStart";
-        if !(matcher.is_empty() || matcher == "*") {
-            let skipped = if required {
-                "other tools skip the hook"
-            } else {
-                "other session starts skip it"
-            };
-            out.push(check(
+        }
+        // One handler that sees every call and blocks on failure is enough; Claude Code runs
+        // all matching handlers of all scopes.
+        match mine.iter().find(|w| w.problem().is_none()) {
+            Some(w) => out.push(check(
+                &name,
+                true,
+                true,
+                format!(
+                    "timeout {}s, onFailure {}, every tool ({} settings)",
+                    w.handler
+                        .get("timeout")
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0),
+                    w.handler
+                        .get("onFailure")
+                        .and_then(Value::as_str)
+                        .unwrap_or("unset"),
+                    w.scope
+                ),
+            )),
+            None => out.push(check(
                 &name,
                 false,
                 required,
-                format!(
-                    "the {event} handler has matcher '{matcher}', so {skipped}; remove the matcher"
-                ),
-            ));
-        } else if required && on_failure != Some("block") {
-            out.push(check(&name, false, required, format!("the {event} handler lacks \"onFailure\": \"block\", so a crash or timeout lets calls through; run `attenu-hook install`")));
-        } else if !timeout.is_some_and(|t| (2..=600).contains(&t)) {
-            out.push(check(&name, false, required, format!("the {event} handler's timeout {timeout:?} is not between 2 and 600 seconds; set it to {TIMEOUT_S}")));
-        } else {
-            out.push(check(
-                &name,
-                true,
-                true,
-                format!(
-                    "timeout {}s, onFailure {}, every tool",
-                    timeout.unwrap_or(0),
-                    on_failure.unwrap_or("unset")
-                ),
-            ));
+                mine[0].problem().unwrap_or_default(),
+            )),
         }
     }
-    if let Some((_, h)) = handlers.first() {
-        let command = h.get("command").and_then(Value::as_str).unwrap_or("");
+    // Every handler's command, not just the first: a typo in one event's leaves that event
+    // unhooked (or, with onFailure block, every call of it blocked).
+    let mut commands: Vec<&str> = wired
+        .iter()
+        .filter_map(|w| w.handler.get("command").and_then(Value::as_str))
+        .collect();
+    commands.sort_unstable();
+    commands.dedup();
+    for command in commands {
         out.push(match resolve_command(command, dir) {
             Some(p) => check("command", true, true, format!("`{command}` runs {}", p.display())),
             None => check("command", false, true, format!("`{command}` does not resolve to an executable; install the binary there or fix the command")),
@@ -491,12 +793,19 @@ fn permission_checks(attenu: &Path) -> Vec<Check> {
         std::fs::symlink_metadata(p)
             .map(|m| (m.permissions().mode() & 0o777, m.file_type().is_symlink()))
     };
+    let is_dir = std::fs::symlink_metadata(attenu).is_ok_and(|m| m.is_dir());
     match mode(attenu) {
         Ok((_, true)) => out.push(check(
             "perm:.attenu",
             false,
             true,
             ".attenu is a symlink; replace it with a real directory",
+        )),
+        Ok(_) if !is_dir => out.push(check(
+            "perm:.attenu",
+            false,
+            true,
+            ".attenu is not a directory, so every hook call is denied; move it aside",
         )),
         Ok((m, _)) if m & 0o077 != 0 => out.push(check(
             "perm:.attenu",
@@ -621,8 +930,11 @@ mod tests {
     fn merge_is_idempotent_and_keeps_other_hooks() {
         let mut doc: Doc =
             serde_json::from_str(r#"{"model":"x","hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"lint"}]}]}}"#).unwrap();
-        assert_eq!(merge(&mut doc, "attenu-hook").unwrap().len(), EVENTS.len());
-        assert!(merge(&mut doc, "attenu-hook").unwrap().is_empty());
+        assert_eq!(
+            merge(&mut doc, "attenu-hook", false).unwrap().len(),
+            EVENTS.len()
+        );
+        assert!(merge(&mut doc, "attenu-hook", false).unwrap().is_empty());
         let v = doc.to_value();
         assert_eq!(v["model"], "x");
         assert_eq!(v["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "lint");

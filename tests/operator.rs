@@ -375,3 +375,251 @@ fn completions_and_man_page_come_from_the_cli_definition() {
         &man.stdout[..200.min(man.stdout.len())]
     );
 }
+
+/// The hook handler `install` writes, as JSON, for `command`.
+fn handler(command: &str) -> Value {
+    json!({"type": "command", "command": command, "timeout": 10, "onFailure": "block"})
+}
+
+fn write_settings(p: &std::path::Path, file: &str, v: &Value) {
+    std::fs::create_dir_all(p.join(".claude")).unwrap();
+    std::fs::write(
+        p.join(".claude").join(file),
+        serde_json::to_string_pretty(v).unwrap(),
+    )
+    .unwrap();
+}
+
+/// Regression: a handler under a matcher, or with `async` or `if`, was taken as wiring, and
+/// `install` said nothing changed while Claude Code checked only some calls, or did not wait.
+#[test]
+fn install_moves_a_handler_out_of_a_matcher_and_strips_async_and_if() {
+    let p = TempDir::new("install-fix");
+    let mut pre = handler("attenu-hook");
+    pre["timeout"] = json!(5);
+    let mut post = handler("attenu-hook");
+    post["async"] = json!(true);
+    let mut end = handler("attenu-hook");
+    end["if"] = json!("Bash(git *)");
+    write_settings(
+        p.path(),
+        "settings.json",
+        &json!({"hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [pre, {"type": "command", "command": "my-linter"}]}],
+            "PostToolUse": [{"hooks": [post]}],
+            "SessionEnd": [{"hooks": [end]}],
+            // Arguments run the CLI, not the hook: this is not wiring.
+            "SubagentStop": [{"hooks": [{"type": "command", "command": "attenu-hook log --denied | notify-send -"}]}],
+        }}),
+    );
+    let dir = p.path().to_str().unwrap();
+    let out = cli(&["install", dir, "--command", "attenu-hook"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for said in [
+        "PreToolUse: moved the attenu-hook handler out of the group with matcher 'Bash'",
+        "PostToolUse: removed \"async\": true",
+        "SessionEnd: removed \"if\": \"Bash(git *)\"",
+        "SubagentStop: added",
+    ] {
+        assert!(out.stdout.contains(said), "{said}: {}", out.stdout);
+    }
+    let s = settings(p.path());
+    assert_eq!(
+        s["hooks"]["PreToolUse"],
+        json!([{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-linter"}]},
+               {"hooks": [handler("attenu-hook")]}]),
+        "the other handler keeps its matcher; ours moves where it sees every tool"
+    );
+    assert_eq!(
+        s["hooks"]["PostToolUse"][0]["hooks"][0],
+        handler("attenu-hook")
+    );
+    assert_eq!(
+        s["hooks"]["SessionEnd"][0]["hooks"][0],
+        handler("attenu-hook")
+    );
+    assert_eq!(
+        s["hooks"]["SubagentStop"][1]["hooks"][0],
+        handler("attenu-hook")
+    );
+    let again = cli(&["install", dir, "--command", "attenu-hook"]);
+    assert!(again.stdout.contains("nothing changed"), "{}", again.stdout);
+}
+
+/// Regression: `doctor` passed wiring Claude Code does not wait for or does not run at all.
+#[test]
+fn doctor_fails_on_async_if_and_disabled_hooks_in_any_scope() {
+    let p = sample("doctor-async");
+    let dir = p.path().to_str().unwrap();
+    assert_eq!(cli(&["install", dir, "--command", BIN]).code, 0);
+    assert_eq!(doctor(p.path()).code, 0, "{}", doctor(p.path()).stdout);
+    let installed = settings(p.path());
+    for (key, value, said) in [
+        ("async", json!(true), "runs it in the background"),
+        ("if", json!("Bash(git *)"), "only for the calls that match"),
+    ] {
+        let mut s = installed.clone();
+        s["hooks"]["PreToolUse"][0]["hooks"][0][key] = value;
+        write_settings(p.path(), "settings.json", &s);
+        let out = doctor(p.path());
+        assert_eq!(out.code, 1, "{key}: {}", out.stdout);
+        assert!(
+            out.stdout.contains("FAIL  wired:PreToolUse") && out.stdout.contains(said),
+            "{key}: {}",
+            out.stdout
+        );
+    }
+    write_settings(p.path(), "settings.json", &installed);
+    write_settings(
+        p.path(),
+        "settings.local.json",
+        &json!({"disableAllHooks": true}),
+    );
+    let out = doctor(p.path());
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("FAIL  hooks-enabled") && out.stdout.contains("settings.local.json"),
+        "{}",
+        out.stdout
+    );
+    std::fs::remove_file(p.path().join(".claude/settings.local.json")).unwrap();
+    // The user's own settings are read too (CLAUDE_CONFIG_DIR, else ~/.claude).
+    let user = TempDir::new("doctor-user");
+    std::fs::write(
+        user.path().join("settings.json"),
+        r#"{"disableAllHooks": true}"#,
+    )
+    .unwrap();
+    let out = cli_with(&["doctor", dir], &[("CLAUDE_CONFIG_DIR", user.path())]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stdout.contains("FAIL  hooks-enabled"), "{}", out.stdout);
+    // And wiring kept in the user's settings counts, so the project file need not hold it.
+    std::fs::write(user.path().join("settings.json"), installed.to_string()).unwrap();
+    let mut bare = installed.clone();
+    bare.as_object_mut().unwrap().remove("hooks");
+    write_settings(p.path(), "settings.json", &bare);
+    let out = cli_with(&["doctor", dir], &[("CLAUDE_CONFIG_DIR", user.path())]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(out.stdout.contains("(user settings)"), "{}", out.stdout);
+}
+
+/// Regression: only the first handler's command was resolved, so a typo in another event's
+/// command passed.
+#[test]
+fn doctor_resolves_every_handlers_command() {
+    let p = sample("doctor-cmds");
+    let dir = p.path().to_str().unwrap();
+    assert_eq!(cli(&["install", dir, "--command", BIN]).code, 0);
+    let mut s = settings(p.path());
+    s["hooks"]["SessionEnd"][0]["hooks"][0]["command"] = json!("/nonexistent/bin/attenu-hook");
+    write_settings(p.path(), "settings.json", &s);
+    let out = doctor(p.path());
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("FAIL  command")
+            && out
+                .stdout
+                .contains("`/nonexistent/bin/attenu-hook` does not resolve"),
+        "{}",
+        out.stdout
+    );
+    // An explicit --command replaces it; without one, install keeps commands as they are.
+    let out = cli(&["install", dir, "--command", BIN]);
+    assert!(
+        out.stdout
+            .contains("SessionEnd: set the attenu-hook handler's command"),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(doctor(p.path()).code, 0);
+}
+
+/// Regression: install made a private settings file 0644 and replaced a symlinked one.
+#[test]
+fn install_keeps_the_files_mode_and_refuses_a_symlink() {
+    let p = TempDir::new("install-mode");
+    write_settings(
+        p.path(),
+        "settings.local.json",
+        &json!({"env": {"TOKEN": "secret"}}),
+    );
+    let local = p.path().join(".claude/settings.local.json");
+    std::fs::set_permissions(&local, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let dir = p.path().to_str().unwrap();
+    let out = cli(&["install", dir, "--local", "--command", "attenu-hook"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mode = std::fs::metadata(&local).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "a private settings file stays private");
+
+    let q = TempDir::new("install-link");
+    std::fs::create_dir_all(q.path().join(".claude")).unwrap();
+    let target = q.path().join("dotfiles-settings.json");
+    std::fs::write(&target, "{}").unwrap();
+    let link = q.path().join(".claude/settings.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let out = cli(&["install", q.path().to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "{}");
+}
+
+/// Regression: install wrote a nested `.claude/` when run from a subdirectory, and created
+/// whatever path it was given; doctor on a missing directory listed wiring failures.
+#[test]
+fn install_and_doctor_find_the_project_root_and_refuse_a_missing_directory() {
+    let p = sample("install-root");
+    let sub = p.path().join("src/deep");
+    std::fs::create_dir_all(&sub).unwrap();
+    let out = cli(&["install", sub.to_str().unwrap(), "--command", BIN]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!sub.join(".claude").exists() && !p.path().join("src/.claude").exists());
+    assert!(settings(p.path())["hooks"]["PreToolUse"].is_array());
+    let out = doctor(&sub);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+
+    let missing = p.path().join("src/typo/proj");
+    for cmd in ["install", "doctor"] {
+        let out = cli(&[cmd, missing.to_str().unwrap()]);
+        assert_eq!(out.code, 2, "{cmd}: {}", out.stdout);
+        assert!(
+            out.stderr.contains("is not a directory"),
+            "{cmd}: {}",
+            out.stderr
+        );
+    }
+    assert!(!p.path().join("src/typo").exists());
+}
+
+#[test]
+fn doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2() {
+    let p = sample("doctor-file");
+    let dir = p.path().to_str().unwrap();
+    assert_eq!(cli(&["install", dir, "--command", BIN]).code, 0);
+    std::fs::write(p.path().join(".attenu"), "").unwrap();
+    let out = doctor(p.path());
+    assert!(
+        out.stdout.contains("FAIL  perm:.attenu") && out.stdout.contains("not a directory"),
+        "{}",
+        out.stdout
+    );
+    // Output that cannot be written ends the command with exit 2, not a panic (101).
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let status = std::process::Command::new(BIN)
+        .args(["doctor", dir])
+        .env(
+            "CLAUDE_CONFIG_DIR",
+            "/nonexistent/attenu-test-claude-config",
+        )
+        .stdout(full)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(2));
+}

@@ -200,6 +200,59 @@ pub fn declared(entry: &str) -> Declared {
     }
 }
 
+/// Can `pattern` (in the grammar) cover the scope of any tool call? A call's scope is one of
+/// [`TOOL_SCOPES`], `agent.delegate.<type>`, `mcp.<server>.<tool>` or `tool.<name>` (a tool
+/// this version does not know). `Err` says why not, with the likely intended pattern: a gate
+/// pattern that matches nothing would leave the capability it names ungated without a word.
+pub fn reaches_a_call(pattern: &str) -> Result<(), String> {
+    let segs: Vec<&str> = pattern.split('.').collect();
+    let wildcard = segs.last() == Some(&"*");
+    let fixed = if wildcard {
+        &segs[..segs.len() - 1]
+    } else {
+        &segs[..]
+    };
+    // The shapes a call scope has: a family name, then a fixed number of segments.
+    let ok = match fixed {
+        ["mcp"] => wildcard,
+        ["mcp", _] => wildcard,
+        ["mcp", _, _] => !wildcard,
+        ["agent"] => wildcard,
+        ["agent", "delegate"] => wildcard,
+        ["agent", "delegate", _] => !wildcard,
+        ["tool"] => wildcard,
+        ["tool", _] => !wildcard,
+        [family] => {
+            wildcard
+                && TOOL_SCOPES
+                    .iter()
+                    .any(|(_, s)| s.split('.').next() == Some(family))
+        }
+        _ => !wildcard && TOOL_SCOPES.iter().any(|(_, s)| *s == pattern),
+    };
+    if ok {
+        return Ok(());
+    }
+    let hint = match fixed {
+        ["mcp", server] => format!("an MCP tool's scope is mcp.<server>.<tool>: write mcp.{server}.* for every tool of that server"),
+        ["agent", "delegate"] => "write agent.delegate.* for every subagent type, or agent.delegate.<type>".into(),
+        [family, ..] => {
+            let known: Vec<&str> = TOOL_SCOPES
+                .iter()
+                .map(|(_, s)| *s)
+                .filter(|s| s.split('.').next() == Some(family))
+                .collect();
+            if known.is_empty() {
+                "scopes start with one of fs, exec, net, session, task, agent, code, cron, mcp_resource, mcp or tool (`attenu-hook --derive` lists them)".into()
+            } else {
+                format!("the {family} scopes are {}", known.join(", "))
+            }
+        }
+        [] => String::new(),
+    };
+    Err(hint)
+}
+
 /// Does `pattern` (a scope, or `prefix.*`) cover the concrete `scope`?
 pub fn covers(pattern: &str, scope: &str) -> bool {
     if pattern == scope {

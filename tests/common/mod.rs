@@ -218,11 +218,22 @@ pub fn entries(project: &Path, session: &str) -> Vec<Value> {
 
 /// Runs the binary with arguments (not hook mode).
 pub fn cli(args: &[&str]) -> Out {
-    let out = Command::new(BIN)
-        .args(args)
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .output()
-        .unwrap();
+    cli_with(args, &[])
+}
+
+/// [`cli`] with extra environment variables. The user's Claude Code configuration directory
+/// is one that does not exist unless `env` names another (`CLAUDE_CONFIG_DIR`), so `doctor`
+/// never reads the settings of whoever runs the tests.
+pub fn cli_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Out {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).env_remove("CLAUDE_PROJECT_DIR").env(
+        "CLAUDE_CONFIG_DIR",
+        "/nonexistent/attenu-test-claude-config",
+    );
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
     Out {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
