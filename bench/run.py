@@ -430,6 +430,20 @@ class Scratch:
         time.sleep(SETTLE_S)
         return str(dst)
 
+    def fresh_copy(self, binary: str) -> str:
+        """A copy of `binary` written a moment ago. The VM this was measured on reclaims idle
+        page cache on its own (a DAMON `pageout` scheme, kdamond): an executable whose pages
+        were reclaimed and faulted back in by exec costs 0.3-0.6 ms more per process than the
+        same bytes freshly written (more, smaller page-cache folios: about 105 page faults per
+        call instead of 78), and how much of a given file was reclaimed depends on how long it
+        sat idle. Each phase times its own fresh copy, so ours and the floor process (also
+        copied) start every phase in the same page-cache state, whatever happened before."""
+        self.n += 1
+        dst = self.root / f"bin{self.n}-{Path(binary).name}"
+        shutil.copyfile(binary, dst)
+        os.chmod(dst, 0o755)
+        return str(dst)
+
     def close(self):
         if not self.keep:
             shutil.rmtree(self.root, ignore_errors=True)
@@ -643,10 +657,11 @@ def sync_cost(root: Path, n: int = 200) -> dict:
             "new_file_fdatasync_p50_ms": round(statistics.median(new), 3), "n": n}
 
 
-def measure_floor(ours: Ours, ref: Reference, n: int) -> dict:
+def measure_floor(ours: Ours, as_built: Ours, ref: Reference, n: int) -> dict:
     res = {}
     env = dict(os.environ)
-    for key, argv in [("bin_true", ["/bin/true"]), ("ours_version", [ours.bin, "--version"])]:
+    for key, argv in [("bin_true", ["/bin/true"]), ("ours_version", [ours.bin, "--version"]),
+                      ("ours_version_as_built", [as_built.bin, "--version"])]:
         res[key] = stats([timed(argv, b"", env)[0] for _ in range(n)])
     res["ref_python_startup"] = stats(
         [timed([ref.python, "-c", "pass"], b"", ref.env())[0] for _ in range(max(5, n // 10))])
@@ -654,7 +669,7 @@ def measure_floor(ours: Ours, ref: Reference, n: int) -> dict:
 
 
 def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | None,
-                  floor: str | None = None) -> dict:
+                  floor: str | None = None, as_built: "Ours | None" = None) -> dict:
     """n PreToolUse calls (a reviewer Read, allowed) on a ledger of `size` entries.
 
     size 0: each call is on a new session, so every one starts from an empty ledger (and
@@ -670,7 +685,11 @@ def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | 
     With `floor` (bench/floor.c), each size-0 round also times that minimal process doing the
     same system work with the sizes ours wrote in that round: after the empty-ledger call, a
     new file of that ledger's size and its checkpoint; after the first call that followed
-    SessionStart, an append of what that call appended and a checkpoint rewrite."""
+    SessionStart, an append of what that call appended and a checkpoint rewrite.
+
+    With `as_built` (ours, run from the build's own file in target/ rather than a fresh copy),
+    each size-0 round also times one empty-ledger call with it: what this VM's page-cache
+    reclaim costs the same bytes (`as_built_binary` in the JSON)."""
     project = scratch.project(attenu_src)
     res: dict = {"size": size, "quiesce_s": round(quiesce(), 1)}
     if size == 0:
@@ -678,7 +697,7 @@ def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | 
         dt, rc, out, err = impl.hook(project, pre_payload(project, "bench-warm", "toolu_w"))
         if rc != 0 or not is_allow(out):
             sys.exit(f"{impl.name}: warm-up failed rc={rc} {out!r} {err.decode()[-2000:]}")
-        ms, ms_start, ms_after_start, ms_floor_new, ms_floor_append = [], [], [], [], []
+        ms, ms_start, ms_after_start, ms_floor_new, ms_floor_append, ms_built = [], [], [], [], [], []
         floor_dir = Path(project) / ".floor"
         if floor and isinstance(impl, Ours):
             floor_dir.mkdir(mode=0o700)
@@ -716,7 +735,15 @@ def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | 
                 ms_floor_append.append(floor_run("append", f"floor-{i}",
                                                  impl.ledger(project, s).stat().st_size - opened,
                                                  impl.checkpoint(project, s)))
+            if as_built is not None:
+                s = f"bench-built-{i}"
+                dt, rc, out, err = as_built.hook(project, pre_payload(project, s, f"toolu_b{i}"))
+                if rc != 0 or not is_allow(out):
+                    sys.exit(f"as-built binary: call failed rc={rc} {out!r} {err.decode()[-2000:]}")
+                ms_built.append(dt)
         res.update(stats(ms))
+        if ms_built:
+            res["as_built_binary"] = stats(ms_built)
         if ms_start:
             res["session_start"] = stats(ms_start)
             res["first_call_after_session_start"] = stats(ms_after_start)
@@ -981,6 +1008,9 @@ def table(r: dict) -> str:
         if size == 0 and "first_call_after_session_start" in o:
             row("PreToolUse, first of a session after SessionStart", o["first_call_after_session_start"], {})
             row("SessionStart (opens the ledger)", o["session_start"], {})
+        if size == 0 and "as_built_binary" in o:
+            row("PreToolUse, empty ledger, run from the build's own file in target/ "
+                "(its page cache as this VM's reclaim left it)", o["as_built_binary"], {})
         if size == 0 and "floor_process" in o:
             row("floor: the empty-ledger call's system work alone (bench/floor.c)",
                 o["floor_process"]["new_ledger"], {})
@@ -1064,7 +1094,8 @@ def main() -> int:
             log("ledgers ready")
             return 0
         log("== harness floor")
-        results["floor"] = measure_floor(ours, ref or Reference(), 50 if quick else 200) if ref else \
+        results["floor"] = measure_floor(Ours(scratch.fresh_copy(binary)), ours, ref or Reference(),
+                                         50 if quick else 200) if ref else \
             {"bin_true": stats([timed(["/bin/true"], b"", dict(os.environ))[0] for _ in range(100)])}
         results["floor"]["file_create_in_tmp"] = create_cost(scratch.root)
         results["floor"]["durability"] = sync_cost(scratch.root)
@@ -1077,8 +1108,10 @@ def main() -> int:
                 log(f"== PreToolUse on a {size}-entry ledger: ours x{n_ours}")
                 t0 = time.monotonic()
                 results["calls"]["ours"][str(size)] = measure_calls(
-                    ours, size, n_ours, scratch, ours_attenu(size) if size else None,
-                    floor if size == 0 else None)
+                    Ours(scratch.fresh_copy(binary)), size, n_ours, scratch,
+                    ours_attenu(size) if size else None,
+                    scratch.fresh_copy(floor) if size == 0 and floor else None,
+                    ours if size == 0 else None)
                 results["calls"]["ours"][str(size)]["load1"] = sampler.window(t0, time.monotonic())
                 if ref:
                     n = n_ref.get(size, 5)
@@ -1089,7 +1122,7 @@ def main() -> int:
                     results["calls"]["reference"][str(size)]["load1"] = sampler.window(t0, time.monotonic())
         if "calls" in only and dynamic is not None:
             # The default `cargo build --release` (dynamically linked), for comparison.
-            d = Ours(dynamic)
+            d = Ours(scratch.fresh_copy(dynamic))
             results["dynamic_build"] = {"binary_sha256": sha256_file(dynamic), "calls": {}}
             results["dynamic_build"]["version"] = stats(
                 [timed([d.bin, "--version"], b"", dict(os.environ))[0] for _ in range(n_ours)])
@@ -1100,7 +1133,8 @@ def main() -> int:
         if "export" in only:
             log("== export and verify, 10,000 entries")
             t0 = time.monotonic()
-            results["export"] = {"ours": measure_export_verify_ours(ours, 5 if quick else 20, scratch)}
+            results["export"] = {"ours": measure_export_verify_ours(
+                Ours(scratch.fresh_copy(binary)), 5 if quick else 20, scratch)}
             results["export"]["ours"]["load1"] = sampler.window(t0, time.monotonic())
             if ref:
                 results["export"]["reference"] = measure_export_verify_ref(
@@ -1108,7 +1142,8 @@ def main() -> int:
         if "parallel" in only:
             log("== parallel: 16 processes x 100 calls, one session")
             t0 = time.monotonic()
-            results["parallel"] = {"ours": measure_parallel(ours, 16, 100, scratch)}
+            results["parallel"] = {"ours": measure_parallel(
+                Ours(scratch.fresh_copy(binary)), 16, 100, scratch)}
             results["parallel"]["ours"]["load1"] = sampler.window(t0, time.monotonic())
             if ref:
                 rc = 10 if quick else 100
@@ -1127,6 +1162,7 @@ def main() -> int:
           f"a new file's create + 4,600-byte write + fdatasync {dur['new_file_fdatasync_p50_ms']} ms p50; "
           f"/bin/true {fmt(results['floor']['bin_true']['p50'], 2)} p50"
           + (f", attenu-hook --version {fmt(results['floor']['ours_version']['p50'], 2)} p50"
+             f" ({fmt(results['floor']['ours_version_as_built']['p50'], 2)} from the build's own file)"
              f", reference python -c pass {fmt(results['floor']['ref_python_startup']['p50'])} p50"
              if "ours_version" in results["floor"] else ""))
     if "dynamic_build" in results:
