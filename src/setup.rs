@@ -238,7 +238,11 @@ fn fix_handler(
             "Claude Code would run it only for the calls that match",
         ),
     ] {
-        if let Some(old) = v.get(key) {
+        // `"async": false` is what the key means when absent: harmless, left alone.
+        if let Some(old) = v
+            .get(key)
+            .filter(|old| key == "if" || **old != Value::Bool(false))
+        {
             h.remove(key);
             changes.push(format!(
                 "{event}: removed \"{key}\": {old} from the attenu-hook handler ({why})"

@@ -401,6 +401,7 @@ fn install_moves_a_handler_out_of_a_matcher_and_strips_async_and_if() {
     post["async"] = json!(true);
     let mut end = handler("attenu-hook");
     end["if"] = json!("Bash(git *)");
+    end["async"] = json!(false); // what an absent key means: left alone
     write_settings(
         p.path(),
         "settings.json",
@@ -434,9 +435,13 @@ fn install_moves_a_handler_out_of_a_matcher_and_strips_async_and_if() {
         s["hooks"]["PostToolUse"][0]["hooks"][0],
         handler("attenu-hook")
     );
-    assert_eq!(
-        s["hooks"]["SessionEnd"][0]["hooks"][0],
-        handler("attenu-hook")
+    let mut kept = handler("attenu-hook");
+    kept["async"] = json!(false);
+    assert_eq!(s["hooks"]["SessionEnd"][0]["hooks"][0], kept);
+    assert!(
+        !out.stdout.contains("removed \"async\": false"),
+        "{}",
+        out.stdout
     );
     assert_eq!(
         s["hooks"]["SubagentStop"][1]["hooks"][0],
