@@ -235,8 +235,11 @@ pub fn run(cli: Cli) -> i32 {
             session,
             out,
         }) => {
-            match bundle::export_session(&project_dir(&project), session.as_deref(), out.as_deref())
-            {
+            match bundle::export_session(
+                &state_project_dir(&project),
+                session.as_deref(),
+                out.as_deref(),
+            ) {
                 Ok(written) if written.is_empty() => {
                     eprintln!(
                         "attenu-hook: the session's ledger has no entries yet; nothing to export"
@@ -363,7 +366,7 @@ pub fn run(cli: Cli) -> i32 {
                 Ok(ms) => ms,
                 Err(e) => return fail(e),
             };
-            let root = project_dir(&project);
+            let root = state_project_dir(&project);
             let config = match crate::config::load(&root.join(".attenu")) {
                 Ok(c) => c,
                 Err(e) => return fail(e),
@@ -412,7 +415,7 @@ pub fn run(cli: Cli) -> i32 {
                 Err(e) => return fail(format!("--payload is not valid JSON: {e}")),
             };
             match crate::gate::receipt::record(
-                &project_dir(&project),
+                &state_project_dir(&project),
                 &call,
                 &receipt_id,
                 &observer,
@@ -441,7 +444,7 @@ pub fn run(cli: Cli) -> i32 {
 /// The project at or above `dir` whose `.attenu/` exists: a command that reads the hook's
 /// state never creates it.
 fn state_root(dir: &Path) -> Result<PathBuf, String> {
-    let root = project_dir(dir);
+    let root = state_project_dir(dir);
     if root.join(".attenu").is_dir() {
         Ok(root)
     } else {
@@ -452,12 +455,10 @@ fn state_root(dir: &Path) -> Result<PathBuf, String> {
     }
 }
 
-/// The project `dir` is in, for every command about a project (`install`, `doctor`,
-/// `--derive`, and the state commands: export, log, reconcile, authorize, receipt): the
-/// nearest directory at or above it holding `.attenu/`, else the nearest with a `.claude/`
-/// that is not the user's own configuration directory, else `dir`. State first: the hook keeps
-/// it in `CLAUDE_PROJECT_DIR`, which need not have a `.claude/` of its own, while `~/.claude`
-/// exists for every Claude Code user and must not capture a project below the home directory.
+/// The project `dir` is in, for commands about its declarations and wiring (`install`,
+/// `doctor`, `--derive`): the nearest directory at or above it with a `.claude/` that is not
+/// the user's own configuration directory (`~/.claude`, or `CLAUDE_CONFIG_DIR`), else `dir`.
+/// `~/.claude` exists for every Claude Code user and must not capture a project below home.
 fn project_dir(dir: &Path) -> PathBuf {
     let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let user_config = std::env::var_os("CLAUDE_CONFIG_DIR")
@@ -469,10 +470,22 @@ fn project_dir(dir: &Path) -> PathBuf {
         c.is_dir() && std::fs::canonicalize(&c).ok() != user_config
     };
     abs.ancestors()
-        .find(|a| a.join(".attenu").is_dir())
-        .or_else(|| abs.ancestors().find(|a| is_project_claude(a)))
+        .find(|a| is_project_claude(a))
         .map(Path::to_path_buf)
         .unwrap_or(abs)
+}
+
+/// The project `dir` is in, for commands about the hook's state (export, log, reconcile,
+/// authorize, receipt): the nearest directory at or above it holding `.attenu/`, else as
+/// [`project_dir`]. State first: the hook keeps it in `CLAUDE_PROJECT_DIR`, which need not
+/// have a `.claude/` of its own. Declarations are looked up without it: a `.attenu/` left in a
+/// parent directory by a session started there says nothing about this project's settings.
+fn state_project_dir(dir: &Path) -> PathBuf {
+    let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    abs.ancestors()
+        .find(|a| a.join(".attenu").is_dir())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| project_dir(dir))
 }
 
 fn derive_cmd(dir: &Path, human: bool) -> i32 {
@@ -640,7 +653,7 @@ fn log_cmd(
     denied: bool,
     json: bool,
 ) -> i32 {
-    match crate::evidence::log::rows(&project_dir(project), session) {
+    match crate::evidence::log::rows(&state_project_dir(project), session) {
         Ok(read) => {
             let color = !json && std::io::stdout().is_terminal();
             for w in &read.unverified {

@@ -22,11 +22,12 @@ pub const EVENTS: &[&str] = &[
 /// The handler timeout `install` writes, in seconds.
 pub const TIMEOUT_S: u64 = 10;
 
-/// Is this handler ours? Its program is `attenu-hook` (from any directory) run with no
-/// arguments, or its command is exactly `command` (what `install` writes, which names this
-/// executable even when it was renamed). A command with arguments runs the CLI, not the hook:
-/// `attenu-hook log --denied | notify-send -` records nothing, so it is not wiring.
-fn is_ours(h: &Value, command: &str) -> bool {
+/// Is this handler ours? Its command is exactly `command` (what `install` writes), or it runs
+/// a program with no arguments that is `attenu-hook` by name, or the same file as this
+/// executable or as `command`'s (a renamed copy, a link). A command with arguments runs the
+/// CLI, not the hook: `attenu-hook log --denied | notify-send -` records nothing, so it is not
+/// wiring.
+fn is_ours(h: &Value, command: &str, project: &Path) -> bool {
     let Some(c) = h.get("command").and_then(Value::as_str) else {
         return false;
     };
@@ -39,10 +40,30 @@ fn is_ours(h: &Value, command: &str) -> bool {
         return true;
     }
     let (program, rest) = split_command(c);
-    !rest
-        && Path::new(&program)
-            .file_name()
-            .is_some_and(|n| n == "attenu-hook")
+    if rest {
+        return false;
+    }
+    if Path::new(&program)
+        .file_name()
+        .is_some_and(|n| n == "attenu-hook")
+    {
+        return true;
+    }
+    let Some(runs) = resolve_command(c, project) else {
+        return false;
+    };
+    let this = std::env::current_exe().ok();
+    let wired = resolve_command(command, project);
+    [this, wired].iter().flatten().any(|p| same_file(p, &runs))
+}
+
+/// Whether two paths name the same file (after links).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// A shell command's first word, unquoted as a shell would read it, and whether anything
@@ -94,14 +115,21 @@ fn is_executable(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// Merges the hook block into `settings` (a parsed settings document); returns what changed.
-/// `command` is what a new handler runs; with `explicit` (the operator passed `--command`) it
-/// also replaces the command of handlers already there.
+/// Merges the hook block into `settings` (a parsed settings document of the project at
+/// `project`); returns what changed. `command` is what a new handler runs; with `explicit` (the
+/// operator passed `--command`) it also replaces the command of a handler already there.
 ///
-/// After a merge every event has one of our handlers in a group without a matcher, with
-/// `"onFailure": "block"`, a timeout in range, and neither `async` (Claude Code would not wait
-/// for its answer) nor `if` (it would see only some calls).
-pub fn merge(settings: &mut Doc, command: &str, explicit: bool) -> Result<Vec<String>, String> {
+/// After a merge every event has exactly one of our handlers in this file, in a group without a
+/// matcher, with `"onFailure": "block"`, a timeout in range, and neither `async` (Claude Code
+/// would not wait for its answer) nor `if` (it would see only some calls). Another handler of
+/// ours is removed: under a matcher it saw only some calls, and beside the first one Claude Code
+/// would run both, recording every call twice (and a gated call's second claim is a replay).
+pub fn merge(
+    settings: &mut Doc,
+    command: &str,
+    explicit: bool,
+    project: &Path,
+) -> Result<Vec<String>, String> {
     let mut changes = Vec::new();
     let hooks = settings
         .member_or_insert("hooks", Doc::Obj(vec![]))
@@ -115,71 +143,83 @@ pub fn merge(settings: &mut Doc, command: &str, explicit: bool) -> Result<Vec<St
                 "`hooks.{event}` is not a list; fix it by hand first"
             ));
         };
-        let mut wired = false;
-        let mut restricted: Vec<String> = Vec::new();
-        for group in groups.iter_mut() {
-            let matcher = group.to_value().get("matcher").cloned();
-            let every = match &matcher {
-                None | Some(Value::Null) => true,
-                Some(Value::String(m)) => m.is_empty() || m == "*",
-                Some(_) => false,
-            };
+        let matcher_of = |g: &Doc| -> Option<String> {
+            match g.to_value().get("matcher") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(m)) if m.is_empty() || m == "*" => None,
+                Some(Value::String(m)) => Some(m.clone()),
+                Some(other) => Some(other.to_string()),
+            }
+        };
+        let ours_in = |g: &Doc| -> Vec<bool> {
+            match g.to_value().get("hooks") {
+                Some(Value::Array(hs)) => hs.iter().map(|h| is_ours(h, command, project)).collect(),
+                _ => vec![],
+            }
+        };
+        // The first handler of ours that sees every call is the one kept.
+        let keep = groups.iter().enumerate().find_map(|(gi, g)| {
+            if matcher_of(g).is_some() {
+                return None;
+            }
+            ours_in(g).iter().position(|&o| o).map(|hi| (gi, hi))
+        });
+        if let Some((gi, hi)) = keep {
+            if let Some(Doc::Arr(handlers)) = groups[gi].member_mut("hooks") {
+                fix_handler(&mut handlers[hi], event, command, explicit, &mut changes)?;
+            }
+        }
+        let mut under_matcher: Vec<String> = Vec::new();
+        let mut beside = 0;
+        let mut kept_command = None;
+        let mut emptied = Vec::new();
+        for (gi, group) in groups.iter_mut().enumerate() {
+            let matcher = matcher_of(group);
+            let flags = ours_in(group);
+            if !flags.iter().any(|&o| o) {
+                continue;
+            }
             let Some(Doc::Arr(handlers)) = group.member_mut("hooks") else {
                 continue;
             };
-            for h in handlers
-                .iter_mut()
-                .filter(|h| is_ours(&h.to_value(), command))
-            {
-                if !every {
-                    let shown = match &matcher {
-                        Some(Value::String(m)) => m.clone(),
-                        other => other.as_ref().map(Value::to_string).unwrap_or_default(),
-                    };
-                    restricted.push(shown);
-                    continue;
+            let mut hi = 0;
+            handlers.retain(|h| {
+                let (this, ours) = (hi, flags[hi]);
+                hi += 1;
+                if !ours || keep == Some((gi, this)) {
+                    return true;
                 }
-                wired = true;
-                fix_handler(h, event, command, explicit, &mut changes)?;
+                let v = h.to_value();
+                if kept_command.is_none() {
+                    kept_command = v.get("command").and_then(Value::as_str).map(String::from);
+                }
+                match &matcher {
+                    Some(m) => under_matcher.push(m.clone()),
+                    None => beside += 1,
+                }
+                false
+            });
+            if handlers.is_empty() {
+                emptied.push(gi);
             }
         }
-        if wired {
-            continue;
+        // A group left with no handler did nothing but run ours.
+        for gi in emptied.into_iter().rev() {
+            groups.remove(gi);
         }
-        // Ours only under a matcher (it ran for some tools or sources only), or not at all:
-        // take it out of those groups and add it where it sees everything.
-        let mut kept_command = None;
-        if !restricted.is_empty() {
-            for group in groups.iter_mut() {
-                let every = match group.to_value().get("matcher") {
-                    None | Some(Value::Null) => true,
-                    Some(Value::String(m)) => m.is_empty() || m == "*",
-                    Some(_) => false,
-                };
-                if every {
-                    continue;
-                }
-                if let Some(Doc::Arr(handlers)) = group.member_mut("hooks") {
-                    handlers.retain(|h| {
-                        let v = h.to_value();
-                        if is_ours(&v, command) {
-                            kept_command =
-                                v.get("command").and_then(Value::as_str).map(String::from);
-                            false
-                        } else {
-                            true
-                        }
-                    });
-                }
-            }
-            // A group left with no handler at all did nothing but run ours.
-            groups.retain(
-                |g| !matches!(g.to_value().get("hooks"), Some(Value::Array(a)) if a.is_empty()),
-            );
+        if !under_matcher.is_empty() {
             changes.push(format!(
-                "{event}: moved the attenu-hook handler out of the group with matcher '{}', where it saw only matching calls",
-                restricted.join("', '")
+                "{event}: removed the attenu-hook handler from the group with matcher '{}', where it saw only matching calls",
+                under_matcher.join("', '")
             ));
+        }
+        if beside > 0 {
+            changes.push(format!(
+                "{event}: removed {beside} more attenu-hook handler(s): Claude Code would run each, and record every call more than once"
+            ));
+        }
+        if keep.is_some() {
+            continue;
         }
         let command = match (explicit, &kept_command) {
             (false, Some(kept)) => kept.as_str(),
@@ -467,7 +507,7 @@ pub fn install(
     };
     let explicit = command.is_some();
     let command = command.map(str::to_string).unwrap_or_else(default_command);
-    let changes = merge(&mut doc, &command, explicit)?;
+    let changes = merge(&mut doc, &command, explicit, dir)?;
     if !changes.is_empty() {
         let text = serde_json::to_string_pretty(&doc).expect("JSON") + "\n";
         crate::fsutil::write_atomic(&path, text.as_bytes(), true)
@@ -504,10 +544,11 @@ fn check(name: &str, ok: bool, required: bool, detail: impl Into<String>) -> Che
 }
 
 /// Resolves a handler command to the executable it runs, as a shell would for the first word.
+/// `$NAME`, `${NAME}` and a leading `~/` are expanded as the shell Claude Code runs the command
+/// with would, from this environment (`CLAUDE_PROJECT_DIR` is `project`); `None` when one is
+/// not set here.
 pub fn resolve_command(command: &str, project: &Path) -> Option<PathBuf> {
-    let expanded = command
-        .replace("${CLAUDE_PROJECT_DIR}", &project.display().to_string())
-        .replace("$CLAUDE_PROJECT_DIR", &project.display().to_string());
+    let expanded = expand(command, project)?;
     let (word, _) = split_command(&expanded);
     if word.contains('/') {
         let p = PathBuf::from(&word);
@@ -516,6 +557,55 @@ pub fn resolve_command(command: &str, project: &Path) -> Option<PathBuf> {
     } else {
         which(&word)
     }
+}
+
+fn expand(command: &str, project: &Path) -> Option<String> {
+    let var = |name: &str| -> Option<String> {
+        if name == "CLAUDE_PROJECT_DIR" {
+            Some(project.display().to_string())
+        } else {
+            std::env::var(name).ok()
+        }
+    };
+    let command = command.trim_start();
+    let mut out = String::with_capacity(command.len());
+    let rest = match command.strip_prefix("~/") {
+        Some(rest) => {
+            out.push_str(&var("HOME")?);
+            out.push('/');
+            rest
+        }
+        None => command,
+    };
+    let mut chars = rest.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '$' {
+            out.push(c);
+            continue;
+        }
+        let braced = chars.peek() == Some(&'{');
+        if braced {
+            chars.next();
+        }
+        let mut name = String::new();
+        while let Some(&n) = chars.peek() {
+            if n.is_ascii_alphanumeric() || n == '_' {
+                name.push(n);
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        if braced && chars.next() != Some('}') {
+            return None;
+        }
+        if name.is_empty() {
+            out.push('$');
+            continue;
+        }
+        out.push_str(&var(&name)?);
+    }
+    Some(out)
 }
 
 /// The settings files Claude Code reads hooks from, most authoritative first: managed policy,
@@ -569,10 +659,10 @@ impl Wired {
                 Value::String(m) => m.clone(),
                 other => other.to_string(),
             };
-            let skipped = if event == "SessionStart" {
-                "other session starts skip it"
-            } else {
-                "other tools skip the hook"
+            let skipped = match event {
+                "SessionStart" => "other session starts skip it",
+                "SubagentStart" | "SubagentStop" => "other agent types skip it",
+                _ => "other tools skip the hook",
             };
             return Some(format!(
                 "the {event} handler has matcher '{m}', so {skipped}; remove the matcher (`attenu-hook install` does)"
@@ -608,6 +698,7 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
     let ours = default_command();
     let mut wired: Vec<Wired> = Vec::new();
     let mut managed_only = false;
+    let mut disable: Vec<(&'static str, String, bool)> = Vec::new();
     for (scope, path) in settings_sources(dir) {
         let shown = if matches!(scope, "project" | "local") {
             path.strip_prefix(dir)
@@ -642,13 +733,8 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
                 continue;
             }
         };
-        if doc.get("disableAllHooks").and_then(Value::as_bool) == Some(true) {
-            out.push(check(
-                "hooks-enabled",
-                false,
-                true,
-                format!("{shown} sets \"disableAllHooks\": true, so Claude Code runs no hook: nothing is enforced or recorded; remove it"),
-            ));
+        if let Some(b) = doc.get("disableAllHooks").and_then(Value::as_bool) {
+            disable.push((scope, shown.clone(), b));
         }
         if scope == "managed"
             && doc.get("allowManagedHooksOnly").and_then(Value::as_bool) == Some(true)
@@ -667,7 +753,7 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
                     .and_then(Value::as_array)
                     .into_iter()
                     .flatten()
-                    .filter(|h| is_ours(h, &ours))
+                    .filter(|h| is_ours(h, &ours, dir))
                 {
                     wired.push(Wired {
                         event,
@@ -678,6 +764,33 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
                 }
             }
         }
+    }
+    // `disableAllHooks` as Claude Code applies it: true in managed settings turns every hook
+    // off; elsewhere the most specific scope that sets it decides (local, then project, then
+    // user), and it turns off all but the managed hooks.
+    let managed_off = disable.iter().find(|(s, _, b)| *s == "managed" && *b);
+    let others_off = ["local", "project", "user"]
+        .iter()
+        .find_map(|scope| disable.iter().find(|(s, _, _)| s == scope))
+        .filter(|(_, _, b)| *b);
+    if let Some((_, shown, _)) = managed_off {
+        out.push(check(
+            "hooks-enabled",
+            false,
+            true,
+            format!("{shown} sets \"disableAllHooks\": true, so Claude Code runs no hook: nothing is enforced or recorded"),
+        ));
+        wired.clear();
+    } else if let Some((_, shown, _)) = others_off {
+        if !wired.iter().any(|w| w.scope == "managed") {
+            out.push(check(
+                "hooks-enabled",
+                false,
+                true,
+                format!("{shown} sets \"disableAllHooks\": true, so Claude Code runs only managed hooks, and attenu-hook is not among them: nothing is enforced or recorded; remove it"),
+            ));
+        }
+        wired.retain(|w| w.scope == "managed");
     }
     let ignored = if managed_only {
         let before = wired.len();
@@ -706,6 +819,27 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
                     format!("no attenu-hook handler for {event}; run `attenu-hook install`"),
                 )
             });
+            continue;
+        }
+        // Claude Code runs every handler of every scope (the same command once): two commands
+        // record every call twice, and a gated call's second claim is denied as a replay.
+        let mut commands: Vec<&str> = mine
+            .iter()
+            .filter_map(|w| w.handler.get("command").and_then(Value::as_str))
+            .collect();
+        commands.sort_unstable();
+        commands.dedup();
+        if commands.len() > 1 {
+            out.push(check(
+                &name,
+                false,
+                required,
+                format!(
+                    "attenu-hook is wired {} times for {event}, with the commands `{}`: Claude Code runs each, so every call is recorded more than once; keep one (`attenu-hook install` keeps one per settings file)",
+                    commands.len(),
+                    commands.join("`, `")
+                ),
+            ));
             continue;
         }
         // One handler that sees every call and blocks on failure is enough; Claude Code runs
@@ -935,10 +1069,16 @@ mod tests {
         let mut doc: Doc =
             serde_json::from_str(r#"{"model":"x","hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"lint"}]}]}}"#).unwrap();
         assert_eq!(
-            merge(&mut doc, "attenu-hook", false).unwrap().len(),
+            merge(&mut doc, "attenu-hook", false, Path::new("/nonexistent"))
+                .unwrap()
+                .len(),
             EVENTS.len()
         );
-        assert!(merge(&mut doc, "attenu-hook", false).unwrap().is_empty());
+        assert!(
+            merge(&mut doc, "attenu-hook", false, Path::new("/nonexistent"))
+                .unwrap()
+                .is_empty()
+        );
         let v = doc.to_value();
         assert_eq!(v["model"], "x");
         assert_eq!(v["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "lint");

@@ -417,7 +417,8 @@ fn install_moves_a_handler_out_of_a_matcher_and_strips_async_and_if() {
     let out = cli(&["install", dir, "--command", "attenu-hook"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     for said in [
-        "PreToolUse: moved the attenu-hook handler out of the group with matcher 'Bash'",
+        "PreToolUse: removed the attenu-hook handler from the group with matcher 'Bash'",
+        "PreToolUse: added the attenu-hook handler",
         "PostToolUse: removed \"async\": true",
         "SessionEnd: removed \"if\": \"Bash(git *)\"",
         "SubagentStop: added",
@@ -627,4 +628,146 @@ fn doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2() {
         .status()
         .unwrap();
     assert_eq!(status.code(), Some(2));
+}
+
+/// Regression: a `.attenu/` in a parent directory (left by a session started there) took
+/// `install`, `doctor` and `--derive` away from the project's own `.claude/`.
+#[test]
+fn declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu() {
+    let parent = TempDir::new("parent-attenu");
+    std::fs::create_dir_all(parent.path().join(".attenu")).unwrap();
+    let repo = parent.path().join("repo");
+    std::fs::create_dir_all(repo.join(".claude/agents")).unwrap();
+    std::fs::write(
+        repo.join(".claude/agents/solo.md"),
+        "---\nname: solo\ndescription: d\ntools: Read\n---\n",
+    )
+    .unwrap();
+    let dir = repo.to_str().unwrap();
+    assert_eq!(cli(&["install", dir, "--command", BIN]).code, 0);
+    assert!(repo.join(".claude/settings.json").is_file());
+    assert!(!parent.path().join(".claude").exists());
+    let derived = cli(&["--derive", dir, "--json"]);
+    assert!(derived.stdout.contains("solo"), "{}", derived.stdout);
+    let out = doctor(&repo);
+    assert!(
+        out.stdout.starts_with(&format!(
+            "project {}",
+            std::fs::canonicalize(&repo).unwrap().display()
+        )),
+        "{}",
+        out.stdout
+    );
+}
+
+/// Regression: wiring written with `--command` for a renamed copy or a link was not recognised
+/// by `doctor` or a later `install`, which added a second handler; and a second handler of ours
+/// (another command, or under a matcher) was left in place, so every call ran the hook twice.
+#[test]
+fn install_keeps_one_handler_per_event_and_recognises_its_own_command() {
+    let p = sample("install-one");
+    let dir = p.path().to_str().unwrap();
+    let bin = TempDir::new("renamed");
+    let link = bin.path().join("guard");
+    std::os::unix::fs::symlink(BIN, &link).unwrap();
+    let link_s = link.to_str().unwrap();
+    assert_eq!(cli(&["install", dir, "--command", link_s]).code, 0);
+    let out = doctor(p.path());
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let again = cli(&["install", dir]);
+    assert!(again.stdout.contains("nothing changed"), "{}", again.stdout);
+
+    // A second handler of ours under a matcher, async: removed, not left to run twice.
+    let mut s = settings(p.path());
+    s["hooks"]["PreToolUse"].as_array_mut().unwrap().push(json!(
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": BIN, "async": true}]}
+    ));
+    write_settings(p.path(), "settings.json", &s);
+    let out = cli(&["install", dir, "--command", link_s]);
+    assert!(
+        out.stdout.contains(
+            "PreToolUse: removed the attenu-hook handler from the group with matcher 'Bash'"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        settings(p.path())["hooks"]["PreToolUse"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // Two scopes wiring two commands: doctor says so.
+    let user = TempDir::new("doctor-two");
+    let mut user_settings = json!({"hooks": {}});
+    user_settings["hooks"]["PreToolUse"] = json!([{"hooks": [handler(BIN)]}]);
+    std::fs::write(user.path().join("settings.json"), user_settings.to_string()).unwrap();
+    let out = cli_with(&["doctor", dir], &[("CLAUDE_CONFIG_DIR", user.path())]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("attenu-hook is wired 2 times for PreToolUse"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// `disableAllHooks` as Claude Code applies it: the most specific scope that sets it decides,
+/// and outside managed settings it leaves managed hooks running.
+#[test]
+fn doctor_reads_disable_all_hooks_by_precedence() {
+    let p = sample("doctor-precedence");
+    let dir = p.path().to_str().unwrap();
+    assert_eq!(cli(&["install", dir, "--command", BIN]).code, 0);
+    let user = TempDir::new("doctor-prec-user");
+    std::fs::write(
+        user.path().join("settings.json"),
+        r#"{"disableAllHooks": true}"#,
+    )
+    .unwrap();
+    write_settings(
+        p.path(),
+        "settings.local.json",
+        &json!({"disableAllHooks": false}),
+    );
+    let out = cli_with(&["doctor", dir], &[("CLAUDE_CONFIG_DIR", user.path())]);
+    assert_eq!(
+        out.code, 0,
+        "the local false overrides the user's true: {}",
+        out.stdout
+    );
+    std::fs::remove_file(p.path().join(".claude/settings.local.json")).unwrap();
+    let out = cli_with(&["doctor", dir], &[("CLAUDE_CONFIG_DIR", user.path())]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+}
+
+/// Regression: a command spelt with `$HOME` or `~` was reported as not resolving although the
+/// shell Claude Code runs it with expands it.
+#[test]
+fn doctor_expands_home_and_variables_in_commands() {
+    let p = sample("doctor-expand");
+    let home = TempDir::new("doctor-home");
+    std::fs::create_dir_all(home.path().join("bin")).unwrap();
+    std::os::unix::fs::symlink(BIN, home.path().join("bin/attenu-hook")).unwrap();
+    let dir = p.path().to_str().unwrap();
+    for command in [
+        "$HOME/bin/attenu-hook",
+        "${HOME}/bin/attenu-hook",
+        "~/bin/attenu-hook",
+    ] {
+        let out = cli_with(
+            &["install", dir, "--command", command],
+            &[("HOME", home.path())],
+        );
+        assert_eq!(out.code, 0, "{command}: {}", out.stderr);
+        let out = cli_with(&["doctor", dir], &[("HOME", home.path())]);
+        assert_eq!(out.code, 0, "{command}: {}", out.stdout);
+        assert!(
+            out.stdout.contains(&format!("`{command}` runs")),
+            "{}",
+            out.stdout
+        );
+    }
 }
