@@ -461,10 +461,7 @@ fn state_root(dir: &Path) -> Result<PathBuf, String> {
 /// `~/.claude` exists for every Claude Code user and must not capture a project below home.
 fn project_dir(dir: &Path) -> PathBuf {
     let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let user_config = std::env::var_os("CLAUDE_CONFIG_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
-        .and_then(|d| std::fs::canonicalize(d).ok());
+    let user_config = crate::setup::user_config_dir().and_then(|d| std::fs::canonicalize(d).ok());
     let is_project_claude = |a: &Path| {
         let c = a.join(".claude");
         c.is_dir() && std::fs::canonicalize(&c).ok() != user_config

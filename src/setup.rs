@@ -57,6 +57,24 @@ fn is_ours(h: &Value, command: &str, project: &Path) -> bool {
     [this, wired].iter().flatten().any(|p| same_file(p, &runs))
 }
 
+/// The matcher a hook group restricts its handlers to, as text, or `None` when it has none and
+/// its handlers see every call (absent, `null`, `""` or `"*"`).
+fn restricting_matcher(matcher: Option<&Value>) -> Option<String> {
+    match matcher {
+        None | Some(Value::Null) => None,
+        Some(Value::String(m)) if m.is_empty() || m == "*" => None,
+        Some(Value::String(m)) => Some(m.clone()),
+        Some(other) => Some(other.to_string()),
+    }
+}
+
+/// Claude Code's user configuration directory: `CLAUDE_CONFIG_DIR`, else `~/.claude`.
+pub fn user_config_dir() -> Option<PathBuf> {
+    std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
+}
+
 /// Whether two paths name the same file (after links).
 fn same_file(a: &Path, b: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
@@ -143,26 +161,27 @@ pub fn merge(
                 "`hooks.{event}` is not a list; fix it by hand first"
             ));
         };
-        let matcher_of = |g: &Doc| -> Option<String> {
-            match g.to_value().get("matcher") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(m)) if m.is_empty() || m == "*" => None,
-                Some(Value::String(m)) => Some(m.clone()),
-                Some(other) => Some(other.to_string()),
-            }
-        };
-        let ours_in = |g: &Doc| -> Vec<bool> {
-            match g.to_value().get("hooks") {
-                Some(Value::Array(hs)) => hs.iter().map(|h| is_ours(h, command, project)).collect(),
-                _ => vec![],
-            }
-        };
+        // Each group's matcher and which of its handlers are ours, read once: `is_ours` may
+        // resolve commands on disk.
+        let read: Vec<(Option<String>, Vec<bool>)> = groups
+            .iter()
+            .map(|g| {
+                let v = g.to_value();
+                let ours = match v.get("hooks") {
+                    Some(Value::Array(hs)) => {
+                        hs.iter().map(|h| is_ours(h, command, project)).collect()
+                    }
+                    _ => vec![],
+                };
+                (restricting_matcher(v.get("matcher")), ours)
+            })
+            .collect();
         // The first handler of ours that sees every call is the one kept.
-        let keep = groups.iter().enumerate().find_map(|(gi, g)| {
-            if matcher_of(g).is_some() {
+        let keep = read.iter().enumerate().find_map(|(gi, (matcher, ours))| {
+            if matcher.is_some() {
                 return None;
             }
-            ours_in(g).iter().position(|&o| o).map(|hi| (gi, hi))
+            ours.iter().position(|&o| o).map(|hi| (gi, hi))
         });
         if let Some((gi, hi)) = keep {
             if let Some(Doc::Arr(handlers)) = groups[gi].member_mut("hooks") {
@@ -173,9 +192,7 @@ pub fn merge(
         let mut beside = 0;
         let mut kept_command = None;
         let mut emptied = Vec::new();
-        for (gi, group) in groups.iter_mut().enumerate() {
-            let matcher = matcher_of(group);
-            let flags = ours_in(group);
+        for (gi, (group, (matcher, flags))) in groups.iter_mut().zip(&read).enumerate() {
             if !flags.iter().any(|&o| o) {
                 continue;
             }
@@ -193,7 +210,7 @@ pub fn merge(
                 if kept_command.is_none() {
                     kept_command = v.get("command").and_then(Value::as_str).map(String::from);
                 }
-                match &matcher {
+                match matcher {
                     Some(m) => under_matcher.push(m.clone()),
                     None => beside += 1,
                 }
@@ -615,11 +632,8 @@ fn settings_sources(project: &Path) -> Vec<(&'static str, PathBuf)> {
         "managed",
         PathBuf::from("/etc/claude-code/managed-settings.json"),
     )];
-    let user_dir = std::env::var_os("CLAUDE_CONFIG_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")));
     let project_file = project.join(".claude").join("settings.json");
-    if let Some(user_file) = user_dir.map(|d| d.join("settings.json")) {
+    if let Some(user_file) = user_config_dir().map(|d| d.join("settings.json")) {
         let same = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
             (Ok(a), Ok(b)) => a == b,
             _ => a == b,
@@ -647,18 +661,9 @@ impl Wired {
     /// event, or `None` when it does.
     fn problem(&self) -> Option<String> {
         let event = self.event;
-        let every = match &self.matcher {
-            Value::Null => true,
-            Value::String(m) => m.is_empty() || m == "*",
-            _ => false,
-        };
         let h = &self.handler;
         let tool_event = !matches!(event, "SessionStart" | "SubagentStart" | "SessionEnd");
-        if !every {
-            let m = match &self.matcher {
-                Value::String(m) => m.clone(),
-                other => other.to_string(),
-            };
+        if let Some(m) = restricting_matcher(Some(&self.matcher)) {
             let skipped = match event {
                 "SessionStart" => "other session starts skip it",
                 "SubagentStart" | "SubagentStop" => "other agent types skip it",
@@ -690,6 +695,16 @@ impl Wired {
         }
         None
     }
+}
+
+/// The commands of these handlers, each once, sorted.
+fn distinct_commands<'a>(wired: impl Iterator<Item = &'a Wired>) -> Vec<&'a str> {
+    let mut commands: Vec<&str> = wired
+        .filter_map(|w| w.handler.get("command").and_then(Value::as_str))
+        .collect();
+    commands.sort_unstable();
+    commands.dedup();
+    commands
 }
 
 /// Runs every check on the project at `dir`.
@@ -823,12 +838,7 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
         }
         // Claude Code runs every handler of every scope (the same command once): two commands
         // record every call twice, and a gated call's second claim is denied as a replay.
-        let mut commands: Vec<&str> = mine
-            .iter()
-            .filter_map(|w| w.handler.get("command").and_then(Value::as_str))
-            .collect();
-        commands.sort_unstable();
-        commands.dedup();
+        let commands = distinct_commands(mine.iter().copied());
         if commands.len() > 1 {
             out.push(check(
                 &name,
@@ -872,13 +882,7 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
     }
     // Every handler's command, not just the first: a typo in one event's leaves that event
     // unhooked (or, with onFailure block, every call of it blocked).
-    let mut commands: Vec<&str> = wired
-        .iter()
-        .filter_map(|w| w.handler.get("command").and_then(Value::as_str))
-        .collect();
-    commands.sort_unstable();
-    commands.dedup();
-    for command in commands {
+    for command in distinct_commands(wired.iter()) {
         out.push(match resolve_command(command, dir) {
             Some(p) => check("command", true, true, format!("`{command}` runs {}", p.display())),
             None => check("command", false, true, format!("`{command}` does not resolve to an executable; install the binary there or fix the command")),
