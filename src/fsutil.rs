@@ -265,6 +265,27 @@ pub fn temp_beside(path: &Path) -> PathBuf {
 /// Atomically replaces `path` with `bytes` (0600): temporary file, optional fsync, rename.
 /// Readers see the old file or the new one, never a partial one.
 pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
+    replace_atomic(path, bytes, durable, None)
+}
+
+/// What a replaced file keeps of the one it replaces: its permission bits and its owner.
+#[derive(Debug, Clone, Copy)]
+pub struct Keep {
+    pub mode: u32,
+    /// `(uid, gid)`, set when it differs from the new file's. That takes root (or, for the
+    /// group alone, membership in it); where it fails the old file is left as it was. `None`
+    /// leaves the creator as owner.
+    pub owner: Option<(u32, u32)>,
+}
+
+/// [`write_atomic`], durable, with the mode and owner of `keep` set on the temporary file
+/// before the rename, so no reader ever sees the new file with other permissions than the old
+/// one had (a settings file that `sudo` rewrote stays its user's).
+pub fn replace_keeping(path: &Path, bytes: &[u8], keep: Keep) -> io::Result<()> {
+    replace_atomic(path, bytes, true, Some(keep))
+}
+
+fn replace_atomic(path: &Path, bytes: &[u8], durable: bool, keep: Option<Keep>) -> io::Result<()> {
     let tmp = temp_beside(path);
     let result = (|| {
         let mut f = OpenOptions::new()
@@ -273,6 +294,16 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> 
             .mode(0o600)
             .custom_flags(O_NOFOLLOW)
             .open(&tmp)?;
+        if let Some(keep) = keep {
+            if let Some((uid, gid)) = keep.owner {
+                let now = f.metadata()?;
+                if (now.uid(), now.gid()) != (uid, gid) {
+                    std::os::unix::fs::fchown(&f, Some(uid), Some(gid))?;
+                }
+            }
+            // After the chown, which clears set-id bits.
+            f.set_permissions(fs::Permissions::from_mode(keep.mode))?;
+        }
         f.write_all(bytes)?;
         if durable {
             f.sync_all()?;

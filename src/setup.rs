@@ -5,7 +5,7 @@ use crate::config;
 use crate::derive::derive_project;
 use crate::ledger::store;
 use serde_json::Value;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Every event the hook needs, in the order they are written.
@@ -77,7 +77,6 @@ pub fn user_config_dir() -> Option<PathBuf> {
 
 /// Whether two paths name the same file (after links).
 fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
     match (std::fs::metadata(a), std::fs::metadata(b)) {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
         _ => false,
@@ -478,7 +477,7 @@ pub fn install(
     } else {
         "settings.json"
     });
-    let mode = match std::fs::symlink_metadata(&path) {
+    let keep = match std::fs::symlink_metadata(&path) {
         Ok(m) if m.file_type().is_symlink() => {
             let target = std::fs::read_link(&path)
                 .map(|t| format!(" to {}", t.display()))
@@ -494,8 +493,15 @@ pub fn install(
                 path.display()
             ))
         }
-        Ok(m) => m.permissions().mode() & 0o7777,
-        Err(_) => 0o644,
+        Ok(m) => crate::fsutil::Keep {
+            mode: m.permissions().mode() & 0o7777,
+            owner: Some((m.uid(), m.gid())),
+        },
+        // A new file gets the mode an editor would give it.
+        Err(_) => crate::fsutil::Keep {
+            mode: 0o644,
+            owner: None,
+        },
     };
     let mut doc = match std::fs::read_to_string(&path) {
         Ok(text) if text.trim().is_empty() => Doc::Obj(vec![]),
@@ -527,14 +533,18 @@ pub fn install(
     let changes = merge(&mut doc, &command, explicit, dir)?;
     if !changes.is_empty() {
         let text = serde_json::to_string_pretty(&doc).expect("JSON") + "\n";
-        crate::fsutil::write_atomic(&path, text.as_bytes(), true)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        // The new file was created 0600; give it the mode the old one had (a private
-        // settings.local.json stays private), or 0644 for a new file, as an editor would.
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).map_err(|e| {
+        // The old file's mode (a private settings.local.json stays private) and owner (one
+        // that `sudo attenu-hook install` rewrote stays its user's to edit).
+        crate::fsutil::replace_keeping(&path, text.as_bytes(), keep).map_err(|e| {
+            let owner = keep
+                .owner
+                .map(|(u, g)| format!(", owner {u} and group {g}"))
+                .unwrap_or_default();
             format!(
-                "wrote {} but cannot set its mode to {mode:o}: {e}",
-                path.display()
+                "cannot write {} with the old file's mode {:o}{owner}: {e}; nothing was changed. \
+                 Run install as root, or give the file your own user and group first",
+                path.display(),
+                keep.mode
             )
         })?;
     }

@@ -573,6 +573,29 @@ fn install_keeps_the_files_mode_and_refuses_a_symlink() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "{}");
 }
 
+/// Regression: `sudo attenu-hook install` replaced a user's settings file with one owned by
+/// root, which the user could then no longer edit.
+#[test]
+fn install_as_root_keeps_the_files_owner() {
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata("/proc/self").map(|m| m.uid()).ok() != Some(0) {
+        eprintln!("SKIPPED install_as_root_keeps_the_files_owner: needs root (CI runs as root)");
+        return;
+    }
+    let p = TempDir::new("install-owner");
+    write_settings(p.path(), "settings.json", &json!({"model": "opus"}));
+    let path = p.path().join(".claude/settings.json");
+    std::os::unix::fs::chown(&path, Some(4321), Some(4322)).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let out = cli(&["install", p.path().to_str().unwrap(), "--command", BIN]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let m = std::fs::metadata(&path).unwrap();
+    assert_eq!((m.uid(), m.gid()), (4321, 4322), "the user still owns it");
+    assert_eq!(m.permissions().mode() & 0o7777, 0o640);
+    assert!(settings(p.path())["hooks"]["PreToolUse"].is_array());
+    assert_eq!(settings(p.path())["model"], "opus");
+}
+
 /// Regression: install wrote a nested `.claude/` when run from a subdirectory, and created
 /// whatever path it was given; doctor on a missing directory listed wiring failures.
 #[test]
