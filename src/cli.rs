@@ -216,6 +216,36 @@ fn exit_2_when_output_fails() {
     }));
 }
 
+/// After `install`: what would still keep Claude Code from running the handler it wrote (hooks
+/// turned off, managed hooks only, a second command wired), which the file itself cannot fix.
+/// The wiring is written either way; this only makes sure the user hears it now.
+fn warn_if_not_run(root: &Path) {
+    let checks = crate::setup::doctor(root);
+    let failed = |c: &&crate::setup::Check| !c.ok && c.required;
+    // With hooks turned off every event reads as unwired; the cause is the one thing to say.
+    let off: Vec<_> = checks
+        .iter()
+        .filter(failed)
+        .filter(|c| c.name == "hooks-enabled")
+        .collect();
+    let wiring: Vec<_> = checks
+        .iter()
+        .filter(failed)
+        .filter(|c| c.name.starts_with("wired:"))
+        .collect();
+    let shown = if off.is_empty() { wiring } else { off };
+    if let Some(first) = shown.first() {
+        let more = match shown.len() - 1 {
+            0 => String::new(),
+            n => format!(" ({n} more like it; `attenu-hook doctor` lists them)"),
+        };
+        eprintln!(
+            "attenu-hook: warning: the hook is wired, but {}{more}",
+            first.detail
+        );
+    }
+}
+
 fn fail(msg: impl std::fmt::Display) -> i32 {
     eprintln!("attenu-hook: {msg}");
     2
@@ -286,6 +316,7 @@ pub fn run(cli: Cli) -> i32 {
                     "{} already wires attenu-hook for every event; nothing changed",
                     path.display()
                 );
+                warn_if_not_run(&project_dir(&dir));
                 0
             }
             Ok((path, changes)) => {
@@ -300,6 +331,7 @@ pub fn run(cli: Cli) -> i32 {
                         .unwrap_or(&dir)
                         .display()
                 );
+                warn_if_not_run(&project_dir(&dir));
                 0
             }
             Err(e) => fail(e),

@@ -573,6 +573,38 @@ fn install_keeps_the_files_mode_and_refuses_a_symlink() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "{}");
 }
 
+/// Regression: install reported every event wired while a settings file turned all hooks off,
+/// so the user learned that nothing ran only from `doctor`, if at all.
+#[test]
+fn install_warns_when_claude_code_would_not_run_the_hook() {
+    let p = sample("install-disabled");
+    let dir = p.path().to_str().unwrap();
+    let out = cli(&["install", dir, "--command", BIN]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+
+    write_settings(
+        p.path(),
+        "settings.local.json",
+        &json!({"disableAllHooks": true}),
+    );
+    // Both when it changes the file and when there is nothing left to change.
+    for said in ["updated", "nothing changed"] {
+        let out = cli(&["install", dir, "--local", "--command", BIN]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.stdout.contains(said), "{}", out.stdout);
+        assert!(
+            out.stderr.contains("warning: the hook is wired, but")
+                && out
+                    .stderr
+                    .contains("settings.local.json sets \"disableAllHooks\": true"),
+            "{}",
+            out.stderr
+        );
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    }
+}
+
 /// Regression: `sudo attenu-hook install` replaced a user's settings file with one owned by
 /// root, which the user could then no longer edit.
 #[test]
