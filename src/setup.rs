@@ -658,6 +658,65 @@ fn settings_sources(project: &Path) -> Vec<(&'static str, PathBuf)> {
     out
 }
 
+/// The name in `.claude-plugin/plugin.json`: Claude Code's `enabledPlugins` names a plugin as
+/// `name@marketplace`.
+const PLUGIN_NAME: &str = "attenu-hook";
+
+/// The hooks the attenu-hook plugin declares (the packaged `hooks/hooks.json`).
+const PLUGIN_HOOKS: &str = include_str!("../hooks/hooks.json");
+
+/// The `enabledPlugins` key that turns the attenu-hook plugin on, if any does. Each key is
+/// decided by the most specific settings file that sets it (managed settings above all).
+fn enabled_plugin(switches: &[(&'static str, String, bool)]) -> Option<String> {
+    let mut keys: Vec<&String> = switches.iter().map(|(_, k, _)| k).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .find(|key| {
+            ["managed", "local", "project", "user"]
+                .iter()
+                .find_map(|scope| {
+                    switches
+                        .iter()
+                        .find(|(s, k, _)| s == scope && k == *key)
+                        .map(|(_, _, on)| *on)
+                })
+                .unwrap_or(false)
+        })
+        .cloned()
+}
+
+/// The handlers an enabled attenu-hook plugin adds: Claude Code runs them beside those in the
+/// settings files, so two wirings record every call twice.
+fn plugin_handlers() -> Vec<Wired> {
+    // Checked by a unit test; compiled in, so it cannot change after the build.
+    let doc: Value = serde_json::from_str(PLUGIN_HOOKS).expect("the packaged hooks.json is JSON");
+    let mut out = Vec::new();
+    for event in EVENTS {
+        for group in doc
+            .pointer(&format!("/hooks/{event}"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            for h in group
+                .get("hooks")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                out.push(Wired {
+                    event,
+                    scope: "plugin",
+                    matcher: group.get("matcher").cloned().unwrap_or(Value::Null),
+                    handler: h.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
 /// One of our handlers as found in a settings file.
 struct Wired {
     event: &'static str,
@@ -724,6 +783,7 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
     let mut wired: Vec<Wired> = Vec::new();
     let mut managed_only = false;
     let mut disable: Vec<(&'static str, String, bool)> = Vec::new();
+    let mut plugin_switches: Vec<(&'static str, String, bool)> = Vec::new();
     for (scope, path) in settings_sources(dir) {
         let shown = if matches!(scope, "project" | "local") {
             path.strip_prefix(dir)
@@ -761,6 +821,16 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
         if let Some(b) = doc.get("disableAllHooks").and_then(Value::as_bool) {
             disable.push((scope, shown.clone(), b));
         }
+        for (key, on) in doc
+            .get("enabledPlugins")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            if key.split('@').next() == Some(PLUGIN_NAME) {
+                plugin_switches.push((scope, key.clone(), on.as_bool() == Some(true)));
+            }
+        }
         if scope == "managed"
             && doc.get("allowManagedHooksOnly").and_then(Value::as_bool) == Some(true)
         {
@@ -789,6 +859,9 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
                 }
             }
         }
+    }
+    if enabled_plugin(&plugin_switches).is_some() {
+        wired.extend(plugin_handlers());
     }
     // `disableAllHooks` as Claude Code applies it: true in managed settings turns every hook
     // off; elsewhere the most specific scope that sets it decides (local, then project, then
@@ -855,9 +928,14 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
                 false,
                 required,
                 format!(
-                    "attenu-hook is wired {} times for {event}, with the commands `{}`: Claude Code runs each, so every call is recorded more than once; keep one (`attenu-hook install` keeps one per settings file)",
+                    "attenu-hook is wired {} times for {event}, with the commands `{}`: Claude Code runs each, so every call is recorded more than once; {}",
                     commands.len(),
-                    commands.join("`, `")
+                    commands.join("`, `"),
+                    if mine.iter().any(|w| w.scope == "plugin") {
+                        "one is the attenu-hook plugin's, which `enabledPlugins` turns on: turn the plugin off or remove the handlers in the settings files"
+                    } else {
+                        "keep one (`attenu-hook install` keeps one per settings file)"
+                    }
                 ),
             ));
             continue;
@@ -870,7 +948,7 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
                 true,
                 true,
                 format!(
-                    "timeout {}s, onFailure {}, every tool ({} settings)",
+                    "timeout {}s, onFailure {}, every tool ({})",
                     w.handler
                         .get("timeout")
                         .and_then(Value::as_u64)
@@ -879,7 +957,11 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
                         .get("onFailure")
                         .and_then(Value::as_str)
                         .unwrap_or("unset"),
-                    w.scope
+                    if w.scope == "plugin" {
+                        "the attenu-hook plugin".to_string()
+                    } else {
+                        format!("{} settings", w.scope)
+                    }
                 ),
             )),
             None => out.push(check(
@@ -893,6 +975,10 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
     // Every handler's command, not just the first: a typo in one event's leaves that event
     // unhooked (or, with onFailure block, every call of it blocked).
     for command in distinct_commands(wired.iter()) {
+        if command.contains("${CLAUDE_PLUGIN_ROOT}") {
+            out.push(check("command", true, false, format!("`{command}` runs the binary inside the attenu-hook plugin's install directory, which doctor does not look into")));
+            continue;
+        }
         out.push(match resolve_command(command, dir) {
             Some(p) => check("command", true, true, format!("`{command}` runs {}", p.display())),
             None => check("command", false, true, format!("`{command}` does not resolve to an executable; install the binary there or fix the command")),
@@ -1108,5 +1194,31 @@ mod tests {
         let dir = std::env::temp_dir();
         assert!(resolve_command("\"$CLAUDE_PROJECT_DIR\"/nope/attenu-hook", &dir).is_none());
         assert!(resolve_command("sh -c true", &dir).is_some());
+    }
+
+    /// The plugin's own wiring is what `install` writes: every event, no matcher, onFailure
+    /// block, a timeout in range. Otherwise doctor would fail every project using the plugin.
+    #[test]
+    fn the_packaged_plugin_hooks_pass_doctors_checks() {
+        let wired = plugin_handlers();
+        for event in EVENTS {
+            let mine: Vec<&Wired> = wired.iter().filter(|w| w.event == *event).collect();
+            assert_eq!(mine.len(), 1, "{event}");
+            assert_eq!(mine[0].problem(), None, "{event}");
+        }
+    }
+
+    #[test]
+    fn the_most_specific_settings_file_turns_the_plugin_on_or_off() {
+        let key = "attenu-hook@market".to_string();
+        let on = |v: &[(&'static str, bool)]| {
+            let switches: Vec<_> = v.iter().map(|(s, b)| (*s, key.clone(), *b)).collect();
+            enabled_plugin(&switches).is_some()
+        };
+        assert!(on(&[("user", true)]));
+        assert!(!on(&[("user", true), ("project", false)]));
+        assert!(on(&[("project", false), ("local", true)]));
+        assert!(!on(&[("local", true), ("managed", false)]));
+        assert!(!on(&[]));
     }
 }

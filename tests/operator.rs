@@ -573,6 +573,60 @@ fn install_keeps_the_files_mode_and_refuses_a_symlink() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "{}");
 }
 
+/// Regression: doctor did not read plugins, so a project wired by the attenu-hook plugin alone
+/// failed as unwired, and one wired by the plugin and by `install` passed although every call
+/// was recorded twice.
+#[test]
+fn doctor_counts_the_attenu_hook_plugin_when_enabled_plugins_turns_it_on() {
+    let p = sample("doctor-plugin");
+    let enable = |local: bool| {
+        write_settings(
+            p.path(),
+            "settings.local.json",
+            &json!({"enabledPlugins": {"attenu-hook@team-tools": local, "other@team-tools": true}}),
+        )
+    };
+    enable(true);
+    let out = doctor(p.path());
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("every tool (the attenu-hook plugin)"),
+        "{}",
+        out.stdout
+    );
+
+    // Turned off in the more specific file: not wired at all.
+    let mut project = settings(p.path());
+    project["enabledPlugins"] = json!({"attenu-hook@team-tools": true});
+    write_settings(p.path(), "settings.json", &project);
+    enable(false);
+    let out = doctor(p.path());
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("no attenu-hook handler for PreToolUse"),
+        "{}",
+        out.stdout
+    );
+
+    // The plugin and install's handler: every call twice.
+    enable(true);
+    let out = cli(&["install", p.path().to_str().unwrap(), "--command", BIN]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("warning: the hook is wired, but attenu-hook is wired 2 times"),
+        "{}",
+        out.stderr
+    );
+    let out = doctor(p.path());
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("one is the attenu-hook plugin's"),
+        "{}",
+        out.stdout
+    );
+}
+
 /// Regression: install reported every event wired while a settings file turned all hooks off,
 /// so the user learned that nothing ran only from `doctor`, if at all.
 #[test]
