@@ -273,8 +273,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> 
 pub struct Keep {
     pub mode: u32,
     /// `(uid, gid)`, set when it differs from the new file's. That takes root (or, for the
-    /// group alone, membership in it); where it fails the old file is left as it was. `None`
-    /// leaves the creator as owner.
+    /// group alone, membership in it), and where it fails nothing is replaced. `None` leaves
+    /// the creator as owner.
     pub owner: Option<(u32, u32)>,
 }
 
@@ -298,7 +298,12 @@ fn replace_atomic(path: &Path, bytes: &[u8], durable: bool, keep: Option<Keep>) 
             if let Some((uid, gid)) = keep.owner {
                 let now = f.metadata()?;
                 if (now.uid(), now.gid()) != (uid, gid) {
-                    std::os::unix::fs::fchown(&f, Some(uid), Some(gid))?;
+                    std::os::unix::fs::fchown(&f, Some(uid), Some(gid)).map_err(|e| {
+                        io::Error::new(
+                            e.kind(),
+                            format!("cannot give the new file owner {uid} and group {gid} ({e})"),
+                        )
+                    })?;
                 }
             }
             // After the chown, which clears set-id bits.

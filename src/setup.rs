@@ -5,7 +5,7 @@ use crate::config;
 use crate::derive::derive_project;
 use crate::ledger::store;
 use serde_json::Value;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Every event the hook needs, in the order they are written.
@@ -456,8 +456,9 @@ impl<'de> serde::Deserialize<'de> for Doc {
 }
 
 /// `attenu-hook install [DIR] [--local] [--command CMD]`, with `dir` the project's root (the
-/// CLI finds it). Writes only when something changes, atomically, keeping the file's mode; a
-/// settings file that is a symbolic link is refused, never written through or replaced.
+/// CLI finds it). Writes only when something changes, atomically, keeping the file's mode (and,
+/// run as root, its owner; a file or `.claude/` it creates then gets the project's); a settings
+/// file that is a symbolic link is refused, never written through or replaced.
 pub fn install(
     dir: &Path,
     local: bool,
@@ -469,16 +470,40 @@ pub fn install(
             dir.display()
         ));
     }
+    // Run as root (`sudo attenu-hook install`), what install creates or replaces belongs to
+    // whoever owns the project, not to root.
+    let as_root = crate::fsutil::current_uid() == Some(0);
     let claude = dir.join(".claude");
+    let claude_is_new = std::fs::symlink_metadata(&claude).is_err();
     std::fs::create_dir_all(&claude)
         .map_err(|e| format!("cannot create {}: {e}", claude.display()))?;
+    if claude_is_new && as_root {
+        let owner = std::fs::metadata(dir).map(|m| (m.uid(), m.gid()));
+        owner
+            .and_then(|(u, g)| std::os::unix::fs::chown(&claude, Some(u), Some(g)))
+            .map_err(|e| format!("created {} but cannot give it the project's owner: {e}; remove it or chown it, then run install again", claude.display()))?;
+    }
     let path = claude.join(if local {
         "settings.local.json"
     } else {
         "settings.json"
     });
-    let keep = match std::fs::symlink_metadata(&path) {
-        Ok(m) if m.file_type().is_symlink() => {
+    // One descriptor, opened without following a link: what is checked is what is read.
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path);
+    let (keep, text) = match opened {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // A new file gets the mode an editor would give it, and `.claude/`'s owner.
+            let owner = std::fs::metadata(&claude).ok().map(|m| (m.uid(), m.gid()));
+            let keep = crate::fsutil::Keep {
+                mode: 0o644,
+                owner: owner.filter(|_| as_root),
+            };
+            (keep, None)
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
             let target = std::fs::read_link(&path)
                 .map(|t| format!(" to {}", t.display()))
                 .unwrap_or_default();
@@ -487,25 +512,42 @@ pub fn install(
                 path.display()
             ));
         }
-        Ok(m) if !m.is_file() => {
+        Err(e) => {
             return Err(format!(
-                "{} is not a regular file; move it aside, then run install again",
+                "cannot read {}: {e}; make it readable by this user (or run install as its owner), then run install again",
                 path.display()
             ))
         }
-        Ok(m) => crate::fsutil::Keep {
-            mode: m.permissions().mode() & 0o7777,
-            owner: Some((m.uid(), m.gid())),
-        },
-        // A new file gets the mode an editor would give it.
-        Err(_) => crate::fsutil::Keep {
-            mode: 0o644,
-            owner: None,
-        },
+        Ok(mut f) => {
+            let m = f
+                .metadata()
+                .map_err(|e| format!("cannot inspect {}: {e}", path.display()))?;
+            if !m.is_file() {
+                return Err(format!(
+                    "{} is not a regular file; move it aside, then run install again",
+                    path.display()
+                ));
+            }
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut f, &mut text).map_err(|e| {
+                format!(
+                    "cannot read {}: {e}; it must be UTF-8 JSON, readable by this user",
+                    path.display()
+                )
+            })?;
+            let keep = crate::fsutil::Keep {
+                mode: m.permissions().mode() & 0o7777,
+                // Only root can give a file away; anyone else writes it as their own, as an
+                // editor would.
+                owner: as_root.then(|| (m.uid(), m.gid())),
+            };
+            (keep, Some(text))
+        }
     };
-    let mut doc = match std::fs::read_to_string(&path) {
-        Ok(text) if text.trim().is_empty() => Doc::Obj(vec![]),
-        Ok(text) => match serde_json::from_str::<Doc>(text.trim_start_matches('\u{feff}')) {
+    let mut doc = match text {
+        None => Doc::Obj(vec![]),
+        Some(text) if text.trim().is_empty() => Doc::Obj(vec![]),
+        Some(text) => match serde_json::from_str::<Doc>(text.trim_start_matches('\u{feff}')) {
             Ok(m @ Doc::Obj(_)) => m,
             Ok(_) => {
                 return Err(format!(
@@ -520,13 +562,6 @@ pub fn install(
                 ))
             }
         },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Doc::Obj(vec![]),
-        Err(e) => {
-            return Err(format!(
-                "cannot read {}: {e}; make it readable by this user (or run install as its owner), then run install again",
-                path.display()
-            ))
-        }
     };
     let explicit = command.is_some();
     let command = command.map(str::to_string).unwrap_or_else(default_command);
@@ -535,18 +570,8 @@ pub fn install(
         let text = serde_json::to_string_pretty(&doc).expect("JSON") + "\n";
         // The old file's mode (a private settings.local.json stays private) and owner (one
         // that `sudo attenu-hook install` rewrote stays its user's to edit).
-        crate::fsutil::replace_keeping(&path, text.as_bytes(), keep).map_err(|e| {
-            let owner = keep
-                .owner
-                .map(|(u, g)| format!(", owner {u} and group {g}"))
-                .unwrap_or_default();
-            format!(
-                "cannot write {} with the old file's mode {:o}{owner}: {e}; nothing was changed. \
-                 Run install as root, or give the file your own user and group first",
-                path.display(),
-                keep.mode
-            )
-        })?;
+        crate::fsutil::replace_keeping(&path, text.as_bytes(), keep)
+            .map_err(|e| format!("cannot write {}: {e}; nothing was changed", path.display()))?;
     }
     Ok((path, changes))
 }

@@ -680,6 +680,68 @@ fn install_as_root_keeps_the_files_owner() {
     assert_eq!(m.permissions().mode() & 0o7777, 0o640);
     assert!(settings(p.path())["hooks"]["PreToolUse"].is_array());
     assert_eq!(settings(p.path())["model"], "opus");
+
+    // No `.claude/` yet: what install creates is the project owner's too.
+    let q = TempDir::new("install-owner-new");
+    std::os::unix::fs::chown(q.path(), Some(4321), Some(4322)).unwrap();
+    let out = cli(&["install", q.path().to_str().unwrap(), "--command", BIN]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for made in [".claude", ".claude/settings.json"] {
+        let m = std::fs::metadata(q.path().join(made)).unwrap();
+        assert_eq!((m.uid(), m.gid()), (4321, 4322), "{made}");
+    }
+    let m = std::fs::metadata(q.path().join(".claude/settings.json")).unwrap();
+    assert_eq!(m.permissions().mode() & 0o777, 0o644);
+}
+
+/// Regression: keeping the owner made install fail for a user who owns the settings file
+/// when its group is one they are not in (as after `sudo cp` and `sudo chown user`).
+#[test]
+fn install_by_the_files_owner_works_whatever_its_group() {
+    use std::os::unix::fs::MetadataExt;
+    let setpriv = std::path::Path::new("/usr/bin/setpriv");
+    let root = std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0);
+    if !root || !setpriv.exists() {
+        eprintln!("SKIPPED install_by_the_files_owner_works_whatever_its_group: needs root and /usr/bin/setpriv (CI has both)");
+        return;
+    }
+    let as_user = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(setpriv)
+            .args(["--reuid=4321", "--regid=4321", "--clear-groups", BIN])
+            .args(args)
+            .env(
+                "CLAUDE_CONFIG_DIR",
+                "/nonexistent/attenu-test-claude-config",
+            )
+            .output()
+            .unwrap()
+    };
+    if !as_user(&["--version".as_ref()]).status.success() {
+        eprintln!("SKIPPED install_by_the_files_owner_works_whatever_its_group: uid 4321 cannot run {BIN} (a directory above it is private)");
+        return;
+    }
+    let p = TempDir::new("install-user-group");
+    write_settings(p.path(), "settings.json", &json!({"model": "opus"}));
+    let path = p.path().join(".claude/settings.json");
+    for d in [p.path(), &p.path().join(".claude")] {
+        std::os::unix::fs::chown(d, Some(4321), Some(4321)).unwrap();
+    }
+    std::os::unix::fs::chown(&path, Some(4321), Some(0)).unwrap();
+    let out = as_user(&[
+        "install".as_ref(),
+        p.path().as_os_str(),
+        "--command".as_ref(),
+        BIN.as_ref(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m = std::fs::metadata(&path).unwrap();
+    assert_eq!(m.uid(), 4321);
+    assert!(settings(p.path())["hooks"]["PreToolUse"].is_array());
 }
 
 /// Regression: install wrote a nested `.claude/` when run from a subdirectory, and created
