@@ -219,8 +219,11 @@ fn exit_2_when_output_fails() {
 /// After `install`: what would still keep Claude Code from running the handler it wrote (hooks
 /// turned off, managed hooks only, a second command wired), which the file itself cannot fix.
 /// The wiring is written either way; this only makes sure the user hears it now.
-fn warn_if_not_run(root: &Path) {
-    let checks = crate::setup::doctor(root);
+fn warn_if_not_run(root: &Path, command: Option<&str>) {
+    let command = command
+        .map(str::to_string)
+        .unwrap_or_else(crate::setup::default_command);
+    let checks = crate::setup::doctor_for(root, &command);
     let failed = |c: &&crate::setup::Check| !c.ok && c.required;
     // With hooks turned off every event reads as unwired; the cause is the one thing to say.
     let off: Vec<_> = checks
@@ -316,7 +319,7 @@ pub fn run(cli: Cli) -> i32 {
                     "{} already wires attenu-hook for every event; nothing changed",
                     path.display()
                 );
-                warn_if_not_run(&project_dir(&dir));
+                warn_if_not_run(&project_dir(&dir), command.as_deref());
                 0
             }
             Ok((path, changes)) => {
@@ -331,7 +334,7 @@ pub fn run(cli: Cli) -> i32 {
                         .unwrap_or(&dir)
                         .display()
                 );
-                warn_if_not_run(&project_dir(&dir));
+                warn_if_not_run(&project_dir(&dir), command.as_deref());
                 0
             }
             Err(e) => fail(e),

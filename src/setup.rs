@@ -470,6 +470,11 @@ pub fn install(
             dir.display()
         ));
     }
+    if let Plugin::Installed { key, .. } = plugin_state(dir) {
+        return Err(format!(
+            "the attenu-hook plugin ({key}) is turned on in `enabledPlugins` and installed, and it already wires the hook for every event; wiring it in settings as well would record every call twice (and deny a gated call's second claim as a replay). Use one: keep the plugin (`attenu-hook doctor` checks it), or turn it off, then run install again"
+        ));
+    }
     // Run as root (`sudo attenu-hook install`), what install creates or replaces belongs to
     // whoever owns the project, not to root.
     let as_root = crate::fsutil::current_uid() == Some(0);
@@ -690,25 +695,108 @@ const PLUGIN_NAME: &str = "attenu-hook";
 /// The hooks the attenu-hook plugin declares (the packaged `hooks/hooks.json`).
 const PLUGIN_HOOKS: &str = include_str!("../hooks/hooks.json");
 
-/// The `enabledPlugins` key that turns the attenu-hook plugin on, if any does. Each key is
-/// decided by the most specific settings file that sets it (managed settings above all).
-fn enabled_plugin(switches: &[(&'static str, String, bool)]) -> Option<String> {
+/// The `enabledPlugins` key that turns the attenu-hook plugin on, if any does, and the scope
+/// of the settings file that decides it. Each key is decided by the most specific file that
+/// sets it, managed settings above all.
+fn enabled_plugin(switches: &[(&'static str, String, bool)]) -> Option<(String, &'static str)> {
     let mut keys: Vec<&String> = switches.iter().map(|(_, k, _)| k).collect();
     keys.sort();
     keys.dedup();
-    keys.into_iter()
-        .find(|key| {
-            ["managed", "local", "project", "user"]
-                .iter()
-                .find_map(|scope| {
-                    switches
-                        .iter()
-                        .find(|(s, k, _)| s == scope && k == *key)
-                        .map(|(_, _, on)| *on)
-                })
-                .unwrap_or(false)
-        })
-        .cloned()
+    keys.into_iter().find_map(|key| {
+        ["managed", "local", "project", "user"]
+            .iter()
+            .find_map(|scope| {
+                switches
+                    .iter()
+                    .find(|(s, k, _)| s == scope && k == key)
+                    .map(|(s, _, on)| (*on, *s))
+            })
+            .filter(|(on, _)| *on)
+            .map(|(_, scope)| (key.clone(), scope))
+    })
+}
+
+/// `name@marketplace` for the attenu-hook plugin; a key without a marketplace names none.
+fn is_our_plugin_key(key: &str) -> bool {
+    key.split_once('@')
+        .is_some_and(|(name, market)| name == PLUGIN_NAME && !market.is_empty())
+}
+
+/// The attenu-hook plugin as Claude Code would load it for a project.
+#[derive(Debug)]
+enum Plugin {
+    Off,
+    /// `enabledPlugins` turns `key` on, but Claude Code's registry of installed plugins does
+    /// not list it, so nothing is loaded for it.
+    NotInstalled {
+        key: String,
+        registry: PathBuf,
+    },
+    /// On and installed. `by_managed`: managed settings turn it on (its hooks then run even
+    /// where only managed hooks may).
+    Installed {
+        key: String,
+        by_managed: bool,
+        install_paths: Vec<PathBuf>,
+    },
+}
+
+/// Reads `enabledPlugins` from every settings file and, when the plugin is on, where Claude
+/// Code installed it (`plugins/installed_plugins.json` in its user config directory).
+fn plugin_state(dir: &Path) -> Plugin {
+    let mut switches = Vec::new();
+    for (scope, path) in settings_sources(dir) {
+        let Some(doc) = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(t.trim_start_matches('\u{feff}')).ok())
+        else {
+            continue;
+        };
+        for (key, on) in doc
+            .get("enabledPlugins")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            if is_our_plugin_key(key) {
+                switches.push((scope, key.clone(), on.as_bool() == Some(true)));
+            }
+        }
+    }
+    let Some((key, scope)) = enabled_plugin(&switches) else {
+        return Plugin::Off;
+    };
+    let registry = user_config_dir()
+        .unwrap_or_else(|| PathBuf::from("~/.claude"))
+        .join("plugins")
+        .join("installed_plugins.json");
+    let doc: Value = std::fs::read_to_string(&registry)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    // `{"version": 2, "plugins": {key: [{installPath, ...}]}}`; older files hold the keys at
+    // the top level, or one object per key.
+    let entry = doc
+        .get("plugins")
+        .and_then(|p| p.get(&key))
+        .or_else(|| doc.get(&key));
+    let install_paths: Vec<PathBuf> = match entry {
+        Some(Value::Array(items)) => items.iter().collect(),
+        Some(one @ Value::Object(_)) => vec![one],
+        _ => vec![],
+    }
+    .into_iter()
+    .filter_map(|i| i.get("installPath").and_then(Value::as_str))
+    .map(PathBuf::from)
+    .collect();
+    if install_paths.is_empty() {
+        return Plugin::NotInstalled { key, registry };
+    }
+    Plugin::Installed {
+        key,
+        by_managed: scope == "managed",
+        install_paths,
+    }
 }
 
 /// The handlers an enabled attenu-hook plugin adds: Claude Code runs them beside those in the
@@ -803,12 +891,16 @@ fn distinct_commands<'a>(wired: impl Iterator<Item = &'a Wired>) -> Vec<&'a str>
 
 /// Runs every check on the project at `dir`.
 pub fn doctor(dir: &Path) -> Vec<Check> {
+    doctor_for(dir, &default_command())
+}
+
+/// [`doctor`], also counting handlers whose command is `ours` (the one `install --command`
+/// just wrote) as attenu-hook's.
+pub fn doctor_for(dir: &Path, ours: &str) -> Vec<Check> {
     let mut out = Vec::new();
-    let ours = default_command();
     let mut wired: Vec<Wired> = Vec::new();
     let mut managed_only = false;
     let mut disable: Vec<(&'static str, String, bool)> = Vec::new();
-    let mut plugin_switches: Vec<(&'static str, String, bool)> = Vec::new();
     for (scope, path) in settings_sources(dir) {
         let shown = if matches!(scope, "project" | "local") {
             path.strip_prefix(dir)
@@ -846,16 +938,6 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
         if let Some(b) = doc.get("disableAllHooks").and_then(Value::as_bool) {
             disable.push((scope, shown.clone(), b));
         }
-        for (key, on) in doc
-            .get("enabledPlugins")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-        {
-            if key.split('@').next() == Some(PLUGIN_NAME) {
-                plugin_switches.push((scope, key.clone(), on.as_bool() == Some(true)));
-            }
-        }
         if scope == "managed"
             && doc.get("allowManagedHooksOnly").and_then(Value::as_bool) == Some(true)
         {
@@ -873,7 +955,7 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
                     .and_then(Value::as_array)
                     .into_iter()
                     .flatten()
-                    .filter(|h| is_ours(h, &ours, dir))
+                    .filter(|h| is_ours(h, ours, dir))
                 {
                     wired.push(Wired {
                         event,
@@ -885,9 +967,24 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
             }
         }
     }
-    if enabled_plugin(&plugin_switches).is_some() {
-        wired.extend(plugin_handlers());
+    let plugin = plugin_state(dir);
+    match &plugin {
+        Plugin::Off => {}
+        Plugin::NotInstalled { key, registry } => out.push(check(
+            "plugin",
+            false,
+            false,
+            format!("`enabledPlugins` turns on {key}, but {} lists no such installed plugin, so Claude Code loads no hook from it; install it (`claude plugin install {key}`) or remove the entry", registry.display()),
+        )),
+        Plugin::Installed { .. } => wired.extend(plugin_handlers()),
     }
+    let plugin_by_managed = matches!(
+        plugin,
+        Plugin::Installed {
+            by_managed: true,
+            ..
+        }
+    );
     // `disableAllHooks` as Claude Code applies it: true in managed settings turns every hook
     // off; elsewhere the most specific scope that sets it decides (local, then project, then
     // user), and it turns off all but the managed hooks.
@@ -917,7 +1014,8 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
     }
     let ignored = if managed_only {
         let before = wired.len();
-        wired.retain(|w| w.scope == "managed");
+        // A plugin that managed settings turn on runs its hooks there too.
+        wired.retain(|w| w.scope == "managed" || (w.scope == "plugin" && plugin_by_managed));
         before - wired.len()
     } else {
         0
@@ -1001,7 +1099,19 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
     // unhooked (or, with onFailure block, every call of it blocked).
     for command in distinct_commands(wired.iter()) {
         if command.contains("${CLAUDE_PLUGIN_ROOT}") {
-            out.push(check("command", true, false, format!("`{command}` runs the binary inside the attenu-hook plugin's install directory, which doctor does not look into")));
+            if let Plugin::Installed {
+                key, install_paths, ..
+            } = &plugin
+            {
+                for root in install_paths {
+                    let bin = root.join("bin").join("attenu-hook");
+                    out.push(if is_executable(&bin) {
+                        check("command", true, true, format!("`{command}` runs {} ({key})", bin.display()))
+                    } else {
+                        check("command", false, true, format!("`{command}` would run {}, which is not an executable file, so with onFailure block every call is blocked; build the binary into the plugin (see README.md) or turn {key} off", bin.display()))
+                    });
+                }
+            }
             continue;
         }
         out.push(match resolve_command(command, dir) {
@@ -1245,5 +1355,14 @@ mod tests {
         assert!(on(&[("project", false), ("local", true)]));
         assert!(!on(&[("local", true), ("managed", false)]));
         assert!(!on(&[]));
+        assert!(is_our_plugin_key("attenu-hook@market"));
+        for not in [
+            "attenu-hook",
+            "attenu-hook@",
+            "attenu-hooks@market",
+            "x@attenu-hook",
+        ] {
+            assert!(!is_our_plugin_key(not), "{not}");
+        }
     }
 }

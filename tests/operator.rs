@@ -575,10 +575,23 @@ fn install_keeps_the_files_mode_and_refuses_a_symlink() {
 
 /// Regression: doctor did not read plugins, so a project wired by the attenu-hook plugin alone
 /// failed as unwired, and one wired by the plugin and by `install` passed although every call
-/// was recorded twice.
+/// was recorded twice. Review: a plugin `enabledPlugins` names but Claude Code never installed
+/// (or installed without its binary) loads nothing, or blocks every call.
 #[test]
-fn doctor_counts_the_attenu_hook_plugin_when_enabled_plugins_turns_it_on() {
+fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
     let p = sample("doctor-plugin");
+    let config = TempDir::new("doctor-plugin-config");
+    let plugin_root = config.path().join("cache/team-tools/attenu-hook/0.1.0");
+    std::fs::create_dir_all(plugin_root.join("bin")).unwrap();
+    std::fs::create_dir_all(config.path().join("plugins")).unwrap();
+    let registry = json!({"version": 2, "plugins": {"attenu-hook@team-tools": [
+        {"scope": "user", "installPath": plugin_root, "version": "0.1.0"}
+    ]}});
+    std::fs::write(
+        config.path().join("plugins/installed_plugins.json"),
+        registry.to_string(),
+    )
+    .unwrap();
     let enable = |local: bool| {
         write_settings(
             p.path(),
@@ -586,11 +599,40 @@ fn doctor_counts_the_attenu_hook_plugin_when_enabled_plugins_turns_it_on() {
             &json!({"enabledPlugins": {"attenu-hook@team-tools": local, "other@team-tools": true}}),
         )
     };
+    let doctor_in = |config: &std::path::Path| {
+        cli_with(
+            &["doctor", p.path().to_str().unwrap()],
+            &[("CLAUDE_CONFIG_DIR", config)],
+        )
+    };
     enable(true);
-    let out = doctor(p.path());
+
+    // Installed, but without its binary: every call would be blocked.
+    let out = doctor_in(config.path());
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("which is not an executable file"),
+        "{}",
+        out.stdout
+    );
+
+    std::os::unix::fs::symlink(BIN, plugin_root.join("bin/attenu-hook")).unwrap();
+    let out = doctor_in(config.path());
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert!(
-        out.stdout.contains("every tool (the attenu-hook plugin)"),
+        out.stdout.contains("every tool (the attenu-hook plugin)")
+            && out.stdout.contains("(attenu-hook@team-tools)"),
+        "{}",
+        out.stdout
+    );
+
+    // Named in `enabledPlugins`, never installed: nothing runs.
+    let empty = TempDir::new("doctor-plugin-none");
+    let out = doctor_in(empty.path());
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("lists no such installed plugin")
+            && out.stdout.contains("no attenu-hook handler for PreToolUse"),
         "{}",
         out.stdout
     );
@@ -600,7 +642,7 @@ fn doctor_counts_the_attenu_hook_plugin_when_enabled_plugins_turns_it_on() {
     project["enabledPlugins"] = json!({"attenu-hook@team-tools": true});
     write_settings(p.path(), "settings.json", &project);
     enable(false);
-    let out = doctor(p.path());
+    let out = doctor_in(config.path());
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(
         out.stdout.contains("no attenu-hook handler for PreToolUse"),
@@ -608,17 +650,30 @@ fn doctor_counts_the_attenu_hook_plugin_when_enabled_plugins_turns_it_on() {
         out.stdout
     );
 
-    // The plugin and install's handler: every call twice.
+    // On and installed: install refuses to wire it a second time.
     enable(true);
-    let out = cli(&["install", p.path().to_str().unwrap(), "--command", BIN]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let before = std::fs::read(p.path().join(".claude/settings.json")).unwrap();
+    let out = cli_with(
+        &["install", p.path().to_str().unwrap(), "--command", BIN],
+        &[("CLAUDE_CONFIG_DIR", config.path())],
+    );
+    assert_eq!(out.code, 2, "{}", out.stdout);
     assert!(
         out.stderr
-            .contains("warning: the hook is wired, but attenu-hook is wired 2 times"),
+            .contains("already wires the hook for every event"),
         "{}",
         out.stderr
     );
-    let out = doctor(p.path());
+    assert_eq!(
+        std::fs::read(p.path().join(".claude/settings.json")).unwrap(),
+        before
+    );
+
+    // Wired by hand beside it: double wiring.
+    let mut wired = settings(p.path());
+    wired["hooks"] = json!({"PreToolUse": [{"hooks": [{"type": "command", "command": BIN, "timeout": 10, "onFailure": "block"}]}]});
+    write_settings(p.path(), "settings.json", &wired);
+    let out = doctor_in(config.path());
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(
         out.stdout.contains("one is the attenu-hook plugin's"),
@@ -634,6 +689,19 @@ fn install_warns_when_claude_code_would_not_run_the_hook() {
     let p = sample("install-disabled");
     let dir = p.path().to_str().unwrap();
     let out = cli(&["install", dir, "--command", BIN]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+    // Nor for a wrapper whose name is not attenu-hook's: it is the command just wired.
+    let w = sample("install-wrapper");
+    let wrapper = w.path().join("guard.sh");
+    std::fs::write(&wrapper, format!("#!/bin/sh\nexec {BIN}\n")).unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = cli(&[
+        "install",
+        w.path().to_str().unwrap(),
+        "--command",
+        wrapper.to_str().unwrap(),
+    ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("warning"), "{}", out.stderr);
 
