@@ -122,6 +122,10 @@ pub enum Command {
     Doctor {
         #[arg(default_value = ".")]
         dir: PathBuf,
+        /// Also count handlers running this command as attenu-hook's (a wrapper that
+        /// `install --command` wired)
+        #[arg(long)]
+        command: Option<String>,
     },
     /// Print shell completions
     Completions {
@@ -328,18 +332,24 @@ pub fn run(cli: Cli) -> i32 {
                     println!("  {c}");
                 }
                 println!(
-                    "next: `attenu-hook doctor {}`",
+                    "next: `attenu-hook doctor {}{}`",
                     path.parent()
                         .and_then(Path::parent)
                         .unwrap_or(&dir)
-                        .display()
+                        .display(),
+                    // A wrapper is not recognisable as attenu-hook by its name.
+                    command
+                        .as_deref()
+                        .filter(|c| *c != crate::setup::default_command())
+                        .map(|c| format!(" --command '{}'", c.replace('\'', "'\\''")))
+                        .unwrap_or_default()
                 );
                 warn_if_not_run(&project_dir(&dir), command.as_deref());
                 0
             }
             Err(e) => fail(e),
         },
-        Some(Command::Doctor { dir }) => {
+        Some(Command::Doctor { dir, command }) => {
             if !dir.is_dir() {
                 return fail(format!(
                     "{} is not a directory; pass the project's root directory",
@@ -348,7 +358,10 @@ pub fn run(cli: Cli) -> i32 {
             }
             let root = project_dir(&dir);
             println!("project {}", root.display());
-            let checks = crate::setup::doctor(&root);
+            let checks = match &command {
+                Some(c) => crate::setup::doctor_for(&root, c),
+                None => crate::setup::doctor(&root),
+            };
             let mut failed = false;
             for c in &checks {
                 let tag = match (c.ok, c.required) {

@@ -268,19 +268,22 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> 
     replace_atomic(path, bytes, durable, None)
 }
 
-/// What a replaced file keeps of the one it replaces: its permission bits and its owner.
+/// What a replaced file keeps of the one it replaces: its permission bits, owner and group.
 #[derive(Debug, Clone, Copy)]
 pub struct Keep {
     pub mode: u32,
-    /// `(uid, gid)`, set when it differs from the new file's. That takes root (or, for the
-    /// group alone, membership in it), and where it fails nothing is replaced. `None` leaves
-    /// the creator as owner.
-    pub owner: Option<(u32, u32)>,
+    /// The owner to give the new file where it differs from the creator (which takes root);
+    /// failing to is an error, and nothing is replaced. `None` leaves the creator as owner.
+    pub uid: Option<u32>,
+    /// The group to give it where it differs. Without `uid`, a user can only give it a group
+    /// they are in; where that fails the new file keeps the creator's group and loses the
+    /// group permission bits, so the old group's access never passes to another group.
+    pub gid: Option<u32>,
 }
 
-/// [`write_atomic`], durable, with the mode and owner of `keep` set on the temporary file
-/// before the rename, so no reader ever sees the new file with other permissions than the old
-/// one had (a settings file that `sudo` rewrote stays its user's).
+/// [`write_atomic`], durable, with the mode, owner and group of `keep` set on the temporary
+/// file before the rename, so no reader ever sees the new file with other permissions than the
+/// old one had.
 pub fn replace_keeping(path: &Path, bytes: &[u8], keep: Keep) -> io::Result<()> {
     replace_atomic(path, bytes, true, Some(keep))
 }
@@ -295,19 +298,30 @@ fn replace_atomic(path: &Path, bytes: &[u8], durable: bool, keep: Option<Keep>) 
             .custom_flags(O_NOFOLLOW)
             .open(&tmp)?;
         if let Some(keep) = keep {
-            if let Some((uid, gid)) = keep.owner {
-                let now = f.metadata()?;
-                if (now.uid(), now.gid()) != (uid, gid) {
-                    std::os::unix::fs::fchown(&f, Some(uid), Some(gid)).map_err(|e| {
-                        io::Error::new(
+            let now = f.metadata()?;
+            let mut mode = keep.mode;
+            let want_uid = keep.uid.filter(|u| *u != now.uid());
+            let want_gid = keep.gid.filter(|g| *g != now.gid());
+            if want_uid.is_some() || want_gid.is_some() {
+                match std::os::unix::fs::fchown(&f, want_uid, want_gid) {
+                    Ok(()) => {}
+                    Err(e) if want_uid.is_none() && e.raw_os_error() == Some(libc::EPERM) => {
+                        mode &= !0o070;
+                    }
+                    Err(e) => {
+                        return Err(io::Error::new(
                             e.kind(),
-                            format!("cannot give the new file owner {uid} and group {gid} ({e})"),
-                        )
-                    })?;
+                            format!(
+                                "cannot give the new file owner {} and group {} ({e})",
+                                keep.uid.map_or("unchanged".into(), |u| u.to_string()),
+                                keep.gid.map_or("unchanged".into(), |g| g.to_string()),
+                            ),
+                        ))
+                    }
                 }
             }
             // After the chown, which clears set-id bits.
-            f.set_permissions(fs::Permissions::from_mode(keep.mode))?;
+            f.set_permissions(fs::Permissions::from_mode(mode))?;
         }
         f.write_all(bytes)?;
         if durable {

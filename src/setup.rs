@@ -456,9 +456,9 @@ impl<'de> serde::Deserialize<'de> for Doc {
 }
 
 /// `attenu-hook install [DIR] [--local] [--command CMD]`, with `dir` the project's root (the
-/// CLI finds it). Writes only when something changes, atomically, keeping the file's mode (and,
-/// run as root, its owner; a file or `.claude/` it creates then gets the project's); a settings
-/// file that is a symbolic link is refused, never written through or replaced.
+/// CLI finds it). Writes only when something changes, atomically, keeping the file's mode, group
+/// and (run as root, which it is only in a project root owns) owner; a settings file that is a
+/// symbolic link is refused, never written through or replaced.
 pub fn install(
     dir: &Path,
     local: bool,
@@ -470,24 +470,47 @@ pub fn install(
             dir.display()
         ));
     }
-    if let Plugin::Installed { key, .. } = plugin_state(dir) {
+    let wiring_plugin = plugins_on(dir).into_iter().find(|p| {
+        p.install_paths
+            .iter()
+            .any(|r| installed_plugin_hooks(r).is_ok())
+    });
+    if let Some(PluginOn { key, .. }) = wiring_plugin {
         return Err(format!(
             "the attenu-hook plugin ({key}) is turned on in `enabledPlugins` and installed, and it already wires the hook for every event; wiring it in settings as well would record every call twice (and deny a gated call's second claim as a replay). Use one: keep the plugin (`attenu-hook doctor` checks it), or turn it off, then run install again"
         ));
     }
-    // Run as root (`sudo attenu-hook install`), what install creates or replaces belongs to
-    // whoever owns the project, not to root.
+    // Root (`sudo attenu-hook install`) in another user's project would write root's files
+    // into directories that user controls, where a symbolic link swapped in at the right
+    // moment redirects whatever root creates or hands over. The project's owner runs it.
     let as_root = crate::fsutil::current_uid() == Some(0);
+    if as_root {
+        let claude = dir.join(".claude");
+        for (path, m) in [
+            (dir.to_path_buf(), std::fs::metadata(dir).ok()),
+            (claude.clone(), std::fs::symlink_metadata(&claude).ok()),
+        ] {
+            let Some(m) = m else { continue };
+            let others_write = m.mode() & 0o022 != 0;
+            if m.uid() != 0 || others_write || m.file_type().is_symlink() {
+                let owner = m.uid();
+                return Err(format!(
+                    "{} {}, and install does not run as root where another user controls the directory (the files root writes there could be redirected); run it as the project's owner, for example `sudo -u '#{owner}' attenu-hook install`",
+                    path.display(),
+                    if m.file_type().is_symlink() {
+                        "is a symbolic link".to_string()
+                    } else if m.uid() != 0 {
+                        format!("belongs to uid {owner}")
+                    } else {
+                        "is writable by others".to_string()
+                    }
+                ));
+            }
+        }
+    }
     let claude = dir.join(".claude");
-    let claude_is_new = std::fs::symlink_metadata(&claude).is_err();
     std::fs::create_dir_all(&claude)
         .map_err(|e| format!("cannot create {}: {e}", claude.display()))?;
-    if claude_is_new && as_root {
-        let owner = std::fs::metadata(dir).map(|m| (m.uid(), m.gid()));
-        owner
-            .and_then(|(u, g)| std::os::unix::fs::chown(&claude, Some(u), Some(g)))
-            .map_err(|e| format!("created {} but cannot give it the project's owner: {e}; remove it or chown it, then run install again", claude.display()))?;
-    }
     let path = claude.join(if local {
         "settings.local.json"
     } else {
@@ -500,11 +523,11 @@ pub fn install(
         .open(&path);
     let (keep, text) = match opened {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            // A new file gets the mode an editor would give it, and `.claude/`'s owner.
-            let owner = std::fs::metadata(&claude).ok().map(|m| (m.uid(), m.gid()));
+            // A new file gets the mode an editor would give it.
             let keep = crate::fsutil::Keep {
                 mode: 0o644,
-                owner: owner.filter(|_| as_root),
+                uid: None,
+                gid: None,
             };
             (keep, None)
         }
@@ -543,8 +566,9 @@ pub fn install(
             let keep = crate::fsutil::Keep {
                 mode: m.permissions().mode() & 0o7777,
                 // Only root can give a file away; anyone else writes it as their own, as an
-                // editor would.
-                owner: as_root.then(|| (m.uid(), m.gid())),
+                // editor would, keeping its group where they are in it.
+                uid: as_root.then(|| m.uid()),
+                gid: Some(m.gid()),
             };
             (keep, Some(text))
         }
@@ -692,28 +716,27 @@ fn settings_sources(project: &Path) -> Vec<(&'static str, PathBuf)> {
 /// `name@marketplace`.
 const PLUGIN_NAME: &str = "attenu-hook";
 
-/// The hooks the attenu-hook plugin declares (the packaged `hooks/hooks.json`).
-const PLUGIN_HOOKS: &str = include_str!("../hooks/hooks.json");
-
-/// The `enabledPlugins` key that turns the attenu-hook plugin on, if any does, and the scope
-/// of the settings file that decides it. Each key is decided by the most specific file that
-/// sets it, managed settings above all.
-fn enabled_plugin(switches: &[(&'static str, String, bool)]) -> Option<(String, &'static str)> {
+/// Every `enabledPlugins` key that turns the attenu-hook plugin on, with the scope of the
+/// settings file that decides it. Each key is decided by the most specific file that sets it,
+/// managed settings above all.
+fn enabled_plugins(switches: &[(&'static str, String, bool)]) -> Vec<(String, &'static str)> {
     let mut keys: Vec<&String> = switches.iter().map(|(_, k, _)| k).collect();
     keys.sort();
     keys.dedup();
-    keys.into_iter().find_map(|key| {
-        ["managed", "local", "project", "user"]
-            .iter()
-            .find_map(|scope| {
-                switches
-                    .iter()
-                    .find(|(s, k, _)| s == scope && k == key)
-                    .map(|(s, _, on)| (*on, *s))
-            })
-            .filter(|(on, _)| *on)
-            .map(|(_, scope)| (key.clone(), scope))
-    })
+    keys.into_iter()
+        .filter_map(|key| {
+            ["managed", "local", "project", "user"]
+                .iter()
+                .find_map(|scope| {
+                    switches
+                        .iter()
+                        .find(|(s, k, _)| s == scope && k == key)
+                        .map(|(s, _, on)| (*on, *s))
+                })
+                .filter(|(on, _)| *on)
+                .map(|(_, scope)| (key.clone(), scope))
+        })
+        .collect()
 }
 
 /// `name@marketplace` for the attenu-hook plugin; a key without a marketplace names none.
@@ -722,28 +745,22 @@ fn is_our_plugin_key(key: &str) -> bool {
         .is_some_and(|(name, market)| name == PLUGIN_NAME && !market.is_empty())
 }
 
-/// The attenu-hook plugin as Claude Code would load it for a project.
+/// An attenu-hook plugin that `enabledPlugins` turns on, as Claude Code would load it.
 #[derive(Debug)]
-enum Plugin {
-    Off,
-    /// `enabledPlugins` turns `key` on, but Claude Code's registry of installed plugins does
-    /// not list it, so nothing is loaded for it.
-    NotInstalled {
-        key: String,
-        registry: PathBuf,
-    },
-    /// On and installed. `by_managed`: managed settings turn it on (its hooks then run even
-    /// where only managed hooks may).
-    Installed {
-        key: String,
-        by_managed: bool,
-        install_paths: Vec<PathBuf>,
-    },
+struct PluginOn {
+    key: String,
+    /// Managed settings turn it on: its hooks then run even where only managed hooks may.
+    by_managed: bool,
+    /// Where Claude Code's registry of installed plugins says it is; none when it is not
+    /// installed, and then Claude Code loads nothing for it.
+    install_paths: Vec<PathBuf>,
+    registry: PathBuf,
 }
 
-/// Reads `enabledPlugins` from every settings file and, when the plugin is on, where Claude
-/// Code installed it (`plugins/installed_plugins.json` in its user config directory).
-fn plugin_state(dir: &Path) -> Plugin {
+/// Reads `enabledPlugins` from every settings file and, for each attenu-hook plugin it turns
+/// on, where Claude Code installed it (`plugins/installed_plugins.json` in its user config
+/// directory).
+fn plugins_on(dir: &Path) -> Vec<PluginOn> {
     let mut switches = Vec::new();
     for (scope, path) in settings_sources(dir) {
         let Some(doc) = std::fs::read_to_string(&path)
@@ -763,9 +780,10 @@ fn plugin_state(dir: &Path) -> Plugin {
             }
         }
     }
-    let Some((key, scope)) = enabled_plugin(&switches) else {
-        return Plugin::Off;
-    };
+    let on = enabled_plugins(&switches);
+    if on.is_empty() {
+        return Vec::new();
+    }
     let registry = user_config_dir()
         .unwrap_or_else(|| PathBuf::from("~/.claude"))
         .join("plugins")
@@ -774,36 +792,52 @@ fn plugin_state(dir: &Path) -> Plugin {
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or(Value::Null);
-    // `{"version": 2, "plugins": {key: [{installPath, ...}]}}`; older files hold the keys at
-    // the top level, or one object per key.
-    let entry = doc
-        .get("plugins")
-        .and_then(|p| p.get(&key))
-        .or_else(|| doc.get(&key));
-    let install_paths: Vec<PathBuf> = match entry {
-        Some(Value::Array(items)) => items.iter().collect(),
-        Some(one @ Value::Object(_)) => vec![one],
-        _ => vec![],
-    }
-    .into_iter()
-    .filter_map(|i| i.get("installPath").and_then(Value::as_str))
-    .map(PathBuf::from)
-    .collect();
-    if install_paths.is_empty() {
-        return Plugin::NotInstalled { key, registry };
-    }
-    Plugin::Installed {
-        key,
-        by_managed: scope == "managed",
-        install_paths,
-    }
+    on.into_iter()
+        .map(|(key, scope)| {
+            // `{"version": 2, "plugins": {key: [{installPath, ...}]}}`; older files hold the
+            // keys at the top level, or one object per key.
+            let entry = doc
+                .get("plugins")
+                .and_then(|p| p.get(&key))
+                .or_else(|| doc.get(&key));
+            let install_paths = match entry {
+                Some(Value::Array(items)) => items.iter().collect(),
+                Some(one @ Value::Object(_)) => vec![one],
+                _ => vec![],
+            }
+            .into_iter()
+            .filter_map(|i| i.get("installPath").and_then(Value::as_str))
+            .map(PathBuf::from)
+            .collect();
+            PluginOn {
+                key,
+                by_managed: scope == "managed",
+                install_paths,
+                registry: registry.clone(),
+            }
+        })
+        .collect()
 }
 
-/// The handlers an enabled attenu-hook plugin adds: Claude Code runs them beside those in the
-/// settings files, so two wirings record every call twice.
-fn plugin_handlers() -> Vec<Wired> {
-    // Checked by a unit test; compiled in, so it cannot change after the build.
-    let doc: Value = serde_json::from_str(PLUGIN_HOOKS).expect("the packaged hooks.json is JSON");
+/// The hooks file an installed plugin declares: the manifest's `hooks` (a path, or the hooks
+/// themselves), else `hooks/hooks.json`. `Err` says why none can be read.
+fn installed_plugin_hooks(root: &Path) -> Result<Value, String> {
+    let manifest: Option<Value> = std::fs::read_to_string(root.join(".claude-plugin/plugin.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let file = match manifest.as_ref().and_then(|m| m.get("hooks")) {
+        Some(inline @ Value::Object(_)) => return Ok(inline.clone()),
+        Some(Value::String(rel)) => root.join(rel.trim_start_matches("./")),
+        _ => root.join("hooks").join("hooks.json"),
+    };
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| format!("cannot read {} ({e})", file.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{} is not valid JSON ({e})", file.display()))
+}
+
+/// The handlers a hooks document (`{"hooks": {event: [groups]}}`) declares, as wired by the
+/// plugin installed at `root`.
+fn plugin_handlers(doc: &Value, plugin: &PluginOn, root: &Path) -> Vec<Wired> {
     let mut out = Vec::new();
     for event in EVENTS {
         for group in doc
@@ -823,6 +857,11 @@ fn plugin_handlers() -> Vec<Wired> {
                     scope: "plugin",
                     matcher: group.get("matcher").cloned().unwrap_or(Value::Null),
                     handler: h.clone(),
+                    plugin: Some(PluginRef {
+                        key: plugin.key.clone(),
+                        root: root.to_path_buf(),
+                        by_managed: plugin.by_managed,
+                    }),
                 });
             }
         }
@@ -830,12 +869,39 @@ fn plugin_handlers() -> Vec<Wired> {
     out
 }
 
-/// One of our handlers as found in a settings file.
+/// One of our handlers as found in a settings file or an installed plugin.
 struct Wired {
     event: &'static str,
     scope: &'static str,
     matcher: Value,
     handler: Value,
+    /// For a plugin's handler, which plugin.
+    plugin: Option<PluginRef>,
+}
+
+/// The installed plugin a handler comes from.
+struct PluginRef {
+    key: String,
+    /// Its install directory, `${CLAUDE_PLUGIN_ROOT}` in its commands.
+    root: PathBuf,
+    /// Managed settings turn it on: its hooks run even where only managed hooks may.
+    by_managed: bool,
+}
+
+impl Wired {
+    /// The command as Claude Code runs it: in a plugin's handler, `${CLAUDE_PLUGIN_ROOT}` is
+    /// the plugin's directory (in a settings file it is not set).
+    fn command(&self) -> Option<String> {
+        let c = self.handler.get("command").and_then(Value::as_str)?;
+        Some(match &self.plugin {
+            Some(p) => {
+                let root = p.root.to_string_lossy();
+                c.replace("${CLAUDE_PLUGIN_ROOT}", &root)
+                    .replace("$CLAUDE_PLUGIN_ROOT", &root)
+            }
+            None => c.to_string(),
+        })
+    }
 }
 
 impl Wired {
@@ -879,11 +945,9 @@ impl Wired {
     }
 }
 
-/// The commands of these handlers, each once, sorted.
-fn distinct_commands<'a>(wired: impl Iterator<Item = &'a Wired>) -> Vec<&'a str> {
-    let mut commands: Vec<&str> = wired
-        .filter_map(|w| w.handler.get("command").and_then(Value::as_str))
-        .collect();
+/// The commands of these handlers as Claude Code runs them, each once, sorted.
+fn distinct_commands<'a>(wired: impl Iterator<Item = &'a Wired>) -> Vec<String> {
+    let mut commands: Vec<String> = wired.filter_map(Wired::command).collect();
     commands.sort_unstable();
     commands.dedup();
     commands
@@ -962,29 +1026,37 @@ pub fn doctor_for(dir: &Path, ours: &str) -> Vec<Check> {
                         scope,
                         matcher: group.get("matcher").cloned().unwrap_or(Value::Null),
                         handler: h.clone(),
+                        plugin: None,
                     });
                 }
             }
         }
     }
-    let plugin = plugin_state(dir);
-    match &plugin {
-        Plugin::Off => {}
-        Plugin::NotInstalled { key, registry } => out.push(check(
-            "plugin",
-            false,
-            false,
-            format!("`enabledPlugins` turns on {key}, but {} lists no such installed plugin, so Claude Code loads no hook from it; install it (`claude plugin install {key}`) or remove the entry", registry.display()),
-        )),
-        Plugin::Installed { .. } => wired.extend(plugin_handlers()),
-    }
-    let plugin_by_managed = matches!(
-        plugin,
-        Plugin::Installed {
-            by_managed: true,
-            ..
+    for plugin in plugins_on(dir) {
+        let key = &plugin.key;
+        if plugin.install_paths.is_empty() {
+            out.push(check(
+                "plugin",
+                false,
+                false,
+                format!("`enabledPlugins` turns on {key}, but {} lists no such installed plugin, so Claude Code loads no hook from it; install it (`claude plugin install {key}`) or remove the entry", plugin.registry.display()),
+            ));
         }
-    );
+        for root in &plugin.install_paths {
+            match installed_plugin_hooks(root) {
+                Ok(doc) => wired.extend(plugin_handlers(&doc, &plugin, root)),
+                Err(e) => out.push(check(
+                    "plugin",
+                    false,
+                    false,
+                    format!(
+                        "{key} is installed at {}, but {e}, so Claude Code loads no hook from it",
+                        root.display()
+                    ),
+                )),
+            }
+        }
+    }
     // `disableAllHooks` as Claude Code applies it: true in managed settings turns every hook
     // off; elsewhere the most specific scope that sets it decides (local, then project, then
     // user), and it turns off all but the managed hooks.
@@ -1015,7 +1087,7 @@ pub fn doctor_for(dir: &Path, ours: &str) -> Vec<Check> {
     let ignored = if managed_only {
         let before = wired.len();
         // A plugin that managed settings turn on runs its hooks there too.
-        wired.retain(|w| w.scope == "managed" || (w.scope == "plugin" && plugin_by_managed));
+        wired.retain(|w| w.scope == "managed" || w.plugin.as_ref().is_some_and(|p| p.by_managed));
         before - wired.len()
     } else {
         0
@@ -1051,7 +1123,7 @@ pub fn doctor_for(dir: &Path, ours: &str) -> Vec<Check> {
                 false,
                 required,
                 format!(
-                    "attenu-hook is wired {} times for {event}, with the commands `{}`: Claude Code runs each, so every call is recorded more than once; {}",
+                    "attenu-hook is wired {} times for {event}, with the commands `{}` (as Claude Code runs them): each runs, so every call is recorded more than once; {}",
                     commands.len(),
                     commands.join("`, `"),
                     if mine.iter().any(|w| w.scope == "plugin") {
@@ -1080,10 +1152,9 @@ pub fn doctor_for(dir: &Path, ours: &str) -> Vec<Check> {
                         .get("onFailure")
                         .and_then(Value::as_str)
                         .unwrap_or("unset"),
-                    if w.scope == "plugin" {
-                        "the attenu-hook plugin".to_string()
-                    } else {
-                        format!("{} settings", w.scope)
+                    match &w.plugin {
+                        Some(p) => format!("the plugin {}", p.key),
+                        None => format!("{} settings", w.scope),
                     }
                 ),
             )),
@@ -1098,25 +1169,15 @@ pub fn doctor_for(dir: &Path, ours: &str) -> Vec<Check> {
     // Every handler's command, not just the first: a typo in one event's leaves that event
     // unhooked (or, with onFailure block, every call of it blocked).
     for command in distinct_commands(wired.iter()) {
-        if command.contains("${CLAUDE_PLUGIN_ROOT}") {
-            if let Plugin::Installed {
-                key, install_paths, ..
-            } = &plugin
-            {
-                for root in install_paths {
-                    let bin = root.join("bin").join("attenu-hook");
-                    out.push(if is_executable(&bin) {
-                        check("command", true, true, format!("`{command}` runs {} ({key})", bin.display()))
-                    } else {
-                        check("command", false, true, format!("`{command}` would run {}, which is not an executable file, so with onFailure block every call is blocked; build the binary into the plugin (see README.md) or turn {key} off", bin.display()))
-                    });
-                }
-            }
-            continue;
-        }
-        out.push(match resolve_command(command, dir) {
-            Some(p) => check("command", true, true, format!("`{command}` runs {}", p.display())),
-            None => check("command", false, true, format!("`{command}` does not resolve to an executable; install the binary there or fix the command")),
+        let plugin = wired
+            .iter()
+            .find(|w| w.command().as_deref() == Some(command.as_str()))
+            .and_then(|w| w.plugin.as_ref());
+        out.push(match (resolve_command(&command, dir), plugin) {
+            (Some(p), None) => check("command", true, true, format!("`{command}` runs {}", p.display())),
+            (Some(p), Some(plugin)) => check("command", true, true, format!("`{command}` runs {} (the plugin {})", p.display(), plugin.key)),
+            (None, None) => check("command", false, true, format!("`{command}` does not resolve to an executable; install the binary there or fix the command")),
+            (None, Some(plugin)) => check("command", false, true, format!("`{command}` (the plugin {}) does not resolve to an executable, so with onFailure block every call is blocked; build the binary into the plugin (see README.md) or turn the plugin off", plugin.key)),
         });
     }
     let attenu = dir.join(".attenu");
@@ -1335,11 +1396,23 @@ mod tests {
     /// block, a timeout in range. Otherwise doctor would fail every project using the plugin.
     #[test]
     fn the_packaged_plugin_hooks_pass_doctors_checks() {
-        let wired = plugin_handlers();
+        let doc: Value = serde_json::from_str(include_str!("../hooks/hooks.json")).unwrap();
+        let plugin = PluginOn {
+            key: "attenu-hook@m".into(),
+            by_managed: false,
+            install_paths: vec![],
+            registry: PathBuf::new(),
+        };
+        let wired = plugin_handlers(&doc, &plugin, Path::new("/plugins/attenu-hook"));
         for event in EVENTS {
             let mine: Vec<&Wired> = wired.iter().filter(|w| w.event == *event).collect();
             assert_eq!(mine.len(), 1, "{event}");
             assert_eq!(mine[0].problem(), None, "{event}");
+            assert_eq!(
+                mine[0].command().as_deref(),
+                Some("\"/plugins/attenu-hook\"/bin/attenu-hook"),
+                "{event}"
+            );
         }
     }
 
@@ -1348,7 +1421,7 @@ mod tests {
         let key = "attenu-hook@market".to_string();
         let on = |v: &[(&'static str, bool)]| {
             let switches: Vec<_> = v.iter().map(|(s, b)| (*s, key.clone(), *b)).collect();
-            enabled_plugin(&switches).is_some()
+            !enabled_plugins(&switches).is_empty()
         };
         assert!(on(&[("user", true)]));
         assert!(!on(&[("user", true), ("project", false)]));

@@ -607,11 +607,28 @@ fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
     };
     enable(true);
 
-    // Installed, but without its binary: every call would be blocked.
+    // Installed, but without a hooks file: Claude Code loads no hook from it.
     let out = doctor_in(config.path());
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(
-        out.stdout.contains("which is not an executable file"),
+        out.stdout.contains("so Claude Code loads no hook from it")
+            && out.stdout.contains("no attenu-hook handler for PreToolUse"),
+        "{}",
+        out.stdout
+    );
+
+    // Its hooks, but not its binary: every call would be blocked.
+    std::fs::create_dir_all(plugin_root.join("hooks")).unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/hooks/hooks.json"),
+        plugin_root.join("hooks/hooks.json"),
+    )
+    .unwrap();
+    let out = doctor_in(config.path());
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("(the plugin attenu-hook@team-tools) does not resolve to an executable"),
         "{}",
         out.stdout
     );
@@ -620,8 +637,11 @@ fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
     let out = doctor_in(config.path());
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert!(
-        out.stdout.contains("every tool (the attenu-hook plugin)")
-            && out.stdout.contains("(attenu-hook@team-tools)"),
+        out.stdout
+            .contains("every tool (the plugin attenu-hook@team-tools)")
+            && out
+                .stdout
+                .contains("bin/attenu-hook (the plugin attenu-hook@team-tools)"),
         "{}",
         out.stdout
     );
@@ -650,8 +670,13 @@ fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
         out.stdout
     );
 
-    // On and installed: install refuses to wire it a second time.
-    enable(true);
+    // On and installed: install refuses to wire it a second time, also when another key that
+    // is on names a plugin never installed.
+    write_settings(
+        p.path(),
+        "settings.local.json",
+        &json!({"enabledPlugins": {"attenu-hook@elsewhere": true, "attenu-hook@team-tools": true}}),
+    );
     let before = std::fs::read(p.path().join(".claude/settings.json")).unwrap();
     let out = cli_with(
         &["install", p.path().to_str().unwrap(), "--command", BIN],
@@ -669,15 +694,26 @@ fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
         before
     );
 
-    // Wired by hand beside it: double wiring.
-    let mut wired = settings(p.path());
-    wired["hooks"] = json!({"PreToolUse": [{"hooks": [{"type": "command", "command": BIN, "timeout": 10, "onFailure": "block"}]}]});
-    write_settings(p.path(), "settings.json", &wired);
+    // Wired by hand beside it, even with the plugin's own command text: double wiring, and
+    // in a settings file `${CLAUDE_PLUGIN_ROOT}` is not set, so that command runs nothing.
+    for command in [BIN, "\"${CLAUDE_PLUGIN_ROOT}\"/bin/attenu-hook"] {
+        let mut wired = settings(p.path());
+        wired["hooks"] = json!({"PreToolUse": [{"hooks": [{"type": "command", "command": command, "timeout": 10, "onFailure": "block"}]}]});
+        write_settings(p.path(), "settings.json", &wired);
+        let out = doctor_in(config.path());
+        assert_eq!(out.code, 1, "{}", out.stdout);
+        assert!(
+            out.stdout.contains("wired 2 times for PreToolUse")
+                && out.stdout.contains("one is the attenu-hook plugin's"),
+            "{command}: {}",
+            out.stdout
+        );
+    }
     let out = doctor_in(config.path());
-    assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(
-        out.stdout.contains("one is the attenu-hook plugin's"),
-        "{}",
+        out.stdout.lines().any(|l| l.starts_with("FAIL  command")
+            && l.contains("`\"${CLAUDE_PLUGIN_ROOT}\"/bin/attenu-hook` does not resolve")),
+        "the settings file's copy of the plugin's command is checked: {}",
         out.stdout
     );
 }
@@ -704,6 +740,26 @@ fn install_warns_when_claude_code_would_not_run_the_hook() {
     ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+    // The next step it prints recognises the wrapper too.
+    let next = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("next: `"))
+        .and_then(|l| l.strip_suffix('`'))
+        .expect("a next step");
+    assert!(next.contains("--command"), "{next}");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(next.replacen("attenu-hook", BIN, 1))
+        .env(
+            "CLAUDE_CONFIG_DIR",
+            "/nonexistent/attenu-test-claude-config",
+        )
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!stdout.contains("no attenu-hook handler"), "{stdout}");
+    assert!(stdout.contains("ok    wired:PreToolUse"), "{stdout}");
 
     write_settings(
         p.path(),
@@ -749,17 +805,23 @@ fn install_as_root_keeps_the_files_owner() {
     assert!(settings(p.path())["hooks"]["PreToolUse"].is_array());
     assert_eq!(settings(p.path())["model"], "opus");
 
-    // No `.claude/` yet: what install creates is the project owner's too.
-    let q = TempDir::new("install-owner-new");
+    // Root in another user's project would write into directories that user controls (a
+    // symlink swapped in could redirect it): refused, and nothing is created.
+    let q = TempDir::new("install-owner-other");
     std::os::unix::fs::chown(q.path(), Some(4321), Some(4322)).unwrap();
     let out = cli(&["install", q.path().to_str().unwrap(), "--command", BIN]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    for made in [".claude", ".claude/settings.json"] {
-        let m = std::fs::metadata(q.path().join(made)).unwrap();
-        assert_eq!((m.uid(), m.gid()), (4321, 4322), "{made}");
-    }
-    let m = std::fs::metadata(q.path().join(".claude/settings.json")).unwrap();
-    assert_eq!(m.permissions().mode() & 0o777, 0o644);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("belongs to uid 4321") && out.stderr.contains("sudo -u '#4321'"),
+        "{}",
+        out.stderr
+    );
+    assert!(!q.path().join(".claude").exists());
+    let r = TempDir::new("install-owner-claude-link");
+    std::os::unix::fs::symlink(q.path(), r.path().join(".claude")).unwrap();
+    let out = cli(&["install", r.path().to_str().unwrap(), "--command", BIN]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(out.stderr.contains("is a symbolic link"), "{}", out.stderr);
 }
 
 /// Regression: keeping the owner made install fail for a user who owns the settings file
@@ -775,7 +837,7 @@ fn install_by_the_files_owner_works_whatever_its_group() {
     }
     let as_user = |args: &[&std::ffi::OsStr]| {
         std::process::Command::new(setpriv)
-            .args(["--reuid=4321", "--regid=4321", "--clear-groups", BIN])
+            .args(["--reuid=4321", "--regid=4321", "--groups=4400", BIN])
             .args(args)
             .env(
                 "CLAUDE_CONFIG_DIR",
@@ -788,28 +850,38 @@ fn install_by_the_files_owner_works_whatever_its_group() {
         eprintln!("SKIPPED install_by_the_files_owner_works_whatever_its_group: uid 4321 cannot run {BIN} (a directory above it is private)");
         return;
     }
-    let p = TempDir::new("install-user-group");
-    write_settings(p.path(), "settings.json", &json!({"model": "opus"}));
-    let path = p.path().join(".claude/settings.json");
-    for d in [p.path(), &p.path().join(".claude")] {
-        std::os::unix::fs::chown(d, Some(4321), Some(4321)).unwrap();
+    // A group the user is in is kept with its bits; one they are not in cannot be, and then
+    // its bits go rather than pass to the user's own group.
+    for (group, kept) in [(4400, (4400, 0o660)), (0, (4321, 0o600))] {
+        let p = TempDir::new("install-user-group");
+        write_settings(p.path(), "settings.json", &json!({"model": "opus"}));
+        let path = p.path().join(".claude/settings.json");
+        for d in [p.path(), &p.path().join(".claude")] {
+            std::os::unix::fs::chown(d, Some(4321), Some(4321)).unwrap();
+        }
+        std::os::unix::fs::chown(&path, Some(4321), Some(group)).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o660)).unwrap();
+        let out = as_user(&[
+            "install".as_ref(),
+            p.path().as_os_str(),
+            "--command".as_ref(),
+            BIN.as_ref(),
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let m = std::fs::metadata(&path).unwrap();
+        assert_eq!(m.uid(), 4321);
+        assert_eq!(
+            (m.gid(), m.permissions().mode() & 0o777),
+            kept,
+            "group {group}"
+        );
+        assert!(settings(p.path())["hooks"]["PreToolUse"].is_array());
     }
-    std::os::unix::fs::chown(&path, Some(4321), Some(0)).unwrap();
-    let out = as_user(&[
-        "install".as_ref(),
-        p.path().as_os_str(),
-        "--command".as_ref(),
-        BIN.as_ref(),
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let m = std::fs::metadata(&path).unwrap();
-    assert_eq!(m.uid(), 4321);
-    assert!(settings(p.path())["hooks"]["PreToolUse"].is_array());
 }
 
 /// Regression: install wrote a nested `.claude/` when run from a subdirectory, and created
