@@ -838,35 +838,38 @@ fn installed_plugin_hooks(root: &Path) -> Result<Value, String> {
 /// The handlers a hooks document (`{"hooks": {event: [groups]}}`) declares, as wired by the
 /// plugin installed at `root`.
 fn plugin_handlers(doc: &Value, plugin: &PluginOn, root: &Path) -> Vec<Wired> {
-    let mut out = Vec::new();
-    for event in EVENTS {
-        for group in doc
-            .pointer(&format!("/hooks/{event}"))
+    handlers_in(doc)
+        .map(|(event, group, h)| Wired {
+            event,
+            scope: "plugin",
+            matcher: group.get("matcher").cloned().unwrap_or(Value::Null),
+            handler: h.clone(),
+            plugin: Some(PluginRef {
+                key: plugin.key.clone(),
+                root: root.to_path_buf(),
+                by_managed: plugin.by_managed,
+            }),
+        })
+        .collect()
+}
+
+/// Every handler of the events the hook needs in a hooks document (a settings file, or a
+/// plugin's hooks file): its event, the group it sits in, and the handler.
+fn handlers_in(doc: &Value) -> impl Iterator<Item = (&'static str, &Value, &Value)> {
+    EVENTS.iter().flat_map(move |&event| {
+        doc.pointer(&format!("/hooks/{event}"))
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-        {
-            for h in group
-                .get("hooks")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                out.push(Wired {
-                    event,
-                    scope: "plugin",
-                    matcher: group.get("matcher").cloned().unwrap_or(Value::Null),
-                    handler: h.clone(),
-                    plugin: Some(PluginRef {
-                        key: plugin.key.clone(),
-                        root: root.to_path_buf(),
-                        by_managed: plugin.by_managed,
-                    }),
-                });
-            }
-        }
-    }
-    out
+            .flat_map(move |group| {
+                group
+                    .get("hooks")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(move |h| (event, group, h))
+            })
+    })
 }
 
 /// One of our handlers as found in a settings file or an installed plugin.
@@ -1007,29 +1010,14 @@ pub fn doctor_for(dir: &Path, ours: &str) -> Vec<Check> {
         {
             managed_only = true;
         }
-        for event in EVENTS {
-            for group in doc
-                .pointer(&format!("/hooks/{event}"))
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                for h in group
-                    .get("hooks")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter(|h| is_ours(h, ours, dir))
-                {
-                    wired.push(Wired {
-                        event,
-                        scope,
-                        matcher: group.get("matcher").cloned().unwrap_or(Value::Null),
-                        handler: h.clone(),
-                        plugin: None,
-                    });
-                }
-            }
+        for (event, group, h) in handlers_in(&doc).filter(|(_, _, h)| is_ours(h, ours, dir)) {
+            wired.push(Wired {
+                event,
+                scope,
+                matcher: group.get("matcher").cloned().unwrap_or(Value::Null),
+                handler: h.clone(),
+                plugin: None,
+            });
         }
     }
     for plugin in plugins_on(dir) {
