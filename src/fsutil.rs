@@ -276,8 +276,9 @@ pub struct Keep {
     /// failing to is an error, and nothing is replaced. `None` leaves the creator as owner.
     pub uid: Option<u32>,
     /// The group to give it where it differs. Without `uid`, a user can only give it a group
-    /// they are in; where that fails the new file keeps the creator's group and loses the
-    /// group permission bits, so the old group's access never passes to another group.
+    /// they are in (and their user namespace maps); where that fails, for any reason, the new
+    /// file keeps the creator's group and loses the group permission bits, so the old group's
+    /// access never passes to another group.
     pub gid: Option<u32>,
 }
 
@@ -305,9 +306,9 @@ fn replace_atomic(path: &Path, bytes: &[u8], durable: bool, keep: Option<Keep>) 
             if want_uid.is_some() || want_gid.is_some() {
                 match std::os::unix::fs::fchown(&f, want_uid, want_gid) {
                     Ok(()) => {}
-                    Err(e) if want_uid.is_none() && e.raw_os_error() == Some(libc::EPERM) => {
-                        mode &= !0o070;
-                    }
+                    // Not a group the user is in (EPERM), or not one their user namespace
+                    // maps (EINVAL): whatever the reason, dropping the group bits is safe.
+                    Err(_) if want_uid.is_none() => mode &= !0o070,
                     Err(e) => {
                         return Err(io::Error::new(
                             e.kind(),

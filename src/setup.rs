@@ -4,7 +4,7 @@
 use crate::config;
 use crate::derive::derive_project;
 use crate::ledger::store;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -471,9 +471,9 @@ pub fn install(
         ));
     }
     let wiring_plugin = plugins_on(dir).into_iter().find(|p| {
-        p.install_paths
-            .iter()
-            .any(|r| installed_plugin_hooks(r).is_ok())
+        p.install_path
+            .as_deref()
+            .is_some_and(|r| !installed_plugin_hooks(r).docs.is_empty())
     });
     if let Some(PluginOn { key, .. }) = wiring_plugin {
         return Err(format!(
@@ -485,27 +485,10 @@ pub fn install(
     // moment redirects whatever root creates or hands over. The project's owner runs it.
     let as_root = crate::fsutil::current_uid() == Some(0);
     if as_root {
-        let claude = dir.join(".claude");
-        for (path, m) in [
-            (dir.to_path_buf(), std::fs::metadata(dir).ok()),
-            (claude.clone(), std::fs::symlink_metadata(&claude).ok()),
-        ] {
-            let Some(m) = m else { continue };
-            let others_write = m.mode() & 0o022 != 0;
-            if m.uid() != 0 || others_write || m.file_type().is_symlink() {
-                let owner = m.uid();
-                return Err(format!(
-                    "{} {}, and install does not run as root where another user controls the directory (the files root writes there could be redirected); run it as the project's owner, for example `sudo -u '#{owner}' attenu-hook install`",
-                    path.display(),
-                    if m.file_type().is_symlink() {
-                        "is a symbolic link".to_string()
-                    } else if m.uid() != 0 {
-                        format!("belongs to uid {owner}")
-                    } else {
-                        "is writable by others".to_string()
-                    }
-                ));
-            }
+        if let Some((problem, remedy)) = unsafe_for_root(dir) {
+            return Err(format!(
+                "{problem}, and install does not run as root where another user controls a directory it writes through (what root writes there could be redirected); {remedy}"
+            ));
         }
     }
     let claude = dir.join(".claude");
@@ -689,6 +672,83 @@ fn expand(command: &str, project: &Path) -> Option<String> {
     Some(out)
 }
 
+/// Why root must not write `.claude/settings.json` under `dir`, and what to do instead: a
+/// directory on the way that a user other than root could change. The project and its
+/// `.claude` must be root's, writable by root only, and `.claude` a real directory; each
+/// directory above the project must be root's and writable by root only, or sticky (like
+/// `/tmp`, where no one else can rename root's entries).
+fn unsafe_for_root(dir: &Path) -> Option<(String, String)> {
+    let claude = dir.join(".claude");
+    let mut above: Vec<PathBuf> = Vec::new();
+    // The path as given and as it resolves: a link on either way is followed each time.
+    for path in [
+        std::path::absolute(dir).ok(),
+        std::fs::canonicalize(dir).ok(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        for a in path.ancestors().skip(1) {
+            if !above.iter().any(|p| p == a) {
+                above.push(a.to_path_buf());
+            }
+        }
+    }
+    let places = [(dir.to_path_buf(), false), (claude, false)]
+        .into_iter()
+        .chain(above.into_iter().map(|a| (a, true)));
+    for (path, is_above) in places {
+        let m = if is_above || path != dir {
+            std::fs::symlink_metadata(&path)
+        } else {
+            std::fs::metadata(&path)
+        };
+        let Ok(m) = m else { continue };
+        let shown = path.display();
+        if m.file_type().is_symlink() {
+            if is_above {
+                // A link above the project is resolved through the directories checked here.
+                continue;
+            }
+            return Some((
+                format!("{shown} is a symbolic link"),
+                "replace it with the directory it points to, or run install as the user who owns that directory".into(),
+            ));
+        }
+        let owner = m.uid();
+        if owner != 0 {
+            return Some(if is_above {
+                (
+                    format!("{shown}, a directory above the project, belongs to uid {owner}"),
+                    "move the project out of it, or run install as a user who owns the project"
+                        .into(),
+                )
+            } else {
+                (
+                    format!("{shown} belongs to uid {owner}"),
+                    format!("run install as the project's owner, for example `sudo -u '#{owner}' attenu-hook install {}`", shell_quote(&dir.display().to_string())),
+                )
+            });
+        }
+        let sticky = m.mode() & 0o1000 != 0;
+        let writers = match (m.mode() & 0o020 != 0, m.mode() & 0o002 != 0) {
+            _ if is_above && sticky => continue,
+            (true, true) => "its group and by others",
+            (true, false) => "its group",
+            (false, true) => "others",
+            (false, false) => continue,
+        };
+        return Some((
+            format!("{shown} is writable by {writers}"),
+            format!(
+                "make it writable by its owner only (`chmod go-w {}`), or run install as the user who should own the project",
+                shell_quote(&path.display().to_string())
+            ),
+        ));
+    }
+    None
+}
+
 /// The settings files Claude Code reads hooks from, most authoritative first: managed policy,
 /// the user's (`CLAUDE_CONFIG_DIR`, else `~/.claude`), the project's and the local one.
 fn settings_sources(project: &Path) -> Vec<(&'static str, PathBuf)> {
@@ -751,9 +811,9 @@ struct PluginOn {
     key: String,
     /// Managed settings turn it on: its hooks then run even where only managed hooks may.
     by_managed: bool,
-    /// Where Claude Code's registry of installed plugins says it is; none when it is not
-    /// installed, and then Claude Code loads nothing for it.
-    install_paths: Vec<PathBuf>,
+    /// Where the installation Claude Code uses for this project is; none when no entry in its
+    /// registry of installed plugins applies here, and then it loads nothing for the key.
+    install_path: Option<PathBuf>,
     registry: PathBuf,
 }
 
@@ -794,45 +854,132 @@ fn plugins_on(dir: &Path) -> Vec<PluginOn> {
         .unwrap_or(Value::Null);
     on.into_iter()
         .map(|(key, scope)| {
-            // `{"version": 2, "plugins": {key: [{installPath, ...}]}}`; older files hold the
-            // keys at the top level, or one object per key.
+            // `{"version": 2, "plugins": {key: [{scope, projectPath, installPath}, ...]}}`;
+            // older files hold the keys at the top level, or one object per key.
             let entry = doc
                 .get("plugins")
                 .and_then(|p| p.get(&key))
                 .or_else(|| doc.get(&key));
-            let install_paths = match entry {
+            let entries: Vec<&Value> = match entry {
                 Some(Value::Array(items)) => items.iter().collect(),
                 Some(one @ Value::Object(_)) => vec![one],
                 _ => vec![],
-            }
-            .into_iter()
-            .filter_map(|i| i.get("installPath").and_then(Value::as_str))
-            .map(PathBuf::from)
-            .collect();
+            };
+            let install_path = installation_for(&entries, dir);
             PluginOn {
                 key,
                 by_managed: scope == "managed",
-                install_paths,
+                install_path,
                 registry: registry.clone(),
             }
         })
         .collect()
 }
 
-/// The hooks file an installed plugin declares: the manifest's `hooks` (a path, or the hooks
-/// themselves), else `hooks/hooks.json`. `Err` says why none can be read.
-fn installed_plugin_hooks(root: &Path) -> Result<Value, String> {
-    let manifest: Option<Value> = std::fs::read_to_string(root.join(".claude-plugin/plugin.json"))
+/// The one installation of a plugin Claude Code loads in `project`: the first registry entry
+/// that applies there. A user or managed installation applies everywhere; a project or local
+/// one where its `projectPath` is this project, or lies in the same git repository.
+fn installation_for(entries: &[&Value], project: &Path) -> Option<PathBuf> {
+    let here = std::fs::canonicalize(project).ok();
+    let repo = here.as_deref().and_then(git_root);
+    entries
+        .iter()
+        .find(|e| {
+            let scope = e.get("scope").and_then(Value::as_str);
+            // Entries written before scopes existed are user installations.
+            if matches!(scope, None | Some("user" | "managed")) {
+                return true;
+            }
+            let Some(theirs) = e
+                .get("projectPath")
+                .and_then(Value::as_str)
+                .and_then(|p| std::fs::canonicalize(p).ok())
+            else {
+                return false;
+            };
+            Some(&theirs) == here.as_ref() || (repo.is_some() && git_root(&theirs) == repo)
+        })
+        .and_then(|e| e.get("installPath").and_then(Value::as_str))
+        .map(PathBuf::from)
+}
+
+/// The nearest directory at or above `dir` that holds `.git`.
+fn git_root(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| d.join(".git").symlink_metadata().is_ok())
+        .map(Path::to_path_buf)
+}
+
+/// The hooks an installed plugin gives Claude Code, each as a hooks document
+/// (`{"hooks": {event: [groups]}}`), and what keeps any of them from loading.
+#[derive(Debug, Default)]
+struct PluginHooks {
+    docs: Vec<Value>,
+    problems: Vec<String>,
+}
+
+/// Reads an installed plugin's hooks as Claude Code 2.1 loads them: `hooks/hooks.json` when
+/// it exists, always, and on top of it what the manifest's `hooks` adds (a path, the hooks
+/// themselves, or a list of those). A manifest that names `hooks/hooks.json` again is a
+/// problem: Claude Code 2.1.332 skips the duplicate, but some earlier 2.1 releases rejected
+/// it and dropped the plugin's hooks.
+fn installed_plugin_hooks(root: &Path) -> PluginHooks {
+    let mut out = PluginHooks::default();
+    let read = |file: &Path| -> Result<Value, String> {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("cannot read {} ({e})", file.display()))?;
+        serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not valid JSON ({e})", file.display()))
+    };
+    let standard = root.join("hooks").join("hooks.json");
+    let standard_real = std::fs::canonicalize(&standard).ok();
+    if standard.symlink_metadata().is_ok() {
+        match read(&standard) {
+            Ok(doc) => out.docs.push(doc),
+            Err(e) => out.problems.push(e),
+        }
+    }
+    let manifest_file = root.join(".claude-plugin").join("plugin.json");
+    let manifest: Option<Value> = std::fs::read_to_string(&manifest_file)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
-    let file = match manifest.as_ref().and_then(|m| m.get("hooks")) {
-        Some(inline @ Value::Object(_)) => return Ok(inline.clone()),
-        Some(Value::String(rel)) => root.join(rel.trim_start_matches("./")),
-        _ => root.join("hooks").join("hooks.json"),
+    let listed = match manifest.as_ref().and_then(|m| m.get("hooks")) {
+        Some(Value::Array(items)) => items.iter().collect(),
+        Some(one) => vec![one],
+        None => vec![],
     };
-    let text = std::fs::read_to_string(&file)
-        .map_err(|e| format!("cannot read {} ({e})", file.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{} is not valid JSON ({e})", file.display()))
+    for item in listed {
+        match item {
+            // Inline hooks map events to groups directly.
+            Value::Object(events) => out.docs.push(json!({ "hooks": events })),
+            Value::String(rel) => {
+                let file = root.join(rel);
+                let real = std::fs::canonicalize(&file).ok();
+                if real.is_some() && real == standard_real {
+                    out.problems.push(format!(
+                        "its manifest {} names {rel} in `hooks`, which Claude Code loads on its own; remove that entry (some Claude Code 2.1 releases reject the duplicate and load none of the plugin's hooks)",
+                        manifest_file.display()
+                    ));
+                    continue;
+                }
+                match read(&file) {
+                    Ok(doc) => out.docs.push(doc),
+                    Err(e) => out.problems.push(e),
+                }
+            }
+            other => out.problems.push(format!(
+                "its manifest {} has `hooks` entry {other}, which is neither a path nor hooks",
+                manifest_file.display()
+            )),
+        }
+    }
+    if out.docs.is_empty() && out.problems.is_empty() {
+        out.problems.push(format!(
+            "it has no {} and its manifest names no hooks",
+            standard.display()
+        ));
+    }
+    out
 }
 
 /// The handlers a hooks document (`{"hooks": {event: [groups]}}`) declares, as wired by the
@@ -1022,27 +1169,34 @@ pub fn doctor_for(dir: &Path, ours: &str) -> Vec<Check> {
     }
     for plugin in plugins_on(dir) {
         let key = &plugin.key;
-        if plugin.install_paths.is_empty() {
+        let Some(root) = &plugin.install_path else {
             out.push(check(
                 "plugin",
                 false,
                 false,
-                format!("`enabledPlugins` turns on {key}, but {} lists no such installed plugin, so Claude Code loads no hook from it; install it (`claude plugin install {key}`) or remove the entry", plugin.registry.display()),
+                format!("`enabledPlugins` turns on {key}, but {} lists no installation of it for this project, so Claude Code loads no hook from it; install it (`claude plugin install {key}`) or remove the entry", plugin.registry.display()),
+            ));
+            continue;
+        };
+        let hooks = installed_plugin_hooks(root);
+        for problem in &hooks.problems {
+            let consequence = if hooks.docs.is_empty() {
+                "so Claude Code loads no hook from it"
+            } else {
+                "so Claude Code may not load all of its hooks"
+            };
+            out.push(check(
+                "plugin",
+                false,
+                false,
+                format!(
+                    "{key} is installed at {}, but {problem}, {consequence}",
+                    root.display()
+                ),
             ));
         }
-        for root in &plugin.install_paths {
-            match installed_plugin_hooks(root) {
-                Ok(doc) => wired.extend(plugin_handlers(&doc, &plugin, root)),
-                Err(e) => out.push(check(
-                    "plugin",
-                    false,
-                    false,
-                    format!(
-                        "{key} is installed at {}, but {e}, so Claude Code loads no hook from it",
-                        root.display()
-                    ),
-                )),
-            }
+        for doc in &hooks.docs {
+            wired.extend(plugin_handlers(doc, &plugin, root));
         }
     }
     // `disableAllHooks` as Claude Code applies it: true in managed settings turns every hook
@@ -1388,7 +1542,7 @@ mod tests {
         let plugin = PluginOn {
             key: "attenu-hook@m".into(),
             by_managed: false,
-            install_paths: vec![],
+            install_path: None,
             registry: PathBuf::new(),
         };
         let wired = plugin_handlers(&doc, &plugin, Path::new("/plugins/attenu-hook"));

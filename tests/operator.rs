@@ -651,7 +651,8 @@ fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
     let out = doctor_in(empty.path());
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(
-        out.stdout.contains("lists no such installed plugin")
+        out.stdout
+            .contains("lists no installation of it for this project")
             && out.stdout.contains("no attenu-hook handler for PreToolUse"),
         "{}",
         out.stdout
@@ -714,6 +715,128 @@ fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
         out.stdout.lines().any(|l| l.starts_with("FAIL  command")
             && l.contains("`\"${CLAUDE_PLUGIN_ROOT}\"/bin/attenu-hook` does not resolve")),
         "the settings file's copy of the plugin's command is checked: {}",
+        out.stdout
+    );
+}
+
+/// Review: doctor read the manifest's `hooks` as a replacement for `hooks/hooks.json`, which
+/// Claude Code always loads (and our own manifest named it again, which some 2.1 releases
+/// reject). It also counted every registry entry for a key, while Claude Code loads the one
+/// installation that applies to the project.
+#[test]
+fn doctor_reads_the_one_installation_and_every_hooks_file_claude_code_would_load() {
+    let p = sample("doctor-plugin-files");
+    let other = sample("doctor-plugin-other");
+    let config = TempDir::new("doctor-plugin-files-config");
+    let plugin_root = config.path().join("cache/m/attenu-hook/0.1.0");
+    std::fs::create_dir_all(plugin_root.join("bin")).unwrap();
+    std::fs::create_dir_all(plugin_root.join("hooks")).unwrap();
+    std::fs::create_dir_all(plugin_root.join(".claude-plugin")).unwrap();
+    std::fs::create_dir_all(config.path().join("plugins")).unwrap();
+    std::os::unix::fs::symlink(BIN, plugin_root.join("bin/attenu-hook")).unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/hooks/hooks.json"),
+        plugin_root.join("hooks/hooks.json"),
+    )
+    .unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/.claude-plugin/plugin.json"),
+        plugin_root.join(".claude-plugin/plugin.json"),
+    )
+    .unwrap();
+    write_settings(
+        p.path(),
+        "settings.local.json",
+        &json!({"enabledPlugins": {"attenu-hook@m": true}}),
+    );
+    let registry = |entries: Value| {
+        std::fs::write(
+            config.path().join("plugins/installed_plugins.json"),
+            json!({"version": 2, "plugins": {"attenu-hook@m": entries}}).to_string(),
+        )
+        .unwrap()
+    };
+    let manifest = |hooks: Option<Value>| {
+        let mut m: Value =
+            serde_json::from_str(include_str!("../.claude-plugin/plugin.json")).unwrap();
+        if let Some(h) = hooks {
+            m["hooks"] = h;
+        }
+        std::fs::write(
+            plugin_root.join(".claude-plugin/plugin.json"),
+            m.to_string(),
+        )
+        .unwrap();
+    };
+    let doctor = || {
+        cli_with(
+            &["doctor", p.path().to_str().unwrap()],
+            &[("CLAUDE_CONFIG_DIR", config.path())],
+        )
+    };
+    let project_entry = |dir: &std::path::Path| json!({"scope": "project", "projectPath": dir, "installPath": plugin_root});
+
+    // Installed for another project only: Claude Code loads nothing here.
+    registry(json!([project_entry(other.path())]));
+    let out = doctor();
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("lists no installation of it for this project"),
+        "{}",
+        out.stdout
+    );
+
+    // Installed for this project and for the user: one installation loads, counted once.
+    registry(
+        json!([project_entry(other.path()), project_entry(p.path()), {"scope": "user", "installPath": plugin_root}]),
+    );
+    let out = doctor();
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(!out.stdout.contains("wired 2 times"), "{}", out.stdout);
+
+    // The packaged manifest passes; naming hooks/hooks.json again is flagged, not counted twice.
+    assert!(!out.stdout.contains("WARN  plugin"), "{}", out.stdout);
+    manifest(Some(json!("./hooks/hooks.json")));
+    let out = doctor();
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("which Claude Code loads on its own; remove that entry")
+            && !out.stdout.contains("wired 2 times"),
+        "{}",
+        out.stdout
+    );
+
+    // A manifest's own hooks file and inline hooks add to hooks/hooks.json. (Claude Code runs
+    // one command once, so the second handler spells it differently.)
+    let handler = json!([{"hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/bin/attenu-hook", "timeout": 10, "onFailure": "block"}]}]);
+    std::fs::write(
+        plugin_root.join("extra.json"),
+        json!({"hooks": {"PreToolUse": handler}}).to_string(),
+    )
+    .unwrap();
+    for hooks in [json!("./extra.json"), json!([{"PostToolUse": handler}])] {
+        manifest(Some(hooks.clone()));
+        let out = doctor();
+        assert_eq!(out.code, 1, "{hooks}: {}", out.stdout);
+        assert!(
+            out.stdout.contains("wired 2 times for "),
+            "{hooks}: {}",
+            out.stdout
+        );
+    }
+
+    // A manifest naming a file that is not there: Claude Code skips it and loads the rest.
+    manifest(Some(json!("./missing.json")));
+    let out = doctor();
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("missing.json")
+            && out
+                .stdout
+                .contains("so Claude Code may not load all of its hooks"),
+        "{}",
         out.stdout
     );
 }
@@ -822,22 +945,55 @@ fn install_as_root_keeps_the_files_owner() {
     let out = cli(&["install", r.path().to_str().unwrap(), "--command", BIN]);
     assert_eq!(out.code, 2, "{}", out.stdout);
     assert!(out.stderr.contains("is a symbolic link"), "{}", out.stderr);
+
+    // Review: a group-writable project was called "writable by others", with advice that did
+    // not apply to a root-owned one; a project inside another user's directory was accepted.
+    let g = TempDir::new("install-owner-group-writable");
+    std::fs::set_permissions(g.path(), std::fs::Permissions::from_mode(0o775)).unwrap();
+    let out = cli(&["install", g.path().to_str().unwrap(), "--command", BIN]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("is writable by its group, and") && out.stderr.contains("chmod go-w"),
+        "{}",
+        out.stderr
+    );
+    let home = TempDir::new("install-owner-users-home");
+    let inside = home.path().join("project");
+    std::fs::create_dir(&inside).unwrap();
+    std::os::unix::fs::chown(home.path(), Some(4321), Some(4322)).unwrap();
+    let out = cli(&["install", inside.to_str().unwrap(), "--command", BIN]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains("a directory above the project, belongs to uid 4321"),
+        "{}",
+        out.stderr
+    );
+    assert!(!inside.join(".claude").exists());
 }
 
 /// Regression: keeping the owner made install fail for a user who owns the settings file
-/// when its group is one they are not in (as after `sudo cp` and `sudo chown user`).
+/// when its group is one they are not in (as after `sudo cp` and `sudo chown user`). Review:
+/// in a user namespace where that group is not mapped, `fchown` fails with EINVAL rather than
+/// EPERM, and install failed again.
 #[test]
 fn install_by_the_files_owner_works_whatever_its_group() {
     use std::os::unix::fs::MetadataExt;
     let setpriv = std::path::Path::new("/usr/bin/setpriv");
+    let unshare = std::path::Path::new("/usr/bin/unshare");
     let root = std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0);
     if !root || !setpriv.exists() {
         eprintln!("SKIPPED install_by_the_files_owner_works_whatever_its_group: needs root and /usr/bin/setpriv (CI has both)");
         return;
     }
-    let as_user = |args: &[&std::ffi::OsStr]| {
-        std::process::Command::new(setpriv)
-            .args(["--reuid=4321", "--regid=4321", "--groups=4400", BIN])
+    // As uid 4321 in group 4400, optionally in a user namespace that maps only uid and gid 4321.
+    let as_user = |namespaced: bool, args: &[&std::ffi::OsStr]| {
+        let mut c = std::process::Command::new(setpriv);
+        c.args(["--reuid=4321", "--regid=4321", "--groups=4400"]);
+        if namespaced {
+            c.arg(unshare).arg("--map-current-user");
+        }
+        c.arg(BIN)
             .args(args)
             .env(
                 "CLAUDE_CONFIG_DIR",
@@ -846,13 +1002,25 @@ fn install_by_the_files_owner_works_whatever_its_group() {
             .output()
             .unwrap()
     };
-    if !as_user(&["--version".as_ref()]).status.success() {
+    if !as_user(false, &["--version".as_ref()]).status.success() {
         eprintln!("SKIPPED install_by_the_files_owner_works_whatever_its_group: uid 4321 cannot run {BIN} (a directory above it is private)");
         return;
     }
-    // A group the user is in is kept with its bits; one they are not in cannot be, and then
-    // its bits go rather than pass to the user's own group.
-    for (group, kept) in [(4400, (4400, 0o660)), (0, (4321, 0o600))] {
+    let namespaces = unshare.exists() && as_user(true, &["--version".as_ref()]).status.success();
+    if !namespaces {
+        eprintln!("SKIPPED the user-namespace case of install_by_the_files_owner_works_whatever_its_group: this machine does not let uid 4321 create a user namespace with /usr/bin/unshare");
+    }
+    // A group the user is in is kept with its bits; one they are not in (or one their
+    // namespace does not map) cannot be, and then its bits go rather than pass to the user's
+    // own group.
+    for (namespaced, group, kept) in [
+        (false, 4400, (4400, 0o660)),
+        (false, 0, (4321, 0o600)),
+        (true, 4400, (4321, 0o600)),
+    ] {
+        if namespaced && !namespaces {
+            continue;
+        }
         let p = TempDir::new("install-user-group");
         write_settings(p.path(), "settings.json", &json!({"model": "opus"}));
         let path = p.path().join(".claude/settings.json");
@@ -861,16 +1029,19 @@ fn install_by_the_files_owner_works_whatever_its_group() {
         }
         std::os::unix::fs::chown(&path, Some(4321), Some(group)).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o660)).unwrap();
-        let out = as_user(&[
-            "install".as_ref(),
-            p.path().as_os_str(),
-            "--command".as_ref(),
-            BIN.as_ref(),
-        ]);
+        let out = as_user(
+            namespaced,
+            &[
+                "install".as_ref(),
+                p.path().as_os_str(),
+                "--command".as_ref(),
+                BIN.as_ref(),
+            ],
+        );
         assert_eq!(
             out.status.code(),
             Some(0),
-            "{}",
+            "namespaced {namespaced}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         let m = std::fs::metadata(&path).unwrap();
@@ -878,7 +1049,7 @@ fn install_by_the_files_owner_works_whatever_its_group() {
         assert_eq!(
             (m.gid(), m.permissions().mode() & 0o777),
             kept,
-            "group {group}"
+            "group {group}, namespaced {namespaced}"
         );
         assert!(settings(p.path())["hooks"]["PreToolUse"].is_array());
     }
