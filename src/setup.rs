@@ -470,10 +470,14 @@ pub fn install(
             dir.display()
         ));
     }
+    // Every path below is resolved once, here: the root checks then cover each directory
+    // the write goes through.
+    let dir = &std::fs::canonicalize(dir)
+        .map_err(|e| format!("cannot resolve {} ({e})", dir.display()))?;
     let wiring_plugin = plugins_on(dir).into_iter().find(|p| {
         p.install_path
             .as_deref()
-            .is_some_and(|r| !installed_plugin_hooks(r).docs.is_empty())
+            .is_ok_and(|r| !installed_plugin_hooks(r).docs.is_empty())
     });
     if let Some(PluginOn { key, .. }) = wiring_plugin {
         return Err(format!(
@@ -672,44 +676,22 @@ fn expand(command: &str, project: &Path) -> Option<String> {
     Some(out)
 }
 
-/// Why root must not write `.claude/settings.json` under `dir`, and what to do instead: a
-/// directory on the way that a user other than root could change. The project and its
-/// `.claude` must be root's, writable by root only, and `.claude` a real directory; each
+/// Why root must not write `.claude/settings.json` under the canonical `dir`, and what to do
+/// instead: a directory on the way that a user other than root could change. The project and
+/// its `.claude` must be root's, writable by root only, and `.claude` a real directory; each
 /// directory above the project must be root's and writable by root only, or sticky (like
-/// `/tmp`, where no one else can rename root's entries).
+/// `/tmp`, where no one else can rename root's entries). As `dir` is canonical, these are all
+/// the directories on the way, and none of them is a link.
 fn unsafe_for_root(dir: &Path) -> Option<(String, String)> {
-    let claude = dir.join(".claude");
-    let mut above: Vec<PathBuf> = Vec::new();
-    // The path as given and as it resolves: a link on either way is followed each time.
-    for path in [
-        std::path::absolute(dir).ok(),
-        std::fs::canonicalize(dir).ok(),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        for a in path.ancestors().skip(1) {
-            if !above.iter().any(|p| p == a) {
-                above.push(a.to_path_buf());
-            }
-        }
-    }
-    let places = [(dir.to_path_buf(), false), (claude, false)]
+    let places = [(dir.to_path_buf(), false), (dir.join(".claude"), false)]
         .into_iter()
-        .chain(above.into_iter().map(|a| (a, true)));
+        .chain(dir.ancestors().skip(1).map(|a| (a.to_path_buf(), true)));
     for (path, is_above) in places {
-        let m = if is_above || path != dir {
-            std::fs::symlink_metadata(&path)
-        } else {
-            std::fs::metadata(&path)
+        let Ok(m) = std::fs::symlink_metadata(&path) else {
+            continue;
         };
-        let Ok(m) = m else { continue };
         let shown = path.display();
         if m.file_type().is_symlink() {
-            if is_above {
-                // A link above the project is resolved through the directories checked here.
-                continue;
-            }
             return Some((
                 format!("{shown} is a symbolic link"),
                 "replace it with the directory it points to, or run install as the user who owns that directory".into(),
@@ -717,16 +699,25 @@ fn unsafe_for_root(dir: &Path) -> Option<(String, String)> {
         }
         let owner = m.uid();
         if owner != 0 {
+            let example = format!(
+                "for example `sudo -u '#{owner}' attenu-hook install {}`",
+                shell_quote(&dir.display().to_string())
+            );
             return Some(if is_above {
                 (
                     format!("{shown}, a directory above the project, belongs to uid {owner}"),
                     "move the project out of it, or run install as a user who owns the project"
                         .into(),
                 )
+            } else if path == dir {
+                (
+                    format!("{shown} belongs to uid {owner}"),
+                    format!("run install as the project's owner, {example}"),
+                )
             } else {
                 (
                     format!("{shown} belongs to uid {owner}"),
-                    format!("run install as the project's owner, for example `sudo -u '#{owner}' attenu-hook install {}`", shell_quote(&dir.display().to_string())),
+                    format!("run install as its owner, {example}"),
                 )
             });
         }
@@ -811,10 +802,9 @@ struct PluginOn {
     key: String,
     /// Managed settings turn it on: its hooks then run even where only managed hooks may.
     by_managed: bool,
-    /// Where the installation Claude Code uses for this project is; none when no entry in its
-    /// registry of installed plugins applies here, and then it loads nothing for the key.
-    install_path: Option<PathBuf>,
-    registry: PathBuf,
+    /// Where the installation Claude Code uses for this project is, or why it uses none (no
+    /// registry entry applies here, or it cannot read the registry); then it loads nothing.
+    install_path: Result<PathBuf, String>,
 }
 
 /// Reads `enabledPlugins` from every settings file and, for each attenu-hook plugin it turns
@@ -848,45 +838,79 @@ fn plugins_on(dir: &Path) -> Vec<PluginOn> {
         .unwrap_or_else(|| PathBuf::from("~/.claude"))
         .join("plugins")
         .join("installed_plugins.json");
-    let doc: Value = std::fs::read_to_string(&registry)
+    let doc: Option<Value> = std::fs::read_to_string(&registry)
         .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or(Value::Null);
+        .and_then(|t| serde_json::from_str(&t).ok());
     on.into_iter()
-        .map(|(key, scope)| {
-            // `{"version": 2, "plugins": {key: [{scope, projectPath, installPath}, ...]}}`;
-            // older files hold the keys at the top level, or one object per key.
-            let entry = doc
-                .get("plugins")
-                .and_then(|p| p.get(&key))
-                .or_else(|| doc.get(&key));
-            let entries: Vec<&Value> = match entry {
-                Some(Value::Array(items)) => items.iter().collect(),
-                Some(one @ Value::Object(_)) => vec![one],
-                _ => vec![],
-            };
-            let install_path = installation_for(&entries, dir);
-            PluginOn {
-                key,
-                by_managed: scope == "managed",
-                install_path,
-                registry: registry.clone(),
-            }
+        .map(|(key, scope)| PluginOn {
+            install_path: installation_for(doc.as_ref(), &key, dir).map_err(|(why, remedy)| {
+                format!(
+                    "`enabledPlugins` turns on {key}, but {} {why}, so Claude Code loads no hook from it; {remedy}",
+                    registry.display()
+                )
+            }),
+            key,
+            by_managed: scope == "managed",
         })
         .collect()
 }
 
-/// The one installation of a plugin Claude Code loads in `project`: the first registry entry
-/// that applies there. A user or managed installation applies everywhere; a project or local
-/// one where its `projectPath` is this project, or lies in the same git repository.
-fn installation_for(entries: &[&Value], project: &Path) -> Option<PathBuf> {
+/// The installation of plugin `key` that Claude Code 2.1 loads in `project`, from its
+/// registry `doc`: the first entry that applies there. A user or managed installation applies
+/// everywhere; a project or local one where its `projectPath` is this project or in the same
+/// git repository (a linked worktree counts as its main checkout). `Err` holds the end of the
+/// sentence "the registry ..." and what to do.
+fn installation_for(
+    doc: Option<&Value>,
+    key: &str,
+    project: &Path,
+) -> Result<PathBuf, (String, String)> {
+    let none_here = || {
+        (
+            "lists no installation of it for this project".to_string(),
+            format!("install it (`claude plugin install {key}`) or remove the entry"),
+        )
+    };
+    let Some(doc) = doc else {
+        return Err(none_here());
+    };
+    let entries: Vec<&Value> = if doc.get("version").and_then(Value::as_u64) == Some(2) {
+        // One record it cannot read, under any plugin, and Claude Code reads none.
+        let plugins = doc.get("plugins").and_then(Value::as_object);
+        for (k, records) in plugins.into_iter().flatten() {
+            if !k
+                .split_once('@')
+                .is_some_and(|(n, m)| !n.is_empty() && !m.is_empty())
+            {
+                continue;
+            }
+            if let Some(why) = unreadable_record(records) {
+                return Err((
+                    format!("has a record under {k} that Claude Code cannot read ({why}), and then it reads no installed plugin at all"),
+                    format!("reinstall {k} (`claude plugin install {k}`), or fix that record"),
+                ));
+            }
+        }
+        plugins
+            .and_then(|p| p.get(key))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().collect())
+            .unwrap_or_default()
+    } else {
+        // Version 1: one user installation per key. (Claude Code recomputes its directory
+        // under its plugin cache; this reads the one the file names.)
+        doc.get("plugins")
+            .and_then(|p| p.get(key))
+            .or_else(|| doc.get(key))
+            .into_iter()
+            .collect()
+    };
     let here = std::fs::canonicalize(project).ok();
     let repo = here.as_deref().and_then(git_root);
     entries
         .iter()
         .find(|e| {
             let scope = e.get("scope").and_then(Value::as_str);
-            // Entries written before scopes existed are user installations.
             if matches!(scope, None | Some("user" | "managed")) {
                 return true;
             }
@@ -901,13 +925,66 @@ fn installation_for(entries: &[&Value], project: &Path) -> Option<PathBuf> {
         })
         .and_then(|e| e.get("installPath").and_then(Value::as_str))
         .map(PathBuf::from)
+        .ok_or_else(none_here)
 }
 
-/// The nearest directory at or above `dir` that holds `.git`.
+/// Why Claude Code's registry schema rejects a plugin's records (version 2): a list of
+/// objects, each with a known `scope`, a string `installPath`, and strings where it has
+/// `projectPath`, `version` and the like.
+fn unreadable_record(records: &Value) -> Option<String> {
+    let Some(records) = records.as_array() else {
+        return Some("not a list".into());
+    };
+    for r in records {
+        let Some(r) = r.as_object() else {
+            return Some("a record is not an object".into());
+        };
+        if !matches!(
+            r.get("scope").and_then(Value::as_str),
+            Some("user" | "managed" | "project" | "local")
+        ) {
+            return Some("a record has no scope of user, managed, project or local".into());
+        }
+        if !r.get("installPath").is_some_and(Value::is_string) {
+            return Some("a record has no installPath".into());
+        }
+        for field in [
+            "projectPath",
+            "version",
+            "installedAt",
+            "lastUpdated",
+            "gitCommitSha",
+        ] {
+            if r.get(field).is_some_and(|v| !v.is_string()) {
+                return Some(format!("a record's {field} is not a string"));
+            }
+        }
+    }
+    None
+}
+
+/// The root of the git checkout `dir` is in: the nearest directory at or above it that holds
+/// `.git`, and for a linked worktree (`.git` a file naming its git directory) the main
+/// checkout it belongs to, as Claude Code compares them.
 fn git_root(dir: &Path) -> Option<PathBuf> {
-    dir.ancestors()
-        .find(|d| d.join(".git").symlink_metadata().is_ok())
-        .map(Path::to_path_buf)
+    let top = dir
+        .ancestors()
+        .find(|d| d.join(".git").symlink_metadata().is_ok())?;
+    let dot_git = top.join(".git");
+    if dot_git.is_dir() {
+        return std::fs::canonicalize(top).ok();
+    }
+    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let git_dir = top.join(text.trim().strip_prefix("gitdir:")?.trim());
+    let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(c) => git_dir.join(c.trim()),
+        Err(_) => git_dir,
+    };
+    let common = std::fs::canonicalize(common).ok()?;
+    Some(match common.file_name() {
+        Some(n) if n == ".git" => common.parent()?.to_path_buf(),
+        _ => common,
+    })
 }
 
 /// The hooks an installed plugin gives Claude Code, each as a hooks document
@@ -919,10 +996,10 @@ struct PluginHooks {
 }
 
 /// Reads an installed plugin's hooks as Claude Code 2.1 loads them: `hooks/hooks.json` when
-/// it exists, always, and on top of it what the manifest's `hooks` adds (a path, the hooks
-/// themselves, or a list of those). A manifest that names `hooks/hooks.json` again is a
-/// problem: Claude Code 2.1.332 skips the duplicate, but some earlier 2.1 releases rejected
-/// it and dropped the plugin's hooks.
+/// it exists, always, and on top of it what the manifest's `hooks` adds (a `./….json` path
+/// inside the plugin, the hooks themselves, or a list of those). A manifest Claude Code
+/// rejects loads nothing at all, `hooks/hooks.json` included. A manifest entry naming
+/// `hooks/hooks.json` again is loaded once.
 fn installed_plugin_hooks(root: &Path) -> PluginHooks {
     let mut out = PluginHooks::default();
     let read = |file: &Path| -> Result<Value, String> {
@@ -931,23 +1008,52 @@ fn installed_plugin_hooks(root: &Path) -> PluginHooks {
         serde_json::from_str(&text)
             .map_err(|e| format!("{} is not valid JSON ({e})", file.display()))
     };
-    let standard = root.join("hooks").join("hooks.json");
-    let standard_real = std::fs::canonicalize(&standard).ok();
-    if standard.symlink_metadata().is_ok() {
-        match read(&standard) {
-            Ok(doc) => out.docs.push(doc),
-            Err(e) => out.problems.push(e),
-        }
-    }
     let manifest_file = root.join(".claude-plugin").join("plugin.json");
-    let manifest: Option<Value> = std::fs::read_to_string(&manifest_file)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
-    let listed = match manifest.as_ref().and_then(|m| m.get("hooks")) {
+    let manifest = match std::fs::metadata(&manifest_file) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        _ => match read(&manifest_file) {
+            Ok(m) if m.is_object() => Some(m),
+            Ok(_) => {
+                out.problems
+                    .push(format!("{} is not a JSON object", manifest_file.display()));
+                return out;
+            }
+            Err(e) => {
+                out.problems.push(e);
+                return out;
+            }
+        },
+    };
+    let listed: Vec<&Value> = match manifest.as_ref().and_then(|m| m.get("hooks")) {
         Some(Value::Array(items)) => items.iter().collect(),
         Some(one) => vec![one],
         None => vec![],
     };
+    // Claude Code validates the whole manifest first; one bad `hooks` item fails it.
+    for item in &listed {
+        let fine = match item {
+            Value::Object(_) => true,
+            Value::String(rel) => rel.starts_with("./") && rel.ends_with(".json"),
+            _ => false,
+        };
+        if !fine {
+            out.problems.push(format!(
+                "its manifest {} has the `hooks` entry {item}, which is neither a path of the form `./….json` nor hooks, and Claude Code rejects the manifest",
+                manifest_file.display()
+            ));
+            return out;
+        }
+    }
+    let root_real = std::fs::canonicalize(root).ok();
+    let standard = root.join("hooks").join("hooks.json");
+    let standard_real = std::fs::canonicalize(&standard).ok();
+    match std::fs::metadata(&standard) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        _ => match read(&standard) {
+            Ok(doc) => out.docs.push(doc),
+            Err(e) => out.problems.push(e),
+        },
+    }
     for item in listed {
         match item {
             // Inline hooks map events to groups directly.
@@ -956,9 +1062,15 @@ fn installed_plugin_hooks(root: &Path) -> PluginHooks {
                 let file = root.join(rel);
                 let real = std::fs::canonicalize(&file).ok();
                 if real.is_some() && real == standard_real {
+                    continue;
+                }
+                let inside = match (&real, &root_real) {
+                    (Some(r), Some(root)) => r.starts_with(root),
+                    _ => true,
+                };
+                if !inside {
                     out.problems.push(format!(
-                        "its manifest {} names {rel} in `hooks`, which Claude Code loads on its own; remove that entry (some Claude Code 2.1 releases reject the duplicate and load none of the plugin's hooks)",
-                        manifest_file.display()
+                        "its manifest names the hooks file {rel}, which is outside the plugin's directory, and Claude Code does not load it"
                     ));
                     continue;
                 }
@@ -967,10 +1079,7 @@ fn installed_plugin_hooks(root: &Path) -> PluginHooks {
                     Err(e) => out.problems.push(e),
                 }
             }
-            other => out.problems.push(format!(
-                "its manifest {} has `hooks` entry {other}, which is neither a path nor hooks",
-                manifest_file.display()
-            )),
+            _ => unreachable!("checked above"),
         }
     }
     if out.docs.is_empty() && out.problems.is_empty() {
@@ -1169,14 +1278,12 @@ pub fn doctor_for(dir: &Path, ours: &str) -> Vec<Check> {
     }
     for plugin in plugins_on(dir) {
         let key = &plugin.key;
-        let Some(root) = &plugin.install_path else {
-            out.push(check(
-                "plugin",
-                false,
-                false,
-                format!("`enabledPlugins` turns on {key}, but {} lists no installation of it for this project, so Claude Code loads no hook from it; install it (`claude plugin install {key}`) or remove the entry", plugin.registry.display()),
-            ));
-            continue;
+        let root = match &plugin.install_path {
+            Ok(root) => root,
+            Err(why) => {
+                out.push(check("plugin", false, false, why.clone()));
+                continue;
+            }
         };
         let hooks = installed_plugin_hooks(root);
         for problem in &hooks.problems {
@@ -1542,8 +1649,7 @@ mod tests {
         let plugin = PluginOn {
             key: "attenu-hook@m".into(),
             by_managed: false,
-            install_path: None,
-            registry: PathBuf::new(),
+            install_path: Err(String::new()),
         };
         let wired = plugin_handlers(&doc, &plugin, Path::new("/plugins/attenu-hook"));
         for event in EVENTS {

@@ -720,30 +720,34 @@ fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
 }
 
 /// Review: doctor read the manifest's `hooks` as a replacement for `hooks/hooks.json`, which
-/// Claude Code always loads (and our own manifest named it again, which some 2.1 releases
-/// reject). It also counted every registry entry for a key, while Claude Code loads the one
-/// installation that applies to the project.
+/// Claude Code always loads, and counted every registry entry for a key, while Claude Code
+/// loads the one installation that applies to the project. Second review: a manifest Claude
+/// Code rejects, a hooks path outside the plugin, an unreadable registry record and a linked
+/// git worktree were all read otherwise than Claude Code reads them.
 #[test]
 fn doctor_reads_the_one_installation_and_every_hooks_file_claude_code_would_load() {
     let p = sample("doctor-plugin-files");
     let other = sample("doctor-plugin-other");
     let config = TempDir::new("doctor-plugin-files-config");
-    let plugin_root = config.path().join("cache/m/attenu-hook/0.1.0");
-    std::fs::create_dir_all(plugin_root.join("bin")).unwrap();
-    std::fs::create_dir_all(plugin_root.join("hooks")).unwrap();
-    std::fs::create_dir_all(plugin_root.join(".claude-plugin")).unwrap();
     std::fs::create_dir_all(config.path().join("plugins")).unwrap();
-    std::os::unix::fs::symlink(BIN, plugin_root.join("bin/attenu-hook")).unwrap();
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/hooks/hooks.json"),
-        plugin_root.join("hooks/hooks.json"),
-    )
-    .unwrap();
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/.claude-plugin/plugin.json"),
-        plugin_root.join(".claude-plugin/plugin.json"),
-    )
-    .unwrap();
+    // An installed copy of the plugin as packaged: its binary, hooks/hooks.json and manifest.
+    let installed = |name: &str| {
+        let root = config.path().join("cache/m/attenu-hook").join(name);
+        for d in ["bin", "hooks", ".claude-plugin"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::os::unix::fs::symlink(BIN, root.join("bin/attenu-hook")).unwrap();
+        for f in ["hooks/hooks.json", ".claude-plugin/plugin.json"] {
+            std::fs::copy(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(f),
+                root.join(f),
+            )
+            .unwrap();
+        }
+        root
+    };
+    let plugin_root = installed("0.1.0");
+    let user_root = installed("0.1.0-user");
     write_settings(
         p.path(),
         "settings.local.json",
@@ -774,39 +778,64 @@ fn doctor_reads_the_one_installation_and_every_hooks_file_claude_code_would_load
             &[("CLAUDE_CONFIG_DIR", config.path())],
         )
     };
-    let project_entry = |dir: &std::path::Path| json!({"scope": "project", "projectPath": dir, "installPath": plugin_root});
+    let project_entry = |dir: &std::path::Path, root: &std::path::Path| json!({"scope": "project", "projectPath": dir, "installPath": root});
+    let loads_nothing = |out: &Out, why: &str| {
+        assert_eq!(out.code, 1, "{why}: {}", out.stdout);
+        assert!(
+            out.stdout.contains(why)
+                && out.stdout.contains("no attenu-hook handler for PreToolUse"),
+            "{why}: {}",
+            out.stdout
+        );
+    };
 
     // Installed for another project only: Claude Code loads nothing here.
-    registry(json!([project_entry(other.path())]));
+    registry(json!([project_entry(other.path(), &plugin_root)]));
+    loads_nothing(&doctor(), "lists no installation of it for this project");
+
+    // Installed for this project and for the user, in two directories: Claude Code loads the
+    // first that applies, once (two would be two commands, "wired 2 times").
+    registry(json!([
+        project_entry(other.path(), &user_root),
+        project_entry(p.path(), &plugin_root),
+        {"scope": "user", "installPath": user_root}
+    ]));
     let out = doctor();
-    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(out.code, 0, "{}", out.stdout);
     assert!(
         out.stdout
-            .contains("lists no installation of it for this project"),
+            .contains(&format!("runs {}", plugin_root.display()))
+            && !out.stdout.contains("0.1.0-user"),
         "{}",
         out.stdout
     );
+    assert!(!out.stdout.contains("WARN  plugin"), "{}", out.stdout);
 
-    // Installed for this project and for the user: one installation loads, counted once.
-    registry(
-        json!([project_entry(other.path()), project_entry(p.path()), {"scope": "user", "installPath": plugin_root}]),
-    );
+    // One record Claude Code's registry schema rejects, and it reads no plugin at all.
+    registry(json!([{"installPath": plugin_root}]));
+    loads_nothing(&doctor(), "that Claude Code cannot read");
+
+    // A linked worktree of the checkout the plugin was installed for counts as that checkout.
+    let main = TempDir::new("doctor-plugin-main-checkout");
+    let git_dir = main.path().join(".git/worktrees/wt");
+    std::fs::create_dir_all(&git_dir).unwrap();
+    std::fs::write(git_dir.join("commondir"), "../..\n").unwrap();
+    std::fs::write(
+        p.path().join(".git"),
+        format!("gitdir: {}\n", git_dir.display()),
+    )
+    .unwrap();
+    registry(json!([project_entry(main.path(), &plugin_root)]));
     let out = doctor();
     assert_eq!(out.code, 0, "{}", out.stdout);
-    assert!(!out.stdout.contains("wired 2 times"), "{}", out.stdout);
+    std::fs::remove_file(p.path().join(".git")).unwrap();
+    registry(json!([project_entry(p.path(), &plugin_root)]));
 
-    // The packaged manifest passes; naming hooks/hooks.json again is flagged, not counted twice.
-    assert!(!out.stdout.contains("WARN  plugin"), "{}", out.stdout);
+    // Naming hooks/hooks.json again in the manifest: loaded once, nothing to report.
     manifest(Some(json!("./hooks/hooks.json")));
     let out = doctor();
     assert_eq!(out.code, 0, "{}", out.stdout);
-    assert!(
-        out.stdout
-            .contains("which Claude Code loads on its own; remove that entry")
-            && !out.stdout.contains("wired 2 times"),
-        "{}",
-        out.stdout
-    );
+    assert!(!out.stdout.contains("WARN  plugin"), "{}", out.stdout);
 
     // A manifest's own hooks file and inline hooks add to hooks/hooks.json. (Claude Code runs
     // one command once, so the second handler spells it differently.)
@@ -839,6 +868,23 @@ fn doctor_reads_the_one_installation_and_every_hooks_file_claude_code_would_load
         "{}",
         out.stdout
     );
+
+    // A manifest Claude Code rejects loads nothing, hooks/hooks.json included: a path not of
+    // the form `./….json`, or a manifest that is not JSON.
+    manifest(Some(json!("hooks/hooks.json")));
+    loads_nothing(&doctor(), "Claude Code rejects the manifest");
+    std::fs::write(plugin_root.join(".claude-plugin/plugin.json"), "{bad").unwrap();
+    loads_nothing(&doctor(), "is not valid JSON");
+
+    // A hooks file outside the plugin's directory is not loaded.
+    std::fs::write(
+        config.path().join("cache/m/attenu-hook/outside.json"),
+        std::fs::read(plugin_root.join("hooks/hooks.json")).unwrap(),
+    )
+    .unwrap();
+    std::fs::remove_file(plugin_root.join("hooks/hooks.json")).unwrap();
+    manifest(Some(json!("./../outside.json")));
+    loads_nothing(&doctor(), "outside the plugin's directory");
 }
 
 /// Regression: install reported every event wired while a settings file turned all hooks off,
