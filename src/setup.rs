@@ -878,10 +878,14 @@ fn installation_for(
         // One record it cannot read, under any plugin, and Claude Code reads none.
         let plugins = doc.get("plugins").and_then(Value::as_object);
         for (k, records) in plugins.into_iter().flatten() {
-            if !k
-                .split_once('@')
-                .is_some_and(|(n, m)| !n.is_empty() && !m.is_empty())
-            {
+            // Claude Code sets aside, without failing, a key that is not a plugin id and npm
+            // records it resolves elsewhere.
+            let npm = k.to_ascii_lowercase().ends_with("@npm")
+                && records.as_array().is_some_and(|a| {
+                    a.iter()
+                        .any(|r| r.as_object().is_some_and(|o| o.contains_key("npmResolved")))
+                });
+            if !is_plugin_id(k) || npm {
                 continue;
             }
             if let Some(why) = unreadable_record(records) {
@@ -954,37 +958,69 @@ fn unreadable_record(records: &Value) -> Option<String> {
             "installedAt",
             "lastUpdated",
             "gitCommitSha",
+            "resolvedVersion",
         ] {
             if r.get(field).is_some_and(|v| !v.is_string()) {
                 return Some(format!("a record's {field} is not a string"));
             }
         }
+        if r.get("auto").is_some_and(|v| !v.is_boolean()) {
+            return Some("a record's auto is not true or false".into());
+        }
     }
     None
 }
 
+/// A plugin id as Claude Code's registry accepts one: `name@marketplace`, each part a letter
+/// or digit followed by letters, digits, `-`, `.` or `_`.
+fn is_plugin_id(key: &str) -> bool {
+    let part = |p: &str| {
+        p.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+    };
+    key.split_once('@')
+        .is_some_and(|(name, market)| part(name) && part(market))
+}
+
 /// The root of the git checkout `dir` is in: the nearest directory at or above it that holds
-/// `.git`, and for a linked worktree (`.git` a file naming its git directory) the main
-/// checkout it belongs to, as Claude Code compares them.
+/// `.git`; for a linked worktree, the main checkout it belongs to, as Claude Code maps it:
+/// only when its git directory is `<common>/worktrees/<name>` with a `commondir` file, and
+/// that directory's `gitdir` file links back to this worktree's `.git` (otherwise the
+/// worktree counts as its own checkout).
 fn git_root(dir: &Path) -> Option<PathBuf> {
     let top = dir
         .ancestors()
         .find(|d| d.join(".git").symlink_metadata().is_ok())?;
+    let top = std::fs::canonicalize(top).ok()?;
     let dot_git = top.join(".git");
     if dot_git.is_dir() {
-        return std::fs::canonicalize(top).ok();
+        return Some(top);
     }
-    let text = std::fs::read_to_string(&dot_git).ok()?;
-    let git_dir = top.join(text.trim().strip_prefix("gitdir:")?.trim());
-    let common = match std::fs::read_to_string(git_dir.join("commondir")) {
-        Ok(c) => git_dir.join(c.trim()),
-        Err(_) => git_dir,
+    let main_checkout = || -> Option<PathBuf> {
+        let text = std::fs::read_to_string(&dot_git).ok()?;
+        let git_dir = top.join(text.trim().strip_prefix("gitdir:")?.trim());
+        let plain = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file());
+        if !plain(&git_dir.join("commondir")) || !plain(&git_dir.join("gitdir")) {
+            return None;
+        }
+        let common_text = std::fs::read_to_string(git_dir.join("commondir")).ok()?;
+        let common = std::fs::canonicalize(git_dir.join(common_text.trim())).ok()?;
+        let git_dir = std::fs::canonicalize(&git_dir).ok()?;
+        if git_dir.parent()? != common.join("worktrees") {
+            return None;
+        }
+        let back_text = std::fs::read_to_string(git_dir.join("gitdir")).ok()?;
+        let back = std::fs::canonicalize(git_dir.join(back_text.trim())).ok()?;
+        if back != dot_git {
+            return None;
+        }
+        Some(match common.file_name() {
+            Some(n) if n == ".git" => common.parent()?.to_path_buf(),
+            _ => common,
+        })
     };
-    let common = std::fs::canonicalize(common).ok()?;
-    Some(match common.file_name() {
-        Some(n) if n == ".git" => common.parent()?.to_path_buf(),
-        _ => common,
-    })
+    Some(main_checkout().unwrap_or(top))
 }
 
 /// The hooks an installed plugin gives Claude Code, each as a hooks document
@@ -1009,9 +1045,16 @@ fn installed_plugin_hooks(root: &Path) -> PluginHooks {
             .map_err(|e| format!("{} is not valid JSON ({e})", file.display()))
     };
     let manifest_file = root.join(".claude-plugin").join("plugin.json");
+    // Claude Code drops a leading byte-order mark from the manifest (not from hooks files).
+    let read_manifest = |file: &Path| -> Result<Value, String> {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("cannot read {} ({e})", file.display()))?;
+        serde_json::from_str(text.trim_start_matches('\u{feff}'))
+            .map_err(|e| format!("{} is not valid JSON ({e})", file.display()))
+    };
     let manifest = match std::fs::metadata(&manifest_file) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        _ => match read(&manifest_file) {
+        _ => match read_manifest(&manifest_file) {
             Ok(m) if m.is_object() => Some(m),
             Ok(_) => {
                 out.problems

@@ -811,9 +811,25 @@ fn doctor_reads_the_one_installation_and_every_hooks_file_claude_code_would_load
     );
     assert!(!out.stdout.contains("WARN  plugin"), "{}", out.stdout);
 
-    // One record Claude Code's registry schema rejects, and it reads no plugin at all.
+    // One record Claude Code's registry schema rejects, under this plugin or another, and it
+    // reads no plugin at all; a key that is no plugin id is set aside, not fatal.
     registry(json!([{"installPath": plugin_root}]));
     loads_nothing(&doctor(), "that Claude Code cannot read");
+    let with_other = |key: &str| {
+        std::fs::write(
+            config.path().join("plugins/installed_plugins.json"),
+            json!({"version": 2, "plugins": {
+                "attenu-hook@m": [project_entry(p.path(), &plugin_root)],
+                key: [{"x": 1}],
+            }})
+            .to_string(),
+        )
+        .unwrap()
+    };
+    with_other("other@m");
+    loads_nothing(&doctor(), "has a record under other@m");
+    with_other("not a plugin id@m");
+    assert_eq!(doctor().code, 0);
 
     // A linked worktree of the checkout the plugin was installed for counts as that checkout.
     let main = TempDir::new("doctor-plugin-main-checkout");
@@ -826,6 +842,13 @@ fn doctor_reads_the_one_installation_and_every_hooks_file_claude_code_would_load
     )
     .unwrap();
     registry(json!([project_entry(main.path(), &plugin_root)]));
+    // Without the worktree's link back from the git directory, Claude Code does not map it.
+    loads_nothing(&doctor(), "lists no installation of it for this project");
+    std::fs::write(
+        git_dir.join("gitdir"),
+        format!("{}\n", p.path().join(".git").display()),
+    )
+    .unwrap();
     let out = doctor();
     assert_eq!(out.code, 0, "{}", out.stdout);
     std::fs::remove_file(p.path().join(".git")).unwrap();
@@ -868,6 +891,15 @@ fn doctor_reads_the_one_installation_and_every_hooks_file_claude_code_would_load
         "{}",
         out.stdout
     );
+
+    // A manifest that starts with a byte-order mark is read as Claude Code reads it.
+    let packaged = include_str!("../.claude-plugin/plugin.json");
+    std::fs::write(
+        plugin_root.join(".claude-plugin/plugin.json"),
+        format!("\u{feff}{packaged}"),
+    )
+    .unwrap();
+    assert_eq!(doctor().code, 0);
 
     // A manifest Claude Code rejects loads nothing, hooks/hooks.json included: a path not of
     // the form `./….json`, or a manifest that is not JSON.
