@@ -1038,23 +1038,22 @@ struct PluginHooks {
 /// `hooks/hooks.json` again is loaded once.
 fn installed_plugin_hooks(root: &Path) -> PluginHooks {
     let mut out = PluginHooks::default();
-    let read = |file: &Path| -> Result<Value, String> {
+    // Claude Code drops a leading byte-order mark from the manifest, not from hooks files.
+    let read = |file: &Path, bom_allowed: bool| -> Result<Value, String> {
         let text = std::fs::read_to_string(file)
             .map_err(|e| format!("cannot read {} ({e})", file.display()))?;
-        serde_json::from_str(&text)
+        let text = if bom_allowed {
+            text.trim_start_matches('\u{feff}')
+        } else {
+            &text
+        };
+        serde_json::from_str(text)
             .map_err(|e| format!("{} is not valid JSON ({e})", file.display()))
     };
     let manifest_file = root.join(".claude-plugin").join("plugin.json");
-    // Claude Code drops a leading byte-order mark from the manifest (not from hooks files).
-    let read_manifest = |file: &Path| -> Result<Value, String> {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| format!("cannot read {} ({e})", file.display()))?;
-        serde_json::from_str(text.trim_start_matches('\u{feff}'))
-            .map_err(|e| format!("{} is not valid JSON ({e})", file.display()))
-    };
     let manifest = match std::fs::metadata(&manifest_file) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        _ => match read_manifest(&manifest_file) {
+        _ => match read(&manifest_file, true) {
             Ok(m) if m.is_object() => Some(m),
             Ok(_) => {
                 out.problems
@@ -1067,24 +1066,30 @@ fn installed_plugin_hooks(root: &Path) -> PluginHooks {
             }
         },
     };
-    let listed: Vec<&Value> = match manifest.as_ref().and_then(|m| m.get("hooks")) {
+    let items: Vec<&Value> = match manifest.as_ref().and_then(|m| m.get("hooks")) {
         Some(Value::Array(items)) => items.iter().collect(),
         Some(one) => vec![one],
         None => vec![],
     };
     // Claude Code validates the whole manifest first; one bad `hooks` item fails it.
-    for item in &listed {
-        let fine = match item {
-            Value::Object(_) => true,
-            Value::String(rel) => rel.starts_with("./") && rel.ends_with(".json"),
-            _ => false,
-        };
-        if !fine {
-            out.problems.push(format!(
-                "its manifest {} has the `hooks` entry {item}, which is neither a path of the form `./….json` nor hooks, and Claude Code rejects the manifest",
-                manifest_file.display()
-            ));
-            return out;
+    enum Listed<'a> {
+        File(&'a str),
+        Inline(&'a serde_json::Map<String, Value>),
+    }
+    let mut listed = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            Value::Object(events) => listed.push(Listed::Inline(events)),
+            Value::String(rel) if rel.starts_with("./") && rel.ends_with(".json") => {
+                listed.push(Listed::File(rel))
+            }
+            _ => {
+                out.problems.push(format!(
+                    "its manifest {} has the `hooks` entry {item}, which is neither a path of the form `./….json` nor hooks, and Claude Code rejects the manifest",
+                    manifest_file.display()
+                ));
+                return out;
+            }
         }
     }
     let root_real = std::fs::canonicalize(root).ok();
@@ -1092,7 +1097,7 @@ fn installed_plugin_hooks(root: &Path) -> PluginHooks {
     let standard_real = std::fs::canonicalize(&standard).ok();
     match std::fs::metadata(&standard) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        _ => match read(&standard) {
+        _ => match read(&standard, false) {
             Ok(doc) => out.docs.push(doc),
             Err(e) => out.problems.push(e),
         },
@@ -1100,8 +1105,8 @@ fn installed_plugin_hooks(root: &Path) -> PluginHooks {
     for item in listed {
         match item {
             // Inline hooks map events to groups directly.
-            Value::Object(events) => out.docs.push(json!({ "hooks": events })),
-            Value::String(rel) => {
+            Listed::Inline(events) => out.docs.push(json!({ "hooks": events })),
+            Listed::File(rel) => {
                 let file = root.join(rel);
                 let real = std::fs::canonicalize(&file).ok();
                 if real.is_some() && real == standard_real {
@@ -1117,12 +1122,11 @@ fn installed_plugin_hooks(root: &Path) -> PluginHooks {
                     ));
                     continue;
                 }
-                match read(&file) {
+                match read(&file, false) {
                     Ok(doc) => out.docs.push(doc),
                     Err(e) => out.problems.push(e),
                 }
             }
-            _ => unreachable!("checked above"),
         }
     }
     if out.docs.is_empty() && out.problems.is_empty() {
