@@ -219,9 +219,11 @@ fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
             {
                 Some("the settings and command that wire the hook")
             } else if cmd.contains("attenu-hook")
-                && (cmd.contains("authorize") || cmd.contains("keygen"))
+                && ["authorize", "keygen", "receipt", "reconcile"]
+                    .iter()
+                    .any(|c| cmd.contains(c))
             {
-                Some("host-only attenu-hook commands (authorize, keygen)")
+                Some("host-only attenu-hook commands (authorize, keygen, receipt, reconcile)")
             } else {
                 None
             }

@@ -247,6 +247,56 @@ fn a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout() {
     );
 }
 
+/// A PostToolUse or PostToolUseFailure comes after the tool ran: a PreToolUse deny there is
+/// ignored by Claude Code, so a panic or the deadline must stop Claude and leave a marker.
+#[test]
+fn a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker() {
+    for (case, env, event) in [
+        ("panic", ("ATTENU_HOOK_TEST_PANIC", "1"), "PostToolUse"),
+        (
+            "stall",
+            ("ATTENU_HOOK_TEST_STALL_MS", "20000"),
+            "PostToolUseFailure",
+        ),
+    ] {
+        let p = sample(&format!("post-{case}"));
+        write_config(p.path(), "deadline_ms = 300\n");
+        let mut payload = post(
+            "s1",
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/p/a"}),
+            "t1",
+            json!({}),
+        );
+        payload["hook_event_name"] = json!(event);
+        let out = hook_with(&[], &[env], p.path(), &payload);
+        assert_eq!(
+            out.code, 0,
+            "{case}: a stop is JSON with exit 0: {}",
+            out.stdout
+        );
+        assert_eq!(out.json()["continue"], false, "{case}: {}", out.stdout);
+        let reason = out.json()["stopReason"].as_str().unwrap_or("").to_string();
+        let code = if case == "panic" {
+            "[internal-error]"
+        } else {
+            "[deadline-exceeded]"
+        };
+        assert!(
+            reason.contains(code) && reason.contains("reconciliation marker 1 was stored"),
+            "{case}: {reason}"
+        );
+        let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
+        assert!(
+            list.stdout.contains("t1") && list.stdout.contains("Read"),
+            "{case}: {}",
+            list.stdout
+        );
+    }
+}
+
 #[test]
 fn a_ledger_replaced_by_a_directory_denies() {
     let p = sample("ledgerdir");

@@ -709,3 +709,106 @@ fn a_resolve_retried_after_a_failed_database_update_matches_the_ledger() {
         .count();
     assert_eq!(outcomes, 1, "the resolution is on the ledger once");
 }
+
+#[test]
+fn an_expiry_past_366_days_is_refused_and_never_wraps_around() {
+    let (p, key) = gated("gate-expiry-cap");
+    let input = json!({"command": "ls"});
+    // 18446744073709551 s is u64::MAX ms rounded down: it used to wrap to an expiry in the past
+    // and still print an id.
+    for too_long in ["367d", "18446744073709551s", "100000000d"] {
+        let out = authorize(p.path(), &key, &input, &["--expires-in", too_long]);
+        assert_ne!(out.code, 0, "{too_long} was accepted: {}", out.stdout);
+        assert!(out.stderr.contains("366d"), "{too_long}: {}", out.stderr);
+    }
+    let out = authorize(p.path(), &key, &input, &["--expires-in", "366d"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
+}
+
+#[test]
+fn shadow_mode_records_what_the_gate_would_refuse_and_consumes_nothing() {
+    let (p, key) = gated("gate-shadow");
+    let cfg = std::fs::read_to_string(p.path().join(".attenu/config.toml")).unwrap();
+    write_config(p.path(), format!("mode = \"shadow\"\n{cfg}"));
+    let input = json!({"command": "deploy"});
+    let out = bash(p.path(), "s1", Some("ops"), &input, "t0");
+    assert!(out.is_allow(), "shadow mode denies nothing: {}", out.stdout);
+    let e = entries(p.path(), "s1").pop().unwrap();
+    assert_eq!(e["event"], "allow");
+    assert_eq!(
+        e["context"]["would_deny"]["code"], "gate-authorization-required",
+        "{e}"
+    );
+    assert_eq!(
+        e["context"]["gate"]["refused"], "gate-authorization-required",
+        "{e}"
+    );
+
+    authorize(p.path(), &key, &input, &[]);
+    for id in ["t1", "t2"] {
+        assert!(bash(p.path(), "s1", Some("ops"), &input, id).is_allow());
+        let e = entries(p.path(), "s1").pop().unwrap();
+        assert!(e["context"].get("would_deny").is_none(), "{e}");
+        assert_eq!(e["context"]["gate"]["consumed"], false, "{e}");
+        assert_eq!(
+            e["context"]["gate"]["uses_left"], 1,
+            "shadow consumes nothing: {e}"
+        );
+    }
+    // Back in enforce mode the one use is still there, once.
+    write_config(p.path(), cfg);
+    assert!(bash(p.path(), "s1", Some("ops"), &input, "t3").is_allow());
+    assert!(bash(p.path(), "s1", Some("ops"), &input, "t4").denied());
+}
+
+#[test]
+fn a_gated_call_whose_ledger_vanished_before_its_outcome_stops_with_a_marker() {
+    let (p, key) = gated("gate-ledger-gone");
+    let input = json!({"command": "deploy"});
+    authorize(p.path(), &key, &input, &[]);
+    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
+    let ledger = ledger_path(p.path(), "s1");
+    // Both the ledger and its checkpoint, as someone starting the session's ledger afresh
+    // would move them (the ledger alone is caught as a ledger cut short).
+    std::fs::rename(&ledger, p.path().join("ledger.aside")).unwrap();
+    std::fs::rename(
+        p.path().join(".attenu/ledger-s1.state.json"),
+        p.path().join("state.aside"),
+    )
+    .unwrap();
+    let out = hook(
+        p.path(),
+        &post(
+            "s1",
+            p.path(),
+            Some("ops"),
+            "Bash",
+            input.clone(),
+            "t1",
+            json!({}),
+        ),
+    );
+    assert_eq!(out.json()["continue"], false, "{}", out.stdout);
+    let reason = out.json()["stopReason"].as_str().unwrap().to_string();
+    assert!(
+        reason.contains("[outcome-not-recorded]") && reason.contains("no longer holds that allow"),
+        "{reason}"
+    );
+    let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
+    assert!(list.stdout.contains("t1"), "{}", list.stdout);
+    // An ungated call with no allow on record (from before the hook was wired) still passes.
+    let out = hook(
+        p.path(),
+        &post(
+            "s1",
+            p.path(),
+            Some("ops"),
+            "Read",
+            json!({"file_path": "/p/a"}),
+            "t9",
+            json!({}),
+        ),
+    );
+    assert_eq!(out.json(), json!({}), "{}", out.stdout);
+}

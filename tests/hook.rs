@@ -1442,6 +1442,15 @@ fn subagents_may_not_touch_the_hooks_own_files() {
             "Bash",
             json!({"command": "attenu-hook authorize --tool Bash --input '{}' --reviewer alice --key k"}),
         ),
+        // Neither needs a reviewer key, so this refusal is all that stands in a subagent's way.
+        (
+            "Bash",
+            json!({"command": "attenu-hook receipt --call toolu_pay1 --receipt-id r1 --observer bank"}),
+        ),
+        (
+            "Bash",
+            json!({"command": "attenu-hook reconcile resolve 1 --outcome not-executed --evidence none --unbound"}),
+        ),
         (
             "Bash",
             json!({"command": "echo {} > .claude/settings.local.json"}),

@@ -193,9 +193,16 @@ pub fn generate_to(path: &Path) -> Result<AnchorKey, String> {
     let signing = SigningKey::from_bytes(&seed);
     let kid = kid_for(&signing.verifying_key());
     let doc = json!({"alg": "EdDSA", "kid": kid, "key": hex(&seed)});
-    if !fsutil::create_exclusive(path, doc.to_string().as_bytes(), 0o600)
-        .map_err(|e| format!("cannot create {}: {e}", path.display()))?
-    {
+    if !fsutil::create_exclusive(path, doc.to_string().as_bytes(), 0o600).map_err(|e| {
+        let hint = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() && !dir.exists() => format!(
+                "; its directory does not exist: create it first (`mkdir -p -m 700 {}`)",
+                dir.display()
+            ),
+            _ => String::new(),
+        };
+        format!("cannot create {}: {e}{hint}", path.display())
+    })? {
         return Err(format!(
             "{} already exists; choose another path (a key is never overwritten)",
             path.display()

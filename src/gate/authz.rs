@@ -7,7 +7,8 @@
 //! In PreToolUse, [`claim`] runs one `BEGIN IMMEDIATE` transaction that reserves the
 //! `tool_use_id` (a replay is refused), finds an authorization whose signature, tool, digest,
 //! expiry and bindings all hold, and consumes one use. Uses are never given back: an error
-//! after consumption is a denial, not a refund.
+//! after consumption is a denial, not a refund. In shadow mode the same search runs as a
+//! read ([`Use::DryRun`]): nothing is reserved or consumed.
 
 use super::db;
 use crate::config::Config;
@@ -17,10 +18,11 @@ use crate::ledger::canonical;
 use crate::ledger::chain::{hex, unhex};
 use crate::reason::{Code, Reason};
 use ed25519_dalek::{Signature, VerifyingKey};
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, TransactionBehavior};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::Path;
+use std::time::Duration;
 
 /// The canonical (RFC 8785) form of a tool input, which an authorization is bound to.
 fn canonical_input(tool_input: &Value) -> Result<Vec<u8>, String> {
@@ -66,9 +68,17 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
     if n == 0 {
         return Err("an authorization must be valid for at least one second".into());
     }
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("'{s}' is too long"))
+    match n.checked_mul(mult) {
+        Some(ms) if ms <= MAX_VALIDITY_MS => Ok(ms),
+        _ => Err(format!(
+            "'{s}' is longer than an authorization may last (366d); issue a new one when it runs out"
+        )),
+    }
 }
+
+/// The longest an authorization may be valid: a grant meant to be used once should not
+/// outlive the reviewer's memory of it, and every expiry stays far from integer limits.
+pub const MAX_VALIDITY_MS: u64 = 366 * 86_400_000;
 
 pub struct Request<'a> {
     pub tool: &'a str,
@@ -106,7 +116,11 @@ pub fn authorize(project: &Path, config: &Config, req: &Request<'_>) -> Result<S
     if req.uses == 0 {
         return Err("--uses must be at least 1".into());
     }
+    if req.expires_in_ms == 0 || req.expires_in_ms > MAX_VALIDITY_MS {
+        return Err("an authorization must be valid for between 1 second and 366 days".into());
+    }
     let now = time::now_ms();
+    let expires_ms = now + req.expires_in_ms;
     let id = crate::hook::record::random_hex(16)?;
     let salt = crate::hook::record::random_hex(16)?;
     let digest = input_digest(req.input, Some(&salt))?;
@@ -118,7 +132,7 @@ pub fn authorize(project: &Path, config: &Config, req: &Request<'_>) -> Result<S
         "input_salt": salt,
         "input_digest": digest,
         "uses": req.uses,
-        "expires_ms": now + req.expires_in_ms,
+        "expires_ms": expires_ms,
         "session_id": req.session,
         "agent_type": req.agent,
         "reviewer": req.reviewer,
@@ -130,7 +144,7 @@ pub fn authorize(project: &Path, config: &Config, req: &Request<'_>) -> Result<S
     conn.execute(
         "INSERT INTO authorizations (id, reviewer, tool, input_digest, uses_left, expires_ms, session_id, agent_type, created_ms, signed, sig)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        params![id, req.reviewer, req.tool, doc["input_digest"].as_str(), req.uses, (now + req.expires_in_ms) as i64, req.session, req.agent, now as i64, signed, sig],
+        params![id, req.reviewer, req.tool, doc["input_digest"].as_str(), req.uses, expires_ms as i64, req.session, req.agent, now as i64, signed, sig],
     )
     .map_err(|e| format!("cannot store the authorization: {e}"))?;
     Ok(id)
@@ -155,11 +169,28 @@ pub struct ClaimCall<'a> {
     pub agent_type: Option<&'a str>,
 }
 
-/// Reserves the call's tool_use_id and consumes one use of a valid authorization, atomically.
-pub fn claim(attenu_dir: &Path, config: &Config, call: &ClaimCall<'_>) -> Verdict {
-    match claim_inner(attenu_dir, config, call) {
+/// What a claim does with the authorization it finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// Enforce mode: reserve the tool_use_id and consume one use, atomically.
+    Consume,
+    /// Shadow mode: find what a claim would decide, changing nothing.
+    DryRun,
+}
+
+/// Reserves the call's tool_use_id and consumes one use of a valid authorization, atomically
+/// (or, with [`Use::DryRun`], only says whether it would). `busy` bounds the wait for another
+/// process's write lock on the database.
+pub fn claim(
+    attenu_dir: &Path,
+    config: &Config,
+    call: &ClaimCall<'_>,
+    how: Use,
+    busy: Duration,
+) -> Verdict {
+    match claim_inner(attenu_dir, config, call, how, busy) {
         Ok(v) => v,
-        Err(e) => Verdict::Denied(Reason::new(Code::GateStoreFailed, format!("the gate could not decide ({e}); denying. `attenu-hook doctor` checks the gate database"))),
+        Err(e) => Verdict::Denied(Reason::new(Code::GateStoreFailed, format!("the gate could not decide ({e}); denying. Its state is .attenu/gate.sqlite: a lock held by another process clears when that process ends; a file that is not a database has to be moved aside"))),
     }
 }
 
@@ -167,6 +198,8 @@ fn claim_inner(
     attenu_dir: &Path,
     config: &Config,
     call: &ClaimCall<'_>,
+    how: Use,
+    busy: Duration,
 ) -> Result<Verdict, String> {
     let Some(tool_use_id) = call.tool_use_id else {
         return Ok(Verdict::Denied(Reason::new(
@@ -174,19 +207,39 @@ fn claim_inner(
             "a gated call must carry a tool_use_id to be reserved; this one has none",
         )));
     };
-    let jcs = canonical_input(call.input)?;
+    let jcs = match canonical_input(call.input) {
+        Ok(j) => j,
+        // Not a store failure: no authorization can ever be bound to such an input.
+        Err(e) => {
+            return Ok(Verdict::Denied(Reason::new(
+                Code::GateAuthorizationRequired,
+                format!("{e}, so no authorization can be bound to it"),
+            )))
+        }
+    };
     let now = time::now_ms() as i64;
-    let mut conn = db::open(attenu_dir)?;
+    let mut conn = db::open_waiting(attenu_dir, busy)?;
     let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .transaction_with_behavior(match how {
+            Use::Consume => TransactionBehavior::Immediate,
+            Use::DryRun => TransactionBehavior::Deferred,
+        })
         .map_err(|e| e.to_string())?;
-    let reserved = tx
-        .execute(
-            "INSERT INTO claims (tool_use_id, session_id, claimed_ms, result) VALUES (?1, ?2, ?3, 'pending') ON CONFLICT (tool_use_id) DO NOTHING",
-            params![tool_use_id, call.session_id, now],
-        )
-        .map_err(|e| e.to_string())?;
-    if reserved == 0 {
+    let replayed = match how {
+        Use::Consume => {
+            tx.execute(
+                "INSERT INTO claims (tool_use_id, session_id, claimed_ms, result) VALUES (?1, ?2, ?3, 'pending') ON CONFLICT (tool_use_id) DO NOTHING",
+                params![tool_use_id, call.session_id, now],
+            )
+            .map_err(|e| e.to_string())?
+                == 0
+        }
+        Use::DryRun => tx
+            .prepare("SELECT 1 FROM claims WHERE tool_use_id = ?1")
+            .and_then(|mut st| st.exists(params![tool_use_id]))
+            .map_err(|e| e.to_string())?,
+    };
+    if replayed {
         drop(tx);
         return Ok(Verdict::Denied(Reason::new(
             Code::GateReplay,
@@ -249,6 +302,13 @@ fn claim_inner(
         match check_signed(
             config, &id, &reviewer, &signed, &doc, &sig, call, &digest, now, uses_left, used,
         ) {
+            Ok(()) if how == Use::DryRun => {
+                return Ok(Verdict::Allowed {
+                    authorization_id: id,
+                    reviewer,
+                    uses_left,
+                });
+            }
             Ok(()) => {
                 let n = tx
                     .execute("UPDATE authorizations SET uses_left = uses_left - 1 WHERE id = ?1 AND uses_left > 0", params![id])
@@ -268,12 +328,14 @@ fn claim_inner(
             Err(why) => refusals.push(format!("{id}: {why}")),
         }
     }
-    tx.execute(
-        "UPDATE claims SET result = 'denied' WHERE tool_use_id = ?1",
-        params![tool_use_id],
-    )
-    .map_err(|e| e.to_string())?;
-    tx.commit().map_err(|e| e.to_string())?;
+    if how == Use::Consume {
+        tx.execute(
+            "UPDATE claims SET result = 'denied' WHERE tool_use_id = ?1",
+            params![tool_use_id],
+        )
+        .map_err(|e| e.to_string())?;
+        tx.commit().map_err(|e| e.to_string())?;
+    }
     let detail = if refusals.is_empty() {
         String::new()
     } else {
@@ -312,7 +374,9 @@ fn check_signed(
     if doc.is_null() {
         return Err("signed document unreadable".into());
     }
-    let same = doc["id"] == json!(id)
+    let same = doc["type"] == json!("attenu-hook.authorization")
+        && matches!(doc["v"].as_i64(), Some(1 | 2))
+        && doc["id"] == json!(id)
         && doc["reviewer"] == json!(reviewer)
         && doc["tool"] == json!(call.tool)
         && doc["input_digest"] == json!(digest)
@@ -335,14 +399,22 @@ fn check_signed(
     Ok(())
 }
 
-/// Looks up an authorization row (for tests and `doctor`).
-pub fn uses_left(attenu_dir: &Path, id: &str) -> Result<Option<i64>, String> {
-    let conn = db::open(attenu_dir)?;
-    conn.query_row(
-        "SELECT uses_left FROM authorizations WHERE id = ?1",
-        params![id],
-        |r| r.get(0),
+/// Whether the gate allowed `tool_use_id` in `session_id`: a PostToolUse whose allow the
+/// ledger no longer holds still finishes a gated call, whose outcome must not go unrecorded.
+/// A project without a gate database has allowed nothing (and this does not create one).
+pub fn allowed_claim(
+    attenu_dir: &Path,
+    session_id: &str,
+    tool_use_id: &str,
+    busy: Duration,
+) -> Result<bool, String> {
+    if !crate::fsutil::check_regular_file(&attenu_dir.join(db::FILE))? {
+        return Ok(false);
+    }
+    let conn = db::open_waiting(attenu_dir, busy)?;
+    conn.prepare(
+        "SELECT 1 FROM claims WHERE tool_use_id = ?1 AND session_id = ?2 AND result = 'allowed'",
     )
-    .optional()
+    .and_then(|mut st| st.exists(params![tool_use_id, session_id]))
     .map_err(|e| e.to_string())
 }

@@ -89,8 +89,18 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     tx.commit()
 }
 
+/// How long a command waits for another process's write lock on the database.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// Opens (creating, 0600) the gate database of a project's `.attenu/`.
 pub fn open(attenu_dir: &Path) -> Result<Connection, String> {
+    open_waiting(attenu_dir, BUSY_TIMEOUT)
+}
+
+/// [`open`], waiting at most `busy` for another process's write lock: the hook passes what is
+/// left before its deadline, so a locked database ends in its own answer (a deny, or a stop
+/// with a marker) rather than in the watchdog's.
+pub fn open_waiting(attenu_dir: &Path, busy: Duration) -> Result<Connection, String> {
     fsutil::ensure_private_dir(attenu_dir)?;
     let path = attenu_dir.join(FILE);
     if !fsutil::check_regular_file(&path)? {
@@ -104,33 +114,47 @@ pub fn open(attenu_dir: &Path) -> Result<Connection, String> {
     for side in ["", "-wal", "-shm"] {
         let p = attenu_dir.join(format!("{FILE}{side}"));
         fsutil::tighten_file(&p).map_err(|e| {
-            format!(
-                "{} cannot be made private ({e}); run `chmod 600 {}`",
-                p.display(),
-                p.display()
-            )
+            if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::EMLINK)) {
+                format!(
+                    "{} is a symlink, which the gate never follows; move it aside (an honest SQLite never makes one)",
+                    p.display()
+                )
+            } else {
+                format!(
+                    "{} cannot be made private ({e}); run `chmod 600 {}`",
+                    p.display(),
+                    p.display()
+                )
+            }
         })?;
     }
     let mut conn =
         Connection::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    conn.busy_timeout(Duration::from_secs(3))
-        .map_err(|e| e.to_string())?;
+    conn.busy_timeout(busy).map_err(|e| e.to_string())?;
     conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(|e| {
-            format!(
-                "{} is not a usable SQLite database ({e}); move it aside",
-                path.display()
-            )
-        })?;
+        .map_err(|e| unusable(&path, &e))?;
     conn.pragma_update(None, "synchronous", "FULL")
         .map_err(|e| e.to_string())?;
     conn.execute_batch(SCHEMA)
         .and_then(|()| migrate(&mut conn))
-        .map_err(|e| {
-            format!(
-                "{} is not a usable SQLite database ({e}); move it aside",
-                path.display()
-            )
-        })?;
+        .map_err(|e| unusable(&path, &e))?;
     Ok(conn)
+}
+
+/// What to tell the user when the database cannot be set up: a lock held by another process
+/// passes; anything else means the file is not one of ours.
+fn unusable(path: &Path, e: &rusqlite::Error) -> String {
+    use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
+    if matches!(e.sqlite_error_code(), Some(DatabaseBusy | DatabaseLocked)) {
+        format!(
+            "{} is locked by another process ({e}); it clears when that process ends (`fuser {}` names it)",
+            path.display(),
+            path.display()
+        )
+    } else {
+        format!(
+            "{} is not a usable SQLite database ({e}); move it aside",
+            path.display()
+        )
+    }
 }

@@ -108,10 +108,17 @@ fn bind_resolution(
         return match recorded_before(&ledger, marker)? {
             Some((o, e)) if o == outcome && e == evidence => Ok(Ok(Resolution::AlreadyOnLedger)),
             // The database must not say something other than the ledger does.
-            Some((o, e)) => Err(format!(
-                "the ledger already records marker {} resolved as {o} with evidence {e:?} (an earlier resolve whose database update failed); nothing was changed. Run it again with exactly that outcome and evidence to close the marker",
-                marker.id
-            )),
+            Some((o, e)) => Err(match reconcile::open_marker(attenu, marker.id) {
+                // Another resolve of the same marker got there first.
+                Err(_) => format!(
+                    "marker {} was resolved meanwhile, as {o} with evidence {e:?}; nothing was changed",
+                    marker.id
+                ),
+                Ok(_) => format!(
+                    "the ledger already records marker {} resolved as {o} with evidence {e:?} (an earlier resolve whose database update failed); nothing was changed. Run it again with exactly that outcome and evidence to close the marker",
+                    marker.id
+                ),
+            }),
             None => Ok(Err(format!(
                 "its call (tool_use_id {}) is not open on the current chain of session {}",
                 marker.tool_use_id.as_deref().unwrap_or("none"),

@@ -31,8 +31,9 @@ pub fn add_marker(
     tool: &str,
     call_id: Option<&str>,
     cause: &str,
+    busy: std::time::Duration,
 ) -> Result<i64, String> {
-    let conn = db::open(attenu_dir)?;
+    let conn = db::open_waiting(attenu_dir, busy)?;
     conn.execute(
         "INSERT INTO markers (created_ms, session_id, tool_use_id, tool, call_id, cause) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![time::now_ms() as i64, session_id, tool_use_id, tool, call_id, cause],

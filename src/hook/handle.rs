@@ -16,6 +16,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// Until the configuration is read, the hook answers within this much time.
@@ -27,6 +28,81 @@ static ANSWERED: AtomicBool = AtomicBool::new(false);
 
 fn claim_answer() -> bool {
     !ANSWERED.swap(true, Ordering::SeqCst)
+}
+
+/// Set once the payload is known to be a PostToolUse or PostToolUseFailure: the tool has run,
+/// so a failure of the hook itself (a panic, the deadline) must stop Claude and leave a
+/// reconciliation marker, not answer with a PreToolUse deny that Claude Code ignores there.
+static POST_EVENT: AtomicBool = AtomicBool::new(false);
+
+/// Where such a marker goes, once the project is known.
+static POST_CALL: OnceLock<PostCall> = OnceLock::new();
+
+struct PostCall {
+    attenu: PathBuf,
+    session_id: String,
+    tool_use_id: Option<String>,
+    tool: String,
+}
+
+/// How long the last-resort answers wait for the gate database's lock to store a marker.
+const LAST_RESORT_BUSY: Duration = Duration::from_millis(250);
+
+/// The answer when the hook itself failed (`code`, `what`): for a tool event not yet run, a
+/// deny that also blocks by its exit code; for one that has run, a stop with a marker.
+fn failure_answer(code: Code, what: &str) -> Answer {
+    if !POST_EVENT.load(Ordering::SeqCst) {
+        return Answer::deny_hard(&Reason::new(code, what));
+    }
+    let where_ = match POST_CALL.get() {
+        // A panic while storing it must not leave the process without an answer.
+        Some(c) => std::panic::catch_unwind(|| {
+            store_marker(
+                &c.attenu,
+                &c.session_id,
+                c.tool_use_id.as_deref(),
+                &c.tool,
+                None,
+                what,
+                LAST_RESORT_BUSY,
+            )
+        })
+        .unwrap_or_else(|_| "storing a reconciliation marker failed too (a panic); note the call's tool_use_id by hand".into()),
+        None => "no reconciliation marker could be stored (the project was not found yet); note the call's tool_use_id by hand".into(),
+    };
+    Answer::halt(&Reason::new(
+        code,
+        format!("{what}. The tool has already run and its outcome may not be on the ledger, so Claude stops; {where_}. Do not retry it automatically"),
+    ))
+}
+
+/// Stores a reconciliation marker; says where it is, or why there is none, for the answer.
+fn store_marker(
+    attenu: &Path,
+    session_id: &str,
+    tool_use_id: Option<&str>,
+    tool: &str,
+    call_id: Option<&str>,
+    cause: &str,
+    busy: Duration,
+) -> String {
+    match crate::gate::reconcile::add_marker(
+        attenu,
+        session_id,
+        tool_use_id,
+        tool,
+        call_id,
+        cause,
+        busy,
+    ) {
+        Ok(id) => {
+            format!("reconciliation marker {id} was stored; see `attenu-hook reconcile list`")
+        }
+        Err(m) => format!(
+            "no reconciliation marker could be stored either ({m}); note tool_use_id {} by hand",
+            tool_use_id.unwrap_or("?")
+        ),
+    }
 }
 
 /// Runs hook mode on this process's stdin and stdout. Returns the exit code to use.
@@ -74,10 +150,10 @@ pub fn run() -> i32 {
         }
     }));
     let answer = work.unwrap_or_else(|_| {
-        Answer::deny_hard(&Reason::new(
+        failure_answer(
             Code::InternalError,
-            "the hook failed internally (a panic; see stderr); denying. Please report it with the payload that caused it",
-        ))
+            "the hook failed internally (a panic; see stderr). Please report it with the payload that caused it",
+        )
     });
     if !claim_answer() {
         // The watchdog has answered and is ending the process.
@@ -101,10 +177,10 @@ fn watch(rx: &mpsc::Receiver<Instant>, mut deadline: Instant) {
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if claim_answer() {
-                    let code = emit(&Answer::deny_hard(&Reason::new(
+                    let code = emit(&failure_answer(
                         Code::DeadlineExceeded,
-                        "the hook did not finish within its deadline (deadline_ms in .attenu/config.toml); denying rather than letting Claude Code's own timeout pass the call through. Run `attenu-hook doctor` to find the slow part",
-                    )));
+                        "the hook did not finish within its deadline (deadline_ms in .attenu/config.toml); it answers now rather than let Claude Code's own timeout pass the call through. Run `attenu-hook doctor` to find the slow part",
+                    ));
                     std::process::exit(code);
                 }
                 return;
@@ -154,11 +230,23 @@ pub fn handle_bytes(input: &[u8], started: Instant, set_deadline: &dyn Fn(Instan
     if let Event::Other(_) = p.event {
         return Answer::none();
     }
+    let post = matches!(p.event, Event::PostToolUse | Event::PostToolUseFailure);
+    if post {
+        POST_EVENT.store(true, Ordering::SeqCst);
+    }
     let env_project = std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from);
     let Some(project) = project_root(env_project.as_deref(), p.cwd.as_deref()) else {
         return fail(Reason::new(Code::ProjectNotFound, "neither CLAUDE_PROJECT_DIR nor the payload's cwd names a directory, so no project can be derived"));
     };
     let attenu = project.join(".attenu");
+    if post {
+        let _ = POST_CALL.set(PostCall {
+            attenu: attenu.clone(),
+            session_id: p.session_id.clone(),
+            tool_use_id: p.tool_use_id.clone(),
+            tool: p.tool_name.clone(),
+        });
+    }
     if let Err(e) = fsutil::ensure_private_dir(&attenu) {
         return fail(Reason::new(Code::StateDirUnsafe, e));
     }
@@ -242,6 +330,15 @@ impl Ctx<'_> {
         let k = keys::checkpoint_mac_key(self.attenu)
             .map_err(|e| Reason::new(Code::KeyUnavailable, e))?;
         Ok(*self.mac_key.get_or_init(|| k))
+    }
+
+    /// How long a gate database step may wait for another process's lock: what is left
+    /// before the deadline, less time to answer, at most the CLI's wait.
+    fn busy(&self) -> Duration {
+        self.deadline
+            .saturating_duration_since(Instant::now())
+            .saturating_sub(Duration::from_millis(150))
+            .min(crate::gate::db::BUSY_TIMEOUT)
     }
 
     fn roster(&self) -> Result<Roster, Reason> {
@@ -386,10 +483,17 @@ fn pre_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         .unwrap_or_default();
     // A torn tail cut when the ledger was opened is recorded by `Ledger::append`.
     let mut extra: Vec<(&str, Value)> = Vec::new();
-    // The gate runs under the ledger lock, after the derived authority allowed the call, so the
-    // order of consumed uses is the order of the record. Outside enforce mode nothing is consumed.
+    // The gate runs under the ledger lock, unless the derived authority already denied the
+    // call, so the order of consumed uses is the order of the record. It applies to whoever
+    // calls, the main thread included. Shadow mode asks what it would decide and consumes
+    // nothing; observe mode does not ask.
     if decision.gated && !decision.denies() {
-        if ctx.config.mode == crate::config::Mode::Enforce {
+        let how = match ctx.config.mode {
+            crate::config::Mode::Enforce => Some(authz::Use::Consume),
+            crate::config::Mode::Shadow => Some(authz::Use::DryRun),
+            crate::config::Mode::Observe => None,
+        };
+        if let Some(how) = how {
             let claim = ClaimCall {
                 tool: &p.tool_name,
                 input: &p.tool_input,
@@ -397,23 +501,30 @@ fn pre_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
                 session_id: &p.session_id,
                 agent_type: p.agent_id.as_ref().and(p.agent_type.as_deref()),
             };
-            match authz::claim(ctx.attenu, ctx.config, &claim) {
+            let dry = how == authz::Use::DryRun;
+            match authz::claim(ctx.attenu, ctx.config, &claim, how, ctx.busy()) {
                 Verdict::Allowed {
                     authorization_id,
                     reviewer,
                     uses_left,
                 } => {
-                    extra.push(("gate", serde_json::json!({"authorization_id": authorization_id, "reviewer": reviewer, "uses_left": uses_left})));
+                    extra.push(("gate", if dry {
+                        serde_json::json!({"would_use": authorization_id, "reviewer": reviewer, "uses_left": uses_left, "consumed": false})
+                    } else {
+                        serde_json::json!({"authorization_id": authorization_id, "reviewer": reviewer, "uses_left": uses_left})
+                    }));
                 }
                 Verdict::Denied(reason) => {
                     extra.push(("gate", serde_json::json!({"refused": reason.code.as_str()})));
                     decision.held = false;
-                    decision.enforced = true;
+                    // A gated call is refused whoever calls; in shadow mode it is recorded
+                    // as what would have been denied.
+                    decision.enforced = !dry;
                     decision.reason = Some(reason);
                 }
             }
         } else {
-            extra.push(("gate", serde_json::json!({"checked": false, "why": "no use is consumed outside enforce mode"})));
+            extra.push(("gate", serde_json::json!({"checked": false, "why": "observe mode records calls without asking the gate"})));
         }
     }
     let entry = record::decision_entry(p, &decision, ctx.config, &chain_id, &node, &salt, extra)
@@ -460,6 +571,21 @@ fn post_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
             let call_id = ended.call_id.clone();
             drop(ledger);
             return Ok(unrecorded_outcome(ctx, Some(&call_id), &cause));
+        }
+        // The ledger holds no allow for it, but the gate allowed it: the ledger was moved,
+        // replaced or deleted since. The gated action ran and nothing can carry its outcome.
+        if let Some(t) = p.tool_use_id.as_deref() {
+            match authz::allowed_claim(ctx.attenu, &p.session_id, t, ctx.busy()) {
+                Ok(false) => {}
+                Ok(true) => {
+                    drop(ledger);
+                    return Ok(unrecorded_outcome(ctx, None, "the gate allowed it, but the session's ledger no longer holds that allow (it was moved, replaced or deleted since)"));
+                }
+                Err(e) => {
+                    drop(ledger);
+                    return Ok(unrecorded_outcome(ctx, None, &format!("the ledger holds no allow for it and the gate database cannot say whether it allowed it ({e})")));
+                }
+            }
         }
         // No allowed call to bind to (a call from before the hook was wired). Nothing can be
         // recorded as its outcome.
@@ -519,23 +645,15 @@ fn post_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
 /// reconciliation marker for a person. Never retried automatically.
 fn unrecorded_outcome(ctx: &Ctx<'_>, call_id: Option<&str>, cause: &str) -> Answer {
     let p = ctx.p;
-    let marker = crate::gate::reconcile::add_marker(
+    let where_ = store_marker(
         ctx.attenu,
         &p.session_id,
         p.tool_use_id.as_deref(),
         &p.tool_name,
         call_id,
         cause,
+        ctx.busy(),
     );
-    let where_ = match marker {
-        Ok(id) => {
-            format!("reconciliation marker {id} was stored; see `attenu-hook reconcile list`")
-        }
-        Err(m) => format!(
-            "no reconciliation marker could be stored either ({m}); note tool_use_id {} by hand",
-            p.tool_use_id.as_deref().unwrap_or("?")
-        ),
-    };
     Answer::halt(&Reason::new(
         Code::OutcomeNotRecorded,
         format!(
