@@ -756,8 +756,27 @@ fn shadow_mode_records_what_the_gate_would_refuse_and_consumes_nothing() {
             "shadow consumes nothing: {e}"
         );
     }
+    // A call the derived authority refuses keeps that reason: the gate is not asked, as in
+    // enforce mode, where a grant would not help either.
+    assert!(bash(p.path(), "s1", Some("stranger"), &input, "t9").is_allow());
+    let e = entries(p.path(), "s1").pop().unwrap();
+    let code = e["context"]["would_deny"]["code"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        !code.is_empty() && code != "gate-authorization-required",
+        "{e}"
+    );
+    assert!(e["context"].get("gate").is_none(), "{e}");
     // Back in enforce mode the one use is still there, once.
     write_config(p.path(), cfg);
+    let out = bash(p.path(), "s1", Some("stranger"), &input, "t10");
+    assert!(
+        out.denied() && out.reason().contains(&format!("[{code}]")),
+        "{}",
+        out.reason()
+    );
     assert!(bash(p.path(), "s1", Some("ops"), &input, "t3").is_allow());
     assert!(bash(p.path(), "s1", Some("ops"), &input, "t4").denied());
 }

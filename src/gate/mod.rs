@@ -108,14 +108,18 @@ fn bind_resolution(
         return match recorded_before(&ledger, marker)? {
             Some((o, e)) if o == outcome && e == evidence => Ok(Ok(Resolution::AlreadyOnLedger)),
             // The database must not say something other than the ledger does.
-            Some((o, e)) => Err(match reconcile::open_marker(attenu, marker.id) {
+            Some((o, e)) => Err(match reconcile::list(attenu, true)
+                .ok()
+                .and_then(|all| all.into_iter().find(|m| m.id == marker.id))
+                .and_then(|m| m.resolved_ms)
+            {
                 // Another resolve of the same marker got there first.
-                Err(_) => format!(
+                Some(_) => format!(
                     "marker {} was resolved meanwhile, as {o} with evidence {e:?}; nothing was changed",
                     marker.id
                 ),
-                Ok(_) => format!(
-                    "the ledger already records marker {} resolved as {o} with evidence {e:?} (an earlier resolve whose database update failed); nothing was changed. Run it again with exactly that outcome and evidence to close the marker",
+                None => format!(
+                    "the ledger already records marker {} resolved as {o} with evidence {e:?} (by an earlier resolve whose database update failed, or by one still finishing); nothing was changed. Run `attenu-hook reconcile list` again in a moment: if the marker is still open, run resolve with exactly that outcome and evidence to close it",
                     marker.id
                 ),
             }),

@@ -48,27 +48,50 @@ struct PostCall {
 /// How long the last-resort answers wait for the gate database's lock to store a marker.
 const LAST_RESORT_BUSY: Duration = Duration::from_millis(250);
 
+/// How long they wait for the marker at all: the disk that made the hook miss its deadline
+/// may be the one the marker goes to, and the stop must still reach Claude Code in time.
+const LAST_RESORT_WAIT: Duration = Duration::from_millis(400);
+
 /// The answer when the hook itself failed (`code`, `what`): for a tool event not yet run, a
 /// deny that also blocks by its exit code; for one that has run, a stop with a marker.
+///
+/// The marker is stored before the answer is claimed, so when the main thread stores one and
+/// the deadline passes meanwhile, the watchdog may store a second for the same call; and a
+/// watchdog firing just after an outcome was written leaves a marker for a recorded call.
+/// Both err on the side of a person looking; claiming first would lose the watchdog as the
+/// fallback for a main thread stuck in the marker itself.
 fn failure_answer(code: Code, what: &str) -> Answer {
     if !POST_EVENT.load(Ordering::SeqCst) {
         return Answer::deny_hard(&Reason::new(code, what));
     }
     let where_ = match POST_CALL.get() {
-        // A panic while storing it must not leave the process without an answer.
-        Some(c) => std::panic::catch_unwind(|| {
-            store_marker(
-                &c.attenu,
-                &c.session_id,
-                c.tool_use_id.as_deref(),
-                &c.tool,
-                None,
-                what,
-                LAST_RESORT_BUSY,
-            )
-        })
-        .unwrap_or_else(|_| "storing a reconciliation marker failed too (a panic); note the call's tool_use_id by hand".into()),
-        None => "no reconciliation marker could be stored (the project was not found yet); note the call's tool_use_id by hand".into(),
+        Some(c) => {
+            let (tx, rx) = mpsc::channel();
+            let cause = what.to_string();
+            // On its own thread, so a stuck disk cannot keep the answer from Claude Code; a
+            // panic there only ends that thread.
+            let spawned = std::thread::Builder::new()
+                .name("attenu-marker".into())
+                .spawn(move || {
+                    let _ = tx.send(store_marker(
+                        &c.attenu,
+                        &c.session_id,
+                        c.tool_use_id.as_deref(),
+                        &c.tool,
+                        None,
+                        &cause,
+                        LAST_RESORT_BUSY,
+                    ));
+                });
+            match spawned {
+                Ok(_) => rx.recv_timeout(LAST_RESORT_WAIT).unwrap_or_else(|e| match e {
+                    mpsc::RecvTimeoutError::Timeout => "no reconciliation marker could be stored in time either (the state directory does not answer); note the call's tool_use_id by hand".into(),
+                    mpsc::RecvTimeoutError::Disconnected => "storing a reconciliation marker failed too (a panic); note the call's tool_use_id by hand".into(),
+                }),
+                Err(e) => format!("no reconciliation marker could be stored ({e}); note the call's tool_use_id by hand"),
+            }
+        }
+        None => "no reconciliation marker could be stored (the project was not found); note the call's tool_use_id by hand".into(),
     };
     Answer::halt(&Reason::new(
         code,
@@ -108,14 +131,15 @@ fn store_marker(
 /// Runs hook mode on this process's stdin and stdout. Returns the exit code to use.
 ///
 /// The work runs on the main thread (its 8 MiB stack, the main malloc arena); a small watchdog
-/// thread only waits for the deadline and, if it passes first, answers with a deny and exits the
-/// process, so a stuck read, lock or disk never outlives Claude Code's own timeout.
+/// thread only waits for the deadline and, if it passes first, answers (a deny; after the tool
+/// ran, a stop with a marker) and exits the process, so a stuck read, lock or disk never
+/// outlives Claude Code's own timeout.
 ///
 /// Why a thread and not a timer signal (which would save about 0.1 ms of every call here): a
 /// signal handler runs on a thread of this process, and a main thread in a killable kernel wait
 /// (a file on a hung NFS, sshfs or FUSE mount) never leaves it for a signal that is not fatal.
 /// The watchdog's exit kills that thread (exit_group sends it SIGKILL), so the process still
-/// ends with the deny and exit 2.
+/// ends with its answer.
 pub fn run() -> i32 {
     let started = Instant::now();
     let (tx, rx) = mpsc::channel::<Instant>();
@@ -168,7 +192,7 @@ pub fn run() -> i32 {
 }
 
 /// The watchdog: waits for the deadline (moved by the configuration once it is read) and, if
-/// the main thread has not answered by then, denies and exits.
+/// the main thread has not answered by then, answers as [`failure_answer`] does and exits.
 fn watch(rx: &mpsc::Receiver<Instant>, mut deadline: Instant) {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -223,7 +247,7 @@ pub fn handle_bytes(input: &[u8], started: Instant, set_deadline: &dyn Fn(Instan
     let fail = |r: Reason| -> Answer {
         match p.event {
             Event::PreToolUse => Answer::deny(&r),
-            Event::PostToolUse | Event::PostToolUseFailure => Answer::halt(&r),
+            Event::PostToolUse | Event::PostToolUseFailure => failure_answer(r.code, &r.message),
             _ => Answer::message(format!("[{}] {}", r.code, r.message)),
         }
     };
@@ -282,7 +306,8 @@ pub fn handle_bytes(input: &[u8], started: Instant, set_deadline: &dyn Fn(Instan
 }
 
 /// Fault injection for the crash and deadline tests. Each can only make the hook fail, and
-/// every failure path denies, so these can never widen what is allowed.
+/// every failure path denies (or, after the tool ran, stops Claude), so these can never widen
+/// what is allowed.
 fn test_faults() {
     if std::env::var_os("ATTENU_HOOK_TEST_PANIC").is_some() {
         panic!("ATTENU_HOOK_TEST_PANIC is set");
@@ -487,7 +512,14 @@ fn pre_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     // call, so the order of consumed uses is the order of the record. It applies to whoever
     // calls, the main thread included. Shadow mode asks what it would decide and consumes
     // nothing; observe mode does not ask.
-    if decision.gated && !decision.denies() {
+    // Asked where enforce mode would ask it: not when the derived authority refuses a call
+    // that enforce mode would deny anyway (shadow mode records that reason, not the gate's).
+    let refused_by_authority = !decision.held
+        && match decision.actor {
+            crate::decide::Actor::MainThread => ctx.config.enforce_main_thread,
+            crate::decide::Actor::Subagent(_) => true,
+        };
+    if decision.gated && !refused_by_authority {
         let how = match ctx.config.mode {
             crate::config::Mode::Enforce => Some(authz::Use::Consume),
             crate::config::Mode::Shadow => Some(authz::Use::DryRun),
@@ -574,7 +606,22 @@ fn post_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         }
         // The ledger holds no allow for it, but the gate allowed it: the ledger was moved,
         // replaced or deleted since. The gated action ran and nothing can carry its outcome.
-        if let Some(t) = p.tool_use_id.as_deref() {
+        // Only asked when the ledger holds no chain at all (a second PostToolUse of the same
+        // call, from the hook wired twice, finds its outcome already recorded) and only for a
+        // gated tool.
+        let gated = || {
+            let scope = crate::derive::scopes::scope_for_call(&p.tool_name, &p.tool_input);
+            ctx.config
+                .gate
+                .require
+                .iter()
+                .any(|g| crate::derive::scopes::covers(g, &scope))
+        };
+        if let Some(t) = p
+            .tool_use_id
+            .as_deref()
+            .filter(|_| ledger.current().is_none() && gated())
+        {
             match authz::allowed_claim(ctx.attenu, &p.session_id, t, ctx.busy()) {
                 Ok(false) => {}
                 Ok(true) => {
