@@ -1478,7 +1478,10 @@ pub fn doctor_for(dir: &Path, ours: &str) -> Vec<Check> {
     }
     let attenu = dir.join(".attenu");
     match config::load(&attenu) {
-        Ok(_) => out.push(check("config", true, true, "valid (or defaults)")),
+        Ok(c) => {
+            out.push(check("config", true, true, "valid (or defaults)"));
+            out.extend(reviewer_check(&attenu, &c));
+        }
         Err(e) => out.push(check(
             "config",
             false,
@@ -1515,6 +1518,44 @@ pub fn doctor_for(dir: &Path, ours: &str) -> Vec<Check> {
         ));
     }
     out
+}
+
+/// A reviewer whose key is the project's own anchor key: `.attenu/anchor.key` is readable by
+/// the user Claude Code runs as, so anything that can read it could sign authorizations.
+fn reviewer_check(attenu: &Path, c: &config::Config) -> Option<Check> {
+    if c.gate.reviewers.is_empty() {
+        return None;
+    }
+    let anchor = crate::evidence::keys::load(&attenu.join("anchor.key")).ok()?;
+    let public = crate::ledger::chain::hex(anchor.verifying().as_bytes());
+    let named: Vec<&str> = c
+        .gate
+        .reviewers
+        .iter()
+        .filter(|(_, k)| k.eq_ignore_ascii_case(&public))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    Some(if named.is_empty() {
+        check(
+            "gate:reviewers",
+            true,
+            true,
+            format!(
+                "{} reviewer key(s), none of them the project's anchor key",
+                c.gate.reviewers.len()
+            ),
+        )
+    } else {
+        check(
+            "gate:reviewers",
+            false,
+            true,
+            format!(
+                "[gate] reviewers {} is the project's own anchor key (.attenu/anchor.key), which anything running as this user can read, so anything could sign authorizations; make a reviewer key outside the project with `attenu-hook keygen --out FILE` and configure its public key instead",
+                named.join(", ")
+            ),
+        )
+    })
 }
 
 fn permission_checks(attenu: &Path) -> Vec<Check> {

@@ -344,6 +344,71 @@ fn a_corrupted_gate_database_denies_gated_calls_only() {
     .is_allow());
 }
 
+/// The gate database's lock wait is what is left before the deadline, not a fixed 3 s: a
+/// database held by another process ends in the hook's own deny, saying it is locked, before
+/// the watchdog's `deadline-exceeded` (which, with the fixed wait, came first).
+#[test]
+fn a_locked_gate_database_denies_within_the_deadline_saying_so() {
+    let p = project(
+        "lockedsqlite",
+        &[("ops.md", "---\nname: ops\ntools: Read, Bash\n---\n")],
+        None,
+    );
+    write_config(
+        p.path(),
+        "deadline_ms = 2000\n[gate]\nrequire = [\"exec.bash\"]\n",
+    );
+    // A first gated call (denied: nothing is authorized) sets the database up, in WAL mode,
+    // where a writer waits for the lock rather than failing at once.
+    let first = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("ops"),
+            "Bash",
+            json!({"command": "ls"}),
+            "t0",
+        ),
+    );
+    assert!(
+        first.reason().contains("[gate-authorization-required]"),
+        "{}",
+        first.reason()
+    );
+    let holder = rusqlite::Connection::open(p.path().join(".attenu/gate.sqlite")).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let started = std::time::Instant::now();
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("ops"),
+            "Bash",
+            json!({"command": "ls"}),
+            "t1",
+        ),
+    );
+    assert_eq!(
+        out.code, 0,
+        "the hook's own deny, not the watchdog's exit 2: {}",
+        out.stdout
+    );
+    assert!(
+        out.denied()
+            && out.reason().contains("[gate-store-failed]")
+            && out.reason().contains("database is locked"),
+        "{}",
+        out.reason()
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(1000),
+        "it waited for the lock, as long as the deadline allowed"
+    );
+    holder.execute_batch("ROLLBACK").unwrap();
+}
+
 #[test]
 fn a_corrupted_config_denies_with_what_to_fix() {
     let p = sample("badconfig");

@@ -115,6 +115,51 @@ fn doctor_passes_on_an_installed_project() {
 }
 
 #[test]
+fn doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key() {
+    let p = sample("doctor-anchor-reviewer");
+    assert_eq!(
+        cli(&["install", p.path().to_str().unwrap(), "--command", BIN]).code,
+        0
+    );
+    reviewer_read(p.path(), "s1", "/x", "t1");
+    let anchor: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(p.path().join(".attenu/anchor.pub")).unwrap(),
+    )
+    .unwrap();
+    let public = anchor["public_key"].as_str().unwrap().to_string();
+    let other = "0".repeat(63) + "1";
+    write_config(
+        p.path(),
+        format!("[gate]\nrequire = [\"exec.bash\"]\nreviewers = {{ alice = \"{other}\" }}\n"),
+    );
+    let out = doctor(p.path());
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("none of them the project's anchor key"),
+        "{}",
+        out.stdout
+    );
+    write_config(
+        p.path(),
+        format!(
+            "[gate]\nrequire = [\"exec.bash\"]\nreviewers = {{ alice = \"{other}\", bob = \"{}\" }}\n",
+            public.to_uppercase()
+        ),
+    );
+    let out = doctor(p.path());
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("gate:reviewers"))
+        .unwrap_or_else(|| panic!("no reviewer line: {}", out.stdout));
+    assert!(
+        line.contains("bob") && !line.contains("alice") && line.contains("keygen"),
+        "{line}"
+    );
+}
+
+#[test]
 fn doctor_only_warns_when_session_start_is_not_wired() {
     // Installs from before SessionStart was wired keep enforcing everything: SessionStart
     // only creates the ledger ahead of the first tool call.
