@@ -432,14 +432,14 @@ pub fn run(cli: Cli) -> i32 {
             match crate::gate::authz::authorize(&root, &config, &req) {
                 Ok(id) => {
                     let scope = crate::derive::scopes::scope_for_call(&tool, &input);
-                    if !config
-                        .gate
-                        .require
-                        .iter()
-                        .any(|p| crate::derive::scopes::covers(p, &scope))
-                    {
+                    // Bound to an agent: gated for that agent; otherwise for anyone at all.
+                    let asked = match agent.as_deref() {
+                        Some(a) => config.gate.requires(&scope, Some(a)),
+                        None => config.gate.mentions(&scope),
+                    };
+                    if !asked {
                         // Stored all the same: the host may be about to gate it.
-                        eprintln!("attenu-hook: warning: {tool} needs {scope}, which [gate] require in .attenu/config.toml does not list, so the gate never asks for this authorization. Check the tool name (exactly as Claude Code sends it, e.g. Bash, mcp__server__tool) or add the scope to [gate] require");
+                        eprintln!("attenu-hook: warning: {tool} needs {scope}, which neither [gate] require nor [gate.agents]{} in .attenu/config.toml lists, so the gate never asks for this authorization. Check the tool name (exactly as Claude Code sends it, e.g. Bash, mcp__server__tool) or add the scope to [gate] require", agent.as_deref().map(|a| format!(" for {a}")).unwrap_or_default());
                     }
                     println!("{id}");
                     0

@@ -53,6 +53,9 @@ pub struct Config {
 pub struct GateConfig {
     /// Scope patterns that need a host-signed authorization, for every caller.
     pub require: Vec<String>,
+    /// Subagent type → scope patterns that need one when a subagent of that type calls
+    /// (`[gate.agents] ops = ["exec.bash"]`), on top of `require`.
+    pub agents: BTreeMap<String, Vec<String>>,
     /// Reviewer name → Ed25519 public key (64 hex characters).
     pub reviewers: BTreeMap<String, String>,
 }
@@ -62,6 +65,32 @@ pub struct GateConfig {
 pub struct PrivacyConfig {
     /// Store tool arguments raw in the ledger context (off: only salted commitments).
     pub raw_capture: bool,
+}
+
+impl GateConfig {
+    /// Does a call needing `scope`, by a subagent of type `agent` (`None`: the main thread),
+    /// need an authorization?
+    pub fn requires(&self, scope: &str, agent: Option<&str>) -> bool {
+        let covered = |patterns: &[String]| {
+            patterns
+                .iter()
+                .any(|p| crate::derive::scopes::covers(p, scope))
+        };
+        covered(&self.require)
+            || agent
+                .and_then(|a| self.agents.get(a))
+                .is_some_and(|p| covered(p))
+    }
+
+    /// Does any pattern, for any caller, cover `scope`?
+    pub fn mentions(&self, scope: &str) -> bool {
+        self.requires(scope, None)
+            || self
+                .agents
+                .values()
+                .flatten()
+                .any(|p| crate::derive::scopes::covers(p, scope))
+    }
 }
 
 impl Default for Config {
@@ -125,14 +154,22 @@ fn validate(c: &Config) -> Result<(), String> {
     if c.deadline_ms < 100 || c.deadline_ms > 600_000 {
         return Err("deadline_ms must be between 100 and 600000".into());
     }
-    for pattern in &c.gate.require {
-        if !crate::derive::scopes::in_grammar(pattern) {
-            return Err(format!("gate.require has '{pattern}', which is not a scope pattern (for example exec.bash or mcp.payments.*)"));
-        }
-        if let Err(hint) = crate::derive::scopes::reaches_a_call(pattern) {
-            return Err(format!(
-                "gate.require has '{pattern}', which no tool call's scope can match, so it would gate nothing; {hint}"
-            ));
+    let lists = std::iter::once(("gate.require".to_string(), &c.gate.require)).chain(
+        c.gate
+            .agents
+            .iter()
+            .map(|(agent, patterns)| (format!("gate.agents.{agent}"), patterns)),
+    );
+    for (key, patterns) in lists {
+        for pattern in patterns {
+            if !crate::derive::scopes::in_grammar(pattern) {
+                return Err(format!("{key} has '{pattern}', which is not a scope pattern (for example exec.bash or mcp.payments.*)"));
+            }
+            if let Err(hint) = crate::derive::scopes::reaches_a_call(pattern) {
+                return Err(format!(
+                    "{key} has '{pattern}', which no tool call's scope can match, so it would gate nothing; {hint}"
+                ));
+            }
         }
     }
     for (name, key) in &c.gate.reviewers {

@@ -4,7 +4,7 @@
 //! and answers; tests call [`decide`] directly with hand-built rosters.
 
 use crate::config::{Config, Mode};
-use crate::derive::scopes::{canonical_tool, covers, scope_for_call};
+use crate::derive::scopes::{canonical_tool, scope_for_call};
 use crate::derive::Roster;
 use crate::reason::{Code, Reason};
 use serde_json::Value;
@@ -135,7 +135,13 @@ pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &
             }
         },
     };
-    let gated = config.gate.require.iter().any(|p| covers(p, &scope));
+    let gated = config.gate.requires(
+        &scope,
+        match &actor {
+            Actor::Subagent(t) => Some(t.as_str()),
+            Actor::MainThread => None,
+        },
+    );
     let (held, reason) = match outcome {
         Ok(()) => (true, None),
         Err(r) => (false, Some(r)),

@@ -831,3 +831,54 @@ fn a_gated_call_whose_ledger_vanished_before_its_outcome_stops_with_a_marker() {
     );
     assert_eq!(out.json(), json!({}), "{}", out.stdout);
 }
+
+#[test]
+fn a_scope_gated_for_one_agent_type_is_gated_for_that_agent_only() {
+    let p = project(
+        "gate-per-agent",
+        &[
+            ("ops.md", "---\nname: ops\ntools: Read, Bash\n---\n"),
+            ("builder.md", "---\nname: builder\ntools: Bash\n---\n"),
+        ],
+        None,
+    );
+    let key = p.path().join("alice.key");
+    let out = cli(&["keygen", "--out", key.to_str().unwrap()]);
+    let public = out.stdout.lines().last().unwrap().trim().to_string();
+    write_config(
+        p.path(),
+        format!("[gate]\nreviewers = {{ alice = \"{public}\" }}\n[gate.agents]\nops = [\"exec.bash\"]\n"),
+    );
+    let input = json!({"command": "make deploy"});
+    let out = bash(p.path(), "s1", Some("ops"), &input, "t1");
+    assert!(
+        out.reason().contains("[gate-authorization-required]"),
+        "{}",
+        out.stdout
+    );
+    assert!(bash(p.path(), "s1", Some("builder"), &input, "t2").is_allow());
+    assert!(bash(p.path(), "s1", None, &input, "t3").is_allow());
+
+    // An authorization bound to an agent the scope is not gated for is never asked for.
+    let out = authorize(p.path(), &key, &input, &["--agent", "builder"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("[gate.agents] for builder"),
+        "{}",
+        out.stderr
+    );
+    let out = authorize(p.path(), &key, &input, &["--agent", "ops"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+    assert!(bash(p.path(), "s1", Some("ops"), &input, "t4").is_allow());
+    assert!(bash(p.path(), "s1", Some("ops"), &input, "t5").denied());
+
+    // Its patterns are checked like `require`'s: a typo is an error, not a silent ungate.
+    write_config(p.path(), "[gate.agents]\nops = [\"exec.bsh\"]\n");
+    let out = bash(p.path(), "s1", Some("ops"), &input, "t6");
+    assert!(
+        out.reason().contains("[config-invalid]") && out.reason().contains("gate.agents.ops"),
+        "{}",
+        out.reason()
+    );
+}

@@ -611,11 +611,8 @@ fn post_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         // gated tool.
         let gated = || {
             let scope = crate::derive::scopes::scope_for_call(&p.tool_name, &p.tool_input);
-            ctx.config
-                .gate
-                .require
-                .iter()
-                .any(|g| crate::derive::scopes::covers(g, &scope))
+            let agent = p.agent_id.as_ref().and(p.agent_type.as_deref());
+            ctx.config.gate.requires(&scope, agent)
         };
         if let Some(t) = p
             .tool_use_id
