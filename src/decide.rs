@@ -19,6 +19,17 @@ pub enum Actor {
     Subagent(String),
 }
 
+impl Actor {
+    /// Whether enforce mode enforces a refusal of this actor's call (the main thread's only
+    /// with `enforce_main_thread`).
+    pub fn is_enforced(&self, config: &Config) -> bool {
+        match self {
+            Actor::MainThread => config.enforce_main_thread,
+            Actor::Subagent(_) => true,
+        }
+    }
+}
+
 /// One PreToolUse call, as the decision needs it.
 #[derive(Debug, Clone, Copy)]
 pub struct Call<'a> {
@@ -60,11 +71,7 @@ pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &
         Some(_) => Actor::Subagent(call.agent_type.unwrap_or("").to_string()),
         None => Actor::MainThread,
     };
-    let enforced = config.mode == Mode::Enforce
-        && match actor {
-            Actor::MainThread => config.enforce_main_thread,
-            Actor::Subagent(_) => true,
-        };
+    let enforced = config.mode == Mode::Enforce && actor.is_enforced(config);
     let missing = |code: Code| -> Reason {
         let who = match &actor {
             Actor::MainThread => "the session".to_string(),

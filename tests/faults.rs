@@ -312,26 +312,41 @@ fn a_ledger_replaced_by_a_directory_denies() {
     );
 }
 
-#[test]
-fn a_corrupted_gate_database_denies_gated_calls_only() {
+/// A project whose subagent ops holds Bash, which `[gate] require` gates; `config` goes
+/// before the `[gate]` table.
+fn gated_ops(tag: &str, config: &str) -> TempDir {
     let p = project(
-        "badsqlite",
+        tag,
         &[("ops.md", "---\nname: ops\ntools: Read, Bash\n---\n")],
         None,
     );
-    write_config(p.path(), "[gate]\nrequire = [\"exec.bash\"]\n");
-    std::fs::write(p.path().join(".attenu/gate.sqlite"), b"this is not a database, just garbage bytes....................................................................").unwrap();
-    let out = hook(
+    write_config(
         p.path(),
+        format!("{config}[gate]\nrequire = [\"exec.bash\"]\n"),
+    );
+    p
+}
+
+/// Subagent ops's gated Bash call `ls` in session s1.
+fn ops_bash(project: &Path, tool_use_id: &str) -> Out {
+    hook(
+        project,
         &pre(
             "s1",
-            p.path(),
+            project,
             Some("ops"),
             "Bash",
             json!({"command": "ls"}),
-            "t1",
+            tool_use_id,
         ),
-    );
+    )
+}
+
+#[test]
+fn a_corrupted_gate_database_denies_gated_calls_only() {
+    let p = gated_ops("badsqlite", "");
+    std::fs::write(p.path().join(".attenu/gate.sqlite"), b"this is not a database, just garbage bytes....................................................................").unwrap();
+    let out = ops_bash(p.path(), "t1");
     assert!(
         out.denied() && out.reason().contains("[gate-store-failed]"),
         "{}",
@@ -349,28 +364,10 @@ fn a_corrupted_gate_database_denies_gated_calls_only() {
 /// the watchdog's `deadline-exceeded` (which, with the fixed wait, came first).
 #[test]
 fn a_locked_gate_database_denies_within_the_deadline_saying_so() {
-    let p = project(
-        "lockedsqlite",
-        &[("ops.md", "---\nname: ops\ntools: Read, Bash\n---\n")],
-        None,
-    );
-    write_config(
-        p.path(),
-        "deadline_ms = 2000\n[gate]\nrequire = [\"exec.bash\"]\n",
-    );
+    let p = gated_ops("lockedsqlite", "deadline_ms = 2000\n");
     // A first gated call (denied: nothing is authorized) sets the database up, in WAL mode,
     // where a writer waits for the lock rather than failing at once.
-    let first = hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("ops"),
-            "Bash",
-            json!({"command": "ls"}),
-            "t0",
-        ),
-    );
+    let first = ops_bash(p.path(), "t0");
     assert!(
         first.reason().contains("[gate-authorization-required]"),
         "{}",
@@ -379,17 +376,7 @@ fn a_locked_gate_database_denies_within_the_deadline_saying_so() {
     let holder = rusqlite::Connection::open(p.path().join(".attenu/gate.sqlite")).unwrap();
     holder.execute_batch("BEGIN IMMEDIATE").unwrap();
     let started = std::time::Instant::now();
-    let out = hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("ops"),
-            "Bash",
-            json!({"command": "ls"}),
-            "t1",
-        ),
-    );
+    let out = ops_bash(p.path(), "t1");
     assert_eq!(
         out.code, 0,
         "the hook's own deny, not the watchdog's exit 2: {}",

@@ -13,16 +13,22 @@ fn gated(tag: &str) -> (TempDir, std::path::PathBuf) {
         &[("ops.md", "---\nname: ops\ntools: Read, Bash\n---\n")],
         None,
     );
-    let key = p.path().join("alice.key");
-    let out = cli(&["keygen", "--out", key.to_str().unwrap()]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let public = out.stdout.lines().last().unwrap().trim().to_string();
-    assert_eq!(public.len(), 64);
+    let (key, public) = alice_key(p.path());
     write_config(
         p.path(),
         format!("[gate]\nrequire = [\"exec.bash\"]\nreviewers = {{ alice = \"{public}\" }}\n"),
     );
     (p, key)
+}
+
+/// Reviewer alice's key, made in the project: (key file, public key in hex).
+fn alice_key(project: &Path) -> (std::path::PathBuf, String) {
+    let key = project.join("alice.key");
+    let out = cli(&["keygen", "--out", key.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let public = out.stdout.lines().last().unwrap().trim().to_string();
+    assert_eq!(public.len(), 64);
+    (key, public)
 }
 
 fn authorize(p: &Path, key: &Path, input: &Value, extra: &[&str]) -> Out {
@@ -842,9 +848,7 @@ fn a_scope_gated_for_one_agent_type_is_gated_for_that_agent_only() {
         ],
         None,
     );
-    let key = p.path().join("alice.key");
-    let out = cli(&["keygen", "--out", key.to_str().unwrap()]);
-    let public = out.stdout.lines().last().unwrap().trim().to_string();
+    let (key, public) = alice_key(p.path());
     write_config(
         p.path(),
         format!("[gate]\nreviewers = {{ alice = \"{public}\" }}\n[gate.agents]\nops = [\"exec.bash\"]\n"),

@@ -514,11 +514,7 @@ fn pre_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     // nothing; observe mode does not ask.
     // Asked where enforce mode would ask it: not when the derived authority refuses a call
     // that enforce mode would deny anyway (shadow mode records that reason, not the gate's).
-    let refused_by_authority = !decision.held
-        && match decision.actor {
-            crate::decide::Actor::MainThread => ctx.config.enforce_main_thread,
-            crate::decide::Actor::Subagent(_) => true,
-        };
+    let refused_by_authority = !decision.held && decision.actor.is_enforced(ctx.config);
     if decision.gated && !refused_by_authority {
         let how = match ctx.config.mode {
             crate::config::Mode::Enforce => Some(authz::Use::Consume),
