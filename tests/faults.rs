@@ -298,6 +298,41 @@ fn a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker() {
 }
 
 #[test]
+fn a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop() {
+    let p = sample("post-marker-stuck");
+    let payload = post(
+        "s1",
+        p.path(),
+        Some("reviewer"),
+        "Read",
+        json!({"file_path": "/p/a"}),
+        "t1",
+        json!({}),
+    );
+    // A panic after the tool ran, while storing its marker stalls for 20 s: the stop must
+    // reach Claude Code without the marker, and say that none was stored.
+    let out = hook_with(
+        &[],
+        &[
+            ("ATTENU_HOOK_TEST_PANIC", "1"),
+            ("ATTENU_HOOK_TEST_MARKER_STALL_MS", "20000"),
+        ],
+        p.path(),
+        &payload,
+    );
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(out.json()["continue"], false, "{}", out.stdout);
+    let reason = out.json()["stopReason"].as_str().unwrap_or("").to_string();
+    assert!(
+        reason.contains("[internal-error]")
+            && reason.contains("no reconciliation marker could be stored in time either"),
+        "{reason}"
+    );
+    let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
+    assert!(!list.stdout.contains("t1"), "{}", list.stdout);
+}
+
+#[test]
 fn a_ledger_replaced_by_a_directory_denies() {
     let p = sample("ledgerdir");
     std::fs::create_dir_all(ledger_path(p.path(), "s1")).unwrap();
@@ -394,6 +429,98 @@ fn a_locked_gate_database_denies_within_the_deadline_saying_so() {
         "it waited for the lock, as long as the deadline allowed"
     );
     holder.execute_batch("ROLLBACK").unwrap();
+}
+
+#[test]
+fn a_gate_database_locked_before_it_is_set_up_denies_naming_the_lock() {
+    let p = gated_ops("lockedatopen", "deadline_ms = 2000\n");
+    // A database someone else created in SQLite's default (rollback journal) mode and holds
+    // an exclusive lock on: switching it to WAL needs that lock, so the hook's open waits
+    // and then gives up, and the message must say it is a lock that clears, not a bad file.
+    std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
+    let holder = rusqlite::Connection::open(p.path().join(".attenu/gate.sqlite")).unwrap();
+    holder
+        .execute_batch("CREATE TABLE t(a); BEGIN EXCLUSIVE; INSERT INTO t VALUES (1);")
+        .unwrap();
+    let out = ops_bash(p.path(), "t1");
+    assert_eq!(out.code, 0, "the hook's own deny: {}", out.stdout);
+    assert!(
+        out.denied()
+            && out.reason().contains("[gate-store-failed]")
+            && out.reason().contains("is locked by another process")
+            && out.reason().contains("fuser"),
+        "{}",
+        out.reason()
+    );
+    assert!(
+        !out.reason().contains("move it aside"),
+        "a lock is not a bad file: {}",
+        out.reason()
+    );
+    holder.execute_batch("ROLLBACK").unwrap();
+    // Once the lock is gone the same call reaches the gate itself.
+    assert!(
+        ops_bash(p.path(), "t2")
+            .reason()
+            .contains("[gate-authorization-required]"),
+        "the database was set up once the lock cleared"
+    );
+}
+
+#[test]
+fn a_symlinked_gate_database_journal_denies_gated_calls_saying_it_is_a_symlink() {
+    let p = gated_ops("symlinkwal", "");
+    assert!(ops_bash(p.path(), "t1")
+        .reason()
+        .contains("[gate-authorization-required]"));
+    let wal = p.path().join(".attenu/gate.sqlite-wal");
+    let _ = std::fs::remove_file(&wal);
+    let elsewhere = p.path().join("elsewhere");
+    std::fs::write(&elsewhere, b"").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &wal).unwrap();
+    let out = ops_bash(p.path(), "t2");
+    assert!(
+        out.denied()
+            && out.reason().contains("[gate-store-failed]")
+            && out.reason().contains("gate.sqlite-wal is a symlink"),
+        "{}",
+        out.reason()
+    );
+    assert!(
+        std::fs::symlink_metadata(&wal)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "left where it was, for a person to look at"
+    );
+    assert_eq!(
+        std::fs::metadata(&elsewhere).unwrap().len(),
+        0,
+        "nothing was written through it"
+    );
+}
+
+#[test]
+fn a_fifo_in_place_of_the_gate_journal_is_named_for_what_it_is() {
+    let p = gated_ops("fifowal", "");
+    assert!(ops_bash(p.path(), "t1")
+        .reason()
+        .contains("[gate-authorization-required]"));
+    let wal = p.path().join(".attenu/gate.sqlite-wal");
+    let _ = std::fs::remove_file(&wal);
+    assert!(Command::new("mkfifo").arg(&wal).status().unwrap().success());
+    // SQLite itself reports only "disk I/O error"; the hook's own check names the file and
+    // what is wrong with it.
+    let out = ops_bash(p.path(), "t2");
+    assert!(
+        out.denied()
+            && out.reason().contains("[gate-store-failed]")
+            && out
+                .reason()
+                .contains("gate.sqlite-wal is not a regular file"),
+        "{}",
+        out.reason()
+    );
 }
 
 #[test]

@@ -839,6 +839,46 @@ fn a_gated_call_whose_ledger_vanished_before_its_outcome_stops_with_a_marker() {
 }
 
 #[test]
+fn a_gated_outcome_with_neither_ledger_nor_gate_database_still_stops_claude() {
+    let (p, key) = gated("gate-all-gone");
+    let input = json!({"command": "deploy"});
+    authorize(p.path(), &key, &input, &[]);
+    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
+    let attenu = p.path().join(".attenu");
+    for name in ["ledger-s1.jsonl", "ledger-s1.state.json"] {
+        std::fs::rename(attenu.join(name), p.path().join(name)).unwrap();
+    }
+    // The gate database replaced as well: the hook cannot ask it whether it allowed the call,
+    // and cannot store a marker in it. It must not take that as "never allowed".
+    for side in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(attenu.join(format!("gate.sqlite{side}")));
+    }
+    std::fs::write(attenu.join("gate.sqlite"), vec![b'x'; 4096]).unwrap();
+    let out = hook(
+        p.path(),
+        &post(
+            "s1",
+            p.path(),
+            Some("ops"),
+            "Bash",
+            input.clone(),
+            "t1",
+            json!({}),
+        ),
+    );
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(out.json()["continue"], false, "{}", out.stdout);
+    let reason = out.json()["stopReason"].as_str().unwrap().to_string();
+    assert!(
+        reason.contains("[outcome-not-recorded]")
+            && reason.contains("cannot say whether it allowed it")
+            && reason.contains("no reconciliation marker could be stored either")
+            && reason.contains("note tool_use_id t1 by hand"),
+        "{reason}"
+    );
+}
+
+#[test]
 fn a_scope_gated_for_one_agent_type_is_gated_for_that_agent_only() {
     let p = project(
         "gate-per-agent",

@@ -113,6 +113,11 @@ pub fn open_waiting(attenu_dir: &Path, busy: Duration) -> Result<Connection, Str
     // (SQLite creates -wal and -shm with the database file's permissions.)
     for side in ["", "-wal", "-shm"] {
         let p = attenu_dir.join(format!("{FILE}{side}"));
+        if !side.is_empty() {
+            // SQLite opens these itself, through a symlink, and reports any other kind of
+            // file only as a disk I/O error.
+            fsutil::check_regular_file(&p)?;
+        }
         fsutil::tighten_file(&p).map_err(|e| {
             if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::EMLINK)) {
                 format!(

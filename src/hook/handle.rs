@@ -73,6 +73,7 @@ fn failure_answer(code: Code, what: &str) -> Answer {
             let spawned = std::thread::Builder::new()
                 .name("attenu-marker".into())
                 .spawn(move || {
+                    test_stall("ATTENU_HOOK_TEST_MARKER_STALL_MS");
                     let _ = tx.send(store_marker(
                         &c.attenu,
                         &c.session_id,
@@ -328,7 +329,8 @@ fn test_pause(var: &str) {
     }
 }
 
-/// Sleeps for the milliseconds the named variable gives, if any (the deadline tests).
+/// Sleeps for the milliseconds the named variable gives, if any (the deadline tests, and a
+/// stuck disk under the last-resort marker).
 fn test_stall(var: &str) {
     if let Some(ms) =
         std::env::var_os(var).and_then(|v| v.to_str().and_then(|v| v.parse::<u64>().ok()))
