@@ -433,7 +433,7 @@ fn a_locked_gate_database_denies_within_the_deadline_saying_so() {
 
 #[test]
 fn a_gate_database_locked_before_it_is_set_up_denies_naming_the_lock() {
-    let p = gated_ops("lockedatopen", "deadline_ms = 2000\n");
+    let p = gated_ops("lockedatopen", "deadline_ms = 4000\n");
     // A database someone else created in SQLite's default (rollback journal) mode and holds
     // an exclusive lock on: switching it to WAL needs that lock, so the hook's open waits
     // and then gives up, and the message must say it is a lock that clears, not a bad file.

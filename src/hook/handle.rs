@@ -360,11 +360,15 @@ impl Ctx<'_> {
     }
 
     /// How long a gate database step may wait for another process's lock: what is left
-    /// before the deadline, less time to answer, at most the CLI's wait.
+    /// before the deadline, less time to record the refusal and answer, at most the CLI's
+    /// wait. The reserve covers a durable append on a busy disk (an `fdatasync` can take
+    /// hundreds of milliseconds under load), a quarter of the deadline when that is shorter.
     fn busy(&self) -> Duration {
+        let reserve =
+            Duration::from_millis(500).min(Duration::from_millis(self.config.deadline_ms / 4));
         self.deadline
             .saturating_duration_since(Instant::now())
-            .saturating_sub(Duration::from_millis(150))
+            .saturating_sub(reserve)
             .min(crate::gate::db::BUSY_TIMEOUT)
     }
 
