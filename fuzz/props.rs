@@ -266,16 +266,22 @@ fn clone_decl(d: &Declarations) -> Declarations {
 
 /// Every scope a declared rule can produce is in the grammar.
 fn check_declared(rule: &str) {
-    match scopes::declared(rule) {
-        scopes::Declared::Scopes(s) => {
-            for scope in s {
-                assert!(
-                    scopes::in_grammar(&scope),
-                    "rule {rule:?} declares {scope:?}, outside the grammar"
-                );
+    for site in [
+        scopes::Site::Settings,
+        scopes::Site::AgentTools,
+        scopes::Site::AgentDisallowed,
+    ] {
+        match scopes::declared_at(rule, site) {
+            scopes::Declared::Scopes(s) | scopes::Declared::WholeTool(s, _) => {
+                for scope in s {
+                    assert!(
+                        scopes::in_grammar(&scope),
+                        "rule {rule:?} declares {scope:?} ({site:?}), outside the grammar"
+                    );
+                }
             }
+            scopes::Declared::All | scopes::Declared::Unrepresented(_) => {}
         }
-        scopes::Declared::All | scopes::Declared::Unrepresented(_) => {}
     }
 }
 
@@ -308,7 +314,7 @@ pub fn check_roster(r: &Roster, deny: &[String]) {
     for rule in deny {
         match scopes::declared(rule) {
             scopes::Declared::All => deny_all = true,
-            scopes::Declared::Scopes(denied) => {
+            scopes::Declared::Scopes(denied) | scopes::Declared::WholeTool(denied, _) => {
                 for d in &denied {
                     for s in r
                         .root

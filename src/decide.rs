@@ -211,14 +211,13 @@ fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
             .and_then(|p| protected(&p))
             .or_else(|| {
                 let filter = if tool == "Grep" { "glob" } else { "pattern" };
-                call.tool_input
-                    .get(filter)
-                    .and_then(Value::as_str)
-                    .filter(|g| glob_names_state(g))
-                    .map(|_| "the hook's ledger, keys and configuration under .attenu/")
+                let g = call.tool_input.get(filter).and_then(Value::as_str)?;
+                let search_root = normalise(root, &path_of("path").unwrap_or_default());
+                (glob_names_state(g) || (tool == "Grep" && glob_reaches_key(g, root, &search_root)))
+                    .then_some("the hook's ledger, keys and configuration under .attenu/")
             })
             .filter(|w| w.contains(".attenu")),
-        "Bash" | "PowerShell" => {
+        "Bash" | "PowerShell" | "Monitor" => {
             let cmd = call
                 .tool_input
                 .get("command")
@@ -272,6 +271,33 @@ fn glob_names_state(filter: &str) -> bool {
         g.split(|c: char| c == '/' || c == ',' || c.is_whitespace())
             .filter(|c| !c.bytes().all(|b| b == b'*'))
             .any(|c| glob_match(c.as_bytes(), b".attenu"))
+    })
+}
+
+/// Could a Grep `glob` bring the anchor key into a search from `search_root`? The hook keeps
+/// a `.ignore` of `*` in `.attenu/` (see [`crate::fsutil::STATE_IGNORE_FILE`]), so Claude
+/// Code's ripgrep skips the key when no glob names it; but ripgrep searches a file that a
+/// `--glob` matches even when an ignore file excludes it. A glob without `/` is matched against
+/// the file name at any depth, one with `/` against the path from the search root; `*` is
+/// taken to cross `/` here (ripgrep's does not), which only refuses more.
+fn glob_reaches_key(filter: &str, root: &Path, search_root: &Path) -> bool {
+    let key = normalise(root, Path::new(".attenu/anchor.key"));
+    let rel = key
+        .strip_prefix(search_root)
+        .ok()
+        .map(|r| r.to_string_lossy().into_owned());
+    let Some(expanded) = expand_braces(filter) else {
+        return true;
+    };
+    expanded.iter().any(|g| {
+        g.split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|part| !part.is_empty())
+            .any(|part| match part.trim_start_matches('/') {
+                p if !p.contains('/') => glob_match(p.as_bytes(), b"anchor.key"),
+                p => rel
+                    .as_deref()
+                    .is_some_and(|rel| glob_match(p.as_bytes(), rel.as_bytes())),
+            })
     })
 }
 

@@ -353,6 +353,22 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     }
 }
 
+/// An ignore file in the state directory that ripgrep (Claude Code's Grep), `fd` and `ag`
+/// honour: a search from the project down skips the anchor key unless a glob names it, which
+/// the decision refuses (`glob_reaches_key` in `decide.rs`).
+pub const STATE_IGNORE_FILE: &str = ".ignore";
+
+/// Creates [`STATE_IGNORE_FILE`] (`*`) in the state directory unless a regular file is there.
+pub fn ensure_search_ignore(dir: &Path) -> Result<(), String> {
+    let path = dir.join(STATE_IGNORE_FILE);
+    if check_regular_file(&path)? {
+        return Ok(());
+    }
+    create_exclusive(&path, b"*\n", 0o600)
+        .map(|_| ())
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))
+}
+
 /// Creates `path` with `bytes` only if it does not exist yet, atomically: concurrent callers
 /// agree on one winner and nobody ever reads a half-written file. Returns whether this call
 /// created it.

@@ -1520,6 +1520,75 @@ fn subagents_may_not_touch_the_hooks_own_files() {
     );
 }
 
+/// Regression: a subagent's Grep from the project down read `.attenu/anchor.key` (Claude
+/// Code's ripgrep searches hidden files), and Monitor's command was not checked at all.
+#[test]
+fn a_subagents_search_cannot_reach_the_anchor_key() {
+    let p = project(
+        "grepkey",
+        &[(
+            "ops.md",
+            "---\nname: ops\ntools: Read, Grep, Glob, Monitor\n---\n",
+        )],
+        None,
+    );
+    let root = p.path().to_str().unwrap().to_string();
+    let grep = |input: Value| {
+        hook(
+            p.path(),
+            &pre("s1", p.path(), Some("ops"), "Grep", input, "t"),
+        )
+    };
+    // Without a glob, ripgrep skips what the state directory's ignore file names.
+    assert!(grep(json!({"pattern": "key"})).is_allow());
+    assert_eq!(
+        std::fs::read_to_string(p.path().join(".attenu/.ignore")).unwrap(),
+        "*\n",
+        "the ignore file is in place before the search runs"
+    );
+    // A glob that matches the key's file name or path brings it back in ripgrep: refused.
+    for glob in [
+        "*.key",
+        "*",
+        "**/*",
+        "anchor*",
+        "*.{py,key}",
+        "*.py,*.key",
+        "*.py *.key",
+        "*/anchor.key",
+        "**/anchor.key",
+    ] {
+        let out = grep(json!({"pattern": "key", "glob": glob}));
+        assert!(
+            out.denied() && out.reason().contains("[self-protection]"),
+            "{glob}: {}",
+            out.stdout
+        );
+    }
+    let out = grep(json!({"pattern": "key", "path": format!("{root}/src"), "glob": "**/*.rs"}));
+    assert!(out.is_allow(), "{}", out.stdout);
+    for glob in ["*.py", "**/*.ts", "src/**/*.rs", "*.{js,ts}"] {
+        let out = grep(json!({"pattern": "key", "glob": glob}));
+        assert!(out.is_allow(), "{glob}: {}", out.stdout);
+    }
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("ops"),
+            "Monitor",
+            json!({"command": "tail -f .attenu/anchor.key", "description": "x"}),
+            "t",
+        ),
+    );
+    assert!(
+        out.denied() && out.reason().contains("[self-protection]"),
+        "{}",
+        out.stdout
+    );
+}
+
 #[test]
 fn state_directory_and_secrets_are_private() {
     use std::os::unix::fs::PermissionsExt;

@@ -24,25 +24,21 @@ pub struct FrontmatterError {
     pub message: String,
 }
 
-/// The frontmatter text of an agent file (without the `---` fences), or `None` when the file
-/// does not start with one. A UTF-8 BOM and CRLF line ends are accepted.
+/// The frontmatter text of an agent file (without the `---` fences), found as Claude Code
+/// 2.1.332 finds it (`^---\s*\n([\s\S]*?)---\s*\n?`): the file starts with `---` and white
+/// space up to a line break, and the block ends at the first `---` after it, wherever that is,
+/// even inside a line or a comment. Reading the block any other way would derive an agent
+/// from text Claude Code does not read. A UTF-8 BOM is accepted.
 pub fn frontmatter_block(text: &str) -> Result<&str, String> {
+    const NOT_STARTED: &str = "the file does not start with a `---` frontmatter block";
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut lines = text.split_inclusive('\n');
-    let first = lines.next().unwrap_or("");
-    if first.trim_end() != "---" {
-        return Err("the file does not start with a `---` frontmatter block".into());
+    let rest = text.strip_prefix("---").ok_or(NOT_STARTED)?;
+    let space = &rest[..rest.len() - rest.trim_start().len()];
+    let body = &rest[space.rfind('\n').ok_or(NOT_STARTED)? + 1..];
+    match body.find("---") {
+        Some(end) => Ok(&body[..end]),
+        None => Err("the frontmatter block is not closed by `---`".into()),
     }
-    let start = first.len();
-    let mut pos = start;
-    for line in lines {
-        let t = line.trim_end();
-        if t == "---" || t == "..." {
-            return Ok(&text[start..pos]);
-        }
-        pos += line.len();
-    }
-    Err("the frontmatter block is not closed by a `---` line".into())
 }
 
 /// Parses an agent file's frontmatter.
@@ -193,6 +189,22 @@ mod tests {
 
     fn ok(text: &str) -> AgentFile {
         parse_agent(text).unwrap()
+    }
+
+    /// Claude Code 2.1.332 ends the block at the first `---`, even inside a line or a
+    /// comment, and reads nothing after it; reading further would grant what it never offers.
+    #[test]
+    fn the_block_ends_where_claude_code_ends_it() {
+        let a = ok("---\nname: r\ntools:\n  - Read\n  - Grep # ---\n  - Write\n---\n");
+        assert_eq!(a.tools.unwrap(), ["Read", "Grep"]);
+        let a = ok("---  \r\n\nname: r\ntools: Read\r\n---\r\nbody --- more\n");
+        assert_eq!(a.tools.unwrap(), ["Read"]);
+        assert!(frontmatter_block("--- x\nname: r\n---\n").is_err());
+        assert!(frontmatter_block("---\nname: r\n").is_err());
+        assert_eq!(
+            frontmatter_block("\u{feff}---\nname: r\n---").unwrap(),
+            "name: r\n"
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub mod frontmatter;
 pub mod scopes;
 
 use crate::ledger::{canonical, chain::sha256_hex};
-use scopes::{covers, declared, delegate_scope, Declared};
+use scopes::{covers, declared_at, delegate_scope, Declared, Site};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -332,17 +332,27 @@ pub fn parse_settings(text: &str, label: &str, decl: &mut Declarations) -> Resul
 
 fn scopes_of(
     rules: &[String],
+    site: Site,
+    denies: bool,
     label: &str,
     unrepresented: &mut Vec<String>,
 ) -> (BTreeSet<String>, bool) {
     let mut out = BTreeSet::new();
     let mut all = false;
     for r in rules {
-        match declared(r) {
+        match declared_at(r, site) {
             Declared::Scopes(s) => out.extend(s),
             Declared::All => all = true,
             Declared::Unrepresented(note) => unrepresented.push(format!("{label} {note}")),
+            Declared::WholeTool(s, note) => {
+                out.extend(s);
+                unrepresented.push(format!("{label} {note}"));
+            }
         }
+    }
+    if denies && out.contains("exec.bash") {
+        // Claude Code takes Monitor (and REPL) away with Bash.
+        out.extend(scopes::removed_with_bash());
     }
     (out, all)
 }
@@ -369,14 +379,21 @@ pub fn resolve(decl: Declarations) -> Roster {
     let mut unrepresented = Vec::new();
     let (operator_allow, allow_all) = scopes_of(
         &decl.allow,
+        Site::Settings,
+        false,
         "settings permissions.allow",
         &mut unrepresented,
     );
     if allow_all {
         unrepresented.push("settings permissions.allow * (not a Claude Code rule)".into());
     }
-    let (operator_deny, deny_all) =
-        scopes_of(&decl.deny, "settings permissions.deny", &mut unrepresented);
+    let (operator_deny, deny_all) = scopes_of(
+        &decl.deny,
+        Site::Settings,
+        true,
+        "settings permissions.deny",
+        &mut unrepresented,
+    );
 
     // Pass 1: what each agent with an explicit list declares for itself.
     let mut pool = operator_allow;
@@ -385,8 +402,14 @@ pub fn resolve(decl: Declarations) -> Roster {
         if let Ok(a) = file {
             if let Some(tools) = &a.tools {
                 let label = format!("{name}: tools");
-                let (own, _) = scopes_of(tools, &label, &mut Vec::new());
-                let (denied, _) = scopes_of(&a.disallowed, "", &mut Vec::new());
+                let (own, _) = scopes_of(tools, Site::AgentTools, false, &label, &mut Vec::new());
+                let (denied, _) = scopes_of(
+                    &a.disallowed,
+                    Site::AgentDisallowed,
+                    true,
+                    "",
+                    &mut Vec::new(),
+                );
                 pool.extend(subtract(&own, &denied));
             }
         }
@@ -406,6 +429,8 @@ pub fn resolve(decl: Declarations) -> Roster {
             Ok(a) => {
                 let (denied, _) = scopes_of(
                     &a.disallowed,
+                    Site::AgentDisallowed,
+                    true,
                     &format!("{name}: disallowedTools"),
                     &mut unrepresented,
                 );
@@ -413,8 +438,13 @@ pub fn resolve(decl: Declarations) -> Roster {
                 let scopes = match &a.tools {
                     None => remaining,
                     Some(tools) => {
-                        let (own, all) =
-                            scopes_of(tools, &format!("{name}: tools"), &mut unrepresented);
+                        let (own, all) = scopes_of(
+                            tools,
+                            Site::AgentTools,
+                            false,
+                            &format!("{name}: tools"),
+                            &mut unrepresented,
+                        );
                         if all {
                             remaining
                         } else {
@@ -540,6 +570,56 @@ mod tests {
         );
     }
 
+    /// Claude Code 2.1.332 reads an argument in an agent's `tools` as the whole tool, in its
+    /// `disallowedTools` as taking the whole tool away, and takes Monitor away with Bash.
+    #[test]
+    fn agent_rules_with_arguments_and_bash_denials_follow_claude_code() {
+        let r = resolve(decl(
+            &[
+                ("git", "---\nname: git\ntools: Bash(git status), Read\n---\n"),
+                (
+                    "nobash",
+                    "---\nname: nobash\ntools: Bash, Monitor, Read\ndisallowedTools: Bash(rm *), Read(./.env)\n---\n",
+                ),
+                ("inherit", "---\nname: inherit\ndisallowedTools: Bash\n---\n"),
+            ],
+            &[],
+            &[],
+        ));
+        assert_eq!(r.agents["git"].scopes, set(&["exec.bash", "fs.read"]));
+        assert!(
+            r.agents["nobash"].scopes.is_empty(),
+            "{:?}",
+            r.agents["nobash"].scopes
+        );
+        let inherit = &r.agents["inherit"].scopes;
+        assert!(
+            !inherit.contains("exec.bash") && !inherit.contains("exec.monitor"),
+            "{inherit:?}"
+        );
+        assert!(inherit.contains("fs.read"), "{inherit:?}");
+        assert!(r
+            .unrepresented
+            .iter()
+            .any(|u| u.contains("git: tools Bash(git status)") && u.contains("whole tool")));
+        // In settings, a denial of Bash takes Monitor with it too; one with arguments does not.
+        let r = resolve(decl(
+            &[("m", "---\nname: m\ntools: Monitor, Bash, Read\n---\n")],
+            &[],
+            &["Bash"],
+        ));
+        assert_eq!(r.agents["m"].scopes, set(&["fs.read"]));
+        let r = resolve(decl(
+            &[("m", "---\nname: m\ntools: Monitor, Bash, Read\n---\n")],
+            &[],
+            &["Bash(rm *)"],
+        ));
+        assert_eq!(
+            r.agents["m"].scopes,
+            set(&["exec.bash", "exec.monitor", "fs.read"])
+        );
+    }
+
     /// Regression: a denial narrower than a held scope (one tool of an allowed MCP server, one
     /// agent among all) was dropped, because only a whole held pattern can be removed.
     #[test]
@@ -565,8 +645,9 @@ mod tests {
         assert!(!ops.holds("mcp.pay.refund") && ops.excludes("mcp.pay.refund"));
         assert!(!ops.holds("mcp.pay.wipe"));
         let helper = &r.agents["helper"];
-        assert!(helper.holds("agent.delegate.helper") || helper.holds("agent.delegate.x"));
-        assert!(!helper.holds("agent.delegate.ops"));
+        // `disallowedTools: Agent(ops)` takes the whole Agent tool away in Claude Code.
+        assert!(!helper.holds("agent.delegate.ops") && !helper.holds("agent.delegate.ops2"));
+        assert!(helper.holds("fs.read") || helper.holds("mcp.pay.charge"));
         assert!(!helper.holds("mcp.pay.refund") && !helper.holds("mcp.pay.wipe"));
         assert!(!r.declared_anywhere("mcp.pay.wipe"));
         assert!(

@@ -149,11 +149,30 @@ pub enum Declared {
     All,
     /// An argument-scoped or unparseable rule: left to Claude Code, never widened or narrowed.
     Unrepresented(String),
+    /// The whole tool, although the rule names arguments (the note says which): where Claude
+    /// Code itself reads such a rule as the whole tool.
+    WholeTool(Vec<String>, String),
 }
 
-/// Reads one declared rule. Bare names and `Agent(a, b)` are represented exactly; a rule with
-/// arguments such as `Bash(npm run lint)` or `Read(./.env)` is [`Declared::Unrepresented`].
+/// Where a rule is written. Claude Code reads a rule with arguments differently in each: in
+/// settings it is a permission rule on those arguments; in an agent's `tools` the whole tool
+/// is offered; in its `disallowedTools` the whole tool is taken away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Site {
+    Settings,
+    AgentTools,
+    AgentDisallowed,
+}
+
+/// Reads one rule written in settings. Bare names and `Agent(a, b)` are represented exactly;
+/// a rule with arguments such as `Bash(npm run lint)` or `Read(./.env)` is
+/// [`Declared::Unrepresented`].
 pub fn declared(entry: &str) -> Declared {
+    declared_at(entry, Site::Settings)
+}
+
+/// Reads one declared rule as Claude Code 2.1.332 does at `site`.
+pub fn declared_at(entry: &str, site: Site) -> Declared {
     let entry = entry.trim();
     if entry.is_empty() {
         return Declared::Scopes(vec![]);
@@ -182,22 +201,39 @@ pub fn declared(entry: &str) -> Declared {
     }
     let name = canonical_tool(name);
     let args = args.map(str::trim).filter(|a| !a.is_empty());
-    if name == DELEGATION_TOOL {
-        return match args {
-            None => Declared::Scopes(vec!["agent.delegate.*".into()]),
-            Some(a) => Declared::Scopes(
+    let whole = if name == DELEGATION_TOOL {
+        "agent.delegate.*".to_string()
+    } else {
+        scope_for_tool_name(name)
+    };
+    match (args, site) {
+        (None, _) => Declared::Scopes(vec![whole]),
+        // `disallowedTools: Agent(ops)` or `Bash(rm *)` removes the whole tool in Claude Code.
+        (Some(_), Site::AgentDisallowed) => Declared::WholeTool(
+            vec![whole],
+            format!("{entry} (Claude Code removes the whole tool)"),
+        ),
+        (Some(a), Site::Settings | Site::AgentTools) if name == DELEGATION_TOOL => {
+            Declared::Scopes(
                 a.split(',')
                     .map(str::trim)
                     .filter(|t| !t.is_empty())
                     .map(delegate_scope)
                     .collect(),
-            ),
-        };
+            )
+        }
+        (Some(_), Site::Settings) => Declared::Unrepresented(entry.to_string()),
+        // `tools: Bash(git status)` offers the whole of Bash in Claude Code.
+        (Some(_), Site::AgentTools) => Declared::WholeTool(
+            vec![whole],
+            format!("{entry} (Claude Code offers the whole tool; the arguments are not enforced)"),
+        ),
     }
-    match args {
-        Some(_) => Declared::Unrepresented(entry.to_string()),
-        None => Declared::Scopes(vec![scope_for_tool_name(name)]),
-    }
+}
+
+/// The scopes Claude Code also takes away with Bash: its tools that run code as Bash does.
+pub fn removed_with_bash() -> [String; 2] {
+    ["exec.monitor".to_string(), scope_for_tool_name("REPL")]
 }
 
 /// Can `pattern` (in the grammar) cover the scope of any tool call? A call's scope is one of
@@ -373,6 +409,38 @@ mod tests {
             Declared::Unrepresented(_)
         ));
         assert!(matches!(declared("rm -rf /"), Declared::Unrepresented(_)));
+    }
+
+    #[test]
+    fn a_rule_with_arguments_in_an_agent_file_is_the_whole_tool() {
+        let whole = |d: Declared| match d {
+            Declared::WholeTool(s, _) => s,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            whole(declared_at("Bash(git status)", Site::AgentTools)),
+            ["exec.bash"]
+        );
+        assert_eq!(
+            whole(declared_at("Bash(rm *)", Site::AgentDisallowed)),
+            ["exec.bash"]
+        );
+        assert_eq!(
+            whole(declared_at("Read(./.env)", Site::AgentDisallowed)),
+            ["fs.read"]
+        );
+        assert_eq!(
+            whole(declared_at("Agent(ops)", Site::AgentDisallowed)),
+            ["agent.delegate.*"]
+        );
+        assert_eq!(
+            declared_at("Agent(ops)", Site::AgentTools),
+            Declared::Scopes(vec!["agent.delegate.ops".into()])
+        );
+        assert!(matches!(
+            declared_at("Bash(git status)", Site::Settings),
+            Declared::Unrepresented(_)
+        ));
     }
 
     #[test]

@@ -488,6 +488,11 @@ fn chain_for(ledger: &Ledger, roster: &Roster, p: &Payload) -> Result<ChainTarge
 
 fn pre_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     let p = ctx.p;
+    if p.tool_name == "Grep" && p.agent_id.is_some() {
+        // Before a subagent's search can reach the anchor key; see `fsutil::STATE_IGNORE_FILE`.
+        fsutil::ensure_search_ignore(ctx.attenu)
+            .map_err(|e| Reason::new(Code::StateDirUnsafe, e))?;
+    }
     let roster = ctx.roster()?;
     test_pause("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK");
     let mut ledger = ctx.open_ledger()?;
