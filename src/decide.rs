@@ -65,7 +65,8 @@ impl Decision {
 
 /// Decides one call. `project_root` is used only to recognise the hook's own files.
 pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &Path) -> Decision {
-    let scope = scope_for_call(call.tool_name, call.tool_input);
+    let scope = delegate_as_declared(roster, call)
+        .unwrap_or_else(|| scope_for_call(call.tool_name, call.tool_input));
     // `agent_type` without `agent_id` is the main thread of a `--agent` session.
     let actor = match call.agent_id {
         Some(_) => Actor::Subagent(call.agent_type.unwrap_or("").to_string()),
@@ -161,6 +162,58 @@ pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &
         reason,
         enforced,
         gated,
+    }
+}
+
+/// The scope of an `Agent` call whose `subagent_type` names a declared agent only in another
+/// spelling: Claude Code 2.1.332 finds an agent by its exact name, and failing that by the name
+/// lowercased without white space, `-` or `_` (`Code_Reviewer` spawns `code-reviewer`). `None`
+/// when the exact name is declared, nothing or more than one declared agent matches, or the
+/// call is not an `Agent` call.
+fn delegate_as_declared(roster: &Roster, call: &Call<'_>) -> Option<String> {
+    if canonical_tool(call.tool_name) != crate::derive::scopes::DELEGATION_TOOL {
+        return None;
+    }
+    let ty = call
+        .tool_input
+        .get("subagent_type")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && !roster.agents.contains_key(*t))?;
+    // Its `[\p{White_Space}\p{Pd}_]` removed: white space, dash punctuation, `_`.
+    let dash = |c: char| {
+        matches!(
+            c,
+            '-' | '_' | '\u{58a}' | '\u{5be}' | '\u{1400}' | '\u{1806}' | '\u{2010}'
+                ..='\u{2015}'
+                    | '\u{2e17}'
+                    | '\u{2e1a}'
+                    | '\u{2e3a}'
+                    | '\u{2e3b}'
+                    | '\u{2e40}'
+                    | '\u{2e5d}'
+                    | '\u{301c}'
+                    | '\u{3030}'
+                    | '\u{30a0}'
+                    | '\u{fe31}'
+                    | '\u{fe32}'
+                    | '\u{fe58}'
+                    | '\u{fe63}'
+                    | '\u{ff0d}'
+                    | '\u{10ead}'
+        )
+    };
+    let loose = |n: &str| -> String {
+        n.chars()
+            .filter(|c| !c.is_whitespace() && !dash(*c))
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let wanted = loose(ty);
+    let mut matches = roster.agents.keys().filter(|n| loose(n) == wanted);
+    match (matches.next(), matches.next()) {
+        (Some(name), None) => Some(crate::derive::scopes::delegate_scope(name)),
+        _ => None,
     }
 }
 
@@ -556,6 +609,44 @@ mod tests {
             (true, Code::OutOfAuthority)
         );
         assert!(run(&c, "WebFetch", json!({}), Some("researcher")).held);
+    }
+
+    /// Regression: Claude Code spawns `reviewer` for `subagent_type: "Re_viewer"`, and the
+    /// scope named another agent, so a denial of the real one did not apply.
+    #[test]
+    fn a_subagent_type_in_another_spelling_is_the_agent_claude_code_spawns() {
+        let c = Config::default();
+        for ty in ["Re_viewer", "REVIEWER", "re-view er", "re\u{2013}viewer"] {
+            let d = run(&c, "Agent", json!({"subagent_type": ty}), None);
+            assert_eq!(d.scope, "agent.delegate.reviewer", "{ty}");
+        }
+        let d = run(&c, "Agent", json!({"subagent_type": "reviewers"}), None);
+        assert_ne!(d.scope, "agent.delegate.reviewer");
+        // Two declared names with one loose spelling: neither is guessed.
+        let mut decl = Declarations::default();
+        for n in ["a-b", "a_b"] {
+            let text = format!("---\nname: {n}\ntools: Read\n---\n");
+            decl.agents.insert(
+                n.into(),
+                (
+                    n.into(),
+                    frontmatter::parse_agent(&text).map_err(|e| e.message),
+                ),
+            );
+        }
+        let input = json!({"subagent_type": "AB"});
+        let call = Call {
+            tool_name: "Agent",
+            tool_input: &input,
+            agent_id: None,
+            agent_type: None,
+        };
+        let d = decide(&resolve(decl), &c, &call, Path::new("/p"));
+        assert!(
+            !d.scope.ends_with(".a-b") && !d.scope.ends_with(".a_b"),
+            "{}",
+            d.scope
+        );
     }
 
     #[test]

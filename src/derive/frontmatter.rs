@@ -1,8 +1,9 @@
 //! Subagent frontmatter: the YAML block between the `---` lines at the top of an agent file.
 //!
 //! Parsed with a real YAML parser, so quoting, comments, flow lists (`[Read, Grep]`) and block
-//! lists behave as YAML says. Only `name`, `tools`, `disallowedTools` and `description` are read;
-//! any other field is ignored and never treated as a grant.
+//! lists behave as YAML says. Only `name`, `tools`, `disallowedTools`, `memory` (which adds
+//! the file tools, as Claude Code does) and `description` are read; any other field is ignored
+//! and never treated as a grant.
 
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::{Yaml, YamlLoader};
@@ -68,10 +69,17 @@ pub fn parse_agent(text: &str) -> Result<AgentFile, FrontmatterError> {
         name: Some(name.clone()),
         message,
     };
-    let tools = match get("tools") {
+    let mut tools = match get("tools") {
         None => None,
         Some(v) => Some(tool_list(v).map_err(|e| named(format!("`tools` {e}")))?),
     };
+    // An agent with a memory scope gets the file tools to keep its memory with: Claude Code
+    // 2.1.332 adds Write, Edit and Read to an explicit `tools` list for a valid `memory`.
+    if let (Some(list), Some(Yaml::String(m))) = (&mut tools, get("memory")) {
+        if matches!(m.as_str(), "user" | "project" | "local") {
+            list.extend(["Write", "Edit", "Read"].map(String::from));
+        }
+    }
     let disallowed = match get("disallowedTools") {
         None => vec![],
         Some(v) => tool_list(v).map_err(|e| named(format!("`disallowedTools` {e}")))?,
@@ -205,6 +213,15 @@ mod tests {
             frontmatter_block("\u{feff}---\nname: r\n---").unwrap(),
             "name: r\n"
         );
+    }
+
+    #[test]
+    fn a_memory_scope_adds_the_file_tools_to_an_explicit_list() {
+        let a = ok("---\nname: r\ntools: Grep\nmemory: project\n---\n");
+        assert_eq!(a.tools.unwrap(), ["Grep", "Write", "Edit", "Read"]);
+        let a = ok("---\nname: r\ntools: Grep\nmemory: somewhere\n---\n");
+        assert_eq!(a.tools.unwrap(), ["Grep"]);
+        assert_eq!(ok("---\nname: r\nmemory: user\n---\n").tools, None);
     }
 
     #[test]
