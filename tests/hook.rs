@@ -1520,6 +1520,50 @@ fn subagents_may_not_touch_the_hooks_own_files() {
     );
 }
 
+/// Regression: an agent file reached by two paths (a symlink beside it) was "declared
+/// twice" and held nothing; Claude Code loads it once.
+#[test]
+fn an_agent_file_reached_through_a_symlink_is_one_declaration() {
+    let p = project(
+        "agentlink",
+        &[("rev.md", "---\nname: rev\ntools: Read\n---\n")],
+        None,
+    );
+    let agents = p.path().join(".claude/agents");
+    std::os::unix::fs::symlink(agents.join("rev.md"), agents.join("link.md")).unwrap();
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("rev"),
+            "Read",
+            json!({"file_path": "/p/a"}),
+            "t1",
+        ),
+    );
+    assert!(out.is_allow(), "{}", out.stdout);
+    // Two files with one name are still refused.
+    std::fs::remove_file(agents.join("link.md")).unwrap();
+    std::fs::write(agents.join("copy.md"), "---\nname: rev\ntools: Read\n---\n").unwrap();
+    let out = hook(
+        p.path(),
+        &pre(
+            "s1",
+            p.path(),
+            Some("rev"),
+            "Read",
+            json!({"file_path": "/p/a"}),
+            "t2",
+        ),
+    );
+    assert!(
+        out.denied() && out.reason().contains("declared twice"),
+        "{}",
+        out.stdout
+    );
+}
+
 /// Regression: a subagent's Grep from the project down read `.attenu/anchor.key` (Claude
 /// Code's ripgrep searches hidden files), and Monitor's command was not checked at all.
 #[test]

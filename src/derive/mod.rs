@@ -172,13 +172,22 @@ fn list_agent_files(root: &Path) -> Result<Vec<PathBuf>, DeriveError> {
 fn read_declarations_from(root: &Path, files: Vec<PathBuf>) -> Result<Declarations, DeriveError> {
     let mut decl = Declarations::default();
     let claude = root.join(".claude");
+    // Claude Code loads a file reached by two paths (a symlink beside it) once.
+    let mut seen = std::collections::HashSet::new();
     for path in files {
         let rel = path
             .strip_prefix(root)
             .unwrap_or(&path)
             .display()
             .to_string();
-        let parsed = std::fs::metadata(&path)
+        let meta = std::fs::metadata(&path);
+        if let Ok(m) = &meta {
+            use std::os::unix::fs::MetadataExt;
+            if !seen.insert((m.dev(), m.ino())) {
+                continue;
+            }
+        }
+        let parsed = meta
             .map_err(|e| e.to_string())
             .and_then(|m| {
                 if m.len() > MAX_AGENT_FILE_BYTES {
