@@ -444,7 +444,7 @@ fn a_project_no_other_test_saw_is_derived_and_decided() {
             ("team/builder.md", "\u{feff}---\r\nname: builder\r\ndescription: builds\r\ntools:\r\n  - Read\r\n  - Bash\r\n  - 'Write'\r\n---\r\n"),
             ("helper.md", "---\nname: helper\ndescription: inherits\ndisallowedTools: [Write, Bash]\n---\n"),
             ("auditor.md", "---\nname: \"auditor\"\ndescription: x\ntools: [Grep, Glob]  # searching only\n---\n"),
-            ("broken.md", "---\nname: broken\ntools: [Read\n---\n"),
+            ("broken.md", "---\nname: broken\n  tools: Read\n---\n"),
         ],
         Some(json!({"permissions": {"allow": ["WebSearch", "Bash(git status)"], "deny": ["Read(./secrets/**)"]}})),
     );

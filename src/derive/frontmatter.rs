@@ -52,9 +52,16 @@ pub fn parse_agent(text: &str) -> Result<AgentFile, FrontmatterError> {
         name: guess_name(block),
         message,
     };
-    refuse_aliases(block).map_err(fail)?;
-    let docs = YamlLoader::load_from_str(block)
-        .map_err(|e| fail(format!("the frontmatter is not valid YAML: {e}")))?;
+    let load = |text: &str| -> Result<Vec<Yaml>, String> {
+        refuse_aliases(text)?;
+        YamlLoader::load_from_str(text)
+            .map_err(|e| format!("the frontmatter is not valid YAML: {e}"))
+    };
+    let docs = match load(block) {
+        Ok(docs) => docs,
+        // Claude Code retries a block that does not parse the way it does, and so does this.
+        Err(first) => load(&recovered(block)).map_err(|_| fail(first))?,
+    };
     let doc = match docs.into_iter().next() {
         Some(Yaml::Hash(h)) => h,
         Some(_) | None => return Err(fail("the frontmatter is not a YAML mapping".into())),
@@ -89,6 +96,55 @@ pub fn parse_agent(text: &str) -> Result<AgentFile, FrontmatterError> {
         tools,
         disallowed,
     })
+}
+
+/// What Claude Code 2.1.332 parses when a block is not valid YAML as written: on each
+/// `key: value` line (a key of letters, `_` and `-` at the start of the line), a value that is
+/// not quoted or a flow list and holds `: ` or one of ``{}[]*&#!|>%@` `` is put in double
+/// quotes (so `description: Use when: reviewing` parses); then leading tabs become two spaces
+/// each.
+fn recovered(block: &str) -> String {
+    const SPECIAL: &[char] = &[
+        '{', '}', '[', ']', '*', '&', '#', '!', '|', '>', '%', '@', '`',
+    ];
+    let quote = |line: &str| -> Option<String> {
+        let (key, rest) = line.split_once(':')?;
+        let value = rest.trim_start();
+        let key_ok = !key.is_empty()
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'-');
+        // JavaScript's `.` stops at \r, U+2028 and U+2029, so such a line never matched there.
+        if !key_ok
+            || value.len() == rest.len()
+            || value.is_empty()
+            || value.contains(['\r', '\u{2028}', '\u{2029}'])
+        {
+            return None;
+        }
+        let quoted = (value.starts_with('"') && value.ends_with('"'))
+            || (value.starts_with('\'') && value.ends_with('\''));
+        let flow_list = value.starts_with('[')
+            && value.ends_with(']')
+            && matches!(
+                YamlLoader::load_from_str(value).as_deref(),
+                Ok([Yaml::Array(_)])
+            );
+        if quoted || flow_list || !(value.contains(SPECIAL) || value.contains(": ")) {
+            return None;
+        }
+        let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
+        Some(format!("{key}: \"{escaped}\""))
+    };
+    block
+        .split('\n')
+        .map(|line| {
+            let line = quote(line).unwrap_or_else(|| line.to_string());
+            let tabs = line.len() - line.trim_start_matches('\t').len();
+            format!("{}{}", "  ".repeat(tabs), &line[tabs..])
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Refuses YAML aliases before anything is built: the loader copies an anchored value at
@@ -224,6 +280,21 @@ mod tests {
         assert_eq!(ok("---\nname: r\nmemory: user\n---\n").tools, None);
     }
 
+    /// Regression: a description with `: ` in it (common in generated agents) or a list
+    /// indented with tabs made the agent unusable, while Claude Code reads both.
+    #[test]
+    fn a_block_claude_code_recovers_is_recovered() {
+        let a = ok("---\nname: r\ndescription: Use this agent when: reviewing code\ntools: Read, Grep\n---\n");
+        assert_eq!(a.tools.unwrap(), ["Read", "Grep"]);
+        let a = ok("---\nname: r\ntools:\n\t- Read\n\t- Grep\n---\n");
+        assert_eq!(a.tools.unwrap(), ["Read", "Grep"]);
+        let a = ok("---\nname: r\ndescription: say \"hi\": @once \\ done\ntools: [Read]\n---\n");
+        assert_eq!(a.tools.unwrap(), ["Read"]);
+        // As Claude Code reads it: a quoted string naming no tool.
+        let a = ok("---\nname: r\ntools: [Read\n---\n");
+        assert_eq!(a.tools.unwrap(), ["[Read"]);
+    }
+
     #[test]
     fn string_flow_and_block_lists() {
         assert_eq!(
@@ -267,7 +338,7 @@ mod tests {
     fn bad_declarations_name_their_agent() {
         let e = parse_agent("---\nname: bad\ntools: {Read: yes}\n---\n").unwrap_err();
         assert_eq!(e.name.as_deref(), Some("bad"));
-        let e = parse_agent("---\nname: broken\ntools: [Read\n---\n").unwrap_err();
+        let e = parse_agent("---\nname: broken\n  tools: Read\n---\n").unwrap_err();
         assert_eq!(e.name.as_deref(), Some("broken"));
         assert!(parse_agent("no frontmatter").unwrap_err().name.is_none());
         assert!(parse_agent("---\nname: x\n").is_err());
