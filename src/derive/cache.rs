@@ -37,7 +37,7 @@ const HEADER: &str = "attenu-roster v1 ";
 const SEAL_DOMAIN: &[u8] = b"attenu-hook roster cache v1\n";
 /// Bumped whenever derivation would give another roster for the same files, so a cache
 /// written by an older build of the same version is not read.
-const DERIVATION_RULES: u32 = 4;
+const DERIVATION_RULES: u32 = 5;
 /// How old every input must be before its derivation is cached.
 pub const SETTLE: Duration = Duration::from_secs(2);
 /// A cache file larger than this is not read (a roster of 2,000 agents is far smaller).

@@ -43,12 +43,18 @@ pub const TOOL_SCOPES: &[(&str, &str)] = &[
     ("ReadMcpResourceTool", "mcp_resource.read"),
 ];
 
-/// Legacy names Claude Code still resolves to a current tool.
+/// Legacy names Claude Code 2.1.332 still resolves to a current tool (its whole table; it has
+/// no alias for `MultiEdit`, which it no longer offers).
 pub const ALIASES: &[(&str, &str)] = &[
     ("Task", "Agent"),
     ("KillShell", "TaskStop"),
     ("KillBash", "TaskStop"),
-    ("MultiEdit", "Edit"),
+    ("ListPeers", "ListAgents"),
+    ("Brief", "SendUserMessage"),
+    ("ListMcpResources", "ListMcpResourcesTool"),
+    ("ReadMcpResource", "ReadMcpResourceTool"),
+    ("ReadMcpResourceDir", "ReadMcpResourceDirTool"),
+    ("ProposeGoal", "SetGoal"),
 ];
 
 /// The tool that spawns a subagent.
@@ -409,6 +415,27 @@ mod tests {
             Declared::Unrepresented(_)
         ));
         assert!(matches!(declared("rm -rf /"), Declared::Unrepresented(_)));
+    }
+
+    /// Regression: `disallowedTools: ListMcpResources` did not take the tool away (a legacy
+    /// name Claude Code resolves), and `MultiEdit`, which it no longer offers, granted Edit.
+    #[test]
+    fn legacy_names_resolve_as_claude_code_resolves_them() {
+        assert_eq!(
+            declared_at("ListMcpResources", Site::AgentDisallowed),
+            Declared::Scopes(vec!["mcp_resource.list".into()])
+        );
+        assert_eq!(
+            scope_for_call("ListAgents", &serde_json::json!({})),
+            match declared("ListPeers") {
+                Declared::Scopes(s) => s[0].clone(),
+                other => panic!("{other:?}"),
+            }
+        );
+        assert_ne!(
+            declared("MultiEdit"),
+            Declared::Scopes(vec!["fs.edit".into()])
+        );
     }
 
     #[test]
