@@ -76,6 +76,14 @@ pub fn parse_agent(text: &str) -> Result<AgentFile, FrontmatterError> {
         name: Some(name.clone()),
         message,
     };
+    // Names Claude Code 2.1.332 refuses to load an agent under: this file can then never
+    // declare that agent, whose type may still come from elsewhere (a plugin's `a:b`).
+    let colon = |c: char| matches!(c, ':' | '\u{ff1a}' | '\u{fe55}' | '\u{fe13}');
+    if name.starts_with('-') || name.encode_utf16().count() > 256 || name.contains(colon) {
+        return Err(named(
+            "Claude Code does not load an agent under this `name` (one starting with `-`, longer than 256 characters, or with a `:`, which plugins' agents use)".into(),
+        ));
+    }
     let mut tools = match get("tools") {
         None => None,
         Some(v) => Some(tool_list(v).map_err(|e| named(format!("`tools` {e}")))?),
@@ -269,6 +277,24 @@ mod tests {
             frontmatter_block("\u{feff}---\nname: r\n---").unwrap(),
             "name: r\n"
         );
+    }
+
+    #[test]
+    fn names_claude_code_does_not_load_declare_nothing() {
+        for name in [
+            "-x",
+            "plug:deployer",
+            "plug\u{ff1a}deployer",
+            &"a".repeat(257),
+        ] {
+            let e = parse_agent(&format!("---\nname: \"{name}\"\ntools: Bash\n---\n")).unwrap_err();
+            assert_eq!(e.name.as_deref(), Some(name));
+        }
+        assert!(parse_agent(&format!(
+            "---\nname: {}\ntools: Bash\n---\n",
+            "a".repeat(256)
+        ))
+        .is_ok());
     }
 
     #[test]
