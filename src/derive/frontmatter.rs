@@ -132,8 +132,10 @@ fn recovered(block: &str) -> String {
         }
         let quoted = (value.starts_with('"') && value.ends_with('"'))
             || (value.starts_with('\'') && value.ends_with('\''));
+        // Aliases refused first: the loader would expand an alias bomb in the value.
         let flow_list = value.starts_with('[')
             && value.ends_with(']')
+            && refuse_aliases(value).is_ok()
             && matches!(
                 YamlLoader::load_from_str(value).as_deref(),
                 Ok([Yaml::Array(_)])
@@ -316,6 +318,20 @@ mod tests {
         assert_eq!(a.tools.unwrap(), ["Read", "Grep"]);
         let a = ok("---\nname: r\ndescription: say \"hi\": @once \\ done\ntools: [Read]\n---\n");
         assert_eq!(a.tools.unwrap(), ["Read"]);
+        // An alias bomb in a flow list on a line that is retried is never expanded.
+        let mut items = vec!["&a0 [x, x, x, x, x, x, x, x, x]".to_string()];
+        for i in 1..10 {
+            items.push(format!(
+                "&a{i} [{}]",
+                vec![format!("*a{}", i - 1); 9].join(", ")
+            ));
+        }
+        let text = format!(
+            "---\nname: r\ndescription: a: b\ntools: [{}]\n---\n",
+            items.join(", ")
+        );
+        // Quoted as a string, as a value with `*` and `&` is: nothing was expanded.
+        assert!(ok(&text).tools.unwrap()[0].starts_with("[&a0"));
         // As Claude Code reads it: a quoted string naming no tool.
         let a = ok("---\nname: r\ntools: [Read\n---\n");
         assert_eq!(a.tools.unwrap(), ["[Read"]);
