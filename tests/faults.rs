@@ -467,14 +467,21 @@ fn a_gate_database_locked_before_it_is_set_up_denies_naming_the_lock() {
     );
 }
 
-#[test]
-fn a_symlinked_gate_database_journal_denies_gated_calls_saying_it_is_a_symlink() {
-    let p = gated_ops("symlinkwal", "");
+/// [`gated_ops`] after a first gated call set its gate database up (denied: nothing is
+/// authorized), with the database's `-wal` path free for a test to put something in.
+fn gated_ops_without_journal(tag: &str) -> (TempDir, std::path::PathBuf) {
+    let p = gated_ops(tag, "");
     assert!(ops_bash(p.path(), "t1")
         .reason()
         .contains("[gate-authorization-required]"));
     let wal = p.path().join(".attenu/gate.sqlite-wal");
     let _ = std::fs::remove_file(&wal);
+    (p, wal)
+}
+
+#[test]
+fn a_symlinked_gate_database_journal_denies_gated_calls_saying_it_is_a_symlink() {
+    let (p, wal) = gated_ops_without_journal("symlinkwal");
     let elsewhere = p.path().join("elsewhere");
     std::fs::write(&elsewhere, b"").unwrap();
     std::os::unix::fs::symlink(&elsewhere, &wal).unwrap();
@@ -502,12 +509,7 @@ fn a_symlinked_gate_database_journal_denies_gated_calls_saying_it_is_a_symlink()
 
 #[test]
 fn a_fifo_in_place_of_the_gate_journal_is_named_for_what_it_is() {
-    let p = gated_ops("fifowal", "");
-    assert!(ops_bash(p.path(), "t1")
-        .reason()
-        .contains("[gate-authorization-required]"));
-    let wal = p.path().join(".attenu/gate.sqlite-wal");
-    let _ = std::fs::remove_file(&wal);
+    let (p, wal) = gated_ops_without_journal("fifowal");
     assert!(Command::new("mkfifo").arg(&wal).status().unwrap().success());
     // SQLite itself reports only "disk I/O error"; the hook's own check names the file and
     // what is wrong with it.

@@ -787,33 +787,40 @@ fn shadow_mode_records_what_the_gate_would_refuse_and_consumes_nothing() {
     assert!(bash(p.path(), "s1", Some("ops"), &input, "t4").denied());
 }
 
-#[test]
-fn a_gated_call_whose_ledger_vanished_before_its_outcome_stops_with_a_marker() {
-    let (p, key) = gated("gate-ledger-gone");
+/// A gated project where ops's authorized `deploy` (t1 in s1) was allowed, after which the
+/// session's ledger and its checkpoint were moved aside, as someone starting the session's
+/// ledger afresh would move them (the ledger alone is caught as a ledger cut short).
+fn allowed_then_ledger_moved_aside(tag: &str) -> TempDir {
+    let (p, key) = gated(tag);
     let input = json!({"command": "deploy"});
     authorize(p.path(), &key, &input, &[]);
     assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
-    let ledger = ledger_path(p.path(), "s1");
-    // Both the ledger and its checkpoint, as someone starting the session's ledger afresh
-    // would move them (the ledger alone is caught as a ledger cut short).
-    std::fs::rename(&ledger, p.path().join("ledger.aside")).unwrap();
-    std::fs::rename(
-        p.path().join(".attenu/ledger-s1.state.json"),
-        p.path().join("state.aside"),
-    )
-    .unwrap();
-    let out = hook(
-        p.path(),
+    for name in ["ledger-s1.jsonl", "ledger-s1.state.json"] {
+        std::fs::rename(p.path().join(".attenu").join(name), p.path().join(name)).unwrap();
+    }
+    p
+}
+
+/// The PostToolUse of that `deploy`.
+fn deploy_outcome(project: &Path) -> Out {
+    hook(
+        project,
         &post(
             "s1",
-            p.path(),
+            project,
             Some("ops"),
             "Bash",
-            input.clone(),
+            json!({"command": "deploy"}),
             "t1",
             json!({}),
         ),
-    );
+    )
+}
+
+#[test]
+fn a_gated_call_whose_ledger_vanished_before_its_outcome_stops_with_a_marker() {
+    let p = allowed_then_ledger_moved_aside("gate-ledger-gone");
+    let out = deploy_outcome(p.path());
     assert_eq!(out.json()["continue"], false, "{}", out.stdout);
     let reason = out.json()["stopReason"].as_str().unwrap().to_string();
     assert!(
@@ -840,32 +847,15 @@ fn a_gated_call_whose_ledger_vanished_before_its_outcome_stops_with_a_marker() {
 
 #[test]
 fn a_gated_outcome_with_neither_ledger_nor_gate_database_still_stops_claude() {
-    let (p, key) = gated("gate-all-gone");
-    let input = json!({"command": "deploy"});
-    authorize(p.path(), &key, &input, &[]);
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
+    let p = allowed_then_ledger_moved_aside("gate-all-gone");
     let attenu = p.path().join(".attenu");
-    for name in ["ledger-s1.jsonl", "ledger-s1.state.json"] {
-        std::fs::rename(attenu.join(name), p.path().join(name)).unwrap();
-    }
     // The gate database replaced as well: the hook cannot ask it whether it allowed the call,
     // and cannot store a marker in it. It must not take that as "never allowed".
     for side in ["-wal", "-shm"] {
         let _ = std::fs::remove_file(attenu.join(format!("gate.sqlite{side}")));
     }
     std::fs::write(attenu.join("gate.sqlite"), vec![b'x'; 4096]).unwrap();
-    let out = hook(
-        p.path(),
-        &post(
-            "s1",
-            p.path(),
-            Some("ops"),
-            "Bash",
-            input.clone(),
-            "t1",
-            json!({}),
-        ),
-    );
+    let out = deploy_outcome(p.path());
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert_eq!(out.json()["continue"], false, "{}", out.stdout);
     let reason = out.json()["stopReason"].as_str().unwrap().to_string();
