@@ -265,8 +265,11 @@ fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
             .or_else(|| {
                 let filter = if tool == "Grep" { "glob" } else { "pattern" };
                 let g = call.tool_input.get(filter).and_then(Value::as_str)?;
-                let search_root = normalise(root, &path_of("path").unwrap_or_default());
-                (glob_names_state(g) || (tool == "Grep" && glob_reaches_key(g, root, &search_root)))
+                let reaches_key = || {
+                    let search_root = normalise(root, &path_of("path").unwrap_or_default());
+                    glob_reaches_key(g, root, &search_root)
+                };
+                (glob_names_state(g) || (tool == "Grep" && reaches_key()))
                     .then_some("the hook's ledger, keys and configuration under .attenu/")
             })
             .filter(|w| w.contains(".attenu")),
