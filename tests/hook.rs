@@ -678,31 +678,81 @@ fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
         assert!(call(&i.to_string()).is_allow());
     }
     let path = ledger_path(p.path(), "s1");
-    let line_starts = |bytes: &[u8]| -> Vec<usize> {
-        std::iter::once(0)
-            .chain(
-                bytes
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &b)| b == b'\n')
-                    .map(|(i, _)| i + 1),
-            )
-            .filter(|&i| i < bytes.len())
-            .collect()
-    };
     assert_eq!(line_starts(&std::fs::read(&path).unwrap()).len(), 300);
-    // The first line, one in the middle and the last: a same-length edit of one byte of a
-    // value, with the file's mtime put back, so only its content and ctime tell.
+    edits_of_first_middle_and_last_line_are_caught(&path, &call);
+}
+
+/// The same at the size SPEC section 8 times (10,000 entries). Making that many hook processes
+/// would take minutes in a debug build, so a real session is extended with copies of its last
+/// decision, each sealed onto the chain; one real call then re-verifies the whole file from
+/// GENESIS and checkpoints it, and the next trusts that checkpoint.
+#[test]
+fn tampering_anywhere_in_a_10000_entry_ledger_is_caught_on_the_next_call() {
+    use attenu_hook::ledger::{canonical, chain};
+    let p = sample("hugetamper");
+    let call = |i: &str| reviewer_read(p.path(), "s1", &format!("/x{i}"), &format!("t{i}"));
+    // A refusal is the template: it opens no call that would wait for an outcome.
+    let bash = json!({"command": "ls"});
+    let refused = hook(
+        p.path(),
+        &pre("s1", p.path(), Some("reviewer"), "Bash", bash, "t0"),
+    );
+    assert!(refused.denied());
+    let path = ledger_path(p.path(), "s1");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["event"], "deny", "{last}");
+    let (mut seq, mut prev) = (
+        last["seq"].as_u64().unwrap(),
+        last["hash"].as_str().unwrap().to_string(),
+    );
+    for _ in text.lines().count()..9_998 {
+        let mut entry = last.as_object().unwrap().clone();
+        seq += 1;
+        entry.insert("seq".into(), json!(seq));
+        prev = chain::seal(&mut entry, &prev).unwrap();
+        text.push_str(&canonical::to_string(&Value::Object(entry)).unwrap());
+        text.push('\n');
+    }
+    std::fs::write(&path, &text).unwrap();
+    assert!(call("1").is_allow(), "the extended ledger re-verifies");
+    assert!(
+        call("2").is_allow(),
+        "and the checkpoint written for it holds"
+    );
+    assert_eq!(line_starts(&std::fs::read(&path).unwrap()).len(), 10_000);
+    edits_of_first_middle_and_last_line_are_caught(&path, &call);
+}
+
+/// Byte offsets where the lines of `bytes` start.
+fn line_starts(bytes: &[u8]) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(
+            bytes
+                .iter()
+                .enumerate()
+                .filter(|(_, &b)| b == b'\n')
+                .map(|(i, _)| i + 1),
+        )
+        .filter(|&i| i < bytes.len())
+        .collect()
+}
+
+/// Edits one byte of the first line, one in the middle and the last, in turn, each a
+/// same-length edit of a value with the file's mtime put back (so only its content and ctime
+/// tell): `call` must deny each with `ledger-unverifiable` and append nothing, and must allow
+/// again once the exact bytes are back.
+fn edits_of_first_middle_and_last_line_are_caught(path: &Path, call: &dyn Fn(&str) -> Out) {
     for (k, which) in ["first", "middle", "last"].into_iter().enumerate() {
         // Each round's restored call appended one more entry.
-        let original = std::fs::read(&path).unwrap();
+        let original = std::fs::read(path).unwrap();
         let lines = line_starts(&original);
         let line = match which {
             "first" => 0,
-            "middle" => 150,
+            "middle" => lines.len() / 2,
             _ => lines.len() - 1,
         };
-        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
         let start = lines[line];
         let at = start
             + original[start..]
@@ -712,25 +762,26 @@ fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
             + 9;
         let mut edited = original.clone();
         edited[at] = if edited[at] == b'a' { b'b' } else { b'a' };
-        std::fs::write(&path, &edited).unwrap();
-        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        std::fs::write(path, &edited).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
         f.set_modified(mtime).unwrap();
         drop(f);
         let out = call(&format!("edit{k}"));
         assert!(
             out.denied() && out.reason().contains("[ledger-unverifiable]"),
-            "an edit of the {which} line was not caught: {}",
+            "an edit of the {which} line (of {}) was not caught: {}",
+            lines.len(),
             out.stdout
         );
         assert_eq!(
-            std::fs::read(&path).unwrap(),
+            std::fs::read(path).unwrap(),
             edited,
             "nothing is appended to a ledger that does not verify"
         );
         // Restoring the exact bytes verifies again, though the file was rewritten.
-        std::fs::write(&path, &original).unwrap();
+        std::fs::write(path, &original).unwrap();
         assert!(call(&format!("restored{k}")).is_allow());
-        let now = std::fs::read(&path).unwrap();
+        let now = std::fs::read(path).unwrap();
         assert_eq!(&now[..original.len()], &original[..]);
     }
 }
