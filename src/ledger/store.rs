@@ -205,6 +205,8 @@ pub struct Ledger {
     /// The ledger was empty when opened, so this process may have just created it, and its
     /// name may not be durable yet: the first append also syncs the directory.
     name_unsynced: bool,
+    /// This process created the file (and has held it open since).
+    created: bool,
 }
 
 /// Takes the exclusive lock, waiting at most until `deadline`. The wait is a blocking `flock`
@@ -258,13 +260,12 @@ impl Ledger {
         // creates one file fewer. The open never follows a symlink (nor, being read-write,
         // waits on a FIFO), and the file it opened is what is checked, once the lock is held
         // (see `load`).
-        let file =
-            fsutil::open_read_append(&paths.ledger).map_err(|e| {
-                match fsutil::refused_open(&paths.ledger, &e) {
-                    Some(why) => StoreError::Unsafe(why),
-                    None => StoreError::Io(format!("cannot open {}: {e}", paths.ledger.display())),
-                }
-            })?;
+        let (file, created) = fsutil::open_read_append(&paths.ledger).map_err(|e| {
+            match fsutil::refused_open(&paths.ledger, &e) {
+                Some(why) => StoreError::Unsafe(why),
+                None => StoreError::Io(format!("cannot open {}: {e}", paths.ledger.display())),
+            }
+        })?;
         acquire(&file, &paths.ledger, lock_deadline)?;
         let mut ledger = Ledger {
             paths,
@@ -274,6 +275,7 @@ impl Ledger {
             recovered: None,
             fast_path: false,
             name_unsynced: false,
+            created,
         };
         ledger.load()?;
         ledger.name_unsynced = ledger.state.stamp.len == 0;
@@ -544,6 +546,13 @@ impl Ledger {
             buf.extend_from_slice(&line);
             buf.push(b'\n');
         }
+        // POSIX does not promise that a file's fsync makes its new name durable: without a
+        // directory fsync, a crash could lose the whole ledger of a session whose first
+        // decision had already been answered. Where the file system's own fsync of a file
+        // this process created writes its name (ext4, XFS: see the function), that second
+        // flush is skipped.
+        let sync_dir = self.name_unsynced
+            && !(self.created && fsutil::new_name_durable_with_file(self.state.stamp.dev));
         // One write, so a crash leaves either nothing or a torn final line, never interleaving.
         (&self.file)
             .write_all(&buf)
@@ -551,18 +560,15 @@ impl Ledger {
         self.file
             .sync_data()
             .map_err(|e| StoreError::Io(format!("cannot fsync the ledger: {e}")))?;
-        if self.name_unsynced {
-            // POSIX does not promise that a file's fsync makes its new name durable (ext4, XFS
-            // and btrfs do; others need not). Without this, a crash there could lose the whole
-            // ledger of a session whose first decision had already been answered.
+        if sync_dir {
             fsutil::sync_dir(&self.paths.dir).map_err(|e| {
                 StoreError::Io(format!(
                     "cannot fsync {} after creating the ledger: {e}",
                     self.paths.dir.display()
                 ))
             })?;
-            self.name_unsynced = false;
         }
+        self.name_unsynced = false;
         next.last_line = last_line;
         next.stamp = self.stamp()?;
         if next.stamp.len != offset {
