@@ -203,7 +203,9 @@ pub struct Ledger {
     /// Whether the checkpoint was accepted (false: the whole file was re-verified).
     pub fast_path: bool,
     /// The ledger was empty when opened, so this process may have just created it, and its
-    /// name may not be durable yet: the first append also syncs the directory.
+    /// name may not be durable yet: the first append also syncs the directory, unless this
+    /// process created the file on a file system whose `fdatasync` of it writes its name
+    /// (`fsutil::new_name_durable_with_file`).
     name_unsynced: bool,
     /// This process created the file (and has held it open since).
     created: bool,
