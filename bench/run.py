@@ -737,13 +737,11 @@ def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | 
             if not isinstance(impl, Ours):
                 continue
             if floor:
+                wrote, checkpoint = impl.ledger(project, s).stat().st_size, impl.checkpoint(project, s)
                 ms_floor_new.append(floor_run("new-no-dir-fsync" if trusts_name else "new", f"floor-{i}",
-                                              impl.ledger(project, s).stat().st_size,
-                                              impl.checkpoint(project, s)))
+                                              wrote, checkpoint))
                 if trusts_name:
-                    ms_floor_dir_fsync.append(floor_run("new", f"floor-dirsync-{i}",
-                                                        impl.ledger(project, s).stat().st_size,
-                                                        impl.checkpoint(project, s)))
+                    ms_floor_dir_fsync.append(floor_run("new", f"floor-dirsync-{i}", wrote, checkpoint))
             s = f"bench-started-{i}"
             dt, rc, out, err = impl.hook(project, session_start_payload(project, s))
             if rc != 0 or not is_allow(out) or count_lines(impl.ledger(project, s)) != 3:
@@ -772,7 +770,7 @@ def measure_calls(impl, size: int, n: int, scratch: Scratch, attenu_src: Path | 
             res["first_call_after_session_start"] = stats(ms_after_start)
         if ms_floor_new:
             res["floor_process"] = {"new_ledger": stats(ms_floor_new), "append": stats(ms_floor_append),
-                                    "new_ledger_dir_fsync": trusts_name is False}
+                                    "new_ledger_dir_fsync": not trusts_name}
             if ms_floor_dir_fsync:
                 res["floor_process"]["new_ledger_with_dir_fsync"] = stats(ms_floor_dir_fsync)
         res["ledger_entries"] = [0, 0]
