@@ -80,9 +80,13 @@ pub(crate) fn write_array<'v, V: 'v>(
     Ok(())
 }
 
-/// Appends an object whose members come sorted by the UTF-8 bytes of their names (as a
-/// `serde_json::Map` or the verifier's tree holds them), each value written by `write_item`,
-/// leaving out the member named `skip`.
+/// Appends an object with its members sorted as RFC 8785 sorts them, whatever order they come
+/// in, each value written by `write_item`, leaving out the member named `skip`.
+///
+/// Members usually arrive sorted already (a `serde_json::Map` without `preserve_order`, or the
+/// verifier's tree), and one pass confirms it. They must never be trusted to: any crate in a
+/// build can turn on serde_json's `preserve_order`, which makes every `Map` iterate in
+/// insertion order.
 pub(crate) fn write_members<'v, V: 'v>(
     members: impl Iterator<Item = (&'v str, &'v V)> + Clone,
     skip: Option<&str>,
@@ -90,9 +94,7 @@ pub(crate) fn write_members<'v, V: 'v>(
     out: &mut Vec<u8>,
 ) -> Result<(), CanonicalError> {
     let kept = members.filter(|(k, _)| Some(*k) != skip);
-    // UTF-8 byte order is code point order; UTF-16 order differs from it only for names
-    // holding a character at or above U+E000 (lead byte 0xEE or more).
-    if kept.clone().all(|(k, _)| k.bytes().all(|b| b < 0xEE)) {
+    if in_code_unit_order(kept.clone().map(|(k, _)| k)) {
         return write_in_order(kept, write_item, out);
     }
     let mut sorted: Vec<(&str, &V)> = kept.collect();
@@ -116,6 +118,20 @@ fn write_in_order<'v, V: 'v>(
     }
     out.push(b'}');
     Ok(())
+}
+
+/// Whether `names` are strictly ascending in UTF-16 code unit order, checked cheaply: UTF-8
+/// byte order is code point order, which UTF-16 order differs from only for names holding a
+/// character at or above U+E000 (lead byte 0xEE or more); such a name takes the slow path.
+fn in_code_unit_order<'n>(names: impl Iterator<Item = &'n str>) -> bool {
+    let mut previous: Option<&str> = None;
+    for name in names {
+        if name.bytes().any(|b| b >= 0xEE) || previous.is_some_and(|p| p >= name) {
+            return false;
+        }
+        previous = Some(name);
+    }
+    true
 }
 
 /// RFC 8785 sorts member names by their UTF-16 code units, not by UTF-8 bytes: the two orders
@@ -203,6 +219,30 @@ mod tests {
 
     fn c(v: Value) -> String {
         to_string(&v).unwrap()
+    }
+
+    #[test]
+    fn members_are_sorted_whatever_order_they_arrive_in() {
+        // What a `Map` with serde_json's `preserve_order` (turned on by any crate in the build)
+        // hands over: insertion order. The form must not depend on it.
+        let members: Vec<(&str, Value)> = vec![
+            ("b", json!(1)),
+            ("a", json!(2)),
+            ("\u{FB01}", json!(3)),
+            ("c", json!(4)),
+        ];
+        let mut out = Vec::new();
+        write_members(
+            members.iter().map(|(k, v)| (*k, v)),
+            None,
+            write_value,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"a\":2,\"b\":1,\"c\":4,\"\u{FB01}\":3}"
+        );
     }
 
     #[test]
