@@ -7,11 +7,11 @@
 #![allow(dead_code)]
 
 use attenu_hook::config::Config;
-use attenu_hook::decide::{decide, Actor, Call};
 use attenu_hook::derive::{self, frontmatter, scopes, Declarations, Roster};
 use attenu_hook::evidence::verify::{self, AnchorKey, FailureName};
-use attenu_hook::hook::payload::{self, Event};
 use attenu_hook::ledger::{canonical, chain, store};
+use attenu_hook::policy::{decide, Actor, Call};
+use attenu_hook::protocol::payload::{self, Event};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 use std::sync::OnceLock;

@@ -3,10 +3,10 @@
 //! doctor check, a ledger `log` shows but cannot verify); 2 unusable input or usage. Hook mode
 //! has its own policy (see [`crate::hook`]).
 
+use crate::clock as time;
 use crate::derive::{derive_project, Roster};
 use crate::evidence::{bundle, keys, verify};
 use crate::gate::reconcile;
-use crate::hook::time;
 use clap::{Parser, Subcommand};
 use serde_json::Value;
 use std::io::IsTerminal;
@@ -187,7 +187,7 @@ pub enum ReconcileAction {
 /// process's exit code.
 pub fn main() -> u8 {
     if std::env::args_os().len() <= 1 {
-        return crate::hook::run() as u8;
+        return crate::hook::run().code();
     }
     let cli = Cli::parse();
     exit_2_when_output_fails();

@@ -138,7 +138,7 @@ const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// point the hook at a configuration outside `.attenu/`), never waiting on a FIFO, and only
 /// a regular file of this user.
 fn read_optional(path: &Path) -> Result<Option<String>, String> {
-    match crate::fsutil::read_owned(path, MAX_CONFIG_BYTES) {
+    match crate::fs::read_owned(path, MAX_CONFIG_BYTES) {
         Ok(Some((bytes, _))) => String::from_utf8(bytes)
             .map(Some)
             .map_err(|_| format!("{} is not UTF-8 text", path.display())),

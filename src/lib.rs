@@ -2,20 +2,25 @@
 //! declarations, denies what a subagent does not hold, keeps a SHA-256 hash-chained ledger
 //! of every decision, and exports Ed25519-signed evidence bundles for offline review.
 //!
-//! The decision itself ([`decide`]) is a pure function of the derived roster, the
-//! configuration and the payload; file I/O, locking and SQLite live at the edges
-//! ([`ledger::store`], [`evidence`], [`gate`]).
+//! The decision ([`policy`]) is a pure function of the derived roster ([`derive`]), the
+//! configuration ([`config`]), the payload ([`protocol`]) and the gate's verdict read
+//! beforehand; file I/O, locking, SQLite and the clock live at the edges ([`hook`],
+//! [`ledger::store`], [`evidence`], [`gate`], [`fs`]). `docs/ARCHITECTURE.md` walks one call
+//! through the modules.
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod clock;
 pub mod config;
-pub mod decide;
 pub mod derive;
 pub mod evidence;
-pub mod fsutil;
+pub mod fs;
 pub mod gate;
 pub mod hook;
 pub mod ledger;
 pub mod par;
+pub mod policy;
+pub mod protocol;
+pub mod random;
 pub mod reason;
 pub mod setup;

@@ -487,7 +487,7 @@ pub fn install(
     // Root (`sudo attenu-hook install`) in another user's project would write root's files
     // into directories that user controls, where a symbolic link swapped in at the right
     // moment redirects whatever root creates or hands over. The project's owner runs it.
-    let as_root = crate::fsutil::current_uid() == Some(0);
+    let as_root = crate::fs::current_uid() == Some(0);
     if as_root {
         if let Some((problem, remedy)) = unsafe_for_root(dir) {
             return Err(format!(
@@ -511,7 +511,7 @@ pub fn install(
     let (keep, text) = match opened {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             // A new file gets the mode an editor would give it.
-            let keep = crate::fsutil::Keep {
+            let keep = crate::fs::Keep {
                 mode: 0o644,
                 uid: None,
                 gid: None,
@@ -550,7 +550,7 @@ pub fn install(
                     path.display()
                 )
             })?;
-            let keep = crate::fsutil::Keep {
+            let keep = crate::fs::Keep {
                 mode: m.permissions().mode() & 0o7777,
                 // Only root can give a file away; anyone else writes it as their own, as an
                 // editor would, keeping its group where they are in it.
@@ -586,7 +586,7 @@ pub fn install(
         let text = serde_json::to_string_pretty(&doc).expect("JSON") + "\n";
         // The old file's mode (a private settings.local.json stays private) and owner (one
         // that `sudo attenu-hook install` rewrote stays its user's to edit).
-        crate::fsutil::replace_keeping(&path, text.as_bytes(), keep)
+        crate::fs::replace_keeping(&path, text.as_bytes(), keep)
             .map_err(|e| format!("cannot write {}: {e}; nothing was changed", path.display()))?;
     }
     Ok((path, changes))
@@ -1643,12 +1643,12 @@ fn ledger_checks(attenu: &Path) -> Vec<Check> {
         // checkpoint, so a ledger read after its checkpoint is never older than it.
         let checkpoint = mac_key.as_ref().and_then(|key| {
             let (sealed, _) =
-                crate::fsutil::read_owned(&attenu.join(&state_name), store::MAX_CHECKPOINT_BYTES)
+                crate::fs::read_owned(&attenu.join(&state_name), store::MAX_CHECKPOINT_BYTES)
                     .ok()??;
             store::unseal_checkpoint(&sealed, key)
         });
         // Never through a symlink, never blocking on a FIFO; u64::MAX: a ledger has no bound.
-        let bytes = match crate::fsutil::read_owned(&attenu.join(&name), u64::MAX) {
+        let bytes = match crate::fs::read_owned(&attenu.join(&name), u64::MAX) {
             Ok(Some((b, _))) => b,
             Ok(None) => continue,
             Err(e) => {

@@ -2,11 +2,11 @@
 //! something `contract.json` (the pinned Claude Code 2.1.332 interface) lists.
 //!
 //! The fields are not restated here. They are read out of the source, so a new
-//! `obj.get("...")` in `src/hook/payload.rs` or a new key in `src/hook/answer.rs` is checked
+//! `obj.get("...")` in `src/protocol/payload.rs` or a new key in `src/protocol/answer.rs` is checked
 //! the moment it is written:
 //!
-//! * payload fields: `.get("X")` and `opt_str(&obj, "X")` in `src/hook/payload.rs`;
-//! * output fields: JSON keys (`"X":`) and `.pointer("/X/Y")` paths in `src/hook/answer.rs`,
+//! * payload fields: `.get("X")` and `opt_str(&obj, "X")` in `src/protocol/payload.rs`;
+//! * output fields: JSON keys (`"X":`) and `.pointer("/X/Y")` paths in `src/protocol/answer.rs`,
 //!   and the literal values it gives `hookEventName` and `permissionDecision`;
 //! * the events the hook parses (`"X" => Event::`), which `settings.snippet.json` must wire;
 //! * frontmatter keys (`get("X")` in `src/derive/frontmatter.rs`) and the tool names of
@@ -164,7 +164,7 @@ fn unlisted(used: &BTreeSet<String>, listed: &BTreeSet<String>) -> Vec<String> {
 
 /// The payload fields the hook reads.
 fn payload_fields_read() -> BTreeSet<String> {
-    let src = code("src/hook/payload.rs");
+    let src = code("src/protocol/payload.rs");
     let mut fields = literals_after(&src, ".get(");
     fields.extend(opt_str_fields(&src));
     for known in [
@@ -180,7 +180,7 @@ fn payload_fields_read() -> BTreeSet<String> {
     ] {
         assert!(
             fields.contains(known),
-            "the scan of src/hook/payload.rs did not find `{known}` (found {fields:?}); the scanner no longer matches how the code reads fields, fix it before trusting this test"
+            "the scan of src/protocol/payload.rs did not find `{known}` (found {fields:?}); the scanner no longer matches how the code reads fields, fix it before trusting this test"
         );
     }
     fields
@@ -189,7 +189,7 @@ fn payload_fields_read() -> BTreeSet<String> {
 /// The output keys the hook writes (and reads back through `.pointer`), and the literal
 /// values it gives them.
 fn output_written() -> (BTreeSet<String>, Vec<(String, String)>) {
-    let src = code("src/hook/answer.rs");
+    let src = code("src/protocol/answer.rs");
     let mut keys = BTreeSet::new();
     let mut values = Vec::new();
     for (k, v) in json_keys(&src) {
@@ -212,7 +212,7 @@ fn output_written() -> (BTreeSet<String>, Vec<(String, String)>) {
     ] {
         assert!(
             keys.contains(known),
-            "the scan of src/hook/answer.rs did not find `{known}` (found {keys:?}); the scanner no longer matches the code, fix it before trusting this test"
+            "the scan of src/protocol/answer.rs did not find `{known}` (found {keys:?}); the scanner no longer matches the code, fix it before trusting this test"
         );
     }
     (keys, values)
@@ -220,7 +220,7 @@ fn output_written() -> (BTreeSet<String>, Vec<(String, String)>) {
 
 /// The event names `payload.rs` parses.
 fn events_handled() -> BTreeSet<String> {
-    let src = code("src/hook/payload.rs");
+    let src = code("src/protocol/payload.rs");
     let mut out = BTreeSet::new();
     let mut at = 0;
     while let Some(i) = src[at..].find("=> Event::") {
@@ -233,7 +233,7 @@ fn events_handled() -> BTreeSet<String> {
     }
     assert!(
         out.contains("PreToolUse") && out.contains("SessionEnd"),
-        "the scan of Event::parse in src/hook/payload.rs found {out:?}; fix the scanner"
+        "the scan of Event::parse in src/protocol/payload.rs found {out:?}; fix the scanner"
     );
     out
 }
@@ -421,13 +421,13 @@ fn contract_gaps(c: &Value) -> Vec<String> {
     let mut gaps = Vec::new();
     for f in unlisted(&payload_fields_read(), &contract_input_fields(c)) {
         gaps.push(format!(
-            "src/hook/payload.rs reads the payload field `{f}`, which contract.json does not list"
+            "src/protocol/payload.rs reads the payload field `{f}`, which contract.json does not list"
         ));
     }
     let (keys, values) = output_written();
     for k in unlisted(&keys, &contract_output_fields(c)) {
         gaps.push(format!(
-            "src/hook/answer.rs writes the output field `{k}`, which contract.json does not list"
+            "src/protocol/answer.rs writes the output field `{k}`, which contract.json does not list"
         ));
     }
     let decisions = names(&c["output"]["permission_decision_values"]);
@@ -435,17 +435,17 @@ fn contract_gaps(c: &Value) -> Vec<String> {
     for (k, v) in &values {
         match k.as_str() {
             "permissionDecision" if !decisions.contains(v) => gaps.push(format!(
-                "src/hook/answer.rs sends permissionDecision \"{v}\", which contract.json does not list"
+                "src/protocol/answer.rs sends permissionDecision \"{v}\", which contract.json does not list"
             )),
             "hookEventName" if !events.contains(v) => gaps.push(format!(
-                "src/hook/answer.rs sends hookEventName \"{v}\", which contract.json does not list as an event"
+                "src/protocol/answer.rs sends hookEventName \"{v}\", which contract.json does not list as an event"
             )),
             _ => {}
         }
     }
     for e in unlisted(&events_handled(), &events) {
         gaps.push(format!(
-            "src/hook/payload.rs handles the event {e}, which contract.json does not list"
+            "src/protocol/payload.rs handles the event {e}, which contract.json does not list"
         ));
     }
     for f in unlisted(&frontmatter_fields_read(), &contract_frontmatter_fields(c)) {
@@ -506,7 +506,7 @@ fn the_hook_never_answers_allow() {
     assert_eq!(
         decisions,
         ["deny"],
-        "src/hook/answer.rs must send no permissionDecision but \"deny\""
+        "src/protocol/answer.rs must send no permissionDecision but \"deny\""
     );
     assert!(contract()["output"]["permission_decision_values"]["allow"]
         .as_str()
@@ -520,7 +520,7 @@ fn the_settings_snippet_wires_every_event_the_hook_handles() {
     let handled = events_handled();
     assert_eq!(
         wired, handled,
-        "settings.snippet.json must wire exactly the events src/hook/payload.rs handles"
+        "settings.snippet.json must wire exactly the events src/protocol/payload.rs handles"
     );
     // Every handler of the snippet: no matcher, a timeout, onFailure block (also checked
     // against the contract in the test above; stated here on its own so a failure is plain).

@@ -600,7 +600,7 @@ fn a_receipt_binds_only_to_a_call_on_a_verified_ledger() {
         .unwrap();
     assert_eq!(
         Some(digest),
-        attenu_hook::hook::record::commit(&json!({"amount": 5}), &salt),
+        attenu_hook::ledger::commitment::commit(&json!({"amount": 5}), &salt),
         "the payload is a salted commitment"
     );
 }

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 const WATCHDOG: Duration = Duration::from_secs(20);
 
 /// The hook's stdin limit (`hook::payload::MAX_PAYLOAD_BYTES`).
-const MAX_PAYLOAD: usize = attenu_hook::hook::payload::MAX_PAYLOAD_BYTES;
+const MAX_PAYLOAD: usize = attenu_hook::protocol::payload::MAX_PAYLOAD_BYTES;
 
 /// Agent types the sample project declares, and the tools each holds.
 const DECLARED: &[(&str, &[&str])] = &[

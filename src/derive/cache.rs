@@ -21,7 +21,7 @@
 //! moved in between (a symlink or directory swapped while derivation read through it).
 
 use super::{derive_from, list_agent_files, DeriveError, Roster};
-use crate::fsutil;
+use crate::fs;
 use hmac::{Hmac, Mac};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -157,7 +157,7 @@ fn seal(mac_key: &[u8; 32], body: &[u8]) -> Option<Hmac<Sha256>> {
 /// The cached roster, if the file is ours (a regular file of this user, never a symlink, with
 /// a valid seal) and was derived from exactly the inputs named by `key`.
 fn read(path: &Path, mac_key: &[u8; 32], key: &str) -> Option<Roster> {
-    let (bytes, _) = fsutil::read_owned(path, MAX_CACHE_BYTES).ok()??;
+    let (bytes, _) = fs::read_owned(path, MAX_CACHE_BYTES).ok()??;
     let text = String::from_utf8(bytes).ok()?;
     let (tag, body) = text.strip_prefix(HEADER)?.split_once('\n')?;
     let tag = crate::ledger::chain::unhex(tag)?;
@@ -179,7 +179,7 @@ fn write(path: &Path, mac_key: &[u8; 32], key: &str, roster: &Roster) {
         return;
     };
     let tag = crate::ledger::chain::hex(&mac.finalize().into_bytes());
-    let _ = fsutil::write_atomic(path, format!("{HEADER}{tag}\n{body}").as_bytes(), false);
+    let _ = fs::write_atomic(path, format!("{HEADER}{tag}\n{body}").as_bytes(), false);
 }
 
 #[cfg(test)]

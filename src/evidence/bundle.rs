@@ -13,8 +13,8 @@
 
 use super::keys::{self, AnchorKey};
 use super::verify::anchor_signing_input;
-use crate::fsutil;
-use crate::hook::time;
+use crate::clock as time;
+use crate::fs;
 use crate::ledger::chain::{self, hex};
 use crate::ledger::store::{Ledger, SessionPaths};
 use serde_json::{json, Map, Value};
@@ -176,7 +176,7 @@ pub fn export_locked(
         text.extend_from_slice(b"],");
         text.extend_from_slice(&rest[1..]);
         let path = bundle_path(&base, i + 1);
-        fsutil::write_atomic(&path, &text, true)
+        fs::write_atomic(&path, &text, true)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         written.push(Written {
             path,
@@ -275,7 +275,7 @@ mod tests {
         ));
         std::fs::create_dir_all(&dir).unwrap();
         let attenu = dir.join(".attenu");
-        fsutil::ensure_private_dir(&attenu).unwrap();
+        fs::ensure_private_dir(&attenu).unwrap();
         attenu
     }
 

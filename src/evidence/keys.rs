@@ -4,7 +4,7 @@
 //! (several hook processes starting at once agree on one key) and an existing key is never
 //! replaced: a damaged or mismatched key file is an error that says what to do.
 
-use crate::fsutil;
+use crate::fs;
 use crate::ledger::chain::{hex, unhex};
 use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 use serde_json::{json, Value};
@@ -48,9 +48,7 @@ fn mac_key_from_seed(seed: &[u8; 32]) -> [u8; 32] {
 /// elliptic-curve work of loading the signing key (the key is created first if it is missing).
 pub fn checkpoint_mac_key(attenu_dir: &Path) -> Result<[u8; 32], String> {
     let key_path = attenu_dir.join("anchor.key");
-    match fsutil::read_owned(&key_path, MAX_KEY_FILE_BYTES)
-        .map_err(|e| key_read_error(&key_path, e))?
-    {
+    match fs::read_owned(&key_path, MAX_KEY_FILE_BYTES).map_err(|e| key_read_error(&key_path, e))? {
         Some((bytes, meta)) => Ok(mac_key_from_seed(&parse_seed(&key_path, &bytes, &meta)?.0)),
         None => load_or_create(attenu_dir).map(|k| k.checkpoint_mac_key()),
     }
@@ -67,7 +65,7 @@ pub fn kid_for(public: &VerifyingKey) -> String {
 /// Loads the anchor key, creating it (and `anchor.pub`) on first use.
 pub fn load_or_create(attenu_dir: &Path) -> Result<AnchorKey, String> {
     let key_path = attenu_dir.join("anchor.key");
-    if !fsutil::check_regular_file(&key_path)? {
+    if !fs::check_regular_file(&key_path)? {
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed)
             .map_err(|e| format!("no randomness for a new anchor key: {e}"))?;
@@ -75,7 +73,7 @@ pub fn load_or_create(attenu_dir: &Path) -> Result<AnchorKey, String> {
         let doc =
             json!({"alg": "EdDSA", "kid": kid_for(&signing.verifying_key()), "key": hex(&seed)});
         // Losing the race is fine: the winner's key is loaded below.
-        fsutil::create_exclusive(&key_path, doc.to_string().as_bytes(), 0o600)
+        fs::create_exclusive(&key_path, doc.to_string().as_bytes(), 0o600)
             .map_err(|e| format!("cannot create {}: {e}", key_path.display()))?;
     }
     let key = load(&key_path)?;
@@ -96,7 +94,7 @@ const MAX_KEY_FILE_BYTES: u64 = 64 * 1024;
 
 /// The seed and key id of a key file, after checking it is a private regular file.
 fn read_seed(path: &Path) -> Result<([u8; 32], Option<String>), String> {
-    let (bytes, meta) = fsutil::read_owned(path, MAX_KEY_FILE_BYTES)
+    let (bytes, meta) = fs::read_owned(path, MAX_KEY_FILE_BYTES)
         .map_err(|e| key_read_error(path, e))?
         .ok_or_else(|| format!("cannot read {}: it does not exist", path.display()))?;
     parse_seed(path, &bytes, &meta)
@@ -104,9 +102,9 @@ fn read_seed(path: &Path) -> Result<([u8; 32], Option<String>), String> {
 
 /// A key file far too large is not a key file: moving it aside would make the hook create a
 /// new key, so the advice is to restore it.
-fn key_read_error(path: &Path, e: fsutil::ReadError) -> String {
+fn key_read_error(path: &Path, e: fs::ReadError) -> String {
     match e {
-        fsutil::ReadError::TooLarge(_) => not_a_key_file(path),
+        fs::ReadError::TooLarge(_) => not_a_key_file(path),
         other => other.into(),
     }
 }
@@ -150,8 +148,8 @@ fn parse_seed(
 fn ensure_public(attenu_dir: &Path, key: &AnchorKey) -> Result<(), String> {
     let pub_path = attenu_dir.join("anchor.pub");
     let doc = key.public_document();
-    if !fsutil::check_regular_file(&pub_path)? {
-        fsutil::create_exclusive(&pub_path, doc.to_string().as_bytes(), 0o644)
+    if !fs::check_regular_file(&pub_path)? {
+        fs::create_exclusive(&pub_path, doc.to_string().as_bytes(), 0o644)
             .map_err(|e| format!("cannot create {}: {e}", pub_path.display()))?;
     }
     let existing = read_public(&pub_path)?;
@@ -193,7 +191,7 @@ pub fn generate_to(path: &Path) -> Result<AnchorKey, String> {
     let signing = SigningKey::from_bytes(&seed);
     let kid = kid_for(&signing.verifying_key());
     let doc = json!({"alg": "EdDSA", "kid": kid, "key": hex(&seed)});
-    if !fsutil::create_exclusive(path, doc.to_string().as_bytes(), 0o600).map_err(|e| {
+    if !fs::create_exclusive(path, doc.to_string().as_bytes(), 0o600).map_err(|e| {
         let hint = match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() && !dir.exists() => format!(
                 "; its directory does not exist: create it first (`mkdir -p -m 700 {}`)",

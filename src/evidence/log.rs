@@ -1,6 +1,6 @@
 //! `attenu-hook log`: the ledger as a readable table.
 
-use crate::hook::time;
+use crate::clock as time;
 use serde::Serialize;
 use serde_json::Value;
 use std::path::Path;
@@ -59,7 +59,7 @@ pub fn rows(project: &Path, session: Option<&str>) -> Result<Read, String> {
     let mut out = Read::default();
     for f in files {
         // Never through a symlink; u64::MAX: a ledger has no bound.
-        let bytes = match crate::fsutil::read_owned(&f, u64::MAX) {
+        let bytes = match crate::fs::read_owned(&f, u64::MAX) {
             Ok(Some((b, _))) => b,
             Ok(None) => continue,
             Err(e) => return Err(String::from(e)),

@@ -11,9 +11,9 @@
 //! read ([`Use::DryRun`]): nothing is reserved or consumed.
 
 use super::db;
+use crate::clock as time;
 use crate::config::Config;
 use crate::evidence::keys;
-use crate::hook::time;
 use crate::ledger::canonical;
 use crate::ledger::chain::{hex, unhex};
 use crate::reason::{Code, Reason};
@@ -121,8 +121,8 @@ pub fn authorize(project: &Path, config: &Config, req: &Request<'_>) -> Result<S
     }
     let now = time::now_ms();
     let expires_ms = now + req.expires_in_ms;
-    let id = crate::hook::record::random_hex(16)?;
-    let salt = crate::hook::record::random_hex(16)?;
+    let id = crate::random::random_hex(16).map_err(|e| e.to_string())?;
+    let salt = crate::random::random_hex(16).map_err(|e| e.to_string())?;
     let digest = input_digest(req.input, Some(&salt))?;
     let doc = json!({
         "v": 2,
@@ -408,7 +408,7 @@ pub fn allowed_claim(
     tool_use_id: &str,
     busy: Duration,
 ) -> Result<bool, String> {
-    if !crate::fsutil::check_regular_file(&attenu_dir.join(db::FILE))? {
+    if !crate::fs::check_regular_file(&attenu_dir.join(db::FILE))? {
         return Ok(false);
     }
     let conn = db::open_waiting(attenu_dir, busy)?;

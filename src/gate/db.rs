@@ -1,6 +1,6 @@
 //! The gate's SQLite file, `.attenu/gate.sqlite` (0600).
 
-use crate::fsutil;
+use crate::fs;
 use rusqlite::Connection;
 use std::path::Path;
 use std::time::Duration;
@@ -101,11 +101,11 @@ pub fn open(attenu_dir: &Path) -> Result<Connection, String> {
 /// left before its deadline, so a locked database ends in its own answer (a deny, or a stop
 /// with a marker) rather than in the watchdog's.
 pub fn open_waiting(attenu_dir: &Path, busy: Duration) -> Result<Connection, String> {
-    fsutil::ensure_private_dir(attenu_dir)?;
+    fs::ensure_private_dir(attenu_dir)?;
     let path = attenu_dir.join(FILE);
-    if !fsutil::check_regular_file(&path)? {
+    if !fs::check_regular_file(&path)? {
         // Create the file ourselves so it is 0600 from its first byte.
-        drop(fsutil::open_rw(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?);
+        drop(fs::open_rw(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?);
     }
     // A copy restored from a backup, or one made by another tool, may be readable by others.
     // Done before this process opens the database: SQLite's locks are POSIX record locks,
@@ -116,9 +116,9 @@ pub fn open_waiting(attenu_dir: &Path, busy: Duration) -> Result<Connection, Str
         if !side.is_empty() {
             // SQLite opens these itself, through a symlink, and reports any other kind of
             // file only as a disk I/O error.
-            fsutil::check_regular_file(&p)?;
+            fs::check_regular_file(&p)?;
         }
-        fsutil::tighten_file(&p).map_err(|e| {
+        fs::tighten_file(&p).map_err(|e| {
             if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::EMLINK)) {
                 format!(
                     "{} is a symlink, which the gate never follows; move it aside (an honest SQLite never makes one)",

@@ -10,9 +10,9 @@ pub mod db;
 pub mod receipt;
 pub mod reconcile;
 
+use crate::clock as time;
 use crate::evidence::keys;
-use crate::fsutil;
-use crate::hook::time;
+use crate::fs;
 use crate::ledger::store::{Ledger, SessionPaths, StoreError};
 use serde_json::json;
 use std::path::Path;
@@ -78,7 +78,7 @@ fn bind_resolution(
     evidence: &str,
 ) -> Result<Result<Resolution, String>, String> {
     let paths = SessionPaths::new(attenu, &marker.session_id);
-    if !fsutil::check_regular_file(&paths.ledger)? {
+    if !fs::check_regular_file(&paths.ledger)? {
         return Ok(Err(format!(
             "session {}'s ledger {} does not exist",
             marker.session_id,

@@ -4,9 +4,9 @@
 //! live in the gate database, separate from the ledger, and name the call by its `call_id`.
 
 use super::db;
+use crate::clock as time;
 use crate::evidence::keys;
-use crate::fsutil;
-use crate::hook::time;
+use crate::fs;
 use crate::ledger::store::{Ledger, SessionPaths};
 use rusqlite::params;
 use serde_json::Value;
@@ -60,7 +60,7 @@ fn candidate_sessions(attenu: &Path, id: &str) -> Result<Vec<String>, String> {
         if !(name.starts_with("ledger-") && name.ends_with(".jsonl")) {
             continue;
         }
-        let Ok(Some((bytes, _))) = fsutil::read_owned(&f.path(), u64::MAX) else {
+        let Ok(Some((bytes, _))) = fs::read_owned(&f.path(), u64::MAX) else {
             continue;
         };
         if let Some(call) = find_in(&bytes, id) {
@@ -75,7 +75,7 @@ fn candidate_sessions(attenu: &Path, id: &str) -> Result<Vec<String>, String> {
 /// The call on its session's verified ledger, read under the ledger's lock.
 fn confirm(attenu: &Path, session: &str, id: &str) -> Result<Option<BoundCall>, String> {
     let paths = SessionPaths::new(attenu, session);
-    if !fsutil::check_regular_file(&paths.ledger)? {
+    if !fs::check_regular_file(&paths.ledger)? {
         return Ok(None);
     }
     let key = keys::load_or_create(attenu)?;
@@ -110,10 +110,10 @@ pub fn record(
     })?;
     // A salted commitment, like every argument on the ledger: a bare digest of a small
     // payload ({"amount": 10}) could be found again by trying candidates.
-    let salt = crate::hook::record::random_hex(16)?;
+    let salt = crate::random::random_hex(16).map_err(|e| e.to_string())?;
     let digest = payload
         .map(|p| {
-            crate::hook::record::commit(p, &salt)
+            crate::ledger::commitment::commit(p, &salt)
                 .ok_or("the receipt's payload has no canonical (RFC 8785) form")
         })
         .transpose()?;

@@ -2,7 +2,7 @@
 //! resolves it with what they found, and the resolution goes on the ledger.
 
 use super::db;
-use crate::hook::time;
+use crate::clock as time;
 use rusqlite::params;
 use serde::Serialize;
 use std::path::Path;
@@ -45,7 +45,7 @@ pub fn add_marker(
 /// Markers, open ones only unless `all`. A project without a gate database has none (and
 /// listing them does not create one).
 pub fn list(attenu_dir: &Path, all: bool) -> Result<Vec<Marker>, String> {
-    if !crate::fsutil::check_regular_file(&attenu_dir.join(db::FILE))? {
+    if !crate::fs::check_regular_file(&attenu_dir.join(db::FILE))? {
         return Ok(Vec::new());
     }
     let conn = db::open(attenu_dir)?;

@@ -1,14 +1,21 @@
-//! Hook mode: one Claude Code event on stdin, one answer on stdout.
+//! Hook mode, the edge around the pure policy: one Claude Code event on stdin, one answer on
+//! stdout, within a deadline.
 //!
-//! Exit-code policy (Claude Code honours only exit 2 or a JSON deny; exit 1, a crash or a
-//! timeout lets the call run): every answer is printed as JSON with exit 0, except when the
-//! hook cannot tell what event it is answering (unreadable stdin, a panic, the internal
-//! deadline), where it prints the PreToolUse deny and exits 2, which blocks whatever the event.
+//! [`process`] owns stdin, stdout, the watchdog and the exit code; [`dispatch`] reads the
+//! payload, finds the project and its configuration and hands the event to its handler
+//! ([`pre_tool_use`], [`post_tool_use`], [`lifecycle`]); [`context`] holds what a handler
+//! reads from disk (roster, ledger); [`last_resort`] is the answer when the hook itself fails.
+//! The exit-code policy is [`crate::protocol::exit`].
 
-pub mod answer;
-pub mod handle;
-pub mod payload;
-pub mod record;
-pub mod time;
+mod context;
+pub mod dispatch;
+mod faults;
+mod last_resort;
+mod lifecycle;
+mod post_tool_use;
+mod pre_tool_use;
+pub mod process;
 
-pub use handle::run;
+pub use context::project_root;
+pub use dispatch::handle_bytes;
+pub use process::run;

@@ -33,7 +33,7 @@
 
 use super::canonical;
 use super::chain::{self, GENESIS};
-use crate::fsutil;
+use crate::fs;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -205,7 +205,7 @@ pub struct Ledger {
     /// The ledger was empty when opened, so this process may have just created it, and its
     /// name may not be durable yet: the first append also syncs the directory, unless this
     /// process created the file on a file system whose `fdatasync` of it writes its name
-    /// (`fsutil::new_name_durable_with_file`).
+    /// (`fs::new_name_durable_with_file`).
     name_unsynced: bool,
     /// This process created the file (and has held it open since).
     created: bool,
@@ -256,14 +256,14 @@ impl Ledger {
         mac_key: [u8; 32],
         lock_deadline: Instant,
     ) -> Result<Ledger, StoreError> {
-        fsutil::ensure_private_dir(&paths.dir).map_err(StoreError::Unsafe)?;
+        fs::ensure_private_dir(&paths.dir).map_err(StoreError::Unsafe)?;
         // The lock is the ledger itself: nothing ever replaces its inode (a torn tail is cut in
         // place), so every process of the session locks the same file, and a new session
         // creates one file fewer. The open never follows a symlink (nor, being read-write,
         // waits on a FIFO), and the file it opened is what is checked, once the lock is held
         // (see `load`).
-        let (file, created) = fsutil::open_read_append(&paths.ledger).map_err(|e| {
-            match fsutil::refused_open(&paths.ledger, &e) {
+        let (file, created) = fs::open_read_append(&paths.ledger).map_err(|e| {
+            match fs::refused_open(&paths.ledger, &e) {
                 Some(why) => StoreError::Unsafe(why),
                 None => StoreError::Io(format!("cannot open {}: {e}", paths.ledger.display())),
             }
@@ -296,7 +296,7 @@ impl Ledger {
 
     fn load(&mut self) -> Result<(), StoreError> {
         let meta = self.metadata()?;
-        fsutil::check_owned_regular(&self.paths.ledger, &meta).map_err(StoreError::Unsafe)?;
+        fs::check_owned_regular(&self.paths.ledger, &meta).map_err(StoreError::Unsafe)?;
         let stamp = FileStamp::of(&meta);
         let checkpoint = self.read_checkpoint()?;
         if let Some(state) = checkpoint.as_ref() {
@@ -338,12 +338,10 @@ impl Ledger {
     /// good as none (the ledger is re-verified and the checkpoint rewritten), but one that is
     /// not a file the hook may use (a symlink, a FIFO, another user's) is refused.
     fn read_checkpoint(&self) -> Result<Option<State>, StoreError> {
-        let bytes = match fsutil::read_owned(&self.paths.state, MAX_CHECKPOINT_BYTES) {
+        let bytes = match fs::read_owned(&self.paths.state, MAX_CHECKPOINT_BYTES) {
             Ok(Some((bytes, _))) => bytes,
-            Ok(None) | Err(fsutil::ReadError::TooLarge(_) | fsutil::ReadError::Io(_)) => {
-                return Ok(None)
-            }
-            Err(fsutil::ReadError::Refused(why)) => return Err(StoreError::Unsafe(why)),
+            Ok(None) | Err(fs::ReadError::TooLarge(_) | fs::ReadError::Io(_)) => return Ok(None),
+            Err(fs::ReadError::Refused(why)) => return Err(StoreError::Unsafe(why)),
         };
         Ok(unseal_checkpoint(&bytes, &self.mac_key))
     }
@@ -379,7 +377,7 @@ impl Ledger {
         bytes.extend_from_slice(tag.as_bytes());
         bytes.push(b'\n');
         bytes.extend_from_slice(&body);
-        if let Ok(f) = fsutil::open_rw(&self.paths.state) {
+        if let Ok(f) = fs::open_rw(&self.paths.state) {
             if f.write_all_at(&bytes, 0).is_ok() {
                 let _ = f.set_len(bytes.len() as u64);
             }
@@ -430,12 +428,12 @@ impl Ledger {
     }
 
     fn recover_torn_tail(&mut self, torn: &[u8], cut: u64) -> Result<(), StoreError> {
-        let ms = crate::hook::time::now_ms();
+        let ms = crate::clock::now_ms();
         let aside = self
             .paths
             .dir
             .join(format!("ledger-{}.torn-{ms}", self.paths.name));
-        fsutil::write_atomic(&aside, torn, true)
+        fs::write_atomic(&aside, torn, true)
             .map_err(|e| StoreError::Io(format!("cannot keep the torn tail aside: {e}")))?;
         self.file
             .set_len(cut)
@@ -554,7 +552,7 @@ impl Ledger {
         // this process created writes its name (ext4, XFS: see the function), that second
         // flush is skipped.
         let sync_dir = self.name_unsynced
-            && !(self.created && fsutil::new_name_durable_with_file(self.state.stamp.dev));
+            && !(self.created && fs::new_name_durable_with_file(self.state.stamp.dev));
         // One write, so a crash leaves either nothing or a torn final line, never interleaving.
         (&self.file)
             .write_all(&buf)
@@ -563,7 +561,7 @@ impl Ledger {
             .sync_data()
             .map_err(|e| StoreError::Io(format!("cannot fsync the ledger: {e}")))?;
         if sync_dir {
-            fsutil::sync_dir(&self.paths.dir).map_err(|e| {
+            fs::sync_dir(&self.paths.dir).map_err(|e| {
                 StoreError::Io(format!(
                     "cannot fsync {} after creating the ledger: {e}",
                     self.paths.dir.display()

@@ -1,0 +1,176 @@
+//! What an event's handler reads from disk, once per call: the project, its configuration,
+//! the derived roster (through its cache) and the session's ledger.
+
+use crate::config::Config;
+use crate::derive::{cache, DeriveError, Roster};
+use crate::evidence::keys;
+use crate::ledger::entry::{self, Opening};
+use crate::ledger::store::{Ledger, SessionPaths, StoreError};
+use crate::protocol::Payload;
+use crate::reason::{Code, Reason};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub(super) struct Ctx<'a> {
+    pub p: &'a Payload,
+    pub project: &'a Path,
+    pub attenu: &'a Path,
+    pub config: &'a Config,
+    pub deadline: Instant,
+    /// Read once per call: it seals the roster cache and the ledger checkpoint.
+    pub mac_key: std::cell::OnceCell<[u8; 32]>,
+}
+
+impl Ctx<'_> {
+    fn mac_key(&self) -> Result<[u8; 32], Reason> {
+        if let Some(k) = self.mac_key.get() {
+            return Ok(*k);
+        }
+        let k = keys::checkpoint_mac_key(self.attenu)
+            .map_err(|e| Reason::new(Code::KeyUnavailable, e))?;
+        Ok(*self.mac_key.get_or_init(|| k))
+    }
+
+    /// How long a gate database step may wait for another process's lock: what is left
+    /// before the deadline, less time to record the refusal and answer, at most the CLI's
+    /// wait. The reserve covers a durable append on a busy disk (an `fdatasync` can take
+    /// hundreds of milliseconds under load), a quarter of the deadline when that is shorter.
+    pub fn busy(&self) -> Duration {
+        let reserve =
+            Duration::from_millis(500).min(Duration::from_millis(self.config.deadline_ms / 4));
+        self.deadline
+            .saturating_duration_since(Instant::now())
+            .saturating_sub(reserve)
+            .min(crate::gate::db::BUSY_TIMEOUT)
+    }
+
+    pub fn roster(&self) -> Result<Roster, Reason> {
+        cache::derive_cached(
+            self.project,
+            &self.config.agents,
+            self.attenu,
+            &self.mac_key()?,
+        )
+        .map_err(|e| match e {
+            DeriveError::SettingsInvalid(m) => Reason::new(Code::SettingsInvalid, m),
+            DeriveError::DeclarationsUnreadable(m) => Reason::new(Code::DeclarationsUnreadable, m),
+        })
+    }
+
+    pub fn open_ledger(&self) -> Result<Ledger, Reason> {
+        let mac_key = self.mac_key()?;
+        let lock_deadline = (Instant::now() + Duration::from_millis(self.config.lock_timeout_ms))
+            .min(
+                self.deadline
+                    .checked_sub(Duration::from_millis(250))
+                    .unwrap_or(self.deadline),
+            );
+        Ledger::open(
+            SessionPaths::new(self.attenu, &self.p.session_id),
+            mac_key,
+            lock_deadline,
+        )
+        .map_err(store_reason)
+    }
+}
+
+pub(super) fn store_reason(e: StoreError) -> Reason {
+    match e {
+        StoreError::Unsafe(m) => Reason::new(Code::StateDirUnsafe, m),
+        StoreError::LockTimeout(m) => Reason::new(Code::LedgerLockTimeout, m),
+        StoreError::Unverifiable(m) => Reason::new(Code::LedgerUnverifiable, m),
+        StoreError::Io(m) => Reason::new(
+            Code::LedgerWriteFailed,
+            format!("{m}; the decision could not be recorded, so the call is refused"),
+        ),
+    }
+}
+
+/// The project root: `CLAUDE_PROJECT_DIR`, else the nearest ancestor of `cwd` with `.claude/`,
+/// else `cwd` itself.
+pub fn project_root(env_dir: Option<&Path>, cwd: Option<&str>) -> Option<PathBuf> {
+    if let Some(d) = env_dir.filter(|d| d.is_absolute() && d.is_dir()) {
+        return Some(d.to_path_buf());
+    }
+    let cwd = PathBuf::from(cwd?);
+    if !cwd.is_absolute() || !cwd.is_dir() {
+        return None;
+    }
+    Some(
+        cwd.ancestors()
+            .find(|a| a.join(".claude").is_dir())
+            .unwrap_or(&cwd)
+            .to_path_buf(),
+    )
+}
+
+/// The chain a new entry goes to.
+pub(super) struct ChainTarget {
+    /// Root and spawn entries to append first when the chain is new.
+    pub opening: Vec<Map<String, Value>>,
+    pub chain_id: String,
+    pub salt: String,
+    /// Agent name → node id; the session root under "".
+    pub nodes: BTreeMap<String, String>,
+}
+
+/// The roster to decide and record with, once the ledger lock is held. It was derived before
+/// the lock; if the current chain was opened for another derivation, another process may
+/// have seen a newer edit meanwhile, so it is derived again under the lock (otherwise a
+/// process that derived just before an edit would reopen the old derivation's chain after
+/// the new one, and chains would flip back and forth).
+pub(super) fn roster_under_lock(
+    ctx: &Ctx<'_>,
+    ledger: &Ledger,
+    roster: Roster,
+) -> Result<Roster, Reason> {
+    match ledger.current() {
+        Some(c) if c.digest != roster.digest => ctx.roster(),
+        _ => Ok(roster),
+    }
+}
+
+/// Opens a new chain when none exists, the derivation changed, or the current chain's opening
+/// is incomplete (a crash cut it short: a declared agent would have no node, and its calls
+/// must never be recorded on the session root's).
+pub(super) fn chain_for(
+    ledger: &Ledger,
+    roster: &Roster,
+    p: &Payload,
+) -> Result<ChainTarget, Reason> {
+    if let Some(c) = ledger.current() {
+        if c.digest == roster.digest && c.nodes.len() == roster.agents.len() + 1 {
+            return Ok(ChainTarget {
+                opening: vec![],
+                chain_id: c.chain_id.clone(),
+                salt: c.params_salt.clone(),
+                nodes: c.nodes.clone(),
+            });
+        }
+    }
+    let salt = crate::random::random_hex(16)
+        .map_err(|e| Reason::new(Code::InternalError, e.to_string()))?;
+    let opened = entry::open_chain(
+        roster,
+        &ledger.paths.name,
+        p,
+        Opening {
+            now_ms: crate::clock::now_ms(),
+            salt: salt.clone(),
+            previous: ledger.current(),
+        },
+    );
+    let nodes = opened.nodes(roster);
+    Ok(ChainTarget {
+        opening: opened
+            .entries
+            .into_iter()
+            .map(|e| e.into_object())
+            .collect(),
+        chain_id: opened.chain_id,
+        salt,
+        nodes,
+    })
+}

@@ -1,0 +1,111 @@
+//! The session's lifecycle events: SessionStart and SubagentStart open the chain ahead of the
+//! first tool call; SubagentStop and SessionEnd export the signed bundle.
+
+use super::context::{chain_for, roster_under_lock, store_reason, Ctx};
+use crate::derive::Roster;
+use crate::evidence::{bundle, keys};
+use crate::ledger::entry::done_entry;
+use crate::ledger::store::{Ledger, SessionPaths};
+use crate::protocol::{Answer, Event};
+use crate::reason::{Code, Reason};
+use std::collections::BTreeSet;
+
+/// Verifies the session's ledger and opens its chain (root and spawns) unless the current one
+/// already matches the derivation. Returns the roster it derived.
+fn open_session_chain(ctx: &Ctx<'_>) -> Result<Roster, Reason> {
+    let roster = ctx.roster()?;
+    let mut ledger = ctx.open_ledger()?;
+    let roster = roster_under_lock(ctx, &ledger, roster)?;
+    let entries = chain_for(&ledger, &roster, ctx.p)?.opening;
+    ledger.append(entries).map_err(store_reason)?;
+    Ok(roster)
+}
+
+/// SessionStart runs before the session's first tool call and blocks nothing. Creating the
+/// ledger here (a new file, its name made durable, the chain's root and spawns) takes that
+/// cost off the first PreToolUse, which then only appends its decision. Every tool event still
+/// opens the chain itself when SessionStart is not wired or failed; its failure is reported
+/// to the user, and the first tool call then fails closed on the same cause.
+pub(super) fn session_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
+    open_session_chain(ctx).map_err(|r| {
+        Reason::new(
+            r.code,
+            format!(
+                "{}; while this lasts, every tool call of this session is denied",
+                r.message
+            ),
+        )
+    })?;
+    Ok(Answer::NoObjection)
+}
+
+pub(super) fn subagent_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
+    let roster = open_session_chain(ctx)?;
+    let ty = ctx.p.agent_type.as_deref().unwrap_or("");
+    Ok(if roster.agents.contains_key(ty) {
+        Answer::NoObjection
+    } else {
+        Answer::message(format!("subagent type '{ty}' is not declared in .claude/agents/; every tool call it makes will be denied"))
+    })
+}
+
+/// SubagentStop and SessionEnd: export the session's bundle (with `export_on_stop`).
+pub(super) fn stop(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
+    if !ctx.config.export_on_stop {
+        return Ok(Answer::NoObjection);
+    }
+    let paths = SessionPaths::new(ctx.attenu, &ctx.p.session_id);
+    if !paths.ledger.exists() {
+        return Ok(Answer::NoObjection);
+    }
+    let mut ledger = ctx.open_ledger()?;
+    if ctx.p.event == Event::SessionEnd {
+        finalize_idle_nodes(ctx, &mut ledger)?;
+    }
+    let key = keys::load_or_create(ctx.attenu).map_err(|e| Reason::new(Code::KeyUnavailable, e))?;
+    let written = bundle::export_locked(&ledger, &key, None)
+        .map_err(|e| Reason::new(Code::LedgerWriteFailed, e))?;
+    if written.is_empty() {
+        // An empty ledger (opened, nothing recorded yet) has no chain to sign.
+        return Ok(Answer::NoObjection);
+    }
+    let names: Vec<String> = written
+        .iter()
+        .map(|w| {
+            w.path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .collect();
+    let entries: usize = written.iter().map(|w| w.entries).sum();
+    Ok(Answer::message(format!(
+        "evidence bundle written to .attenu/{} ({entries} entries)",
+        names.join(", .attenu/")
+    )))
+}
+
+/// Finalizes every node of the current chain that has no open call, so a session whose calls
+/// all finished reports execution binding clean; a node with an open call stays in progress,
+/// which is the truth.
+fn finalize_idle_nodes(ctx: &Ctx<'_>, ledger: &mut Ledger) -> Result<(), Reason> {
+    let Some(chain) = ledger.current().cloned() else {
+        return Ok(());
+    };
+    let busy: BTreeSet<&str> = ledger
+        .state
+        .pending
+        .values()
+        .map(|p| p.node.as_str())
+        .collect();
+    let now = crate::clock::now_ms();
+    let done: Vec<_> = chain
+        .nodes
+        .iter()
+        .filter(|(_, n)| !busy.contains(n.as_str()) && !chain.finalized.contains(n))
+        .map(|(agent, node)| {
+            done_entry(&chain.chain_id, node, agent, &ctx.p.session_id, now).into_object()
+        })
+        .collect();
+    ledger.append(done).map_err(store_reason)
+}

@@ -1,0 +1,94 @@
+//! PreToolUse: decide under the ledger lock, record the ruling, then answer.
+
+use super::context::{chain_for, roster_under_lock, store_reason, ChainTarget, Ctx};
+use super::faults;
+use crate::gate::authz::{self, ClaimCall};
+use crate::ledger::entry::{decision_entry, DecisionInput, Position};
+use crate::policy::{self, Call, GateOutcome, GateQuestion, Ruling};
+use crate::protocol::Answer;
+use crate::reason::{Code, Reason};
+
+pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
+    let p = ctx.p;
+    if p.tool_name == "Grep" && p.agent_id.is_some() {
+        // Before a subagent's search can reach the anchor key; see `fs::STATE_IGNORE_FILE`.
+        crate::fs::ensure_search_ignore(ctx.attenu)
+            .map_err(|e| Reason::new(Code::StateDirUnsafe, e))?;
+    }
+    let roster = ctx.roster()?;
+    faults::pause("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK");
+    let mut ledger = ctx.open_ledger()?;
+    let roster = roster_under_lock(ctx, &ledger, roster)?;
+    let call = Call {
+        tool_name: &p.tool_name,
+        tool_input: &p.tool_input,
+        agent_id: p.agent_id.as_deref(),
+        agent_type: p.agent_type.as_deref(),
+    };
+    let decision = policy::decide(&roster, ctx.config, &call, ctx.project);
+    let ChainTarget {
+        opening: mut entries,
+        chain_id,
+        salt,
+        nodes,
+    } = chain_for(&ledger, &roster, p)?;
+    let node = decision
+        .node_agent
+        .as_deref()
+        .and_then(|a| nodes.get(a))
+        .or_else(|| nodes.get(""))
+        .cloned()
+        .unwrap_or_default();
+    // The gate is asked under the ledger lock, so the order of consumed uses is the order of
+    // the record.
+    let question = policy::gate_question(&decision, ctx.config);
+    let ruling = policy::conclude(decision, ask_gate(ctx, question));
+    let call_id = crate::random::random_hex(16)
+        .map_err(|e| Reason::new(Code::InternalError, e.to_string()))?;
+    let entry = decision_entry(
+        &ruling,
+        DecisionInput {
+            payload: p,
+            config: ctx.config,
+            at: Position {
+                chain_id: &chain_id,
+                node: &node,
+                salt: &salt,
+            },
+            now_ms: crate::clock::now_ms(),
+            call_id,
+        },
+    );
+    // A torn tail cut when the ledger was opened is recorded by `Ledger::append`.
+    entries.push(entry.into_object());
+    ledger.append(entries).map_err(store_reason)?;
+    drop(ledger);
+    Ok(answer(&ruling))
+}
+
+/// Asks the gate what `question` asks (the only I/O of the decision).
+fn ask_gate(ctx: &Ctx<'_>, question: GateQuestion) -> GateOutcome {
+    let p = ctx.p;
+    match question {
+        GateQuestion::NotAsked => GateOutcome::NotAsked,
+        GateQuestion::Unchecked => GateOutcome::Unchecked,
+        GateQuestion::Ask(how) => {
+            let claim = ClaimCall {
+                tool: &p.tool_name,
+                input: &p.tool_input,
+                tool_use_id: p.tool_use_id.as_deref(),
+                session_id: &p.session_id,
+                agent_type: p.agent_id.as_ref().and(p.agent_type.as_deref()),
+            };
+            let verdict = authz::claim(ctx.attenu, ctx.config, &claim, how, ctx.busy());
+            GateOutcome::Answered { how, verdict }
+        }
+    }
+}
+
+fn answer(ruling: &Ruling) -> Answer {
+    match (&ruling.decision.reason, ruling.denies()) {
+        (Some(r), true) => Answer::Deny(r.clone()),
+        _ => Answer::NoObjection,
+    }
+}

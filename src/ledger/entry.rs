@@ -1,0 +1,574 @@
+//! Ledger entries for what the hook saw, as types, in the attenu-guard schema version 2 format.
+//!
+//! Each type serializes to the members its entry has on the ledger; the store adds `v`,
+//! `c14n`, `seq`, `prev_hash` and `hash`, and writes the RFC 8785 form, so member order here
+//! does not matter but presence does: a member that is always written (possibly as `null`)
+//! is a plain field, one written only sometimes is skipped when absent.
+//!
+//! Everything here is pure: the clock reading and fresh ids arrive as arguments. Raw tool
+//! arguments, results and error text never go into an entry: they are committed (see
+//! [`super::commitment`]) unless `[privacy] raw_capture` is on.
+
+use super::commitment::{commit, commit_labeled, RawCopy};
+use crate::clock;
+use crate::config::Config;
+use crate::derive::Roster;
+use crate::ledger::store::ChainInfo;
+use crate::policy::{GateRecord, Ruling};
+use crate::protocol::payload::{Event, Payload};
+use crate::reason::{Code, Reason};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+
+pub const PRODUCER: &str = "attenu-hook";
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// One entry the hook writes, tagged by its `event`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "event", rename_all = "lowercase")]
+pub enum Entry<'a> {
+    Root(Root<'a>),
+    Spawn(Spawn<'a>),
+    Allow(Allow<'a>),
+    Deny(Deny<'a>),
+    Outcome(Outcome<'a>),
+    Done(Done<'a>),
+}
+
+impl Entry<'_> {
+    /// The entry as the JSON object the store seals.
+    pub fn into_object(self) -> Map<String, Value> {
+        match serde_json::to_value(&self) {
+            Ok(Value::Object(m)) => m,
+            // Every variant is a struct of strings, numbers and JSON values, and its keys are
+            // strings: serde_json cannot fail on it nor give anything but an object.
+            other => unreachable!("an entry serializes to an object, not {other:?}"),
+        }
+    }
+}
+
+/// Where an entry goes: its chain, the node it is recorded on, and the chain's salt.
+#[derive(Debug, Clone, Copy)]
+pub struct Position<'a> {
+    pub chain_id: &'a str,
+    pub node: &'a str,
+    pub salt: &'a str,
+}
+
+/// A node's authority in the reference wire form.
+#[derive(Debug, Serialize)]
+pub struct Authority<'a> {
+    scopes: &'a BTreeSet<String>,
+    constraints: [(); 0],
+    ttl: Option<()>,
+}
+
+impl<'a> Authority<'a> {
+    fn of(scopes: &'a BTreeSet<String>) -> Self {
+        Authority {
+            scopes,
+            constraints: [],
+            ttl: None,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Root<'a> {
+    ts: u64,
+    chain_id: String,
+    node: String,
+    agent: &'static str,
+    task: &'static str,
+    authority: Authority<'a>,
+    params_salt: String,
+    context: RootContext<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct RootContext<'a> {
+    producer: Producer,
+    session_id: &'a str,
+    hook_event: &'a str,
+    digest: &'a str,
+    at: String,
+    /// `null` on a session's first chain.
+    previous_chain: Option<PreviousChain<'a>>,
+    unrepresented: &'a [String],
+    problems: &'a [String],
+    /// The reference's authority has no exclusions: the narrower denials go beside it.
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    excluded: &'a BTreeSet<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Producer {
+    name: &'static str,
+    version: &'static str,
+}
+
+/// The chain a new one follows: its id, head hash and last `seq`.
+#[derive(Debug, Serialize)]
+pub struct PreviousChain<'a> {
+    pub chain_id: &'a str,
+    pub head: &'a str,
+    pub seq: u64,
+}
+
+impl<'a> PreviousChain<'a> {
+    pub fn of(c: &'a ChainInfo) -> Self {
+        PreviousChain {
+            chain_id: &c.chain_id,
+            head: &c.head,
+            seq: c.entries.saturating_sub(1),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Spawn<'a> {
+    ts: u64,
+    chain_id: String,
+    parent: String,
+    node: String,
+    agent: &'a str,
+    task: String,
+    requested: Authority<'a>,
+    granted: Authority<'a>,
+    context: SpawnContext<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct SpawnContext<'a> {
+    declared_in: &'a str,
+    /// `null` for a usable declaration.
+    invalid: Option<&'a str>,
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    excluded: &'a BTreeSet<String>,
+}
+
+/// A newly opened chain: its id, and its root and spawn entries.
+pub struct OpenedChain<'a> {
+    pub chain_id: String,
+    pub entries: Vec<Entry<'a>>,
+}
+
+impl OpenedChain<'_> {
+    /// Agent name → node id, the session root under "" (spawn `i` is node `n<i+1>`).
+    pub fn nodes(&self, roster: &Roster) -> std::collections::BTreeMap<String, String> {
+        std::iter::once((String::new(), format!("{}:n0", self.chain_id)))
+            .chain(
+                roster
+                    .agents
+                    .keys()
+                    .enumerate()
+                    .map(|(i, name)| (name.clone(), format!("{}:n{}", self.chain_id, i + 1))),
+            )
+            .collect()
+    }
+}
+
+/// What opening a chain needs from outside: the clock, a fresh salt, and the chain it follows.
+pub struct Opening<'a> {
+    pub now_ms: u64,
+    pub salt: String,
+    pub previous: Option<&'a ChainInfo>,
+}
+
+/// The root and spawn entries that open a new chain for `roster`. Spawn `i` is node `n<i>`.
+pub fn open_chain<'a>(
+    roster: &'a Roster,
+    session_name: &str,
+    p: &'a Payload,
+    opening: Opening<'a>,
+) -> OpenedChain<'a> {
+    let index = opening.previous.map_or(1, |p| p.index + 1);
+    let chain_id = format!("cc-{session_name}-{}-{index}", &roster.digest[..12]);
+    let root_node = format!("{chain_id}:n0");
+    let now = opening.now_ms;
+    let mut entries = Vec::with_capacity(roster.agents.len() + 1);
+    entries.push(Entry::Root(Root {
+        ts: now,
+        chain_id: chain_id.clone(),
+        node: root_node.clone(),
+        agent: "session",
+        task: "claude-code session",
+        authority: Authority::of(&roster.root),
+        params_salt: opening.salt,
+        context: RootContext {
+            producer: Producer {
+                name: PRODUCER,
+                version: VERSION,
+            },
+            session_id: &p.session_id,
+            hook_event: p.event.name(),
+            digest: &roster.digest,
+            at: clock::rfc3339_ms(now),
+            previous_chain: opening.previous.map(PreviousChain::of),
+            unrepresented: &roster.unrepresented,
+            problems: &roster.problems,
+            excluded: &roster.root_excluded,
+        },
+    }));
+    for (i, (name, agent)) in roster.agents.iter().enumerate() {
+        entries.push(Entry::Spawn(Spawn {
+            ts: now,
+            chain_id: chain_id.clone(),
+            parent: root_node.clone(),
+            node: format!("{chain_id}:n{}", i + 1),
+            agent: name,
+            task: format!("subagent:{name}"),
+            requested: Authority::of(&agent.scopes),
+            granted: Authority::of(&agent.scopes),
+            context: SpawnContext {
+                declared_in: &agent.source,
+                invalid: agent.invalid.as_deref(),
+                excluded: &agent.excluded,
+            },
+        }));
+    }
+    OpenedChain { chain_id, entries }
+}
+
+/// The context every tool-event entry carries: who called, in which session, when.
+#[derive(Debug, Serialize)]
+struct CallContext<'a> {
+    session_id: &'a str,
+    hook_event: &'a str,
+    at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent_type: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_use_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permission_mode: Option<&'a str>,
+}
+
+impl<'a> CallContext<'a> {
+    fn of(p: &'a Payload, now: u64) -> Self {
+        CallContext {
+            session_id: &p.session_id,
+            hook_event: p.event.name(),
+            at: clock::rfc3339_ms(now),
+            agent_id: p.agent_id.as_deref(),
+            agent_type: p.agent_type.as_deref(),
+            tool_use_id: p.tool_use_id.as_deref(),
+            permission_mode: p.permission_mode.as_deref(),
+        }
+    }
+}
+
+/// The adapter that captured an allowed call, in the reference's form.
+#[derive(Debug, Serialize)]
+struct Adapter {
+    module: &'static str,
+    version: &'static str,
+    hook_path: &'static str,
+}
+
+/// An allowed call: held, or refused but not enforced (shadow and observe modes, the main
+/// thread without `enforce_main_thread`).
+#[derive(Debug, Serialize)]
+pub struct Allow<'a> {
+    ts: u64,
+    chain_id: &'a str,
+    node: &'a str,
+    scope: &'a str,
+    tool: &'a str,
+    call_id: String,
+    mode: &'static str,
+    capture: &'static str,
+    adapter: Adapter,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    authorized_params_hash: Option<String>,
+    /// Set when the arguments have no RFC 8785 form.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params_hash_reason: Option<&'static str>,
+    /// `unlisted` when the chain did not authorize the call (it ran unenforced): the verifier
+    /// counts it as ungated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    policy: Option<&'static str>,
+    context: DecisionContext<'a>,
+}
+
+/// An enforced refusal.
+#[derive(Debug, Serialize)]
+pub struct Deny<'a> {
+    ts: u64,
+    chain_id: &'a str,
+    node: &'a str,
+    scope: &'a str,
+    tool: &'a str,
+    call_id: String,
+    mode: &'static str,
+    /// The reference's reason vocabulary.
+    reason: &'static str,
+    reasons: [ReasonRecord; 1],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    disposition: Option<&'static str>,
+    context: DecisionContext<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct ReasonRecord {
+    code: &'static str,
+    message: String,
+}
+
+#[derive(Debug, Serialize)]
+struct DecisionContext<'a> {
+    #[serde(flatten)]
+    call: CallContext<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_input: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_input_json: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gate: Option<&'a GateRecord>,
+    /// Absent for a held call; `false` for a refusal that was not enforced, `true` for a deny.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    enforced: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    would_deny: Option<WouldDeny<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason_code: Option<&'static str>,
+}
+
+/// What an unenforced refusal would have been.
+#[derive(Debug, Serialize)]
+struct WouldDeny<'a> {
+    code: &'static str,
+    message: &'a str,
+    disposition: Option<&'static str>,
+}
+
+/// What a decision entry needs besides the ruling: the call, the configuration, where it goes,
+/// the clock reading and a fresh call id.
+pub struct DecisionInput<'a> {
+    pub payload: &'a Payload,
+    pub config: &'a Config,
+    pub at: Position<'a>,
+    pub now_ms: u64,
+    pub call_id: String,
+}
+
+/// The entry for one PreToolUse ruling.
+pub fn decision_entry<'a>(ruling: &'a Ruling, input: DecisionInput<'a>) -> Entry<'a> {
+    let p = input.payload;
+    let d = &ruling.decision;
+    let raw = if input.config.privacy.raw_capture {
+        RawCopy::of(&p.tool_input)
+    } else {
+        RawCopy::default()
+    };
+    let mut context = DecisionContext {
+        call: CallContext::of(p, input.now_ms),
+        tool_input: raw.value,
+        tool_input_json: raw.json,
+        gate: ruling.gate.as_ref(),
+        enforced: None,
+        would_deny: None,
+        reason_code: None,
+    };
+    let mode = input.config.mode.as_str();
+    if d.held || !d.enforced {
+        let hash = commit(&p.tool_input, input.at.salt);
+        if let Some(r) = &d.reason {
+            context.enforced = Some(false);
+            context.would_deny = Some(WouldDeny {
+                code: r.code.as_str(),
+                message: &r.message,
+                disposition: r.code.disposition(),
+            });
+        }
+        return Entry::Allow(Allow {
+            ts: input.now_ms,
+            chain_id: input.at.chain_id,
+            node: input.at.node,
+            scope: &d.scope,
+            tool: &p.tool_name,
+            call_id: input.call_id,
+            mode,
+            capture: "framework_post_hook",
+            adapter: Adapter {
+                module: PRODUCER,
+                version: VERSION,
+                hook_path: "PreToolUse",
+            },
+            params_hash_reason: hash.is_none().then_some("unsupported"),
+            authorized_params_hash: hash,
+            policy: d.reason.as_ref().map(|_| "unlisted"),
+            context,
+        });
+    }
+    let r = refusal(d);
+    context.enforced = Some(true);
+    context.reason_code = Some(r.code.as_str());
+    Entry::Deny(Deny {
+        ts: input.now_ms,
+        chain_id: input.at.chain_id,
+        node: input.at.node,
+        scope: &d.scope,
+        tool: &p.tool_name,
+        call_id: input.call_id,
+        mode,
+        reason: match r.code {
+            Code::OutOfAuthority | Code::Unresolved | Code::SelfProtection => "scope_not_granted",
+            _ => "no_authority",
+        },
+        reasons: [ReasonRecord {
+            code: r.code.as_str(),
+            message: r.message.clone(),
+        }],
+        disposition: r.code.disposition(),
+        context,
+    })
+}
+
+/// The reason of an enforced refusal. A refusal always has one (`Decision::reason` is set
+/// exactly when the scope is not held); this keeps the entry well-formed if it ever had not.
+fn refusal(d: &crate::policy::Decision) -> std::borrow::Cow<'_, Reason> {
+    match &d.reason {
+        Some(r) => std::borrow::Cow::Borrowed(r),
+        None => std::borrow::Cow::Owned(Reason::new(
+            Code::InternalError,
+            "a refusal was recorded without its reason",
+        )),
+    }
+}
+
+/// How a tool call's body ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BodyState {
+    Returned,
+    Raised,
+    Abandoned,
+}
+
+/// The outcome that binds a PostToolUse / PostToolUseFailure to its allowed call.
+#[derive(Debug, Serialize)]
+pub struct Outcome<'a> {
+    ts: u64,
+    chain_id: &'a str,
+    node: &'a str,
+    call_id: &'a str,
+    body_state: BodyState,
+    duration_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error_code: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    invoked_params_hash: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params_hash_reason: Option<&'static str>,
+    context: OutcomeContext<'a>,
+}
+
+impl Outcome<'_> {
+    /// The commitment to the arguments the call ran with.
+    pub fn invoked_params_hash(&self) -> Option<&str> {
+        self.invoked_params_hash.as_deref()
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct OutcomeContext<'a> {
+    #[serde(flatten)]
+    call: CallContext<'a>,
+    /// Present (possibly `null`, for a result with no RFC 8785 form) when there was a result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result_commitment: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_response: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_response_json: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error_commitment: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    side_effects: Option<&'static str>,
+}
+
+/// The outcome entry for the call `call_id`, allowed at `at`.
+pub fn outcome_entry<'a>(
+    p: &'a Payload,
+    at: Position<'a>,
+    call_id: &'a str,
+    body_state: BodyState,
+    raw_capture: bool,
+    now_ms: u64,
+) -> Outcome<'a> {
+    let raw = match &p.tool_response {
+        Some(resp) if raw_capture => RawCopy::of(resp),
+        _ => RawCopy::default(),
+    };
+    let hash = commit(&p.tool_input, at.salt);
+    Outcome {
+        ts: now_ms,
+        chain_id: at.chain_id,
+        node: at.node,
+        call_id,
+        body_state,
+        duration_ms: p.duration_ms.unwrap_or(0),
+        error_code: (body_state == BodyState::Raised).then_some("tool_error"),
+        params_hash_reason: hash.is_none().then_some("unsupported"),
+        invoked_params_hash: hash,
+        context: OutcomeContext {
+            call: CallContext::of(p, now_ms),
+            result_commitment: p
+                .tool_response
+                .as_ref()
+                .map(|r| commit_labeled("tool_response", r, at.salt)),
+            tool_response: raw.value,
+            tool_response_json: raw.json,
+            error_commitment: p
+                .error
+                .as_ref()
+                .map(|e| commit_labeled("error", &Value::from(e.as_str()), at.salt)),
+            error: p.error.as_deref().filter(|_| raw_capture),
+            side_effects: (p.event == Event::PostToolUseFailure).then_some("uncertain"),
+        },
+    }
+}
+
+/// A node's end: every call it made has finished (written at SessionEnd).
+#[derive(Debug, Serialize)]
+pub struct Done<'a> {
+    ts: u64,
+    chain_id: &'a str,
+    node: &'a str,
+    agent: &'a str,
+    context: DoneContext<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct DoneContext<'a> {
+    session_id: &'a str,
+    hook_event: &'static str,
+    at: String,
+}
+
+/// The `done` entry for `node` (the session root's agent is `session`), at SessionEnd.
+pub fn done_entry<'a>(
+    chain_id: &'a str,
+    node: &'a str,
+    agent: &'a str,
+    session_id: &'a str,
+    now_ms: u64,
+) -> Entry<'a> {
+    Entry::Done(Done {
+        ts: now_ms,
+        chain_id,
+        node,
+        agent: if agent.is_empty() { "session" } else { agent },
+        context: DoneContext {
+            session_id,
+            hook_event: "SessionEnd",
+            at: clock::rfc3339_ms(now_ms),
+        },
+    })
+}
