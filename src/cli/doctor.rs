@@ -1,0 +1,45 @@
+//! `attenu-hook doctor [DIR]`: checks the wiring, the command, permissions, configuration and
+//! ledgers; exit 1 when a required check fails.
+
+use super::project::{existing_dir, project_dir};
+use super::{fail, Exit};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// Also count handlers running this command as attenu-hook's (a wrapper that
+    /// `install --command` wired)
+    #[arg(long)]
+    command: Option<String>,
+}
+
+pub fn run(a: Args) -> Exit {
+    if let Err(e) = existing_dir(&a.dir) {
+        return fail(e);
+    }
+    let root = project_dir(&a.dir);
+    println!("project {}", root.display());
+    let checks = match &a.command {
+        Some(c) => crate::setup::doctor_for(&root, c),
+        None => crate::setup::doctor(&root),
+    };
+    let mut failed = false;
+    for c in &checks {
+        let tag = match (c.ok, c.required) {
+            (true, _) => "ok  ",
+            (false, true) => "FAIL",
+            (false, false) => "warn",
+        };
+        failed |= !c.ok && c.required;
+        println!("{tag}  {:<28} {}", c.name, c.detail);
+    }
+    if failed {
+        println!("doctor: some required checks failed");
+        Exit::CheckFailed
+    } else {
+        println!("doctor: all required checks passed");
+        Exit::Success
+    }
+}

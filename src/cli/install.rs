@@ -1,0 +1,89 @@
+//! `attenu-hook install [DIR]`: wires the hook into the project's settings.
+
+use super::project::{existing_dir, project_dir};
+use super::{fail, Exit};
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// Write .claude/settings.local.json instead
+    #[arg(long)]
+    local: bool,
+    /// The command to wire (default: attenu-hook on PATH, else this executable)
+    #[arg(long)]
+    command: Option<String>,
+}
+
+pub fn run(a: Args) -> Exit {
+    if let Err(e) = existing_dir(&a.dir) {
+        return fail(e);
+    }
+    let root = project_dir(&a.dir);
+    let command = a.command.as_deref();
+    match crate::setup::install(&root, a.local, command) {
+        Ok((path, changes)) if changes.is_empty() => {
+            println!(
+                "{} already wires attenu-hook for every event; nothing changed",
+                path.display()
+            );
+            warn_if_not_run(&root, command);
+            Exit::Success
+        }
+        Ok((path, changes)) => {
+            println!("updated {}:", path.display());
+            for c in changes {
+                println!("  {c}");
+            }
+            println!(
+                "next: `attenu-hook doctor {}{}`",
+                path.parent()
+                    .and_then(Path::parent)
+                    .unwrap_or(&a.dir)
+                    .display(),
+                // A wrapper is not recognisable as attenu-hook by its name.
+                command
+                    .filter(|c| *c != crate::setup::default_command())
+                    .map(|c| format!(" --command '{}'", c.replace('\'', "'\\''")))
+                    .unwrap_or_default()
+            );
+            warn_if_not_run(&root, command);
+            Exit::Success
+        }
+        Err(e) => fail(e),
+    }
+}
+
+/// After `install`: what would still keep Claude Code from running the handler it wrote (hooks
+/// turned off, managed hooks only, a second command wired), which the file itself cannot fix.
+/// The wiring is written either way; this only makes sure the user hears it now.
+fn warn_if_not_run(root: &Path, command: Option<&str>) {
+    let command = command
+        .map(str::to_string)
+        .unwrap_or_else(crate::setup::default_command);
+    let checks = crate::setup::doctor_for(root, &command);
+    let failed = |c: &&crate::setup::Check| !c.ok && c.required;
+    // With hooks turned off every event reads as unwired; the cause is the one thing to say.
+    let off: Vec<_> = checks
+        .iter()
+        .filter(failed)
+        .filter(|c| c.name == "hooks-enabled")
+        .collect();
+    let wiring: Vec<_> = checks
+        .iter()
+        .filter(failed)
+        .filter(|c| c.name.starts_with("wired:"))
+        .collect();
+    let shown = if off.is_empty() { wiring } else { off };
+    if let Some(first) = shown.first() {
+        let more = match shown.len() - 1 {
+            0 => String::new(),
+            n => format!(" ({n} more like it; `attenu-hook doctor` lists them)"),
+        };
+        eprintln!(
+            "attenu-hook: warning: the hook is wired, but {}{more}",
+            first.detail
+        );
+    }
+}

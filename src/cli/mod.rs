@@ -1,0 +1,146 @@
+//! The command line: one file per command, each with its arguments and a `run` that returns
+//! the typed [`Exit`]. `attenu-hook` with no arguments is hook mode ([`crate::hook`]); the exit
+//! codes of both are [`crate::protocol::exit`].
+
+mod authorize;
+pub mod derive;
+mod docs;
+mod doctor;
+mod export;
+mod install;
+mod keygen;
+mod log;
+mod project;
+mod receipt;
+mod reconcile;
+mod verify;
+
+pub use crate::protocol::Exit;
+use clap::{Parser, Subcommand};
+pub use derive::human_roster;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "attenu-hook",
+    version,
+    about = "Claude Code hook: derive each subagent's authority, deny what it does not hold, keep a signed hash-chained ledger",
+    long_about = "With no arguments, attenu-hook runs in hook mode: it reads one Claude Code hook event on stdin and answers on stdout. Wire it with the block in settings.snippet.json (or `attenu-hook install`)."
+)]
+pub struct Cli {
+    /// Print the permission sets derived from the project at DIR (default: .)
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".")]
+    pub derive: Option<PathBuf>,
+    /// With --derive: a readable table
+    #[arg(long, requires = "derive")]
+    pub human: bool,
+    /// With --derive: JSON even on a terminal
+    #[arg(long, requires = "derive", conflicts_with = "human")]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Write the signed evidence bundle(s) of a session
+    Export(export::Args),
+    /// Verify a bundle offline: integrity, monotonicity, containment, execution binding.
+    /// Exit 0 valid, 1 invalid, 2 unusable input, 3 valid only under the anchor.pub found
+    /// beside the bundle (pass --pub to pin the key you trust)
+    Verify(verify::Args),
+    /// Write a new Ed25519 reviewer key (0600); prints its public key on the last line
+    Keygen(keygen::Args),
+    /// Host only: issue a signed authorization for one exact tool call (gated scopes)
+    Authorize(authorize::Args),
+    /// Host only: record a verified business receipt for a call
+    Receipt(receipt::Args),
+    /// Wire the hook into DIR/.claude/settings.json (idempotent; keeps every other setting)
+    Install(install::Args),
+    /// Check the wiring, the command, permissions, configuration and ledgers
+    Doctor(doctor::Args),
+    /// Print shell completions
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff)
+    Man,
+    /// Reconciliation markers left by outcomes that could not be recorded
+    Reconcile {
+        #[command(subcommand)]
+        action: reconcile::Action,
+    },
+    /// The decisions as a readable table
+    Log(log::Args),
+}
+
+/// Entry point of the binary: hook mode without arguments, the CLI with them. Returns the
+/// process's exit code.
+pub fn main() -> u8 {
+    if std::env::args_os().len() <= 1 {
+        return crate::hook::run().code();
+    }
+    let cli = Cli::parse();
+    exit_2_when_output_fails();
+    run(cli).code()
+}
+
+/// `println!` panics when stdout cannot be written (`attenu-hook doctor | head -1` closes the
+/// pipe; `> /dev/full` has no room), which would end the command with a panic message and exit
+/// 101. Such a command exits 2 instead, saying why unless the reader simply went away.
+fn exit_2_when_output_fails() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") {
+            if !msg.contains("Broken pipe") {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "attenu-hook: cannot write the output ({msg})"
+                );
+            }
+            std::process::exit(2);
+        }
+        default(info);
+    }));
+}
+
+/// A command that cannot do what it was asked: the message on stderr, exit 2.
+pub(crate) fn fail(msg: impl std::fmt::Display) -> Exit {
+    eprintln!("attenu-hook: {msg}");
+    Exit::Unusable
+}
+
+/// Runs one command line.
+pub fn run(cli: Cli) -> Exit {
+    if let Some(dir) = &cli.derive {
+        return derive::run(
+            dir,
+            cli.human || (!cli.json && std::io::stdout().is_terminal()),
+        );
+    }
+    let Some(command) = cli.command else {
+        return fail("nothing to do; run without arguments only as a hook (see --help)");
+    };
+    match command {
+        Command::Export(a) => export::run(a),
+        Command::Verify(a) => verify::run(a),
+        Command::Keygen(a) => keygen::run(a),
+        Command::Authorize(a) => authorize::run(a),
+        Command::Receipt(a) => receipt::run(a),
+        Command::Install(a) => install::run(a),
+        Command::Doctor(a) => doctor::run(a),
+        Command::Completions { shell } => docs::completions(shell),
+        Command::Man => docs::man(),
+        Command::Reconcile { action } => reconcile::run(action),
+        Command::Log(a) => log::run(a),
+    }
+}
