@@ -226,19 +226,19 @@ fn exit_2_when_output_fails() {
 fn warn_if_not_run(root: &Path, command: Option<&str>) {
     let command = command
         .map(str::to_string)
-        .unwrap_or_else(crate::setup::default_command);
-    let checks = crate::setup::doctor_for(root, &command);
-    let failed = |c: &&crate::setup::Check| !c.ok && c.required;
+        .unwrap_or_else(crate::ops::default_command);
+    let checks = crate::ops::doctor_for(root, &command);
+    let failed = |c: &&crate::ops::Check| c.failed();
     // With hooks turned off every event reads as unwired; the cause is the one thing to say.
     let off: Vec<_> = checks
         .iter()
         .filter(failed)
-        .filter(|c| c.name == "hooks-enabled")
+        .filter(|c| c.id == crate::ops::CheckId::HooksEnabled)
         .collect();
     let wiring: Vec<_> = checks
         .iter()
         .filter(failed)
-        .filter(|c| c.name.starts_with("wired:"))
+        .filter(|c| c.id == crate::ops::CheckId::Wired)
         .collect();
     let shown = if off.is_empty() { wiring } else { off };
     if let Some(first) = shown.first() {
@@ -317,7 +317,7 @@ pub fn run(cli: Cli) -> i32 {
             dir,
             local,
             command,
-        }) => match crate::setup::install(&project_dir(&dir), local, command.as_deref()) {
+        }) => match crate::ops::install(&project_dir(&dir), local, command.as_deref()) {
             Ok((path, changes)) if changes.is_empty() => {
                 println!(
                     "{} already wires attenu-hook for every event; nothing changed",
@@ -340,7 +340,7 @@ pub fn run(cli: Cli) -> i32 {
                     // A wrapper is not recognisable as attenu-hook by its name.
                     command
                         .as_deref()
-                        .filter(|c| *c != crate::setup::default_command())
+                        .filter(|c| *c != crate::ops::default_command())
                         .map(|c| format!(" --command '{}'", c.replace('\'', "'\\''")))
                         .unwrap_or_default()
                 );
@@ -359,18 +359,13 @@ pub fn run(cli: Cli) -> i32 {
             let root = project_dir(&dir);
             println!("project {}", root.display());
             let checks = match &command {
-                Some(c) => crate::setup::doctor_for(&root, c),
-                None => crate::setup::doctor(&root),
+                Some(c) => crate::ops::doctor_for(&root, c),
+                None => crate::ops::doctor(&root),
             };
             let mut failed = false;
             for c in &checks {
-                let tag = match (c.ok, c.required) {
-                    (true, _) => "ok  ",
-                    (false, true) => "FAIL",
-                    (false, false) => "warn",
-                };
-                failed |= !c.ok && c.required;
-                println!("{tag}  {:<28} {}", c.name, c.detail);
+                failed |= c.failed();
+                println!("{}  {:<28} {}", c.severity.tag(), c.label(), c.detail);
             }
             println!(
                 "{}",
@@ -509,7 +504,7 @@ fn state_root(dir: &Path) -> Result<PathBuf, String> {
 /// `~/.claude` exists for every Claude Code user and must not capture a project below home.
 fn project_dir(dir: &Path) -> PathBuf {
     let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let user_config = crate::setup::user_config_dir().and_then(|d| std::fs::canonicalize(d).ok());
+    let user_config = crate::ops::user_config_dir().and_then(|d| std::fs::canonicalize(d).ok());
     let is_project_claude = |a: &Path| {
         let c = a.join(".claude");
         c.is_dir() && std::fs::canonicalize(&c).ok() != user_config

@@ -16,6 +16,6 @@ pub mod fsutil;
 pub mod gate;
 pub mod hook;
 pub mod ledger;
+pub mod ops;
 pub mod par;
 pub mod reason;
-pub mod setup;
