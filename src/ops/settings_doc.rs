@@ -5,7 +5,7 @@ use super::wiring::{is_ours, restricting_matcher, EVENTS, TIMEOUT_S};
 use serde_json::Value;
 use std::path::Path;
 
-/// Why a settings document cannot take the hook block; each says to fix the file by hand.
+/// Why a settings document cannot take the hook block: its shape is not what Claude Code reads.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MergeError {
     #[error("the settings file is not a JSON object; fix it by hand first")]
