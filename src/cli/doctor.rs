@@ -22,18 +22,13 @@ pub fn run(a: Args) -> Exit {
     let root = project_dir(&a.dir);
     println!("project {}", root.display());
     let checks = match &a.command {
-        Some(c) => crate::setup::doctor_for(&root, c),
-        None => crate::setup::doctor(&root),
+        Some(c) => crate::ops::doctor_for(&root, c),
+        None => crate::ops::doctor(&root),
     };
     let mut failed = false;
     for c in &checks {
-        let tag = match (c.ok, c.required) {
-            (true, _) => "ok  ",
-            (false, true) => "FAIL",
-            (false, false) => "warn",
-        };
-        failed |= !c.ok && c.required;
-        println!("{tag}  {:<28} {}", c.name, c.detail);
+        failed |= c.failed();
+        println!("{}  {:<28} {}", c.severity.tag(), c.label(), c.detail);
     }
     if failed {
         println!("doctor: some required checks failed");

@@ -22,7 +22,7 @@ pub fn run(a: Args) -> Exit {
     }
     let root = project_dir(&a.dir);
     let command = a.command.as_deref();
-    match crate::setup::install(&root, a.local, command) {
+    match crate::ops::install(&root, a.local, command) {
         Ok((path, changes)) if changes.is_empty() => {
             println!(
                 "{} already wires attenu-hook for every event; nothing changed",
@@ -44,7 +44,7 @@ pub fn run(a: Args) -> Exit {
                     .display(),
                 // A wrapper is not recognisable as attenu-hook by its name.
                 command
-                    .filter(|c| *c != crate::setup::default_command())
+                    .filter(|c| *c != crate::ops::default_command())
                     .map(|c| format!(" --command '{}'", c.replace('\'', "'\\''")))
                     .unwrap_or_default()
             );
@@ -61,19 +61,19 @@ pub fn run(a: Args) -> Exit {
 fn warn_if_not_run(root: &Path, command: Option<&str>) {
     let command = command
         .map(str::to_string)
-        .unwrap_or_else(crate::setup::default_command);
-    let checks = crate::setup::doctor_for(root, &command);
-    let failed = |c: &&crate::setup::Check| !c.ok && c.required;
+        .unwrap_or_else(crate::ops::default_command);
+    let checks = crate::ops::doctor_for(root, &command);
+    let failed = |c: &&crate::ops::Check| c.failed();
     // With hooks turned off every event reads as unwired; the cause is the one thing to say.
     let off: Vec<_> = checks
         .iter()
         .filter(failed)
-        .filter(|c| c.name == "hooks-enabled")
+        .filter(|c| c.id == crate::ops::CheckId::HooksEnabled)
         .collect();
     let wiring: Vec<_> = checks
         .iter()
         .filter(failed)
-        .filter(|c| c.name.starts_with("wired:"))
+        .filter(|c| c.id == crate::ops::CheckId::Wired)
         .collect();
     let shown = if off.is_empty() { wiring } else { off };
     if let Some(first) = shown.first() {

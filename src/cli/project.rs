@@ -22,7 +22,7 @@ pub fn state_root(dir: &Path) -> Result<PathBuf, String> {
 /// `~/.claude` exists for every Claude Code user and must not capture a project below home.
 pub fn project_dir(dir: &Path) -> PathBuf {
     let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let user_config = crate::setup::user_config_dir().and_then(|d| std::fs::canonicalize(d).ok());
+    let user_config = crate::ops::user_config_dir().and_then(|d| std::fs::canonicalize(d).ok());
     let is_project_claude = |a: &Path| {
         let c = a.join(".claude");
         c.is_dir() && std::fs::canonicalize(&c).ok() != user_config

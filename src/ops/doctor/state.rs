@@ -1,0 +1,216 @@
+//! The checks of the project's own state: the configuration, the derived roster, and what
+//! `.attenu/` holds (its permissions and ledgers).
+
+use super::{Check, CheckId, Severity};
+use crate::config;
+use crate::derive::derive_project;
+use crate::ledger::store;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+/// Every check of the project's state, in order: configuration, reviewers, derivation, then
+/// `.attenu/`'s permissions and ledgers.
+pub(super) fn checks(dir: &Path) -> Vec<Check> {
+    let mut out = Vec::new();
+    let attenu = dir.join(".attenu");
+    match config::load(&attenu) {
+        Ok(c) => {
+            out.push(Check::new(
+                CheckId::Config,
+                Severity::Ok,
+                "valid (or defaults)",
+            ));
+            out.extend(reviewer_check(&attenu, &c));
+        }
+        Err(e) => out.push(Check::new(
+            CheckId::Config,
+            Severity::Fail,
+            format!("{e}; every call would be denied until it is fixed"),
+        )),
+    }
+    match config::load(&attenu)
+        .and_then(|c| derive_project(dir, &c.agents).map_err(|e| e.to_string()))
+    {
+        Ok(r) if r.problems.is_empty() => out.push(Check::new(
+            CheckId::Derive,
+            Severity::Ok,
+            format!("{} agents, digest {}", r.agents.len(), &r.digest[..12]),
+        )),
+        Ok(r) => out.push(Check::new(
+            CheckId::Derive,
+            Severity::Warn,
+            format!("{} problem(s): {}", r.problems.len(), r.problems.join("; ")),
+        )),
+        Err(e) => out.push(Check::new(CheckId::Derive, Severity::Fail, e)),
+    }
+    if attenu.exists() {
+        out.extend(permission_checks(&attenu));
+        out.extend(ledger_checks(&attenu));
+    } else {
+        out.push(Check::new(
+            CheckId::State,
+            Severity::Ok,
+            ".attenu/ does not exist yet; the first hook call creates it (0700)",
+        ));
+    }
+    out
+}
+
+/// A reviewer whose key is the project's own anchor key: `.attenu/anchor.key` is readable by
+/// the user Claude Code runs as, so anything that can read it could sign authorizations.
+fn reviewer_check(attenu: &Path, c: &config::Config) -> Option<Check> {
+    if c.gate.reviewers.is_empty() {
+        return None;
+    }
+    let anchor = crate::evidence::keys::load(&attenu.join("anchor.key")).ok()?;
+    let public = crate::ledger::chain::hex(anchor.verifying().as_bytes());
+    let named: Vec<&str> = c
+        .gate
+        .reviewers
+        .iter()
+        .filter(|(_, k)| k.eq_ignore_ascii_case(&public))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    Some(if named.is_empty() {
+        Check::new(
+            CheckId::GateReviewers,
+            Severity::Ok,
+            format!(
+                "{} reviewer key(s), none of them the project's anchor key",
+                c.gate.reviewers.len()
+            ),
+        )
+    } else {
+        Check::new(
+            CheckId::GateReviewers,
+            Severity::Fail,
+            format!(
+                "[gate] reviewers {} is the project's own anchor key (.attenu/anchor.key), which anything running as this user can read, so anything could sign authorizations; make a reviewer key outside the project with `attenu-hook keygen --out FILE` and configure its public key instead",
+                named.join(", ")
+            ),
+        )
+    })
+}
+
+fn permission_checks(attenu: &Path) -> Vec<Check> {
+    let mut out = Vec::new();
+    let mode = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .map(|m| (m.permissions().mode() & 0o777, m.file_type().is_symlink()))
+    };
+    let is_dir = std::fs::symlink_metadata(attenu).is_ok_and(|m| m.is_dir());
+    let dir_check = |severity, detail: String| Check::new(CheckId::PermStateDir, severity, detail);
+    out.push(match mode(attenu) {
+        Ok((_, true)) => dir_check(
+            Severity::Fail,
+            ".attenu is a symlink; replace it with a real directory".into(),
+        ),
+        Ok(_) if !is_dir => dir_check(
+            Severity::Fail,
+            ".attenu is not a directory, so every hook call is denied; move it aside".into(),
+        ),
+        Ok((m, _)) if m & 0o077 != 0 => dir_check(
+            Severity::Fail,
+            format!(".attenu is {m:o}; run `chmod 700 .attenu`"),
+        ),
+        Ok(_) => dir_check(Severity::Ok, "0700".into()),
+        Err(e) => dir_check(Severity::Fail, e.to_string()),
+    });
+    for e in std::fs::read_dir(attenu).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let secret = name == "anchor.key"
+            || name.starts_with("ledger-")
+            || name.starts_with("gate.sqlite")
+            || name.starts_with("bundle-");
+        if !secret {
+            continue;
+        }
+        let detail = match mode(&e.path()) {
+            Ok((_, true)) => format!("{name} is a symlink; move it aside"),
+            Ok((m, _)) if m & 0o077 != 0 => {
+                format!("{name} is {m:o}; run `chmod 600 .attenu/{name}`")
+            }
+            _ => continue,
+        };
+        out.push(Check::about(
+            CheckId::PermFile,
+            name,
+            Severity::Fail,
+            detail,
+        ));
+    }
+    if out.len() == 1 && out[0].severity == Severity::Ok {
+        out.push(Check::new(
+            CheckId::PermFiles,
+            Severity::Ok,
+            "keys, ledgers, bundles and the gate database are 0600",
+        ));
+    }
+    out
+}
+
+fn ledger_checks(attenu: &Path) -> Vec<Check> {
+    // Loaded, never created: without the key no checkpoint can be checked, only the chains.
+    let mac_key = crate::evidence::keys::load(&attenu.join("anchor.key"))
+        .ok()
+        .map(|k| k.checkpoint_mac_key());
+    let mut names: Vec<_> = std::fs::read_dir(attenu)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("ledger-") && n.ends_with(".jsonl"))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .filter_map(|name| ledger_check(attenu, name, mac_key.as_ref()))
+        .collect()
+}
+
+/// The check of ledger `name`, or `None` when it is not there (or not a regular file) now.
+fn ledger_check(attenu: &Path, name: String, mac_key: Option<&[u8; 32]>) -> Option<Check> {
+    let state_name = name.replace(".jsonl", ".state.json");
+    // The checkpoint before the ledger: a hook writes the ledger (and fsyncs it) before its
+    // checkpoint, so a ledger read after its checkpoint is never older than it.
+    let checkpoint = mac_key.and_then(|key| {
+        let (sealed, _) =
+            crate::fs::read_owned(&attenu.join(&state_name), store::MAX_CHECKPOINT_BYTES)
+                .ok()??;
+        store::unseal_checkpoint(&sealed, key)
+    });
+    // Never through a symlink, never blocking on a FIFO; u64::MAX: a ledger has no bound.
+    let bytes = match crate::fs::read_owned(&attenu.join(&name), u64::MAX) {
+        Ok(Some((b, _))) => b,
+        Ok(None) => return None,
+        Err(e) => {
+            let detail = format!("cannot read: {}", String::from(e));
+            return Some(Check::about(CheckId::Ledger, name, Severity::Fail, detail));
+        }
+    };
+    let cut = store::whole_lines_len(&bytes);
+    // The chain first (an edit is reported where it is), then whether the file still holds
+    // what its checkpoint recorded (a cut or an older copy, which verify as chains).
+    let lost = checkpoint.filter(|c| !store::holds_checkpointed_prefix(c, &bytes));
+    let (severity, detail) = match (store::scan(&bytes[..cut]), lost) {
+        (Ok(_), Some(prior)) => (
+            Severity::Fail,
+            format!(
+                "no longer holds what its checkpoint records ({} bytes then, {} now): entries were removed, or an older copy was put back. Keep it and its checkpoint ({state_name}) for review, and move both aside to start a new ledger",
+                prior.stamp.len,
+                bytes.len(),
+            ),
+        ),
+        (Ok(s), None) => (
+            Severity::Ok,
+            format!(
+                "verifies: {} chain(s), {} entries{}",
+                s.chains.len(),
+                s.chains.iter().map(|c| c.entries).sum::<u64>(),
+                if cut < bytes.len() { "; a torn final line will be moved aside by the next call" } else { "" }
+            ),
+        ),
+        (Err(e), _) => (Severity::Fail, format!("does not verify ({e}); move it and its checkpoint ({state_name}) aside to start a new ledger, keep them for review")),
+    };
+    Some(Check::about(CheckId::Ledger, name, severity, detail))
+}

@@ -1,0 +1,257 @@
+//! `attenu-hook install`: wires the hook into the project's `.claude/settings.json` (or
+//! `settings.local.json`), changing only what the hook needs.
+
+use super::plugins::{installed_plugin_hooks, plugins_on, PluginOn};
+use super::settings_doc::{merge, Doc, MergeError};
+use super::shell::shell_quote;
+use super::wiring::default_command;
+use std::io;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Why `install` wrote nothing, and what to do instead.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("{} is not a directory; pass the project's root directory", .0.display())]
+    NotADirectory(PathBuf),
+    #[error("cannot resolve {} ({source})", .path.display())]
+    Resolve { path: PathBuf, source: io::Error },
+    #[error("the attenu-hook plugin ({key}) is turned on in `enabledPlugins` and installed, and it already wires the hook for every event; wiring it in settings as well would record every call twice (and deny a gated call's second claim as a replay). Use one: keep the plugin (`attenu-hook doctor` checks it), or turn it off, then run install again")]
+    PluginWires { key: String },
+    #[error("{problem}, and install does not run as root where another user controls a directory it writes through (what root writes there could be redirected); {remedy}")]
+    UnsafeForRoot { problem: String, remedy: String },
+    #[error("cannot create {}: {source}", .path.display())]
+    CreateDir { path: PathBuf, source: io::Error },
+    #[error("{} is a symbolic link{}; install does not write through links. Add the hook block to the file it points to (see `attenu-hook install` in README.md), or replace the link with a regular file", .path.display(), link_target(.target))]
+    SymbolicLink {
+        path: PathBuf,
+        target: Option<PathBuf>,
+    },
+    #[error("cannot read {}: {source}; make it readable by this user (or run install as its owner), then run install again", .path.display())]
+    Open { path: PathBuf, source: io::Error },
+    #[error("cannot inspect {}: {source}", .path.display())]
+    Inspect { path: PathBuf, source: io::Error },
+    #[error("{} is not a regular file; move it aside, then run install again", .0.display())]
+    NotAFile(PathBuf),
+    #[error("cannot read {}: {source}; it must be UTF-8 JSON, readable by this user", .path.display())]
+    Read { path: PathBuf, source: io::Error },
+    #[error("{} is not a JSON object; refusing to guess. Fix it, then run install again", .0.display())]
+    NotAnObject(PathBuf),
+    #[error("{} is not valid JSON ({source}); refusing to guess. Fix it, then run install again", .path.display())]
+    NotJson {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error(transparent)]
+    Merge(#[from] MergeError),
+    #[error("cannot write {}: {source}; nothing was changed", .path.display())]
+    Write { path: PathBuf, source: io::Error },
+}
+
+fn link_target(target: &Option<PathBuf>) -> String {
+    target
+        .as_ref()
+        .map(|t| format!(" to {}", t.display()))
+        .unwrap_or_default()
+}
+
+/// `attenu-hook install [DIR] [--local] [--command CMD]`, with `dir` the project's root (the
+/// CLI finds it). Writes only when something changes, atomically, keeping the file's mode, group
+/// and (run as root, which it is only in a project root owns) owner; a settings file that is a
+/// symbolic link is refused, never written through or replaced.
+pub fn install(
+    dir: &Path,
+    local: bool,
+    command: Option<&str>,
+) -> Result<(PathBuf, Vec<String>), InstallError> {
+    if !dir.is_dir() {
+        return Err(InstallError::NotADirectory(dir.into()));
+    }
+    // Every path below is resolved once, here: the root checks then cover each directory
+    // the write goes through.
+    let dir = &std::fs::canonicalize(dir).map_err(|source| InstallError::Resolve {
+        path: dir.into(),
+        source,
+    })?;
+    let wiring_plugin = plugins_on(dir).into_iter().find(|p| {
+        p.install_path
+            .as_ref()
+            .is_ok_and(|r| !installed_plugin_hooks(r).docs.is_empty())
+    });
+    if let Some(PluginOn { key, .. }) = wiring_plugin {
+        return Err(InstallError::PluginWires { key });
+    }
+    // Root (`sudo attenu-hook install`) in another user's project would write root's files
+    // into directories that user controls, where a symbolic link swapped in at the right
+    // moment redirects whatever root creates or hands over. The project's owner runs it.
+    let as_root = crate::fs::current_uid() == Some(0);
+    if as_root {
+        if let Some((problem, remedy)) = unsafe_for_root(dir) {
+            return Err(InstallError::UnsafeForRoot { problem, remedy });
+        }
+    }
+    let claude = dir.join(".claude");
+    std::fs::create_dir_all(&claude).map_err(|source| InstallError::CreateDir {
+        path: claude.clone(),
+        source,
+    })?;
+    let path = claude.join(if local {
+        "settings.local.json"
+    } else {
+        "settings.json"
+    });
+    let (keep, text) = open_settings(&path, as_root)?;
+    let mut doc = parse_settings(&path, text)?;
+    let explicit = command.is_some();
+    let command = command.map(str::to_string).unwrap_or_else(default_command);
+    let changes = merge(&mut doc, &command, explicit, dir)?;
+    if !changes.is_empty() {
+        let text = serde_json::to_string_pretty(&doc).expect("JSON") + "\n";
+        // The old file's mode (a private settings.local.json stays private) and owner (one
+        // that `sudo attenu-hook install` rewrote stays its user's to edit).
+        crate::fs::replace_keeping(&path, text.as_bytes(), keep).map_err(|source| {
+            InstallError::Write {
+                path: path.clone(),
+                source,
+            }
+        })?;
+    }
+    Ok((path, changes))
+}
+
+/// The settings file's text (`None` when there is none yet) and what its replacement keeps.
+fn open_settings(
+    path: &Path,
+    as_root: bool,
+) -> Result<(crate::fs::Keep, Option<String>), InstallError> {
+    // One descriptor, opened without following a link: what is checked is what is read.
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    let mut f = match opened {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            // A new file gets the mode an editor would give it.
+            let keep = crate::fs::Keep {
+                mode: 0o644,
+                uid: None,
+                gid: None,
+            };
+            return Ok((keep, None));
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(InstallError::SymbolicLink {
+                path: path.into(),
+                target: std::fs::read_link(path).ok(),
+            });
+        }
+        Err(source) => {
+            return Err(InstallError::Open {
+                path: path.into(),
+                source,
+            })
+        }
+        Ok(f) => f,
+    };
+    let m = f.metadata().map_err(|source| InstallError::Inspect {
+        path: path.into(),
+        source,
+    })?;
+    if !m.is_file() {
+        return Err(InstallError::NotAFile(path.into()));
+    }
+    let mut text = String::new();
+    io::Read::read_to_string(&mut f, &mut text).map_err(|source| InstallError::Read {
+        path: path.into(),
+        source,
+    })?;
+    let keep = crate::fs::Keep {
+        mode: m.permissions().mode() & 0o7777,
+        // Only root can give a file away; anyone else writes it as their own, as an
+        // editor would, keeping its group where they are in it.
+        uid: as_root.then(|| m.uid()),
+        gid: Some(m.gid()),
+    };
+    Ok((keep, Some(text)))
+}
+
+/// The settings document in `text`: an empty or missing file is an empty object; anything
+/// but a JSON object is refused rather than guessed at.
+fn parse_settings(path: &Path, text: Option<String>) -> Result<Doc, InstallError> {
+    match text {
+        None => Ok(Doc::Obj(vec![])),
+        Some(text) if text.trim().is_empty() => Ok(Doc::Obj(vec![])),
+        Some(text) => match serde_json::from_str::<Doc>(text.trim_start_matches('\u{feff}')) {
+            Ok(m @ Doc::Obj(_)) => Ok(m),
+            Ok(_) => Err(InstallError::NotAnObject(path.into())),
+            Err(source) => Err(InstallError::NotJson {
+                path: path.into(),
+                source,
+            }),
+        },
+    }
+}
+
+/// Why root must not write `.claude/settings.json` under the canonical `dir`, and what to do
+/// instead: a directory on the way that a user other than root could change. The project and
+/// its `.claude` must be root's, writable by root only, and `.claude` a real directory; each
+/// directory above the project must be root's and writable by root only, or sticky (like
+/// `/tmp`, where no one else can rename root's entries). As `dir` is canonical, these are all
+/// the directories on the way, and none of them is a link.
+fn unsafe_for_root(dir: &Path) -> Option<(String, String)> {
+    let places = [(dir.to_path_buf(), false), (dir.join(".claude"), false)]
+        .into_iter()
+        .chain(dir.ancestors().skip(1).map(|a| (a.to_path_buf(), true)));
+    for (path, is_above) in places {
+        let Ok(m) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let shown = path.display();
+        if m.file_type().is_symlink() {
+            return Some((
+                format!("{shown} is a symbolic link"),
+                "replace it with the directory it points to, or run install as the user who owns that directory".into(),
+            ));
+        }
+        let owner = m.uid();
+        if owner != 0 {
+            let example = format!(
+                "for example `sudo -u '#{owner}' attenu-hook install {}`",
+                shell_quote(&dir.display().to_string())
+            );
+            return Some(if is_above {
+                (
+                    format!("{shown}, a directory above the project, belongs to uid {owner}"),
+                    "move the project out of it, or run install as a user who owns the project"
+                        .into(),
+                )
+            } else if path == dir {
+                (
+                    format!("{shown} belongs to uid {owner}"),
+                    format!("run install as the project's owner, {example}"),
+                )
+            } else {
+                (
+                    format!("{shown} belongs to uid {owner}"),
+                    format!("run install as its owner, {example}"),
+                )
+            });
+        }
+        let sticky = m.mode() & 0o1000 != 0;
+        let writers = match (m.mode() & 0o020 != 0, m.mode() & 0o002 != 0) {
+            _ if is_above && sticky => continue,
+            (true, true) => "its group and by others",
+            (true, false) => "its group",
+            (false, true) => "others",
+            (false, false) => continue,
+        };
+        return Some((
+            format!("{shown} is writable by {writers}"),
+            format!(
+                "make it writable by its owner only (`chmod go-w {}`), or run install as the user who should own the project",
+                shell_quote(&path.display().to_string())
+            ),
+        ));
+    }
+    None
+}

@@ -1,0 +1,24 @@
+//! Operator setup: `install` wires the hook into `.claude/settings.json`; `doctor` checks the
+//! wiring, the command, permissions, configuration, derivation and ledgers.
+//!
+//! - `install`: writing the wiring; `settings_doc`: the document it edits, and the merge.
+//! - `doctor`: the checks, each a typed [`Check`].
+//! - `wiring`: which handlers are ours and whether one makes Claude Code wait for the hook;
+//!   `shell`: their commands as a shell reads them.
+//! - `plugins`: the attenu-hook plugin as Claude Code loads it; `settings_files`: where
+//!   Claude Code keeps its settings.
+
+mod doctor;
+mod install;
+mod plugins;
+mod settings_doc;
+mod settings_files;
+mod shell;
+mod wiring;
+
+pub use doctor::{doctor, doctor_for, Check, CheckId, Severity};
+pub use install::{install, InstallError};
+pub use settings_doc::{merge, Doc, MergeError};
+pub use settings_files::user_config_dir;
+pub use shell::resolve_command;
+pub use wiring::{default_command, EVENTS, TIMEOUT_S};
