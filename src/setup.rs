@@ -1490,6 +1490,7 @@ pub fn doctor_for(dir: &Path, ours: &str) -> Vec<Check> {
         )),
     }
     match config::load(&attenu)
+        .map_err(|e| e.to_string())
         .and_then(|c| derive_project(dir, &c.agents).map_err(|e| e.to_string()))
     {
         Ok(r) if r.problems.is_empty() => out.push(check(

@@ -273,7 +273,7 @@ pub fn handle_bytes(input: &[u8], started: Instant, set_deadline: &dyn Fn(Instan
         });
     }
     if let Err(e) = fsutil::ensure_private_dir(&attenu) {
-        return fail(Reason::new(Code::StateDirUnsafe, e));
+        return fail(Reason::new(Code::StateDirUnsafe, e.to_string()));
     }
     let config = match config::load(&attenu) {
         Ok(c) => c,
@@ -355,7 +355,7 @@ impl Ctx<'_> {
             return Ok(*k);
         }
         let k = keys::checkpoint_mac_key(self.attenu)
-            .map_err(|e| Reason::new(Code::KeyUnavailable, e))?;
+            .map_err(|e| Reason::new(Code::KeyUnavailable, e.to_string()))?;
         Ok(*self.mac_key.get_or_init(|| k))
     }
 
@@ -491,7 +491,7 @@ fn pre_tool_use(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     if p.tool_name == "Grep" && p.agent_id.is_some() {
         // Before a subagent's search can reach the anchor key; see `fsutil::STATE_IGNORE_FILE`.
         fsutil::ensure_search_ignore(ctx.attenu)
-            .map_err(|e| Reason::new(Code::StateDirUnsafe, e))?;
+            .map_err(|e| Reason::new(Code::StateDirUnsafe, e.to_string()))?;
     }
     let roster = ctx.roster()?;
     test_pause("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK");
@@ -790,9 +790,10 @@ fn stop(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
             ledger.append(done).map_err(store_reason)?;
         }
     }
-    let key = keys::load_or_create(ctx.attenu).map_err(|e| Reason::new(Code::KeyUnavailable, e))?;
+    let key = keys::load_or_create(ctx.attenu)
+        .map_err(|e| Reason::new(Code::KeyUnavailable, e.to_string()))?;
     let written = bundle::export_locked(&ledger, &key, None)
-        .map_err(|e| Reason::new(Code::LedgerWriteFailed, e))?;
+        .map_err(|e| Reason::new(Code::LedgerWriteFailed, e.to_string()))?;
     if written.is_empty() {
         // An empty ledger (opened, nothing recorded yet) has no chain to sign.
         return Ok(Answer::none());
