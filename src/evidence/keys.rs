@@ -274,3 +274,38 @@ pub fn generate_to(path: &Path) -> Result<AnchorKey, KeyError> {
     }
     Ok(AnchorKey { signing, kid })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `keygen`'s refusals print what the `String` errors they replaced printed.
+    #[test]
+    fn keygen_says_how_to_fix_the_path() {
+        let dir = std::env::temp_dir().join(format!("attenu-keys-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let missing = dir.join("absent");
+        let path = missing.join("k");
+        let e = generate_to(&path).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "cannot create {}: {}; its directory does not exist: create it first (`mkdir -p -m 700 {}`)",
+                path.display(),
+                std::io::Error::from_raw_os_error(libc::ENOENT),
+                missing.display()
+            )
+        );
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("k");
+        generate_to(&path).unwrap();
+        assert_eq!(
+            generate_to(&path).err().unwrap().to_string(),
+            format!(
+                "{} already exists; choose another path (a key is never overwritten)",
+                path.display()
+            )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -497,3 +497,47 @@ pub fn allowed_claim(
     .and_then(|mut st| st.exists(params![tool_use_id, session_id]))
     .map_err(DbError::from)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed errors print what the `String` errors they replaced printed.
+    #[test]
+    fn duration_errors_say_what_to_write() {
+        let text = |s: &str| parse_duration(s).unwrap_err().to_string();
+        assert_eq!(text(" 5x "), "'5x' has an unknown unit (use s, m, h or d)");
+        assert_eq!(
+            text("m"),
+            "'m' is not a duration (use seconds, or 90s, 10m, 2h, 1d)"
+        );
+        assert_eq!(
+            text("0m"),
+            "an authorization must be valid for at least one second"
+        );
+        assert_eq!(
+            text("367d"),
+            "'367d' is longer than an authorization may last (366d); issue a new one when it runs out"
+        );
+        assert_eq!(parse_duration("2h"), Ok(7_200_000));
+    }
+
+    #[test]
+    fn a_refusal_names_the_counts_it_found() {
+        let e = Refusal::UsesChanged {
+            signed: 1,
+            used: 0,
+            left: 5,
+        };
+        assert_eq!(
+            e.to_string(),
+            "its signed use count is 1, 0 already used, but the database says 5 left; the row was changed"
+        );
+        assert_eq!(
+            input_digest(&json!({"a": 1}), Some("zz"))
+                .unwrap_err()
+                .to_string(),
+            "the salt is not hex"
+        );
+    }
+}

@@ -239,3 +239,42 @@ fn recorded_before(
             (text("outcome"), text("evidence"))
         }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed errors print what the `String` errors they replaced printed.
+    #[test]
+    fn an_unbindable_resolution_says_how_to_close_it() {
+        let why = Unbindable::NotOpen {
+            tool_use_id: None,
+            session: "s1".into(),
+        };
+        assert_eq!(
+            why.to_string(),
+            "its call (tool_use_id none) is not open on the current chain of session s1"
+        );
+        assert_eq!(
+            ResolveError::NotBindable { id: 4, why }.to_string(),
+            "marker 4 cannot be recorded on the ledger: its call (tool_use_id none) is not open on the current chain of session s1. Nothing was changed. To close it in the gate database only, with what you found, run the same command with --unbound"
+        );
+        assert_eq!(
+            reconcile::ReconcileError::AlreadyResolved {
+                id: 2,
+                outcome: None
+            }
+            .to_string(),
+            "marker 2 is already resolved ()"
+        );
+        assert_eq!(
+            ResolveError::ResolvedMeanwhile {
+                id: 2,
+                outcome: "executed".into(),
+                evidence: "ticket \"7\"".into()
+            }
+            .to_string(),
+            r#"marker 2 was resolved meanwhile, as executed with evidence "ticket \"7\""; nothing was changed"#
+        );
+    }
+}
