@@ -5,7 +5,7 @@
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -108,19 +108,48 @@ impl Default for Config {
     }
 }
 
+/// Why the configuration cannot be used; each message says what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file is not one the hook may read (a symlink, another user's), or reading failed.
+    #[error(transparent)]
+    Read(#[from] crate::fs::ReadError),
+    #[error("{} is not UTF-8 text", .path.display())]
+    NotUtf8 { path: PathBuf },
+    #[error(".attenu/ has both config.toml and config.json; keep one so there is no doubt which applies")]
+    BothFiles,
+    #[error(".attenu/config.toml is invalid: {}", one_line(&.0.to_string()))]
+    InvalidToml(#[source] toml::de::Error),
+    #[error(".attenu/config.json is invalid: {0}")]
+    InvalidJson(#[source] serde_json::Error),
+    #[error("lock_timeout_ms must be between 1 and 60000")]
+    LockTimeout,
+    #[error("deadline_ms must be between 100 and 600000")]
+    Deadline,
+    #[error("{key} has '{pattern}', which is not a scope pattern (for example exec.bash or mcp.payments.*)")]
+    NotAScopePattern { key: String, pattern: String },
+    /// `hint` says how to write a pattern that matches what was meant.
+    #[error("{key} has '{pattern}', which no tool call's scope can match, so it would gate nothing; {hint}")]
+    GatesNothing {
+        key: String,
+        pattern: String,
+        hint: String,
+    },
+    #[error("gate.reviewers.{name} must be a 64-hex Ed25519 public key")]
+    ReviewerKey { name: String },
+}
+
 /// Loads the configuration of the project whose state directory is `attenu_dir`. No file means
 /// the defaults; an unreadable or invalid file is an error with a sentence that says what to fix.
-pub fn load(attenu_dir: &Path) -> Result<Config, String> {
+pub fn load(attenu_dir: &Path) -> Result<Config, ConfigError> {
     let toml_path = attenu_dir.join("config.toml");
     let json_path = attenu_dir.join("config.json");
     let toml_text = read_optional(&toml_path)?;
     let json_text = read_optional(&json_path)?;
     let config = match (toml_text, json_text) {
-        (Some(_), Some(_)) => {
-            return Err(".attenu/ has both config.toml and config.json; keep one so there is no doubt which applies".into())
-        }
-        (Some(t), None) => toml::from_str::<Config>(&t).map_err(|e| format!(".attenu/config.toml is invalid: {}", one_line(&e.to_string())))?,
-        (None, Some(j)) => serde_json::from_str::<Config>(&j).map_err(|e| format!(".attenu/config.json is invalid: {e}"))?,
+        (Some(_), Some(_)) => return Err(ConfigError::BothFiles),
+        (Some(t), None) => toml::from_str::<Config>(&t).map_err(ConfigError::InvalidToml)?,
+        (None, Some(j)) => serde_json::from_str::<Config>(&j).map_err(ConfigError::InvalidJson)?,
         (None, None) => Config::default(),
     };
     validate(&config)?;
@@ -137,22 +166,23 @@ const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// Read like every other file in the state directory: never through a symlink (which could
 /// point the hook at a configuration outside `.attenu/`), never waiting on a FIFO, and only
 /// a regular file of this user.
-fn read_optional(path: &Path) -> Result<Option<String>, String> {
-    match crate::fs::read_owned(path, MAX_CONFIG_BYTES) {
-        Ok(Some((bytes, _))) => String::from_utf8(bytes)
+fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
+    match crate::fs::read_owned(path, MAX_CONFIG_BYTES)? {
+        Some((bytes, _)) => String::from_utf8(bytes)
             .map(Some)
-            .map_err(|_| format!("{} is not UTF-8 text", path.display())),
-        Ok(None) => Ok(None),
-        Err(e) => Err(String::from(e)),
+            .map_err(|_| ConfigError::NotUtf8 {
+                path: path.to_path_buf(),
+            }),
+        None => Ok(None),
     }
 }
 
-fn validate(c: &Config) -> Result<(), String> {
+fn validate(c: &Config) -> Result<(), ConfigError> {
     if c.lock_timeout_ms == 0 || c.lock_timeout_ms > 60_000 {
-        return Err("lock_timeout_ms must be between 1 and 60000".into());
+        return Err(ConfigError::LockTimeout);
     }
     if c.deadline_ms < 100 || c.deadline_ms > 600_000 {
-        return Err("deadline_ms must be between 100 and 600000".into());
+        return Err(ConfigError::Deadline);
     }
     let lists = std::iter::once(("gate.require".to_string(), &c.gate.require)).chain(
         c.gate
@@ -163,20 +193,23 @@ fn validate(c: &Config) -> Result<(), String> {
     for (key, patterns) in lists {
         for pattern in patterns {
             if !crate::derive::scopes::in_grammar(pattern) {
-                return Err(format!("{key} has '{pattern}', which is not a scope pattern (for example exec.bash or mcp.payments.*)"));
+                return Err(ConfigError::NotAScopePattern {
+                    key,
+                    pattern: pattern.clone(),
+                });
             }
             if let Err(hint) = crate::derive::scopes::reaches_a_call(pattern) {
-                return Err(format!(
-                    "{key} has '{pattern}', which no tool call's scope can match, so it would gate nothing; {hint}"
-                ));
+                return Err(ConfigError::GatesNothing {
+                    key,
+                    pattern: pattern.clone(),
+                    hint,
+                });
             }
         }
     }
     for (name, key) in &c.gate.reviewers {
         if key.len() != 64 || crate::ledger::chain::unhex(key).is_none() {
-            return Err(format!(
-                "gate.reviewers.{name} must be a 64-hex Ed25519 public key"
-            ));
+            return Err(ConfigError::ReviewerKey { name: name.clone() });
         }
     }
     Ok(())
@@ -190,7 +223,7 @@ mod tests {
     fn a_gate_pattern_that_matches_no_call_is_an_error_not_a_silent_ungate() {
         let require = |p: &str| {
             let c: Config = toml::from_str(&format!("[gate]\nrequire = [\"{p}\"]")).unwrap();
-            validate(&c)
+            validate(&c).map_err(|e| e.to_string())
         };
         for ok in [
             "exec.bash",

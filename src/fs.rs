@@ -13,21 +13,65 @@ const O_NOFOLLOW: i32 = libc::O_NOFOLLOW;
 /// Opening a FIFO put in a file's place must not hang the hook (no effect on a regular file).
 const O_NONBLOCK: i32 = libc::O_NONBLOCK;
 
+/// Why a path in the state directory is not one the hook may use, or could not be set up.
+/// Each message names the path and, where there is one, what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum FsError {
+    #[error("cannot inspect {}: {source}", .path.display())]
+    Inspect {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot create {}: {source}", .path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot fsync {}: {source}", .path.display())]
+    SyncDir {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{} is a symlink; the hook keeps its state only in a real directory. Replace it with a directory", .path.display())]
+    DirIsSymlink { path: PathBuf },
+    #[error("{} is not a directory; move it aside so the hook can create its state directory", .path.display())]
+    NotADirectory { path: PathBuf },
+    #[error("{} is owned by uid {owner}, not by this user (uid {uid}); the hook will not use state another user controls", .path.display())]
+    DirNotOwned { path: PathBuf, owner: u32, uid: u32 },
+    #[error("{} is writable by group or others; run `chmod 700 {}`", .path.display(), .path.display())]
+    DirWritableByOthers { path: PathBuf },
+    #[error("{} is readable by group or others and cannot be made private ({source}); run `chmod 700 {}`", .path.display(), .path.display())]
+    DirNotPrivate {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{} is a symlink; the hook never follows one in its state directory. Move it aside", .path.display())]
+    SymlinkRefused { path: PathBuf },
+    #[error("{} is not a regular file; move it aside", .path.display())]
+    NotRegular { path: PathBuf },
+    #[error("{} is owned by uid {owner}, not this user; move it aside", .path.display())]
+    NotOwned { path: PathBuf, owner: u32 },
+}
+
 /// Why opening `path` failed, when the cause is what is at `path` rather than the system:
 /// a symlink (refused by `O_NOFOLLOW`) or a directory where a file belongs.
-pub fn refused_open(path: &Path, e: &io::Error) -> Option<String> {
+pub fn refused_open(path: &Path, e: &io::Error) -> Option<FsError> {
     match e.raw_os_error() {
         // FreeBSD reports a refused symlink as EMLINK; Linux never returns it from open.
-        Some(libc::ELOOP | libc::EMLINK) => Some(symlink_refused(path)),
-        Some(libc::EISDIR) => Some(not_regular(path)),
+        Some(libc::ELOOP | libc::EMLINK) => Some(FsError::SymlinkRefused {
+            path: path.to_path_buf(),
+        }),
+        Some(libc::EISDIR) => Some(FsError::NotRegular {
+            path: path.to_path_buf(),
+        }),
         // Another user's file is not ours to open; say so rather than "permission denied".
         Some(libc::EACCES | libc::EPERM) => check_regular_file(path).err(),
         _ => None,
     }
-}
-
-fn not_regular(path: &Path) -> String {
-    format!("{} is not a regular file; move it aside", path.display())
 }
 
 /// The effective uid of this process, read from `/proc/self` (no libc needed); `None` where
@@ -40,7 +84,11 @@ pub fn current_uid() -> Option<u32> {
 
 /// Creates (0700) or checks the state directory: it must be a real directory, not a symlink,
 /// owned by this user, and not writable by group or others.
-pub fn ensure_private_dir(dir: &Path) -> Result<(), String> {
+pub fn ensure_private_dir(dir: &Path) -> Result<(), FsError> {
+    let inspect = |source| FsError::Inspect {
+        path: dir.to_path_buf(),
+        source,
+    };
     match fs::symlink_metadata(dir) {
         Ok(m) => check_private_dir(dir, &m),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -48,42 +96,46 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), String> {
                 // Its name must survive a crash with the key and ledgers written into it.
                 Ok(()) => {
                     if let Some(parent) = dir.parent() {
-                        sync_dir(parent)
-                            .map_err(|e| format!("cannot fsync {}: {e}", parent.display()))?;
+                        sync_dir(parent).map_err(|source| FsError::SyncDir {
+                            path: parent.to_path_buf(),
+                            source,
+                        })?;
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
+                Err(source) => {
+                    return Err(FsError::Create {
+                        path: dir.to_path_buf(),
+                        source,
+                    })
+                }
             }
-            let m = fs::symlink_metadata(dir)
-                .map_err(|e| format!("cannot inspect {}: {e}", dir.display()))?;
+            let m = fs::symlink_metadata(dir).map_err(inspect)?;
             check_private_dir(dir, &m)
         }
-        Err(e) => Err(format!("cannot inspect {}: {e}", dir.display())),
+        Err(e) => Err(inspect(e)),
     }
 }
 
-fn check_private_dir(dir: &Path, m: &fs::Metadata) -> Result<(), String> {
+fn check_private_dir(dir: &Path, m: &fs::Metadata) -> Result<(), FsError> {
+    let path = dir.to_path_buf();
     if m.file_type().is_symlink() {
-        return Err(format!("{} is a symlink; the hook keeps its state only in a real directory. Replace it with a directory", dir.display()));
+        return Err(FsError::DirIsSymlink { path });
     }
     if !m.is_dir() {
-        return Err(format!(
-            "{} is not a directory; move it aside so the hook can create its state directory",
-            dir.display()
-        ));
+        return Err(FsError::NotADirectory { path });
     }
     if let Some(uid) = current_uid() {
         if m.uid() != uid {
-            return Err(format!("{} is owned by uid {}, not by this user (uid {uid}); the hook will not use state another user controls", dir.display(), m.uid()));
+            return Err(FsError::DirNotOwned {
+                path,
+                owner: m.uid(),
+                uid,
+            });
         }
     }
     if m.mode() & 0o022 != 0 {
-        return Err(format!(
-            "{} is writable by group or others; run `chmod 700 {}`",
-            dir.display(),
-            dir.display()
-        ));
+        return Err(FsError::DirWritableByOthers { path });
     }
     if m.mode() & 0o077 != 0 {
         // Readable by others (a `mkdir .attenu` to write config.toml, a git checkout): this
@@ -94,65 +146,63 @@ fn check_private_dir(dir: &Path, m: &fs::Metadata) -> Result<(), String> {
             .custom_flags(O_NOFOLLOW | libc::O_DIRECTORY | libc::O_CLOEXEC)
             .open(dir)
             .and_then(|d| d.set_permissions(fs::Permissions::from_mode(0o700)));
-        if let Err(e) = tightened {
-            return Err(format!(
-                "{} is readable by group or others and cannot be made private ({e}); run `chmod 700 {}`",
-                dir.display(),
-                dir.display()
-            ));
+        if let Err(source) = tightened {
+            return Err(FsError::DirNotPrivate { path, source });
         }
     }
     Ok(())
 }
 
-fn symlink_refused(path: &Path) -> String {
-    format!(
-        "{} is a symlink; the hook never follows one in its state directory. Move it aside",
-        path.display()
-    )
-}
-
 /// Checks that `path`, if it exists, is a regular file owned by this user (never a symlink).
-pub fn check_regular_file(path: &Path) -> Result<bool, String> {
+pub fn check_regular_file(path: &Path) -> Result<bool, FsError> {
     match fs::symlink_metadata(path) {
         Ok(m) => {
             if m.file_type().is_symlink() {
-                return Err(symlink_refused(path));
+                return Err(FsError::SymlinkRefused {
+                    path: path.to_path_buf(),
+                });
             }
             check_owned_regular(path, &m)?;
             Ok(true)
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(format!("cannot inspect {}: {e}", path.display())),
+        Err(source) => Err(FsError::Inspect {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 
 /// `m` (of `path`) is a regular file owned by this user.
-pub fn check_owned_regular(path: &Path, m: &fs::Metadata) -> Result<(), String> {
+pub fn check_owned_regular(path: &Path, m: &fs::Metadata) -> Result<(), FsError> {
     if !m.is_file() {
-        return Err(not_regular(path));
+        return Err(FsError::NotRegular {
+            path: path.to_path_buf(),
+        });
     }
     if let Some(uid) = current_uid() {
         if m.uid() != uid {
-            return Err(format!(
-                "{} is owned by uid {}, not this user; move it aside",
-                path.display(),
-                m.uid()
-            ));
+            return Err(FsError::NotOwned {
+                path: path.to_path_buf(),
+                owner: m.uid(),
+            });
         }
     }
     Ok(())
 }
 
 /// Why a state file could not be read.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReadError {
     /// What is at the path is not a file the hook may use: a symlink, not a regular file, or
     /// another user's. The message says what to do.
+    #[error("{0}")]
     Refused(String),
     /// Larger than the caller's bound.
+    #[error("{0}")]
     TooLarge(String),
     /// The system failed to open or read it.
+    #[error("{0}")]
     Io(String),
 }
 
@@ -177,7 +227,7 @@ pub fn open_owned(path: &Path) -> Result<Option<(File, fs::Metadata)>, ReadError
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
             return Err(match refused_open(path, &e) {
-                Some(why) => ReadError::Refused(why),
+                Some(why) => ReadError::Refused(why.to_string()),
                 None => ReadError::Io(format!("cannot open {}: {e}", path.display())),
             })
         }
@@ -185,7 +235,7 @@ pub fn open_owned(path: &Path) -> Result<Option<(File, fs::Metadata)>, ReadError
     let m = file
         .metadata()
         .map_err(|e| ReadError::Io(format!("cannot inspect {}: {e}", path.display())))?;
-    check_owned_regular(path, &m).map_err(ReadError::Refused)?;
+    check_owned_regular(path, &m).map_err(|e| ReadError::Refused(e.to_string()))?;
     Ok(Some((file, m)))
 }
 
@@ -416,14 +466,15 @@ pub fn new_name_durable_with_file(dev: u64) -> bool {
 pub const STATE_IGNORE_FILE: &str = ".ignore";
 
 /// Creates [`STATE_IGNORE_FILE`] (`*`) in the state directory unless a regular file is there.
-pub fn ensure_search_ignore(dir: &Path) -> Result<(), String> {
+pub fn ensure_search_ignore(dir: &Path) -> Result<(), FsError> {
     let path = dir.join(STATE_IGNORE_FILE);
     if check_regular_file(&path)? {
         return Ok(());
     }
-    create_exclusive(&path, b"*\n", 0o600)
-        .map(|_| ())
-        .map_err(|e| format!("cannot create {}: {e}", path.display()))
+    match create_exclusive(&path, b"*\n", 0o600) {
+        Ok(_) => Ok(()),
+        Err(source) => Err(FsError::Create { path, source }),
+    }
 }
 
 /// Creates `path` with `bytes` only if it does not exist yet, atomically: concurrent callers
@@ -571,7 +622,7 @@ mod tests {
         }
         let e = open_read_append(&link).unwrap_err();
         assert!(
-            refused_open(&link, &e).is_some_and(|m| m.contains("is a symlink")),
+            refused_open(&link, &e).is_some_and(|m| m.to_string().contains("is a symlink")),
             "{e}"
         );
         let e = open_rw(&link).unwrap_err();

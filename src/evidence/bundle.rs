@@ -15,11 +15,58 @@ use super::keys::{self, AnchorKey};
 use super::verify::anchor_signing_input;
 use crate::clock as time;
 use crate::fs;
+use crate::ledger::canonical::CanonicalError;
 use crate::ledger::chain::{self, hex};
-use crate::ledger::store::{Ledger, SessionPaths};
+use crate::ledger::store::{Ledger, SessionPaths, StoreError};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// Why nothing (or not every bundle) was exported; each message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("chain does not verify ({0}); nothing was exported")]
+    ChainUnverified(#[source] chain::ChainBreak),
+    /// The anchor has no canonical form to sign.
+    #[error(transparent)]
+    Canonical(#[from] CanonicalError),
+    #[error(transparent)]
+    Serialize(#[from] serde_json::Error),
+    /// The ledger could not be opened or read under its lock.
+    #[error(transparent)]
+    Ledger(#[from] StoreError),
+    #[error(transparent)]
+    Key(#[from] keys::KeyError),
+    /// The verified state and the file disagree: never signed.
+    #[error("{}: {what} differs from its verified checkpoint, so nothing was exported. The ledger is untouched; this is a bug, please report it. Removing {} makes the next export re-verify the whole file from GENESIS", .ledger.display(), .state.display())]
+    Disagree {
+        ledger: PathBuf,
+        state: PathBuf,
+        what: &'static str,
+    },
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} has no .attenu/ directory; no hook call has been recorded there yet", .project.display())]
+    NoStateDir { project: PathBuf },
+    #[error("no ledger for session '{session}' in {}; `attenu-hook log --project {}` lists the sessions", .dir.display(), .project.display())]
+    NoLedger {
+        session: String,
+        dir: PathBuf,
+        project: PathBuf,
+    },
+    #[error("cannot list {}: {source}", .dir.display())]
+    List {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no session ledgers in {}", .dir.display())]
+    NoSessions { dir: PathBuf },
+}
 
 /// One bundle written.
 #[derive(Debug, Clone)]
@@ -35,9 +82,8 @@ pub fn build(
     key: &AnchorKey,
     index: usize,
     of: usize,
-) -> Result<Value, String> {
-    let head_hash = chain::verify_entries(&entries)
-        .map_err(|b| format!("chain does not verify ({b}); nothing was exported"))?;
+) -> Result<Value, ExportError> {
+    let head_hash = chain::verify_entries(&entries).map_err(ExportError::ChainUnverified)?;
     let chain_id = entries
         .first()
         .and_then(|e| e.get("chain_id"))
@@ -62,7 +108,7 @@ fn sign_anchor(
     len: usize,
     head: &str,
     key: &AnchorKey,
-) -> Result<Map<String, Value>, String> {
+) -> Result<Map<String, Value>, ExportError> {
     let mut anchor = Map::new();
     anchor.insert("v".into(), json!(2));
     anchor.insert("c14n".into(), json!("JCS"));
@@ -73,7 +119,7 @@ fn sign_anchor(
         json!(if len == 0 { "GENESIS" } else { head }),
     );
     anchor.insert("ts".into(), json!(time::now_ms()));
-    let sig = key.sign(&anchor_signing_input(&anchor).map_err(|e| e.to_string())?);
+    let sig = key.sign(&anchor_signing_input(&anchor)?);
     anchor.insert("kid".into(), json!(key.kid));
     anchor.insert("sig".into(), json!(hex(&sig)));
     anchor.insert("verified".into(), json!(true));
@@ -126,8 +172,8 @@ pub fn export_locked(
     ledger: &Ledger,
     key: &AnchorKey,
     out: Option<&Path>,
-) -> Result<Vec<Written>, String> {
-    let bytes = ledger.read_verified().map_err(|e| e.to_string())?;
+) -> Result<Vec<Written>, ExportError> {
+    let bytes = ledger.read_verified()?;
     let chains = &ledger.state.chains;
     let base = out.map(Path::to_path_buf).unwrap_or_else(|| {
         ledger
@@ -163,8 +209,7 @@ pub fn export_locked(
             .cloned()
             .unwrap_or(Value::Null);
         let anchor = sign_anchor(&info.chain_id, lines.len(), &info.head, key)?;
-        let rest = serde_json::to_vec(&envelope(&info.chain_id, anchor, i + 1, of, previous))
-            .map_err(|e| e.to_string())?;
+        let rest = serde_json::to_vec(&envelope(&info.chain_id, anchor, i + 1, of, previous))?;
         let mut text = Vec::with_capacity(span.len() + rest.len() + 16);
         text.extend_from_slice(b"{\"entries\":[");
         for (j, line) in lines.iter().enumerate() {
@@ -176,8 +221,9 @@ pub fn export_locked(
         text.extend_from_slice(b"],");
         text.extend_from_slice(&rest[1..]);
         let path = bundle_path(&base, i + 1);
-        fs::write_atomic(&path, &text, true)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        if let Err(source) = fs::write_atomic(&path, &text, true) {
+            return Err(ExportError::Write { path, source });
+        }
         written.push(Written {
             path,
             chain_id: info.chain_id.clone(),
@@ -188,12 +234,12 @@ pub fn export_locked(
 }
 
 /// The verified state and the file disagree: never sign in that case.
-fn disagree(paths: &SessionPaths, what: &str) -> String {
-    format!(
-        "{}: {what} differs from its verified checkpoint, so nothing was exported. The ledger is untouched; this is a bug, please report it. Removing {} makes the next export re-verify the whole file from GENESIS",
-        paths.ledger.display(),
-        paths.state.display()
-    )
+fn disagree(paths: &SessionPaths, what: &'static str) -> ExportError {
+    ExportError::Disagree {
+        ledger: paths.ledger.clone(),
+        state: paths.state.clone(),
+        what,
+    }
 }
 
 /// `attenu-hook export`: exports a session's bundles (the newest session when none is named).
@@ -201,41 +247,41 @@ pub fn export_session(
     project: &Path,
     session: Option<&str>,
     out: Option<&Path>,
-) -> Result<Vec<Written>, String> {
+) -> Result<Vec<Written>, ExportError> {
     let attenu = project.join(".attenu");
     if !attenu.is_dir() {
-        return Err(format!(
-            "{} has no .attenu/ directory; no hook call has been recorded there yet",
-            project.display()
-        ));
+        return Err(ExportError::NoStateDir {
+            project: project.to_path_buf(),
+        });
     }
     let paths = match session {
         Some(s) => SessionPaths::new(&attenu, s),
         None => newest_session(&attenu)?,
     };
     if !paths.ledger.exists() {
-        return Err(format!(
-            "no ledger for session '{}' in {}; `attenu-hook log --project {}` lists the sessions",
-            paths.name,
-            attenu.display(),
-            project.display()
-        ));
+        return Err(ExportError::NoLedger {
+            session: paths.name,
+            dir: attenu,
+            project: project.to_path_buf(),
+        });
     }
     let key = keys::load_or_create(&attenu)?;
     let ledger = Ledger::open(
         paths,
         key.checkpoint_mac_key(),
         Instant::now() + Duration::from_secs(10),
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     export_locked(&ledger, &key, out)
 }
 
 /// The session whose ledger was written most recently.
-pub fn newest_session(attenu: &Path) -> Result<SessionPaths, String> {
+pub fn newest_session(attenu: &Path) -> Result<SessionPaths, ExportError> {
     let mut best: Option<(std::time::SystemTime, String)> = None;
     for e in std::fs::read_dir(attenu)
-        .map_err(|e| format!("cannot list {}: {e}", attenu.display()))?
+        .map_err(|source| ExportError::List {
+            dir: attenu.to_path_buf(),
+            source,
+        })?
         .flatten()
     {
         let name = e.file_name().to_string_lossy().into_owned();
@@ -252,7 +298,9 @@ pub fn newest_session(attenu: &Path) -> Result<SessionPaths, String> {
             best = Some((modified, session.to_string()));
         }
     }
-    let (_, name) = best.ok_or_else(|| format!("no session ledgers in {}", attenu.display()))?;
+    let (_, name) = best.ok_or_else(|| ExportError::NoSessions {
+        dir: attenu.to_path_buf(),
+    })?;
     // The file name is already the sanitised form; rebuild paths from it directly.
     Ok(SessionPaths {
         dir: attenu.to_path_buf(),
@@ -307,14 +355,18 @@ mod tests {
         assert_eq!(written[0].entries, 2);
         // A state that claims a line the file does not hold is never signed.
         ledger.state.chains[0].entries = 3;
-        let err = export_locked(&ledger, &key, Some(&out)).unwrap_err();
+        let err = export_locked(&ledger, &key, Some(&out))
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("differs from its verified checkpoint"),
             "{err}"
         );
         ledger.state.chains[0].entries = 2;
         ledger.state.chains[0].chain_id = "c2".into();
-        let err = export_locked(&ledger, &key, Some(&out)).unwrap_err();
+        let err = export_locked(&ledger, &key, Some(&out))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("chain's id"), "{err}");
         drop(ledger);
         let _ = std::fs::remove_dir_all(attenu.parent().unwrap());

@@ -9,8 +9,9 @@ use crate::ledger::chain::{hex, unhex};
 use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use std::io;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub struct AnchorKey {
     pub signing: SigningKey,
@@ -44,9 +45,69 @@ fn mac_key_from_seed(seed: &[u8; 32]) -> [u8; 32] {
     h.finalize().into()
 }
 
+/// Why a key could not be read, created or checked; each message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// What is at the key's path is not a file the hook may use.
+    #[error(transparent)]
+    Unsafe(#[from] fs::FsError),
+    /// The key file could not be read (refused, or the system failed).
+    #[error(transparent)]
+    Read(fs::ReadError),
+    #[error("cannot read {}: it does not exist", .path.display())]
+    Missing { path: PathBuf },
+    #[error("{} is not a key file; restore it from a backup (never replace it silently: bundles signed with it would no longer match)", .path.display())]
+    NotAKeyFile { path: PathBuf },
+    #[error("{} is readable by others; run `chmod 600 {}`", .path.display(), .path.display())]
+    ReadableByOthers { path: PathBuf },
+    #[error("{} does not hold an EdDSA key; restore it from a backup", .path.display())]
+    NotEdDsa { path: PathBuf },
+    #[error("no randomness for a new anchor key: {0}")]
+    NoRandomnessForAnchor(getrandom::Error),
+    #[error("no randomness: {0}")]
+    NoRandomness(getrandom::Error),
+    #[error("cannot create {}: {source}", .path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// A new reviewer key could not be written; `missing_dir` is its directory when that
+    /// does not exist.
+    #[error("cannot create {}: {source}{}", .path.display(), missing_dir_hint(.missing_dir.as_deref()))]
+    CreateReviewerKey {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+        missing_dir: Option<PathBuf>,
+    },
+    #[error("{} already exists; choose another path (a key is never overwritten)", .path.display())]
+    Exists { path: PathBuf },
+    #[error("{} does not match anchor.key; one of them was replaced. Restore the pair from a backup, or move both aside to start a new key", .path.display())]
+    PublicMismatch { path: PathBuf },
+    #[error("cannot read {}: {source}", .path.display())]
+    ReadPublic {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{} is not an Ed25519 public key (anchor.pub JSON or 64 hex characters)", .path.display())]
+    NotAPublicKey { path: PathBuf },
+}
+
+fn missing_dir_hint(dir: Option<&Path>) -> String {
+    match dir {
+        Some(dir) => format!(
+            "; its directory does not exist: create it first (`mkdir -p -m 700 {}`)",
+            dir.display()
+        ),
+        None => String::new(),
+    }
+}
+
 /// The checkpoint MAC key for the hook's hot path: read from the seed alone, without the
 /// elliptic-curve work of loading the signing key (the key is created first if it is missing).
-pub fn checkpoint_mac_key(attenu_dir: &Path) -> Result<[u8; 32], String> {
+pub fn checkpoint_mac_key(attenu_dir: &Path) -> Result<[u8; 32], KeyError> {
     let key_path = attenu_dir.join("anchor.key");
     match fs::read_owned(&key_path, MAX_KEY_FILE_BYTES).map_err(|e| key_read_error(&key_path, e))? {
         Some((bytes, meta)) => Ok(mac_key_from_seed(&parse_seed(&key_path, &bytes, &meta)?.0)),
@@ -63,18 +124,21 @@ pub fn kid_for(public: &VerifyingKey) -> String {
 }
 
 /// Loads the anchor key, creating it (and `anchor.pub`) on first use.
-pub fn load_or_create(attenu_dir: &Path) -> Result<AnchorKey, String> {
+pub fn load_or_create(attenu_dir: &Path) -> Result<AnchorKey, KeyError> {
     let key_path = attenu_dir.join("anchor.key");
     if !fs::check_regular_file(&key_path)? {
         let mut seed = [0u8; 32];
-        getrandom::fill(&mut seed)
-            .map_err(|e| format!("no randomness for a new anchor key: {e}"))?;
+        getrandom::fill(&mut seed).map_err(KeyError::NoRandomnessForAnchor)?;
         let signing = SigningKey::from_bytes(&seed);
         let doc =
             json!({"alg": "EdDSA", "kid": kid_for(&signing.verifying_key()), "key": hex(&seed)});
         // Losing the race is fine: the winner's key is loaded below.
-        fs::create_exclusive(&key_path, doc.to_string().as_bytes(), 0o600)
-            .map_err(|e| format!("cannot create {}: {e}", key_path.display()))?;
+        if let Err(source) = fs::create_exclusive(&key_path, doc.to_string().as_bytes(), 0o600) {
+            return Err(KeyError::Create {
+                path: key_path,
+                source,
+            });
+        }
     }
     let key = load(&key_path)?;
     ensure_public(attenu_dir, &key)?;
@@ -82,7 +146,7 @@ pub fn load_or_create(attenu_dir: &Path) -> Result<AnchorKey, String> {
 }
 
 /// Loads an existing key file (the anchor key, or a reviewer key from `keygen`).
-pub fn load(path: &Path) -> Result<AnchorKey, String> {
+pub fn load(path: &Path) -> Result<AnchorKey, KeyError> {
     let (seed, kid) = read_seed(path)?;
     let signing = SigningKey::from_bytes(&seed);
     let kid = kid.unwrap_or_else(|| kid_for(&signing.verifying_key()));
@@ -93,24 +157,24 @@ pub fn load(path: &Path) -> Result<AnchorKey, String> {
 const MAX_KEY_FILE_BYTES: u64 = 64 * 1024;
 
 /// The seed and key id of a key file, after checking it is a private regular file.
-fn read_seed(path: &Path) -> Result<([u8; 32], Option<String>), String> {
+fn read_seed(path: &Path) -> Result<([u8; 32], Option<String>), KeyError> {
     let (bytes, meta) = fs::read_owned(path, MAX_KEY_FILE_BYTES)
         .map_err(|e| key_read_error(path, e))?
-        .ok_or_else(|| format!("cannot read {}: it does not exist", path.display()))?;
+        .ok_or_else(|| KeyError::Missing {
+            path: path.to_path_buf(),
+        })?;
     parse_seed(path, &bytes, &meta)
 }
 
 /// A key file far too large is not a key file: moving it aside would make the hook create a
 /// new key, so the advice is to restore it.
-fn key_read_error(path: &Path, e: fs::ReadError) -> String {
+fn key_read_error(path: &Path, e: fs::ReadError) -> KeyError {
     match e {
-        fs::ReadError::TooLarge(_) => not_a_key_file(path),
-        other => other.into(),
+        fs::ReadError::TooLarge(_) => KeyError::NotAKeyFile {
+            path: path.to_path_buf(),
+        },
+        other => KeyError::Read(other),
     }
-}
-
-fn not_a_key_file(path: &Path) -> String {
-    format!("{} is not a key file; restore it from a backup (never replace it silently: bundles signed with it would no longer match)", path.display())
 }
 
 /// The seed and key id in `bytes`, read from `path` whose metadata is `meta`.
@@ -118,26 +182,23 @@ fn parse_seed(
     path: &Path,
     bytes: &[u8],
     meta: &std::fs::Metadata,
-) -> Result<([u8; 32], Option<String>), String> {
+) -> Result<([u8; 32], Option<String>), KeyError> {
     if meta.permissions().mode() & 0o077 != 0 {
-        return Err(format!(
-            "{} is readable by others; run `chmod 600 {}`",
-            path.display(),
-            path.display()
-        ));
+        return Err(KeyError::ReadableByOthers {
+            path: path.to_path_buf(),
+        });
     }
-    let doc: Value = serde_json::from_slice(bytes).map_err(|_| not_a_key_file(path))?;
+    let doc: Value = serde_json::from_slice(bytes).map_err(|_| KeyError::NotAKeyFile {
+        path: path.to_path_buf(),
+    })?;
     let seed = doc
         .get("key")
         .and_then(Value::as_str)
         .and_then(unhex)
         .and_then(|b| <[u8; 32]>::try_from(b).ok())
         .filter(|_| doc.get("alg").and_then(Value::as_str) == Some("EdDSA"))
-        .ok_or_else(|| {
-            format!(
-                "{} does not hold an EdDSA key; restore it from a backup",
-                path.display()
-            )
+        .ok_or_else(|| KeyError::NotEdDsa {
+            path: path.to_path_buf(),
         })?;
     Ok((
         seed,
@@ -145,32 +206,32 @@ fn parse_seed(
     ))
 }
 
-fn ensure_public(attenu_dir: &Path, key: &AnchorKey) -> Result<(), String> {
+fn ensure_public(attenu_dir: &Path, key: &AnchorKey) -> Result<(), KeyError> {
     let pub_path = attenu_dir.join("anchor.pub");
     let doc = key.public_document();
     if !fs::check_regular_file(&pub_path)? {
-        fs::create_exclusive(&pub_path, doc.to_string().as_bytes(), 0o644)
-            .map_err(|e| format!("cannot create {}: {e}", pub_path.display()))?;
+        if let Err(source) = fs::create_exclusive(&pub_path, doc.to_string().as_bytes(), 0o644) {
+            return Err(KeyError::Create {
+                path: pub_path,
+                source,
+            });
+        }
     }
     let existing = read_public(&pub_path)?;
     if existing != key.verifying() {
-        return Err(format!(
-            "{} does not match anchor.key; one of them was replaced. Restore the pair from a backup, or move both aside to start a new key",
-            pub_path.display()
-        ));
+        return Err(KeyError::PublicMismatch { path: pub_path });
     }
     Ok(())
 }
 
 /// Reads a public key file: the `anchor.pub` JSON form, or a bare 64-hex line.
-pub fn read_public(path: &Path) -> Result<VerifyingKey, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    parse_public(&text).ok_or_else(|| {
-        format!(
-            "{} is not an Ed25519 public key (anchor.pub JSON or 64 hex characters)",
-            path.display()
-        )
+pub fn read_public(path: &Path) -> Result<VerifyingKey, KeyError> {
+    let text = std::fs::read_to_string(path).map_err(|source| KeyError::ReadPublic {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_public(&text).ok_or_else(|| KeyError::NotAPublicKey {
+        path: path.to_path_buf(),
     })
 }
 
@@ -185,26 +246,62 @@ pub fn parse_public(text: &str) -> Option<VerifyingKey> {
 }
 
 /// Writes a new reviewer key (0600) for `keygen`; refuses to overwrite.
-pub fn generate_to(path: &Path) -> Result<AnchorKey, String> {
+pub fn generate_to(path: &Path) -> Result<AnchorKey, KeyError> {
     let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed).map_err(|e| format!("no randomness: {e}"))?;
+    getrandom::fill(&mut seed).map_err(KeyError::NoRandomness)?;
     let signing = SigningKey::from_bytes(&seed);
     let kid = kid_for(&signing.verifying_key());
     let doc = json!({"alg": "EdDSA", "kid": kid, "key": hex(&seed)});
-    if !fs::create_exclusive(path, doc.to_string().as_bytes(), 0o600).map_err(|e| {
-        let hint = match path.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() && !dir.exists() => format!(
-                "; its directory does not exist: create it first (`mkdir -p -m 700 {}`)",
-                dir.display()
-            ),
-            _ => String::new(),
-        };
-        format!("cannot create {}: {e}{hint}", path.display())
-    })? {
-        return Err(format!(
-            "{} already exists; choose another path (a key is never overwritten)",
-            path.display()
-        ));
+    let created =
+        fs::create_exclusive(path, doc.to_string().as_bytes(), 0o600).map_err(|source| {
+            KeyError::CreateReviewerKey {
+                path: path.to_path_buf(),
+                source,
+                missing_dir: path
+                    .parent()
+                    .filter(|dir| !dir.as_os_str().is_empty() && !dir.exists())
+                    .map(Path::to_path_buf),
+            }
+        })?;
+    if !created {
+        return Err(KeyError::Exists {
+            path: path.to_path_buf(),
+        });
     }
     Ok(AnchorKey { signing, kid })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `keygen`'s refusals print what the `String` errors they replaced printed.
+    #[test]
+    fn keygen_says_how_to_fix_the_path() {
+        let dir = std::env::temp_dir().join(format!("attenu-keys-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let missing = dir.join("absent");
+        let path = missing.join("k");
+        let e = generate_to(&path).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "cannot create {}: {}; its directory does not exist: create it first (`mkdir -p -m 700 {}`)",
+                path.display(),
+                std::io::Error::from_raw_os_error(libc::ENOENT),
+                missing.display()
+            )
+        );
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("k");
+        generate_to(&path).unwrap();
+        assert_eq!(
+            generate_to(&path).err().unwrap().to_string(),
+            format!(
+                "{} already exists; choose another path (a key is never overwritten)",
+                path.display()
+            )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

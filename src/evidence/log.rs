@@ -3,7 +3,7 @@
 use crate::clock as time;
 use serde::Serialize;
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Row {
@@ -24,15 +24,29 @@ pub struct Read {
     pub unverified: Vec<String>,
 }
 
+/// Why `log` has nothing to show.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("cannot list {}: {source}; is this the project root?", .dir.display())]
+    List {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no ledger for session '{session}' in {}", .dir.display())]
+    NoSession { session: String, dir: PathBuf },
+    /// A ledger file is not one the hook may read, or reading it failed.
+    #[error(transparent)]
+    Read(#[from] crate::fs::ReadError),
+}
+
 /// Decision and outcome rows of one session (or all sessions), in ledger order.
-pub fn rows(project: &Path, session: Option<&str>) -> Result<Read, String> {
+pub fn rows(project: &Path, session: Option<&str>) -> Result<Read, LogError> {
     let attenu = project.join(".attenu");
     let mut files: Vec<_> = std::fs::read_dir(&attenu)
-        .map_err(|e| {
-            format!(
-                "cannot list {}: {e}; is this the project root?",
-                attenu.display()
-            )
+        .map_err(|source| LogError::List {
+            dir: attenu.clone(),
+            source,
         })?
         .flatten()
         .map(|e| e.path())
@@ -49,20 +63,18 @@ pub fn rows(project: &Path, session: Option<&str>) -> Result<Read, String> {
         ));
         files.retain(|p| *p == want);
         if files.is_empty() {
-            return Err(format!(
-                "no ledger for session '{s}' in {}",
-                attenu.display()
-            ));
+            return Err(LogError::NoSession {
+                session: s.to_string(),
+                dir: attenu,
+            });
         }
     }
     files.sort();
     let mut out = Read::default();
     for f in files {
         // Never through a symlink; u64::MAX: a ledger has no bound.
-        let bytes = match crate::fs::read_owned(&f, u64::MAX) {
-            Ok(Some((b, _))) => b,
-            Ok(None) => continue,
-            Err(e) => return Err(String::from(e)),
+        let Some((bytes, _)) = crate::fs::read_owned(&f, u64::MAX)? else {
+            continue;
         };
         // A torn final line is not yet verified or moved aside: the next hook call does that.
         let whole = crate::ledger::store::whole_lines_len(&bytes);

@@ -10,7 +10,7 @@
 //! after consumption is a denial, not a refund. In shadow mode the same search runs as a
 //! read ([`Use::DryRun`]): nothing is reserved or consumed.
 
-use super::db;
+use super::db::{self, DbError};
 use crate::clock as time;
 use crate::config::Config;
 use crate::evidence::keys;
@@ -21,12 +21,97 @@ use ed25519_dalek::{Signature, VerifyingKey};
 use rusqlite::{params, TransactionBehavior};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Why a tool input has no commitment an authorization can be bound to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DigestError {
+    #[error("the tool input has no canonical form: {0}")]
+    NotCanonical(#[source] canonical::CanonicalError),
+    #[error("the salt is not hex")]
+    SaltNotHex,
+}
+
+/// Why `--expires-in` is not a validity an authorization may have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("'{0}' is not a duration (use seconds, or 90s, 10m, 2h, 1d)")]
+    NotADuration(String),
+    #[error("'{0}' has an unknown unit (use s, m, h or d)")]
+    UnknownUnit(String),
+    #[error("an authorization must be valid for at least one second")]
+    Zero,
+    #[error(
+        "'{0}' is longer than an authorization may last (366d); issue a new one when it runs out"
+    )]
+    TooLong(String),
+}
+
+/// Why a reviewer's configured public key cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewerError {
+    #[error("'{name}' is not a reviewer in [gate] reviewers of .attenu/config.toml")]
+    NotConfigured { name: String },
+    #[error("bad reviewer key")]
+    BadKey,
+    #[error("reviewer '{name}' has an invalid public key: {source}")]
+    InvalidKey {
+        name: String,
+        #[source]
+        source: ed25519_dalek::SignatureError,
+    },
+}
+
+/// Why `attenu-hook authorize` stored nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthorizeError {
+    #[error(transparent)]
+    Reviewer(#[from] ReviewerError),
+    #[error(transparent)]
+    Key(#[from] keys::KeyError),
+    #[error("the key in {} is not reviewer '{reviewer}''s configured key; nothing was authorized", .key_path.display())]
+    NotReviewersKey { key_path: PathBuf, reviewer: String },
+    #[error("--uses must be at least 1")]
+    ZeroUses,
+    #[error("an authorization must be valid for between 1 second and 366 days")]
+    Validity,
+    /// No randomness for the id or the salt.
+    #[error("{0}")]
+    Randomness(#[from] crate::random::NoRandomness),
+    #[error(transparent)]
+    Digest(#[from] DigestError),
+    /// The authorization document has no canonical form to sign.
+    #[error(transparent)]
+    Canonical(#[from] canonical::CanonicalError),
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("cannot store the authorization: {0}")]
+    Store(#[source] rusqlite::Error),
+}
+
+/// Why one stored authorization does not allow the call (the claim goes on to the next).
+#[derive(Debug, thiserror::Error)]
+enum Refusal {
+    #[error(transparent)]
+    Reviewer(#[from] ReviewerError),
+    #[error("signature is not 64 bytes of hex")]
+    SignatureNotHex,
+    #[error("signature does not verify with the reviewer's configured key")]
+    BadSignature,
+    #[error("signed document unreadable")]
+    Unreadable,
+    #[error("the stored row does not match what the reviewer signed")]
+    RowChanged,
+    #[error("the signed document has no use count")]
+    NoUseCount,
+    #[error("its signed use count is {signed}, {used} already used, but the database says {left} left; the row was changed")]
+    UsesChanged { signed: i64, used: i64, left: i64 },
+}
+
 /// The canonical (RFC 8785) form of a tool input, which an authorization is bound to.
-fn canonical_input(tool_input: &Value) -> Result<Vec<u8>, String> {
-    canonical::to_vec(tool_input).map_err(|e| format!("the tool input has no canonical form: {e}"))
+fn canonical_input(tool_input: &Value) -> Result<Vec<u8>, DigestError> {
+    canonical::to_vec(tool_input).map_err(DigestError::NotCanonical)
 }
 
 /// The commitment an authorization stores: `SHA-256(salt || JCS(tool_input))` with the
@@ -43,13 +128,12 @@ fn input_commitment(jcs: &[u8], salt_hex: Option<&str>) -> Option<String> {
 }
 
 /// An authorization's commitment to `tool_input` under its salt (none: the v1 format).
-pub fn input_digest(tool_input: &Value, salt_hex: Option<&str>) -> Result<String, String> {
-    input_commitment(&canonical_input(tool_input)?, salt_hex)
-        .ok_or_else(|| "the salt is not hex".to_string())
+pub fn input_digest(tool_input: &Value, salt_hex: Option<&str>) -> Result<String, DigestError> {
+    input_commitment(&canonical_input(tool_input)?, salt_hex).ok_or(DigestError::SaltNotHex)
 }
 
 /// `90s`, `10m`, `2h`, `1d`, or plain seconds → milliseconds.
-pub fn parse_duration(s: &str) -> Result<u64, String> {
+pub fn parse_duration(s: &str) -> Result<u64, DurationError> {
     let s = s.trim();
     let (num, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
         Some((i, _)) => (&s[..i], &s[i..]),
@@ -57,22 +141,20 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
     };
     let n: u64 = num
         .parse()
-        .map_err(|_| format!("'{s}' is not a duration (use seconds, or 90s, 10m, 2h, 1d)"))?;
+        .map_err(|_| DurationError::NotADuration(s.to_string()))?;
     let mult = match unit {
         "s" => 1_000,
         "m" => 60_000,
         "h" => 3_600_000,
         "d" => 86_400_000,
-        _ => return Err(format!("'{s}' has an unknown unit (use s, m, h or d)")),
+        _ => return Err(DurationError::UnknownUnit(s.to_string())),
     };
     if n == 0 {
-        return Err("an authorization must be valid for at least one second".into());
+        return Err(DurationError::Zero);
     }
     match n.checked_mul(mult) {
         Some(ms) if ms <= MAX_VALIDITY_MS => Ok(ms),
-        _ => Err(format!(
-            "'{s}' is longer than an authorization may last (366d); issue a new one when it runs out"
-        )),
+        _ => Err(DurationError::TooLong(s.to_string())),
     }
 }
 
@@ -91,38 +173,47 @@ pub struct Request<'a> {
     pub agent: Option<&'a str>,
 }
 
-fn reviewer_key(config: &Config, name: &str) -> Result<VerifyingKey, String> {
-    let hex_key = config.gate.reviewers.get(name).ok_or_else(|| {
-        format!("'{name}' is not a reviewer in [gate] reviewers of .attenu/config.toml")
-    })?;
+fn reviewer_key(config: &Config, name: &str) -> Result<VerifyingKey, ReviewerError> {
+    let hex_key = config
+        .gate
+        .reviewers
+        .get(name)
+        .ok_or_else(|| ReviewerError::NotConfigured {
+            name: name.to_string(),
+        })?;
     let bytes: [u8; 32] = unhex(hex_key)
         .and_then(|b| b.try_into().ok())
-        .ok_or("bad reviewer key")?;
-    VerifyingKey::from_bytes(&bytes)
-        .map_err(|e| format!("reviewer '{name}' has an invalid public key: {e}"))
+        .ok_or(ReviewerError::BadKey)?;
+    VerifyingKey::from_bytes(&bytes).map_err(|source| ReviewerError::InvalidKey {
+        name: name.to_string(),
+        source,
+    })
 }
 
 /// Creates and stores an authorization; returns its id.
-pub fn authorize(project: &Path, config: &Config, req: &Request<'_>) -> Result<String, String> {
+pub fn authorize(
+    project: &Path,
+    config: &Config,
+    req: &Request<'_>,
+) -> Result<String, AuthorizeError> {
     let expected = reviewer_key(config, req.reviewer)?;
     let key = keys::load(req.key_path)?;
     if key.verifying() != expected {
-        return Err(format!(
-            "the key in {} is not reviewer '{}''s configured key; nothing was authorized",
-            req.key_path.display(),
-            req.reviewer
-        ));
+        return Err(AuthorizeError::NotReviewersKey {
+            key_path: req.key_path.to_path_buf(),
+            reviewer: req.reviewer.to_string(),
+        });
     }
     if req.uses == 0 {
-        return Err("--uses must be at least 1".into());
+        return Err(AuthorizeError::ZeroUses);
     }
     if req.expires_in_ms == 0 || req.expires_in_ms > MAX_VALIDITY_MS {
-        return Err("an authorization must be valid for between 1 second and 366 days".into());
+        return Err(AuthorizeError::Validity);
     }
     let now = time::now_ms();
     let expires_ms = now + req.expires_in_ms;
-    let id = crate::random::random_hex(16).map_err(|e| e.to_string())?;
-    let salt = crate::random::random_hex(16).map_err(|e| e.to_string())?;
+    let id = crate::random::random_hex(16)?;
+    let salt = crate::random::random_hex(16)?;
     let digest = input_digest(req.input, Some(&salt))?;
     let doc = json!({
         "v": 2,
@@ -138,7 +229,7 @@ pub fn authorize(project: &Path, config: &Config, req: &Request<'_>) -> Result<S
         "reviewer": req.reviewer,
         "created_ms": now,
     });
-    let signed = canonical::to_string(&doc).map_err(|e| e.to_string())?;
+    let signed = canonical::to_string(&doc)?;
     let sig = hex(&key.sign(signed.as_bytes()));
     let conn = db::open(&project.join(".attenu"))?;
     conn.execute(
@@ -146,7 +237,7 @@ pub fn authorize(project: &Path, config: &Config, req: &Request<'_>) -> Result<S
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         params![id, req.reviewer, req.tool, doc["input_digest"].as_str(), req.uses, expires_ms as i64, req.session, req.agent, now as i64, signed, sig],
     )
-    .map_err(|e| format!("cannot store the authorization: {e}"))?;
+    .map_err(AuthorizeError::Store)?;
     Ok(id)
 }
 
@@ -200,7 +291,7 @@ fn claim_inner(
     call: &ClaimCall<'_>,
     how: Use,
     busy: Duration,
-) -> Result<Verdict, String> {
+) -> Result<Verdict, DbError> {
     let Some(tool_use_id) = call.tool_use_id else {
         return Ok(Verdict::Denied(Reason::new(
             Code::GateAuthorizationRequired,
@@ -219,25 +310,21 @@ fn claim_inner(
     };
     let now = time::now_ms() as i64;
     let mut conn = db::open_waiting(attenu_dir, busy)?;
-    let tx = conn
-        .transaction_with_behavior(match how {
-            Use::Consume => TransactionBehavior::Immediate,
-            Use::DryRun => TransactionBehavior::Deferred,
-        })
-        .map_err(|e| e.to_string())?;
+    let tx = conn.transaction_with_behavior(match how {
+        Use::Consume => TransactionBehavior::Immediate,
+        Use::DryRun => TransactionBehavior::Deferred,
+    })?;
     let replayed = match how {
         Use::Consume => {
             tx.execute(
                 "INSERT INTO claims (tool_use_id, session_id, claimed_ms, result) VALUES (?1, ?2, ?3, 'pending') ON CONFLICT (tool_use_id) DO NOTHING",
                 params![tool_use_id, call.session_id, now],
-            )
-            .map_err(|e| e.to_string())?
+            )?
                 == 0
         }
         Use::DryRun => tx
             .prepare("SELECT 1 FROM claims WHERE tool_use_id = ?1")
-            .and_then(|mut st| st.exists(params![tool_use_id]))
-            .map_err(|e| e.to_string())?,
+            .and_then(|mut st| st.exists(params![tool_use_id]))?,
     };
     if replayed {
         drop(tx);
@@ -255,29 +342,26 @@ fn claim_inner(
                  WHERE tool = ?1 AND uses_left > 0 AND expires_ms > ?2
                    AND (session_id IS NULL OR session_id = ?3) AND (agent_type IS NULL OR agent_type = ?4)
                  ORDER BY expires_ms, id",
-            )
-            .map_err(|e| e.to_string())?;
-        let rows = stmt
-            .query_map(
-                params![
-                    call.tool,
-                    now,
-                    call.session_id,
-                    call.agent_type.unwrap_or("")
-                ],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ))
-                },
-            )
-            .map_err(|e| e.to_string())?;
-        rows.collect::<Result<_, _>>().map_err(|e| e.to_string())?
+            )?;
+        let rows = stmt.query_map(
+            params![
+                call.tool,
+                now,
+                call.session_id,
+                call.agent_type.unwrap_or("")
+            ],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            },
+        )?;
+        rows.collect::<Result<_, _>>()?
     };
     let mut refusals = Vec::new();
     for (id, reviewer, signed, sig, uses_left, stored_digest) in candidates {
@@ -292,13 +376,11 @@ fn claim_inner(
         if digest != stored_digest {
             continue; // another input's authorization
         }
-        let used: i64 = tx
-            .query_row(
-                "SELECT COUNT(*) FROM claims WHERE authorization_id = ?1 AND result = 'allowed'",
-                params![id],
-                |r| r.get(0),
-            )
-            .map_err(|e| e.to_string())?;
+        let used: i64 = tx.query_row(
+            "SELECT COUNT(*) FROM claims WHERE authorization_id = ?1 AND result = 'allowed'",
+            params![id],
+            |r| r.get(0),
+        )?;
         match check_signed(
             config, &id, &reviewer, &signed, &doc, &sig, call, &digest, now, uses_left, used,
         ) {
@@ -311,14 +393,12 @@ fn claim_inner(
             }
             Ok(()) => {
                 let n = tx
-                    .execute("UPDATE authorizations SET uses_left = uses_left - 1 WHERE id = ?1 AND uses_left > 0", params![id])
-                    .map_err(|e| e.to_string())?;
+                    .execute("UPDATE authorizations SET uses_left = uses_left - 1 WHERE id = ?1 AND uses_left > 0", params![id])?;
                 if n != 1 {
                     continue;
                 }
-                tx.execute("UPDATE claims SET authorization_id = ?1, result = 'allowed' WHERE tool_use_id = ?2", params![id, tool_use_id])
-                    .map_err(|e| e.to_string())?;
-                tx.commit().map_err(|e| e.to_string())?;
+                tx.execute("UPDATE claims SET authorization_id = ?1, result = 'allowed' WHERE tool_use_id = ?2", params![id, tool_use_id])?;
+                tx.commit()?;
                 return Ok(Verdict::Allowed {
                     authorization_id: id,
                     reviewer,
@@ -332,9 +412,8 @@ fn claim_inner(
         tx.execute(
             "UPDATE claims SET result = 'denied' WHERE tool_use_id = ?1",
             params![tool_use_id],
-        )
-        .map_err(|e| e.to_string())?;
-        tx.commit().map_err(|e| e.to_string())?;
+        )?;
+        tx.commit()?;
     }
     let detail = if refusals.is_empty() {
         String::new()
@@ -363,16 +442,16 @@ fn check_signed(
     now: i64,
     uses_left: i64,
     used: i64,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let key = reviewer_key(config, reviewer)?;
     let sig_bytes: [u8; 64] = unhex(sig)
         .and_then(|b| b.try_into().ok())
-        .ok_or("signature is not 64 bytes of hex")?;
+        .ok_or(Refusal::SignatureNotHex)?;
     key.verify_strict(signed.as_bytes(), &Signature::from_bytes(&sig_bytes))
-        .map_err(|_| "signature does not verify with the reviewer's configured key".to_string())?;
+        .map_err(|_| Refusal::BadSignature)?;
     // `doc` is `signed` as parsed by the caller (Null when it did not parse).
     if doc.is_null() {
-        return Err("signed document unreadable".into());
+        return Err(Refusal::Unreadable);
     }
     let same = doc["type"] == json!("attenu-hook.authorization")
         && matches!(doc["v"].as_i64(), Some(1 | 2))
@@ -384,17 +463,17 @@ fn check_signed(
         && (doc["session_id"].is_null() || doc["session_id"] == json!(call.session_id))
         && (doc["agent_type"].is_null() || doc["agent_type"].as_str() == call.agent_type);
     if !same {
-        return Err("the stored row does not match what the reviewer signed".into());
+        return Err(Refusal::RowChanged);
     }
     // The count of uses is what the reviewer signed, not what the row says: a counter raised
     // in the database, or one whose earlier uses are on record as claims, gives no more.
-    let signed_uses = doc["uses"]
-        .as_i64()
-        .ok_or("the signed document has no use count")?;
+    let signed_uses = doc["uses"].as_i64().ok_or(Refusal::NoUseCount)?;
     if uses_left > signed_uses || used >= signed_uses {
-        return Err(format!(
-            "its signed use count is {signed_uses}, {used} already used, but the database says {uses_left} left; the row was changed"
-        ));
+        return Err(Refusal::UsesChanged {
+            signed: signed_uses,
+            used,
+            left: uses_left,
+        });
     }
     Ok(())
 }
@@ -407,7 +486,7 @@ pub fn allowed_claim(
     session_id: &str,
     tool_use_id: &str,
     busy: Duration,
-) -> Result<bool, String> {
+) -> Result<bool, DbError> {
     if !crate::fs::check_regular_file(&attenu_dir.join(db::FILE))? {
         return Ok(false);
     }
@@ -416,5 +495,49 @@ pub fn allowed_claim(
         "SELECT 1 FROM claims WHERE tool_use_id = ?1 AND session_id = ?2 AND result = 'allowed'",
     )
     .and_then(|mut st| st.exists(params![tool_use_id, session_id]))
-    .map_err(|e| e.to_string())
+    .map_err(DbError::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed errors print what the `String` errors they replaced printed.
+    #[test]
+    fn duration_errors_say_what_to_write() {
+        let text = |s: &str| parse_duration(s).unwrap_err().to_string();
+        assert_eq!(text(" 5x "), "'5x' has an unknown unit (use s, m, h or d)");
+        assert_eq!(
+            text("m"),
+            "'m' is not a duration (use seconds, or 90s, 10m, 2h, 1d)"
+        );
+        assert_eq!(
+            text("0m"),
+            "an authorization must be valid for at least one second"
+        );
+        assert_eq!(
+            text("367d"),
+            "'367d' is longer than an authorization may last (366d); issue a new one when it runs out"
+        );
+        assert_eq!(parse_duration("2h"), Ok(7_200_000));
+    }
+
+    #[test]
+    fn a_refusal_names_the_counts_it_found() {
+        let e = Refusal::UsesChanged {
+            signed: 1,
+            used: 0,
+            left: 5,
+        };
+        assert_eq!(
+            e.to_string(),
+            "its signed use count is 1, 0 already used, but the database says 5 left; the row was changed"
+        );
+        assert_eq!(
+            input_digest(&json!({"a": 1}), Some("zz"))
+                .unwrap_err()
+                .to_string(),
+            "the salt is not hex"
+        );
+    }
 }

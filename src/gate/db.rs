@@ -2,7 +2,7 @@
 
 use crate::fs;
 use rusqlite::Connection;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub const FILE: &str = "gate.sqlite";
@@ -92,20 +92,68 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
 /// How long a command waits for another process's write lock on the database.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// Why the gate database could not be opened, set up or queried.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// The state directory, the database file or one of its side files is not one the hook
+    /// may use.
+    #[error(transparent)]
+    Unsafe(#[from] fs::FsError),
+    #[error("cannot create {}: {source}", .path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is a symlink, which the gate never follows; move it aside (an honest SQLite never makes one)", .path.display())]
+    Symlink { path: PathBuf },
+    #[error("{} cannot be made private ({source}); run `chmod 600 {}`", .path.display(), .path.display())]
+    NotPrivate {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot open {}: {source}", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// Another process holds the lock; it passes.
+    #[error("{} is locked by another process ({source}); it clears when that process ends (`fuser {}` names it)", .path.display(), .path.display())]
+    Locked {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("{} is not a usable SQLite database ({source}); move it aside", .path.display())]
+    Unusable {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A statement failed.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
+
 /// Opens (creating, 0600) the gate database of a project's `.attenu/`.
-pub fn open(attenu_dir: &Path) -> Result<Connection, String> {
+pub fn open(attenu_dir: &Path) -> Result<Connection, DbError> {
     open_waiting(attenu_dir, BUSY_TIMEOUT)
 }
 
 /// [`open`], waiting at most `busy` for another process's write lock: the hook passes what is
 /// left before its deadline, so a locked database ends in its own answer (a deny, or a stop
 /// with a marker) rather than in the watchdog's.
-pub fn open_waiting(attenu_dir: &Path, busy: Duration) -> Result<Connection, String> {
+pub fn open_waiting(attenu_dir: &Path, busy: Duration) -> Result<Connection, DbError> {
     fs::ensure_private_dir(attenu_dir)?;
     let path = attenu_dir.join(FILE);
     if !fs::check_regular_file(&path)? {
         // Create the file ourselves so it is 0600 from its first byte.
-        drop(fs::open_rw(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?);
+        match fs::open_rw(&path) {
+            Ok(file) => drop(file),
+            Err(source) => return Err(DbError::Create { path, source }),
+        }
     }
     // A copy restored from a backup, or one made by another tool, may be readable by others.
     // Done before this process opens the database: SQLite's locks are POSIX record locks,
@@ -118,48 +166,41 @@ pub fn open_waiting(attenu_dir: &Path, busy: Duration) -> Result<Connection, Str
             // file only as a disk I/O error.
             fs::check_regular_file(&p)?;
         }
-        fs::tighten_file(&p).map_err(|e| {
-            if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::EMLINK)) {
-                format!(
-                    "{} is a symlink, which the gate never follows; move it aside (an honest SQLite never makes one)",
-                    p.display()
-                )
-            } else {
-                format!(
-                    "{} cannot be made private ({e}); run `chmod 600 {}`",
-                    p.display(),
-                    p.display()
-                )
-            }
-        })?;
+        if let Err(source) = fs::tighten_file(&p) {
+            return Err(
+                if matches!(source.raw_os_error(), Some(libc::ELOOP | libc::EMLINK)) {
+                    DbError::Symlink { path: p }
+                } else {
+                    DbError::NotPrivate { path: p, source }
+                },
+            );
+        }
     }
-    let mut conn =
-        Connection::open(&path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    conn.busy_timeout(busy).map_err(|e| e.to_string())?;
+    let mut conn = match Connection::open(&path) {
+        Ok(conn) => conn,
+        Err(source) => return Err(DbError::Open { path, source }),
+    };
+    conn.busy_timeout(busy)?;
     conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(|e| unusable(&path, &e))?;
-    conn.pragma_update(None, "synchronous", "FULL")
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| unusable(&path, e))?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
     conn.execute_batch(SCHEMA)
         .and_then(|()| migrate(&mut conn))
-        .map_err(|e| unusable(&path, &e))?;
+        .map_err(|e| unusable(&path, e))?;
     Ok(conn)
 }
 
 /// What to tell the user when the database cannot be set up: a lock held by another process
 /// passes; anything else means the file is not one of ours.
-fn unusable(path: &Path, e: &rusqlite::Error) -> String {
+fn unusable(path: &Path, source: rusqlite::Error) -> DbError {
     use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
-    if matches!(e.sqlite_error_code(), Some(DatabaseBusy | DatabaseLocked)) {
-        format!(
-            "{} is locked by another process ({e}); it clears when that process ends (`fuser {}` names it)",
-            path.display(),
-            path.display()
-        )
+    let path = path.to_path_buf();
+    if matches!(
+        source.sqlite_error_code(),
+        Some(DatabaseBusy | DatabaseLocked)
+    ) {
+        DbError::Locked { path, source }
     } else {
-        format!(
-            "{} is not a usable SQLite database ({e}); move it aside",
-            path.display()
-        )
+        DbError::Unusable { path, source }
     }
 }

@@ -15,7 +15,7 @@ use crate::evidence::keys;
 use crate::fs;
 use crate::ledger::store::{Ledger, SessionPaths, StoreError};
 use serde_json::json;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Where a resolution was recorded.
@@ -26,7 +26,57 @@ pub enum Resolution {
     /// An earlier attempt put it on the ledger and then failed to close the marker; closed now.
     AlreadyOnLedger,
     /// In the gate database only (asked for with `--unbound`), for the reason given.
-    Unbound(String),
+    Unbound(Unbindable),
+}
+
+/// Why a resolution cannot be bound to its call on the ledger: no entry of the format can
+/// carry it, so only `--unbound` closes the marker.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unbindable {
+    #[error("session {session}'s ledger {} does not exist", .ledger.display())]
+    NoLedger { session: String, ledger: PathBuf },
+    #[error("the session's ledger cannot be used ({0})")]
+    LedgerUnusable(#[source] StoreError),
+    #[error("its call (tool_use_id {}) is not open on the current chain of session {session}", .tool_use_id.as_deref().unwrap_or("none"))]
+    NotOpen {
+        tool_use_id: Option<String>,
+        session: String,
+    },
+}
+
+/// Why a marker was not resolved; nothing was changed, and each message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error(transparent)]
+    Reconcile(#[from] reconcile::ReconcileError),
+    /// The session's ledger file is not one the hook may use.
+    #[error(transparent)]
+    Unsafe(#[from] fs::FsError),
+    #[error(transparent)]
+    Key(#[from] keys::KeyError),
+    /// The verified ledger could not be read.
+    #[error(transparent)]
+    Ledger(#[from] StoreError),
+    /// The ledger's lock or the disk failed: worth retrying.
+    #[error("{0}; nothing was changed, try again")]
+    Retry(#[source] StoreError),
+    #[error("marker {id} cannot be recorded on the ledger: {why}. Nothing was changed. To close it in the gate database only, with what you found, run the same command with --unbound")]
+    NotBindable { id: i64, why: Unbindable },
+    /// Another resolve of the same marker got there first.
+    #[error("marker {id} was resolved meanwhile, as {outcome} with evidence {evidence:?}; nothing was changed")]
+    ResolvedMeanwhile {
+        id: i64,
+        outcome: String,
+        evidence: String,
+    },
+    #[error("the ledger already records marker {id} resolved as {outcome} with evidence {evidence:?} (by an earlier resolve whose database update failed, or by one still finishing); nothing was changed. Run `attenu-hook reconcile list` again in a moment: if the marker is still open, run resolve with exactly that outcome and evidence to close it")]
+    AlreadyRecorded {
+        id: i64,
+        outcome: String,
+        evidence: String,
+    },
+    #[error("the resolution could not be recorded ({0}); the marker stays open")]
+    NotRecorded(#[source] StoreError),
 }
 
 /// Resolves a reconciliation marker and records the resolution on the ledger as the call's
@@ -44,7 +94,7 @@ pub fn resolve_marker(
     outcome: &str,
     evidence: &str,
     unbound: bool,
-) -> Result<Resolution, String> {
+) -> Result<Resolution, ResolveError> {
     let attenu = project.join(".attenu");
     let marker = reconcile::open_marker(&attenu, id)?;
     let why_not = match bind_resolution(&attenu, &marker, outcome, evidence)? {
@@ -55,9 +105,7 @@ pub fn resolve_marker(
         Err(why_not) => why_not,
     };
     if !unbound {
-        return Err(format!(
-            "marker {id} cannot be recorded on the ledger: {why_not}. Nothing was changed. To close it in the gate database only, with what you found, run the same command with --unbound"
-        ));
+        return Err(ResolveError::NotBindable { id, why: why_not });
     }
     reconcile::resolve(
         &attenu,
@@ -76,14 +124,13 @@ fn bind_resolution(
     marker: &reconcile::Marker,
     outcome: &str,
     evidence: &str,
-) -> Result<Result<Resolution, String>, String> {
+) -> Result<Result<Resolution, Unbindable>, ResolveError> {
     let paths = SessionPaths::new(attenu, &marker.session_id);
     if !fs::check_regular_file(&paths.ledger)? {
-        return Ok(Err(format!(
-            "session {}'s ledger {} does not exist",
-            marker.session_id,
-            paths.ledger.display()
-        )));
+        return Ok(Err(Unbindable::NoLedger {
+            session: marker.session_id.clone(),
+            ledger: paths.ledger,
+        }));
     }
     let key = keys::load_or_create(attenu)?;
     let mut ledger = match Ledger::open(
@@ -93,9 +140,9 @@ fn bind_resolution(
     ) {
         Ok(l) => l,
         Err(e @ (StoreError::LockTimeout(_) | StoreError::Io(_))) => {
-            return Err(format!("{e}; nothing was changed, try again"))
+            return Err(ResolveError::Retry(e))
         }
-        Err(e) => return Ok(Err(format!("the session's ledger cannot be used ({e})"))),
+        Err(e) => return Ok(Err(Unbindable::LedgerUnusable(e))),
     };
     let chain = ledger.current().cloned();
     let pending = marker
@@ -108,26 +155,11 @@ fn bind_resolution(
         return match recorded_before(&ledger, marker)? {
             Some((o, e)) if o == outcome && e == evidence => Ok(Ok(Resolution::AlreadyOnLedger)),
             // The database must not say something other than the ledger does.
-            Some((o, e)) => Err(match reconcile::list(attenu, true)
-                .ok()
-                .and_then(|all| all.into_iter().find(|m| m.id == marker.id))
-                .and_then(|m| m.resolved_ms)
-            {
-                // Another resolve of the same marker got there first.
-                Some(_) => format!(
-                    "marker {} was resolved meanwhile, as {o} with evidence {e:?}; nothing was changed",
-                    marker.id
-                ),
-                None => format!(
-                    "the ledger already records marker {} resolved as {o} with evidence {e:?} (by an earlier resolve whose database update failed, or by one still finishing); nothing was changed. Run `attenu-hook reconcile list` again in a moment: if the marker is still open, run resolve with exactly that outcome and evidence to close it",
-                    marker.id
-                ),
-            }),
-            None => Ok(Err(format!(
-                "its call (tool_use_id {}) is not open on the current chain of session {}",
-                marker.tool_use_id.as_deref().unwrap_or("none"),
-                marker.session_id
-            ))),
+            Some((o, e)) => Err(recorded_otherwise(attenu, marker.id, o, e)),
+            None => Ok(Err(Unbindable::NotOpen {
+                tool_use_id: marker.tool_use_id.clone(),
+                session: marker.session_id.clone(),
+            })),
         };
     };
     let now = time::now_ms();
@@ -157,10 +189,32 @@ fn bind_resolution(
     let serde_json::Value::Object(entry) = entry else {
         unreachable!()
     };
-    ledger.append(vec![entry]).map_err(|e| {
-        format!("the resolution could not be recorded ({e}); the marker stays open")
-    })?;
+    ledger
+        .append(vec![entry])
+        .map_err(ResolveError::NotRecorded)?;
     Ok(Ok(Resolution::OnLedger))
+}
+
+/// The ledger already records marker `id` resolved otherwise: by another resolve that got
+/// there first, or by an earlier one whose database update failed.
+fn recorded_otherwise(attenu: &Path, id: i64, outcome: String, evidence: String) -> ResolveError {
+    let resolved = reconcile::list(attenu, true)
+        .ok()
+        .and_then(|all| all.into_iter().find(|m| m.id == id))
+        .and_then(|m| m.resolved_ms);
+    match resolved {
+        // Another resolve of the same marker got there first.
+        Some(_) => ResolveError::ResolvedMeanwhile {
+            id,
+            outcome,
+            evidence,
+        },
+        None => ResolveError::AlreadyRecorded {
+            id,
+            outcome,
+            evidence,
+        },
+    }
 }
 
 /// The outcome and evidence an earlier `resolve` of this marker appended (and then could not
@@ -168,8 +222,8 @@ fn bind_resolution(
 fn recorded_before(
     ledger: &Ledger,
     marker: &reconcile::Marker,
-) -> Result<Option<(String, String)>, String> {
-    let bytes = ledger.read_verified().map_err(|e| e.to_string())?;
+) -> Result<Option<(String, String)>, StoreError> {
+    let bytes = ledger.read_verified()?;
     Ok(bytes
         .split(|&b| b == b'\n')
         .filter(|l| l.windows(16).any(|w| w == b"\"reconciliation\""))
@@ -184,4 +238,43 @@ fn recorded_before(
             let text = |k: &str| r[k].as_str().unwrap_or_default().to_string();
             (text("outcome"), text("evidence"))
         }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed errors print what the `String` errors they replaced printed.
+    #[test]
+    fn an_unbindable_resolution_says_how_to_close_it() {
+        let why = Unbindable::NotOpen {
+            tool_use_id: None,
+            session: "s1".into(),
+        };
+        assert_eq!(
+            why.to_string(),
+            "its call (tool_use_id none) is not open on the current chain of session s1"
+        );
+        assert_eq!(
+            ResolveError::NotBindable { id: 4, why }.to_string(),
+            "marker 4 cannot be recorded on the ledger: its call (tool_use_id none) is not open on the current chain of session s1. Nothing was changed. To close it in the gate database only, with what you found, run the same command with --unbound"
+        );
+        assert_eq!(
+            reconcile::ReconcileError::AlreadyResolved {
+                id: 2,
+                outcome: None
+            }
+            .to_string(),
+            "marker 2 is already resolved ()"
+        );
+        assert_eq!(
+            ResolveError::ResolvedMeanwhile {
+                id: 2,
+                outcome: "executed".into(),
+                evidence: "ticket \"7\"".into()
+            }
+            .to_string(),
+            r#"marker 2 was resolved meanwhile, as executed with evidence "ticket \"7\""; nothing was changed"#
+        );
+    }
 }

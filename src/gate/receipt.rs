@@ -3,15 +3,47 @@
 //! proof; only the host, having checked with the external system, records a receipt. Receipts
 //! live in the gate database, separate from the ledger, and name the call by its `call_id`.
 
-use super::db;
+use super::db::{self, DbError};
 use crate::clock as time;
 use crate::evidence::keys;
 use crate::fs;
-use crate::ledger::store::{Ledger, SessionPaths};
+use crate::ledger::store::{Ledger, SessionPaths, StoreError};
 use rusqlite::params;
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// Why no receipt was recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum ReceiptError {
+    #[error("cannot list {}: {source}", .dir.display())]
+    List {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A session's ledger file is not one the hook may use.
+    #[error(transparent)]
+    Unsafe(#[from] fs::FsError),
+    #[error(transparent)]
+    Key(#[from] keys::KeyError),
+    /// A session's ledger could not be opened or read under its lock.
+    #[error(transparent)]
+    Ledger(#[from] StoreError),
+    #[error("no allowed call with call_id or tool_use_id '{call}' on a verified ledger in {}; a receipt binds to a call the hook allowed", .dir.display())]
+    NoCall { call: String, dir: PathBuf },
+    /// No randomness for the payload's salt.
+    #[error("{0}")]
+    Randomness(#[from] crate::random::NoRandomness),
+    #[error("the receipt's payload has no canonical (RFC 8785) form")]
+    PayloadNotCanonical,
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("receipt '{receipt_id}' is already recorded; a receipt id is recorded once")]
+    Duplicate { receipt_id: String },
+    #[error("cannot store the receipt: {0}")]
+    Store(#[source] rusqlite::Error),
+}
 
 /// The allowed call a receipt is for, found by call_id or tool_use_id in the project's ledgers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,9 +83,11 @@ fn find_in(text: &[u8], id: &str) -> Option<BoundCall> {
 
 /// The sessions whose ledger files name the call: only leads, each confirmed on that
 /// session's verified ledger (a line in some file proves nothing).
-fn candidate_sessions(attenu: &Path, id: &str) -> Result<Vec<String>, String> {
-    let entries =
-        std::fs::read_dir(attenu).map_err(|e| format!("cannot list {}: {e}", attenu.display()))?;
+fn candidate_sessions(attenu: &Path, id: &str) -> Result<Vec<String>, ReceiptError> {
+    let entries = std::fs::read_dir(attenu).map_err(|source| ReceiptError::List {
+        dir: attenu.to_path_buf(),
+        source,
+    })?;
     let mut sessions = Vec::new();
     for f in entries.flatten() {
         let name = f.file_name().to_string_lossy().into_owned();
@@ -73,7 +107,7 @@ fn candidate_sessions(attenu: &Path, id: &str) -> Result<Vec<String>, String> {
 }
 
 /// The call on its session's verified ledger, read under the ledger's lock.
-fn confirm(attenu: &Path, session: &str, id: &str) -> Result<Option<BoundCall>, String> {
+fn confirm(attenu: &Path, session: &str, id: &str) -> Result<Option<BoundCall>, ReceiptError> {
     let paths = SessionPaths::new(attenu, session);
     if !fs::check_regular_file(&paths.ledger)? {
         return Ok(None);
@@ -83,9 +117,8 @@ fn confirm(attenu: &Path, session: &str, id: &str) -> Result<Option<BoundCall>, 
         paths,
         key.checkpoint_mac_key(),
         Instant::now() + Duration::from_secs(10),
-    )
-    .map_err(|e| e.to_string())?;
-    let verified = ledger.read_verified().map_err(|e| e.to_string())?;
+    )?;
+    let verified = ledger.read_verified()?;
     Ok(find_in(&verified, id).filter(|b| b.session_id == session))
 }
 
@@ -96,7 +129,7 @@ pub fn record(
     receipt_id: &str,
     observer: &str,
     payload: Option<&Value>,
-) -> Result<BoundCall, String> {
+) -> Result<BoundCall, ReceiptError> {
     let attenu = project.join(".attenu");
     let mut bound = None;
     for session in candidate_sessions(&attenu, call)? {
@@ -105,16 +138,16 @@ pub fn record(
             break;
         }
     }
-    let bound = bound.ok_or_else(|| {
-        format!("no allowed call with call_id or tool_use_id '{call}' on a verified ledger in {}; a receipt binds to a call the hook allowed", attenu.display())
+    let bound = bound.ok_or_else(|| ReceiptError::NoCall {
+        call: call.to_string(),
+        dir: attenu.clone(),
     })?;
     // A salted commitment, like every argument on the ledger: a bare digest of a small
     // payload ({"amount": 10}) could be found again by trying candidates.
-    let salt = crate::random::random_hex(16).map_err(|e| e.to_string())?;
+    let salt = crate::random::random_hex(16)?;
     let digest = payload
         .map(|p| {
-            crate::ledger::commitment::commit(p, &salt)
-                .ok_or("the receipt's payload has no canonical (RFC 8785) form")
+            crate::ledger::commitment::commit(p, &salt).ok_or(ReceiptError::PayloadNotCanonical)
         })
         .transpose()?;
     let conn = db::open(&attenu)?;
@@ -124,9 +157,9 @@ pub fn record(
     )
     .map_err(|e| match e {
         rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation => {
-            format!("receipt '{receipt_id}' is already recorded; a receipt id is recorded once")
+            ReceiptError::Duplicate { receipt_id: receipt_id.to_string() }
         }
-        other => format!("cannot store the receipt: {other}"),
+        other => ReceiptError::Store(other),
     })?;
     Ok(bound)
 }

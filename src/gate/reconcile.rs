@@ -1,7 +1,7 @@
 //! Reconciliation markers: an outcome that could not be recorded leaves a marker; a person
 //! resolves it with what they found, and the resolution goes on the ledger.
 
-use super::db;
+use super::db::{self, DbError};
 use crate::clock as time;
 use rusqlite::params;
 use serde::Serialize;
@@ -23,6 +23,19 @@ pub struct Marker {
     pub binding: Option<String>,
 }
 
+/// Why a marker cannot be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("no reconciliation marker {id}; `attenu-hook reconcile list` shows the open ones")]
+    NoMarker { id: i64 },
+    #[error("marker {id} is already resolved ({})", .outcome.as_deref().unwrap_or_default())]
+    AlreadyResolved { id: i64, outcome: Option<String> },
+    #[error("marker {id} was resolved by someone else meanwhile")]
+    ResolvedMeanwhile { id: i64 },
+}
+
 /// Stores a marker; returns its id. Never retries the action itself.
 pub fn add_marker(
     attenu_dir: &Path,
@@ -32,19 +45,18 @@ pub fn add_marker(
     call_id: Option<&str>,
     cause: &str,
     busy: std::time::Duration,
-) -> Result<i64, String> {
+) -> Result<i64, DbError> {
     let conn = db::open_waiting(attenu_dir, busy)?;
     conn.execute(
         "INSERT INTO markers (created_ms, session_id, tool_use_id, tool, call_id, cause) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![time::now_ms() as i64, session_id, tool_use_id, tool, call_id, cause],
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     Ok(conn.last_insert_rowid())
 }
 
 /// Markers, open ones only unless `all`. A project without a gate database has none (and
 /// listing them does not create one).
-pub fn list(attenu_dir: &Path, all: bool) -> Result<Vec<Marker>, String> {
+pub fn list(attenu_dir: &Path, all: bool) -> Result<Vec<Marker>, DbError> {
     if !crate::fs::check_regular_file(&attenu_dir.join(db::FILE))? {
         return Ok(Vec::new());
     }
@@ -54,43 +66,36 @@ pub fn list(attenu_dir: &Path, all: bool) -> Result<Vec<Marker>, String> {
     } else {
         "SELECT id, created_ms, session_id, tool_use_id, tool, call_id, cause, resolved_ms, outcome, evidence, binding FROM markers WHERE resolved_ms IS NULL ORDER BY id"
     };
-    let mut stmt = conn.prepare(sql).map_err(|e| e.to_string())?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok(Marker {
-                id: r.get(0)?,
-                created_ms: r.get(1)?,
-                session_id: r.get(2)?,
-                tool_use_id: r.get(3)?,
-                tool: r.get(4)?,
-                call_id: r.get(5)?,
-                cause: r.get(6)?,
-                resolved_ms: r.get(7)?,
-                outcome: r.get(8)?,
-                evidence: r.get(9)?,
-                binding: r.get(10)?,
-            })
+    let mut stmt = conn.prepare(sql)?;
+    let rows = stmt.query_map([], |r| {
+        Ok(Marker {
+            id: r.get(0)?,
+            created_ms: r.get(1)?,
+            session_id: r.get(2)?,
+            tool_use_id: r.get(3)?,
+            tool: r.get(4)?,
+            call_id: r.get(5)?,
+            cause: r.get(6)?,
+            resolved_ms: r.get(7)?,
+            outcome: r.get(8)?,
+            evidence: r.get(9)?,
+            binding: r.get(10)?,
         })
-        .map_err(|e| e.to_string())?;
-    rows.collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())
+    })?;
+    Ok(rows.collect::<Result<Vec<_>, _>>()?)
 }
 
 /// One open marker, or an error that says why it cannot be resolved.
-pub fn open_marker(attenu_dir: &Path, id: i64) -> Result<Marker, String> {
+pub fn open_marker(attenu_dir: &Path, id: i64) -> Result<Marker, ReconcileError> {
     let marker = list(attenu_dir, true)?
         .into_iter()
         .find(|m| m.id == id)
-        .ok_or_else(|| {
-            format!(
-                "no reconciliation marker {id}; `attenu-hook reconcile list` shows the open ones"
-            )
-        })?;
+        .ok_or(ReconcileError::NoMarker { id })?;
     if marker.resolved_ms.is_some() {
-        return Err(format!(
-            "marker {id} is already resolved ({})",
-            marker.outcome.clone().unwrap_or_default()
-        ));
+        return Err(ReconcileError::AlreadyResolved {
+            id,
+            outcome: marker.outcome,
+        });
     }
     Ok(marker)
 }
@@ -103,7 +108,7 @@ pub fn resolve(
     outcome: &str,
     evidence: &str,
     binding: &str,
-) -> Result<Marker, String> {
+) -> Result<Marker, ReconcileError> {
     let marker = open_marker(attenu_dir, id)?;
     let conn = db::open(attenu_dir)?;
     let n = conn
@@ -111,11 +116,9 @@ pub fn resolve(
             "UPDATE markers SET resolved_ms = ?1, outcome = ?2, evidence = ?3, binding = ?4 WHERE id = ?5 AND resolved_ms IS NULL",
             params![time::now_ms() as i64, outcome, evidence, binding, id],
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(DbError::from)?;
     if n != 1 {
-        return Err(format!(
-            "marker {id} was resolved by someone else meanwhile"
-        ));
+        return Err(ReconcileError::ResolvedMeanwhile { id });
     }
     Ok(marker)
 }

@@ -29,7 +29,7 @@ impl Ctx<'_> {
             return Ok(*k);
         }
         let k = keys::checkpoint_mac_key(self.attenu)
-            .map_err(|e| Reason::new(Code::KeyUnavailable, e))?;
+            .map_err(|e| Reason::new(Code::KeyUnavailable, e.to_string()))?;
         Ok(*self.mac_key.get_or_init(|| k))
     }
 

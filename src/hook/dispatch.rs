@@ -46,7 +46,7 @@ pub fn handle_bytes(input: &[u8], started: Instant, set_deadline: &dyn Fn(Instan
         });
     }
     if let Err(e) = crate::fs::ensure_private_dir(&attenu) {
-        return fail(Reason::new(Code::StateDirUnsafe, e));
+        return fail(Reason::new(Code::StateDirUnsafe, e.to_string()));
     }
     let config = match config::load(&attenu) {
         Ok(c) => c,

@@ -62,9 +62,10 @@ pub(super) fn stop(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     if ctx.p.event == Event::SessionEnd {
         finalize_idle_nodes(ctx, &mut ledger)?;
     }
-    let key = keys::load_or_create(ctx.attenu).map_err(|e| Reason::new(Code::KeyUnavailable, e))?;
+    let key = keys::load_or_create(ctx.attenu)
+        .map_err(|e| Reason::new(Code::KeyUnavailable, e.to_string()))?;
     let written = bundle::export_locked(&ledger, &key, None)
-        .map_err(|e| Reason::new(Code::LedgerWriteFailed, e))?;
+        .map_err(|e| Reason::new(Code::LedgerWriteFailed, e.to_string()))?;
     if written.is_empty() {
         // An empty ledger (opened, nothing recorded yet) has no chain to sign.
         return Ok(Answer::NoObjection);

@@ -13,7 +13,7 @@ pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     if p.tool_name == "Grep" && p.agent_id.is_some() {
         // Before a subagent's search can reach the anchor key; see `fs::STATE_IGNORE_FILE`.
         crate::fs::ensure_search_ignore(ctx.attenu)
-            .map_err(|e| Reason::new(Code::StateDirUnsafe, e))?;
+            .map_err(|e| Reason::new(Code::StateDirUnsafe, e.to_string()))?;
     }
     let roster = ctx.roster()?;
     faults::pause("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK");

@@ -256,7 +256,7 @@ impl Ledger {
         mac_key: [u8; 32],
         lock_deadline: Instant,
     ) -> Result<Ledger, StoreError> {
-        fs::ensure_private_dir(&paths.dir).map_err(StoreError::Unsafe)?;
+        fs::ensure_private_dir(&paths.dir).map_err(|e| StoreError::Unsafe(e.to_string()))?;
         // The lock is the ledger itself: nothing ever replaces its inode (a torn tail is cut in
         // place), so every process of the session locks the same file, and a new session
         // creates one file fewer. The open never follows a symlink (nor, being read-write,
@@ -264,7 +264,7 @@ impl Ledger {
         // (see `load`).
         let (file, created) = fs::open_read_append(&paths.ledger).map_err(|e| {
             match fs::refused_open(&paths.ledger, &e) {
-                Some(why) => StoreError::Unsafe(why),
+                Some(why) => StoreError::Unsafe(why.to_string()),
                 None => StoreError::Io(format!("cannot open {}: {e}", paths.ledger.display())),
             }
         })?;
@@ -296,7 +296,8 @@ impl Ledger {
 
     fn load(&mut self) -> Result<(), StoreError> {
         let meta = self.metadata()?;
-        fs::check_owned_regular(&self.paths.ledger, &meta).map_err(StoreError::Unsafe)?;
+        fs::check_owned_regular(&self.paths.ledger, &meta)
+            .map_err(|e| StoreError::Unsafe(e.to_string()))?;
         let stamp = FileStamp::of(&meta);
         let checkpoint = self.read_checkpoint()?;
         if let Some(state) = checkpoint.as_ref() {
