@@ -1,0 +1,113 @@
+//! Appending entries: seal each onto its chain, one write, fsync, then the sealed state.
+
+use super::state::{end_open_calls, track_pending, ChainInfo, State};
+use super::{Ledger, StoreError};
+use crate::fs;
+use crate::ledger::canonical;
+use crate::ledger::chain;
+use serde_json::{Map, Value};
+use std::io::Write;
+
+impl Ledger {
+    /// Seals `entries` onto the current chain (or, when the first is a `root`, starts a new
+    /// chain), appends them with one write, fsyncs, and only then updates the checkpoint.
+    /// Each entry must already carry everything but `v`, `c14n`, `seq`, `prev_hash`, `hash`.
+    pub fn append(&mut self, mut entries: Vec<Map<String, Value>>) -> Result<(), StoreError> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        if let Some(recovery) = &self.recovered {
+            // The first entry written after a torn tail was cut records the cut.
+            let context = entries[0]
+                .entry("context")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(c) = context {
+                c.entry("recovered_torn_tail")
+                    .or_insert_with(|| recovery.clone());
+            }
+        }
+        let mut next = self.state.clone();
+        next.unrecorded_recovery = None;
+        let mut buf = Vec::with_capacity(entries.len() * 700);
+        let mut offset = next.stamp.len;
+        let mut last_line = next.last_line;
+        for e in entries {
+            let line = seal_onto(&mut next, e, offset)?;
+            last_line = offset;
+            offset += line.len() as u64 + 1;
+            buf.extend_from_slice(&line);
+            buf.push(b'\n');
+        }
+        self.write_durably(&buf)?;
+        next.last_line = last_line;
+        next.stamp = self.stamp()?;
+        if next.stamp.len != offset {
+            return Err(StoreError::Io(
+                "the ledger changed size unexpectedly during the append".into(),
+            ));
+        }
+        self.state = next;
+        self.recovered = None;
+        self.write_checkpoint();
+        Ok(())
+    }
+
+    /// Appends `buf` with one write (so a crash leaves either nothing or a torn final line,
+    /// never interleaving) and makes it durable before anything is answered.
+    fn write_durably(&mut self, buf: &[u8]) -> Result<(), StoreError> {
+        // POSIX does not promise that a file's fsync makes its new name durable: without a
+        // directory fsync, a crash could lose the whole ledger of a session whose first
+        // decision had already been answered. Where the file system's own fsync of a file
+        // this process created writes its name (ext4, XFS: see the function), that second
+        // flush is skipped.
+        let sync_dir = self.name_unsynced
+            && !(self.created && fs::new_name_durable_with_file(self.state.stamp.dev));
+        (&self.file)
+            .write_all(buf)
+            .map_err(|e| StoreError::Io(format!("cannot write the ledger: {e}")))?;
+        self.file
+            .sync_data()
+            .map_err(|e| StoreError::Io(format!("cannot fsync the ledger: {e}")))?;
+        if sync_dir {
+            fs::sync_dir(&self.paths.dir).map_err(|e| {
+                StoreError::Io(format!(
+                    "cannot fsync {} after creating the ledger: {e}",
+                    self.paths.dir.display()
+                ))
+            })?;
+        }
+        self.name_unsynced = false;
+        Ok(())
+    }
+}
+
+/// Seals one entry onto the chain it belongs to in `state` (a `root` opens a new one at
+/// `offset`), updates that chain and the open calls, and returns the entry's line.
+fn seal_onto(
+    state: &mut State,
+    mut e: Map<String, Value>,
+    offset: u64,
+) -> Result<Vec<u8>, StoreError> {
+    if e.get("event").and_then(Value::as_str) == Some("root") {
+        let index = state.chains.len() as u32 + 1;
+        // As in `scan`: a call opened on the chain that ends here can no longer be
+        // completed on the new one (its outcome would be an outcome without an allow).
+        end_open_calls(state);
+        state.chains.push(ChainInfo::opened_by(&e, index, offset));
+    }
+    let chain = state
+        .chains
+        .last_mut()
+        .ok_or_else(|| StoreError::Io("an entry was appended before any root".into()))?;
+    e.insert("v".into(), Value::from(2));
+    e.insert("c14n".into(), Value::from("JCS"));
+    e.insert("seq".into(), Value::from(chain.entries));
+    let hash = chain::seal(&mut e, &chain.head)
+        .map_err(|err| StoreError::Io(format!("entry cannot be canonicalised: {err}")))?;
+    chain.note_entry(&e);
+    let chain_id = chain.chain_id.clone();
+    chain.head = hash;
+    chain.entries += 1;
+    track_pending(&mut state.pending, &e, &chain_id);
+    canonical::to_vec(&Value::Object(e)).map_err(|err| StoreError::Io(err.to_string()))
+}

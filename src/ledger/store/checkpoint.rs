@@ -1,0 +1,140 @@
+//! The sealed state beside each ledger (`ledger-<session>.state.json`): what was verified,
+//! sealed with an HMAC, so the next call need not re-verify the file (see the module doc of
+//! [`super`]).
+
+use super::state::State;
+use super::{Ledger, StoreError};
+use crate::fs;
+use crate::ledger::chain;
+use hmac::{Hmac, Mac};
+use serde_json::Value;
+use sha2::Sha256;
+use std::os::unix::fs::FileExt;
+
+/// The checkpoint file starts with this, then the hex HMAC of the body, a newline, and the
+/// body: the state's JSON exactly as it was MACed, so it is serialized once per write and
+/// never re-serialized to be checked.
+/// v3: the state keeps the calls a new chain ended (`ended`); a v2 checkpoint, which did not,
+/// is not read, and the ledger is re-verified once, so the cache never disagrees with a scan.
+const CHECKPOINT_MAGIC: &str = "attenu-checkpoint v3 ";
+
+/// Far above any real checkpoint (at most MAX_OPEN_CALLS open calls and the chains' nodes,
+/// tens of KB); a larger file is not read and the ledger is re-verified instead.
+pub const MAX_CHECKPOINT_BYTES: u64 = 16 << 20;
+
+impl Ledger {
+    /// The file still holds, byte for byte up to its hash, the chain a sealed checkpoint
+    /// recorded: at least as long, with the checkpoint's last line at the same offset and
+    /// hashing to the head it recorded. The ledger is fsynced before its checkpoint is
+    /// written, so no crash leaves the file shorter than its checkpoint; a shorter file is
+    /// one whose last entries were cut off or that was replaced by an older copy, and every
+    /// prefix of a valid chain is itself valid, so a re-verify alone would not notice.
+    /// `bytes` is the whole file as read now (no size bound: a full re-verify reads it all).
+    pub(super) fn holds_prefix(&self, prior: &State, bytes: &[u8]) -> Result<(), StoreError> {
+        if holds_checkpointed_prefix(prior, bytes) {
+            return Ok(());
+        }
+        Err(StoreError::Unverifiable(format!(
+            "{} no longer holds what was verified and appended to it ({} bytes, {} entries then; {} bytes now): entries were removed, or the file was replaced by an older copy. It is kept as evidence and nothing more is appended to it. If you moved the ledger aside on purpose, move its checkpoint {} aside too to start a new ledger for this session",
+            self.paths.ledger.display(),
+            prior.stamp.len,
+            prior.chains.iter().map(|c| c.entries).sum::<u64>(),
+            bytes.len(),
+            self.paths.state.display(),
+        )))
+    }
+
+    /// The checkpoint's state, if its seal holds. A checkpoint that cannot be read is as
+    /// good as none (the ledger is re-verified and the checkpoint rewritten), but one that is
+    /// not a file the hook may use (a symlink, a FIFO, another user's) is refused.
+    pub(super) fn read_checkpoint(&self) -> Result<Option<State>, StoreError> {
+        let bytes = match fs::read_owned(&self.paths.state, MAX_CHECKPOINT_BYTES) {
+            Ok(Some((bytes, _))) => bytes,
+            Ok(None) | Err(fs::ReadError::TooLarge(_) | fs::ReadError::Io(_)) => return Ok(None),
+            Err(fs::ReadError::Refused(why)) => return Err(StoreError::Unsafe(why)),
+        };
+        Ok(unseal_checkpoint(&bytes, &self.mac_key))
+    }
+
+    /// The last line still parses and reproduces the head the checkpoint recorded. (A last
+    /// line over 16 MiB is not read here; the full re-verify reads it.)
+    pub(super) fn tail_matches(&self, state: &State) -> bool {
+        let Some(chain) = state.chains.last() else {
+            return state.stamp.len == 0;
+        };
+        let len = state.stamp.len.saturating_sub(state.last_line);
+        if len == 0 || len > 16 << 20 {
+            return false;
+        }
+        let mut buf = vec![0u8; len as usize];
+        self.file.read_exact_at(&mut buf, state.last_line).is_ok()
+            && line_reproduces(&buf, &chain.head)
+    }
+
+    pub(super) fn write_checkpoint(&self) {
+        // Written in place and not fsynced, under the ledger lock: a torn, lost or stale
+        // checkpoint fails its MAC or its stamp and only costs one full re-verify.
+        let Ok(body) = serde_json::to_vec(&self.state) else {
+            return;
+        };
+        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.mac_key) else {
+            return;
+        };
+        mac.update(&body);
+        let tag = chain::hex(&mac.finalize().into_bytes());
+        let mut bytes = Vec::with_capacity(CHECKPOINT_MAGIC.len() + tag.len() + 1 + body.len());
+        bytes.extend_from_slice(CHECKPOINT_MAGIC.as_bytes());
+        bytes.extend_from_slice(tag.as_bytes());
+        bytes.push(b'\n');
+        bytes.extend_from_slice(&body);
+        if let Ok(f) = fs::open_rw(&self.paths.state) {
+            if f.write_all_at(&bytes, 0).is_ok() {
+                let _ = f.set_len(bytes.len() as u64);
+            }
+        }
+    }
+}
+
+/// The state a checkpoint file's bytes record, if their seal under `mac_key` holds.
+pub fn unseal_checkpoint(bytes: &[u8], mac_key: &[u8; 32]) -> Option<State> {
+    let rest = bytes.strip_prefix(CHECKPOINT_MAGIC.as_bytes())?;
+    let nl = rest.iter().position(|&b| b == b'\n')?;
+    let (tag, body) = (std::str::from_utf8(&rest[..nl]).ok()?, &rest[nl + 1..]);
+    let mut mac = Hmac::<Sha256>::new_from_slice(mac_key).ok()?;
+    mac.update(body);
+    mac.verify_slice(&chain::unhex(tag)?).ok()?;
+    serde_json::from_slice(body).ok()
+}
+
+/// `bytes`, a whole ledger file, still holds what the checkpoint `prior` recorded: its last
+/// line at the recorded offset, reproducing the recorded head (so, the chain verifying, every
+/// entry before it too).
+pub fn holds_checkpointed_prefix(prior: &State, bytes: &[u8]) -> bool {
+    match prior.chains.last() {
+        None => true,
+        Some(chain) => usize::try_from(prior.last_line)
+            .ok()
+            .zip(usize::try_from(prior.stamp.len).ok())
+            .and_then(|(a, b)| bytes.get(a..b))
+            .is_some_and(|line| line_reproduces(line, &chain.head)),
+    }
+}
+
+/// `line` (with its newline) is an entry whose own hash is `head` and reproduces it.
+fn line_reproduces(line: &[u8], head: &str) -> bool {
+    if line.last() != Some(&b'\n') {
+        return false;
+    }
+    let Ok(Value::Object(mut e)) = serde_json::from_slice::<Value>(line) else {
+        return false;
+    };
+    let Some(Value::String(hash)) = e.remove("hash") else {
+        return false;
+    };
+    let prev = e
+        .get("prev_hash")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    hash == head && chain::entry_hash(&prev, &e).is_ok_and(|h| h == hash)
+}

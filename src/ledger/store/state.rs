@@ -1,0 +1,213 @@
+//! The verified state of a session ledger: its chains, their nodes, and the calls still open.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+
+/// One chain (segment) of a session ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainInfo {
+    pub chain_id: String,
+    pub digest: String,
+    /// 1-based position of this chain in the session.
+    pub index: u32,
+    /// Byte offset of the chain's root line in the file.
+    pub start: u64,
+    /// Number of entries in the chain.
+    pub entries: u64,
+    pub head: String,
+    pub params_salt: String,
+    /// Agent name → node id; the session root is under "".
+    pub nodes: BTreeMap<String, String>,
+    /// Nodes a `done` entry has finalized.
+    #[serde(default)]
+    pub finalized: Vec<String>,
+}
+
+impl ChainInfo {
+    pub fn root_node(&self) -> &str {
+        self.nodes.get("").map(String::as_str).unwrap_or("")
+    }
+
+    /// The chain a `root` entry opens, as chain `index` of the session starting at byte
+    /// `start`, before any entry is counted.
+    pub(super) fn opened_by(root: &Map<String, Value>, index: u32, start: u64) -> ChainInfo {
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
+        ChainInfo {
+            chain_id: text(root.get("chain_id")),
+            digest: text(root.get("context").and_then(|c| c.get("digest"))),
+            index,
+            start,
+            entries: 0,
+            head: crate::ledger::chain::GENESIS.into(),
+            params_salt: text(root.get("params_salt")),
+            nodes: BTreeMap::new(),
+            finalized: Vec::new(),
+        }
+    }
+
+    /// Notes what an entry of this chain says about its nodes: a `root` or `spawn` names one,
+    /// a `done` finalizes one.
+    pub(super) fn note_entry(&mut self, e: &Map<String, Value>) {
+        let Some(node) = e.get("node").and_then(Value::as_str) else {
+            return;
+        };
+        match e.get("event").and_then(Value::as_str) {
+            Some("root") => {
+                self.nodes.insert(String::new(), node.to_string());
+            }
+            Some("spawn") => {
+                if let Some(agent) = e.get("agent").and_then(Value::as_str) {
+                    self.nodes.insert(agent.to_string(), node.to_string());
+                }
+            }
+            Some("done") => self.finalized.push(node.to_string()),
+            _ => {}
+        }
+    }
+}
+
+/// An allowed call still waiting for its outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    /// The seq of the allow entry, which orders open calls for the cap below.
+    #[serde(default)]
+    pub seq: u64,
+    pub call_id: String,
+    pub node: String,
+    pub chain_id: String,
+    pub authorized_params_hash: Option<String>,
+    pub tool: String,
+}
+
+/// Open calls kept per session; see `track_pending`.
+pub const MAX_OPEN_CALLS: usize = 256;
+
+/// What identifies the file's exact bytes as last written by us.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct FileStamp {
+    pub dev: u64,
+    pub ino: u64,
+    pub len: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+}
+
+impl FileStamp {
+    pub(super) fn of(m: &std::fs::Metadata) -> Self {
+        FileStamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+            ctime_ns: m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
+        }
+    }
+}
+
+/// The verified state of a session ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct State {
+    pub stamp: FileStamp,
+    /// Byte offset where the last line starts.
+    pub last_line: u64,
+    pub chains: Vec<ChainInfo>,
+    /// tool_use_id → the open call.
+    pub pending: BTreeMap<String, Pending>,
+    /// tool_use_id → a call still open when a new chain started (an agent edit mid-call). Its
+    /// outcome can be bound to no chain, and must not be lost without a word: the hook stops
+    /// Claude and leaves a reconciliation marker when it arrives.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ended: BTreeMap<String, Pending>,
+    /// A torn tail moved aside that no entry records yet. Kept in the checkpoint, so a process
+    /// that recovers it but appends nothing (a SessionStart on a current chain, a failure
+    /// before the append) leaves it for the next append to record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unrecorded_recovery: Option<Value>,
+}
+
+/// A new chain starts: the calls still open on the one before can no longer be completed.
+pub(super) fn end_open_calls(state: &mut State) {
+    let open = std::mem::take(&mut state.pending);
+    state.ended.extend(open);
+    // Bounded like the open calls: the oldest are forgotten (their outcome, if it ever comes,
+    // then finds nothing and is not bound, as for a call from before the hook was wired).
+    while state.ended.len() > MAX_OPEN_CALLS {
+        forget_oldest(&mut state.ended);
+    }
+}
+
+/// Drops the call allowed first (the earliest chain, then the lowest seq in it).
+fn forget_oldest(calls: &mut BTreeMap<String, Pending>) {
+    if let Some(oldest) = calls
+        .iter()
+        .min_by_key(|(_, p)| (chain_index(&p.chain_id), p.seq))
+        .map(|(k, _)| k.clone())
+    {
+        calls.remove(&oldest);
+    }
+}
+
+/// The position a chain id ends with (`cc-<session>-<digest>-<k>`).
+fn chain_index(chain_id: &str) -> u32 {
+    chain_id
+        .rsplit('-')
+        .next()
+        .and_then(|k| k.parse().ok())
+        .unwrap_or(0)
+}
+
+pub(super) fn track_pending(
+    pending: &mut BTreeMap<String, Pending>,
+    e: &Map<String, Value>,
+    chain_id: &str,
+) {
+    match e.get("event").and_then(Value::as_str) {
+        Some("allow") => {
+            let (Some(tu), Some(cid)) = (
+                e.get("context")
+                    .and_then(|c| c.get("tool_use_id"))
+                    .and_then(Value::as_str),
+                e.get("call_id").and_then(Value::as_str),
+            ) else {
+                return;
+            };
+            let seq = e.get("seq").and_then(Value::as_u64).unwrap_or(0);
+            if pending.len() >= MAX_OPEN_CALLS {
+                // Calls Claude Code never finished (refused after our allow, interrupted) would
+                // otherwise grow the checkpoint forever; the oldest is dropped. Its outcome, if it
+                // ever arrives, finds no open call and is not bound.
+                forget_oldest(pending);
+            }
+            pending.insert(
+                tu.to_string(),
+                Pending {
+                    seq,
+                    call_id: cid.to_string(),
+                    node: e
+                        .get("node")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    chain_id: chain_id.to_string(),
+                    authorized_params_hash: e
+                        .get("authorized_params_hash")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    tool: e
+                        .get("tool")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                },
+            );
+        }
+        Some("outcome") => {
+            if let Some(cid) = e.get("call_id").and_then(Value::as_str) {
+                pending.retain(|_, p| p.call_id != cid);
+            }
+        }
+        _ => {}
+    }
+}
