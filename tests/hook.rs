@@ -979,7 +979,7 @@ fn a_checkpoint_rewritten_to_match_an_edited_ledger_is_not_trusted() {
     let state = p.path().join(".attenu/ledger-s1.state.json");
     let text = std::fs::read_to_string(&state).unwrap();
     let (header, body) = text.split_once('\n').unwrap();
-    assert!(header.starts_with("attenu-checkpoint v3 "), "{header}");
+    assert!(header.starts_with("attenu-checkpoint v4 "), "{header}");
     let mut body: Value = serde_json::from_str(body).unwrap();
     let m = std::fs::metadata(&path).unwrap();
     body["stamp"]["len"] = json!(m.len());

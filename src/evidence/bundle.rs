@@ -12,6 +12,7 @@
 //! concurrent exporters each write a complete bundle and the last rename wins.
 
 use super::keys::{self, AnchorKey};
+use super::checkpoint;
 use super::verify::anchor_signing_input;
 use crate::clock as time;
 use crate::fs;
@@ -37,6 +38,8 @@ pub enum ExportError {
     Ledger(#[from] StoreError),
     #[error(transparent)]
     Key(#[from] keys::KeyError),
+    #[error(transparent)]
+    Checkpoint(#[from] checkpoint::CheckpointError),
     /// The verified state and the file disagree: never signed.
     #[error("{}: {what} differs from its verified checkpoint, so nothing was exported. The ledger is untouched; this is a bug, please report it. Removing {} makes the next export re-verify the whole file from GENESIS", .ledger.display(), .state.display())]
     Disagree {
@@ -74,6 +77,8 @@ pub struct Written {
     pub path: PathBuf,
     pub chain_id: String,
     pub entries: usize,
+    /// The root of the chain's tree, which the bundle's `checkpoint` signs.
+    pub root: crate::tlog::Hash,
 }
 
 /// Builds and signs the bundle for one chain, verifying it first.
@@ -96,7 +101,9 @@ pub fn build(
         .cloned()
         .unwrap_or(Value::Null);
     let anchor = sign_anchor(&chain_id, entries.len(), &head_hash, key)?;
-    let mut bundle = envelope(&chain_id, anchor, index, of, previous);
+    let tree = checkpoint::tree_of(&entries)?;
+    let signed = checkpoint::sign(key, &chain_id, tree.size(), &tree.root())?;
+    let mut bundle = envelope(&chain_id, anchor, index, of, previous, &signed);
     // Moved in, not through `json!`, which would copy every entry.
     bundle["entries"] = Value::Array(entries);
     Ok(bundle)
@@ -133,6 +140,7 @@ fn envelope(
     index: usize,
     of: usize,
     previous: Value,
+    signed_checkpoint: &str,
 ) -> Value {
     json!({
         "v": 2,
@@ -140,6 +148,7 @@ fn envelope(
         "chain_id": chain_id,
         "anchor": Value::Object(anchor),
         "chain": {"index": index, "of": of, "previous_chain": previous},
+        "checkpoint": signed_checkpoint,
         "producer": {"name": "attenu-hook", "version": env!("CARGO_PKG_VERSION")},
         "note": "offline-verifiable: `attenu-hook verify BUNDLE --pub anchor.pub`, or attenu_guard.evidence.verify_bundle(bundle, signer) with the key in anchor.pub",
     })
@@ -209,7 +218,17 @@ pub fn export_locked(
             .cloned()
             .unwrap_or(Value::Null);
         let anchor = sign_anchor(&info.chain_id, lines.len(), &info.head, key)?;
-        let rest = serde_json::to_vec(&envelope(&info.chain_id, anchor, i + 1, of, previous))?;
+        // The verified state's tree: export re-hashes nothing.
+        let root = info.tree.root();
+        let signed = checkpoint::sign(key, &info.chain_id, info.tree.size(), &root)?;
+        let rest = serde_json::to_vec(&envelope(
+            &info.chain_id,
+            anchor,
+            i + 1,
+            of,
+            previous,
+            &signed,
+        ))?;
         let mut text = Vec::with_capacity(span.len() + rest.len() + 16);
         text.extend_from_slice(b"{\"entries\":[");
         for (j, line) in lines.iter().enumerate() {
@@ -228,6 +247,7 @@ pub fn export_locked(
             path,
             chain_id: info.chain_id.clone(),
             entries: lines.len(),
+            root,
         });
     }
     Ok(written)

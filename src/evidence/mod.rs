@@ -1,7 +1,9 @@
 //! Evidence: the anchor key, signed bundle export, and offline verification.
 pub mod bundle;
+pub mod checkpoint;
 pub mod doc;
 pub mod keys;
 pub mod log;
+pub mod outbox;
 pub mod strict;
 pub mod verify;

@@ -1,6 +1,7 @@
 //! The session's lifecycle events: SessionStart and SubagentStart open the chain ahead of the
 //! first tool call; SubagentStop and SessionEnd export the signed bundle.
 
+use super::checkpoint::{self, Occasion};
 use super::context::{chain_for, roster_under_lock, store_reason, Ctx};
 use crate::derive::Roster;
 use crate::evidence::{bundle, keys};
@@ -11,14 +12,14 @@ use crate::reason::{Code, Reason};
 use std::collections::BTreeSet;
 
 /// Verifies the session's ledger and opens its chain (root and spawns) unless the current one
-/// already matches the derivation. Returns the roster it derived.
-fn open_session_chain(ctx: &Ctx<'_>) -> Result<Roster, Reason> {
+/// already matches the derivation. Returns the roster it derived and the ledger, still locked.
+fn open_session_chain(ctx: &Ctx<'_>) -> Result<(Roster, Ledger), Reason> {
     let roster = ctx.roster()?;
     let mut ledger = ctx.open_ledger()?;
     let roster = roster_under_lock(ctx, &ledger, roster)?;
     let entries = chain_for(&ledger, &roster, ctx.p)?.opening;
     ledger.append(entries).map_err(store_reason)?;
-    Ok(roster)
+    Ok((roster, ledger))
 }
 
 /// SessionStart runs before the session's first tool call and blocks nothing. Creating the
@@ -27,7 +28,7 @@ fn open_session_chain(ctx: &Ctx<'_>) -> Result<Roster, Reason> {
 /// opens the chain itself when SessionStart is not wired or failed; its failure is reported
 /// to the user, and the first tool call then fails closed on the same cause.
 pub(super) fn session_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
-    open_session_chain(ctx).map_err(|r| {
+    let (_, mut ledger) = open_session_chain(ctx).map_err(|r| {
         Reason::new(
             r.code,
             format!(
@@ -36,11 +37,15 @@ pub(super) fn session_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
             ),
         )
     })?;
-    Ok(Answer::NoObjection)
+    Ok(match checkpoint::make(ctx, &mut ledger, Occasion::Always) {
+        Some(warning) => Answer::message(warning),
+        None => Answer::NoObjection,
+    })
 }
 
 pub(super) fn subagent_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
-    let roster = open_session_chain(ctx)?;
+    let (roster, ledger) = open_session_chain(ctx)?;
+    drop(ledger);
     let ty = ctx.p.agent_type.as_deref().unwrap_or("");
     Ok(if roster.agents.contains_key(ty) {
         Answer::NoObjection
@@ -62,6 +67,9 @@ pub(super) fn stop(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     if ctx.p.event == Event::SessionEnd {
         finalize_idle_nodes(ctx, &mut ledger)?;
     }
+    let mut warnings: Vec<String> = checkpoint::make(ctx, &mut ledger, Occasion::Always)
+        .into_iter()
+        .collect();
     let key = keys::load_or_create(ctx.attenu)
         .map_err(|e| Reason::new(Code::KeyUnavailable, e.to_string()))?;
     let written = bundle::export_locked(&ledger, &key, None)
@@ -69,6 +77,10 @@ pub(super) fn stop(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     if written.is_empty() {
         // An empty ledger (opened, nothing recorded yet) has no chain to sign.
         return Ok(Answer::NoObjection);
+    }
+    if ctx.p.event == Event::SessionEnd {
+        // Only the closing bundles ship: the audit reads a bundle as the session's end.
+        warnings.extend(checkpoint::queue_bundles(ctx, &ledger, &key, &written));
     }
     let names: Vec<String> = written
         .iter()
@@ -80,10 +92,15 @@ pub(super) fn stop(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         })
         .collect();
     let entries: usize = written.iter().map(|w| w.entries).sum();
-    Ok(Answer::message(format!(
+    let mut text = format!(
         "evidence bundle written to .attenu/{} ({entries} entries)",
         names.join(", .attenu/")
-    )))
+    );
+    for w in warnings {
+        text.push_str("; ");
+        text.push_str(&w);
+    }
+    Ok(Answer::message(text))
 }
 
 /// Finalizes every node of the current chain that has no open call, so a session whose calls

@@ -4,9 +4,11 @@
 //! [`process`] owns stdin, stdout, the watchdog and the exit code; [`dispatch`] reads the
 //! payload, finds the project and its configuration and hands the event to its handler
 //! ([`pre_tool_use`], [`post_tool_use`], [`lifecycle`]); [`context`] holds what a handler
-//! reads from disk (roster, ledger); [`last_resort`] is the answer when the hook itself fails.
+//! reads from disk (roster, ledger); [`checkpoint`] queues signed checkpoints for shipping;
+//! [`last_resort`] is the answer when the hook itself fails.
 //! The exit-code policy is [`crate::protocol::exit`].
 
+mod checkpoint;
 mod context;
 pub mod dispatch;
 mod faults;

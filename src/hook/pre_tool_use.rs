@@ -1,5 +1,6 @@
 //! PreToolUse: decide under the ledger lock, record the ruling, then answer.
 
+use super::checkpoint::{self, Occasion};
 use super::context::{chain_for, roster_under_lock, store_reason, ChainTarget, Ctx};
 use super::faults;
 use crate::gate::authz::{self, ClaimCall};
@@ -62,6 +63,13 @@ pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     // A torn tail cut when the ledger was opened is recorded by `Ledger::append`.
     entries.push(entry.into_object());
     ledger.append(entries).map_err(store_reason)?;
+    let occasion = if ruling.denies() {
+        Occasion::Always
+    } else {
+        Occasion::IfDue
+    };
+    // A failure to queue is retried at the next event; the answer stands either way.
+    let _ = checkpoint::make(ctx, &mut ledger, occasion);
     drop(ledger);
     Ok(answer(&ruling))
 }

@@ -32,13 +32,13 @@
 //! never repaired automatically: calls are denied with `ledger-unverifiable`.
 
 mod append;
-mod checkpoint;
+mod seal;
 mod lock;
 mod state;
 mod verify;
 
-pub use checkpoint::{holds_checkpointed_prefix, unseal_checkpoint, MAX_CHECKPOINT_BYTES};
-pub use state::{ChainInfo, FileStamp, Pending, State, MAX_OPEN_CALLS};
+pub use seal::{holds_checkpointed_prefix, unseal_checkpoint, MAX_CHECKPOINT_BYTES};
+pub use state::{ChainInfo, CheckpointMark, FileStamp, Pending, State, MAX_OPEN_CALLS};
 pub use verify::{chains_of, scan};
 
 use crate::fs;
@@ -188,6 +188,29 @@ impl Ledger {
     /// The chain new entries go to, if any.
     pub fn current(&self) -> Option<&ChainInfo> {
         self.state.chains.last()
+    }
+
+    /// The verified file's bytes from `from` to `to` (lines of the current chain, for a
+    /// checkpoint's entries object).
+    pub fn read_range(&self, from: u64, to: u64) -> Result<Vec<u8>, StoreError> {
+        if from > to || to > self.state.stamp.len {
+            return Err(StoreError::Io(format!(
+                "bytes {from}..{to} are outside the verified ledger"
+            )));
+        }
+        let mut buf = vec![0u8; (to - from) as usize];
+        self.file
+            .read_exact_at(&mut buf, from)
+            .map_err(|e| StoreError::Io(format!("cannot read the ledger: {e}")))?;
+        Ok(buf)
+    }
+
+    /// Records that the current chain's checkpoint at `mark` is queued, in the sealed state.
+    pub fn mark_checkpointed(&mut self, mark: CheckpointMark) {
+        if let Some(chain) = self.state.chains.last_mut() {
+            chain.checkpointed = Some(mark);
+            self.write_checkpoint();
+        }
     }
 
     /// Reads the raw bytes of the file as verified (for export), up to the verified length.

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use crate::tlog::Frontier;
 use std::os::unix::fs::MetadataExt;
 
 /// One chain (segment) of a session ledger.
@@ -23,6 +24,21 @@ pub struct ChainInfo {
     /// Nodes a `done` entry has finalized.
     #[serde(default)]
     pub finalized: Vec<String>,
+    /// The chain's RFC 6962 tree over its entries' hashes, as its frontier (at most one hash
+    /// per bit of the size): what a signed checkpoint commits to (docs/SHIPPING.md).
+    #[serde(default)]
+    pub tree: Frontier,
+    /// The last checkpoint queued for shipping, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpointed: Option<CheckpointMark>,
+}
+
+/// Where the last queued checkpoint of a chain stands: its size, and the byte offset in the
+/// ledger file where the entries after it begin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointMark {
+    pub size: u64,
+    pub offset: u64,
 }
 
 impl ChainInfo {
@@ -44,7 +60,18 @@ impl ChainInfo {
             params_salt: text(root.get("params_salt")),
             nodes: BTreeMap::new(),
             finalized: Vec::new(),
+            tree: Frontier::new(),
+            checkpointed: None,
         }
+    }
+
+    /// Adds an entry, by its own hash, to the chain's tree. A hash that is not 32 bytes of hex
+    /// never comes from `chain::seal` or a verified chain.
+    pub(super) fn grow_tree(&mut self, entry_hash: &str) -> Result<(), String> {
+        let leaf = crate::evidence::checkpoint::leaf_of_hash(entry_hash)
+            .ok_or_else(|| format!("entry hash {entry_hash} is not 32 bytes of hex"))?;
+        self.tree.append(leaf);
+        Ok(())
     }
 
     /// Notes what an entry of this chain says about its nodes: a `root` or `spawn` names one,

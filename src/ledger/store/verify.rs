@@ -141,6 +141,7 @@ fn finish_chain(segment: &mut Vec<Value>, start: u64, state: &mut State) -> Resu
     for e in segment.iter() {
         let obj = e.as_object().expect("verified entries are objects");
         info.note_entry(obj);
+        info.grow_tree(obj.get("hash").and_then(Value::as_str).unwrap_or(""))?;
         track_pending(&mut state.pending, obj, &chain_id);
     }
     state.chains.push(info);

@@ -14,9 +14,10 @@ use std::os::unix::fs::FileExt;
 /// The checkpoint file starts with this, then the hex HMAC of the body, a newline, and the
 /// body: the state's JSON exactly as it was MACed, so it is serialized once per write and
 /// never re-serialized to be checked.
-/// v3: the state keeps the calls a new chain ended (`ended`); a v2 checkpoint, which did not,
-/// is not read, and the ledger is re-verified once, so the cache never disagrees with a scan.
-const CHECKPOINT_MAGIC: &str = "attenu-checkpoint v3 ";
+/// v4: each chain keeps its Merkle tree's frontier (`tree`); an older checkpoint, which did
+/// not, is not read, and the ledger is re-verified once, so the cache never disagrees with a
+/// scan.
+const CHECKPOINT_MAGIC: &str = "attenu-checkpoint v4 ";
 
 /// Far above any real checkpoint (at most MAX_OPEN_CALLS open calls and the chains' nodes,
 /// tens of KB); a larger file is not read and the ledger is re-verified instead.

@@ -1,0 +1,107 @@
+//! Signed checkpoints at the hook's edge. When one is due, the chain's tree is signed and
+//! queued in the outbox with the entries added since the last, and a detached shipper is
+//! started. The decision is already recorded and answered by then, so a failure here never
+//! changes the answer: nothing is marked as queued, and the next event tries again.
+
+use super::context::Ctx;
+use crate::evidence::checkpoint::{self, ObjectNames};
+use crate::evidence::bundle::Written;
+use crate::evidence::{keys, outbox};
+use crate::ledger::store::{CheckpointMark, Ledger};
+
+/// Why a checkpoint is made now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Occasion {
+    /// SessionStart, SubagentStop, SessionEnd, a deny: always.
+    Always,
+    /// After a decision: once `[ship] checkpoint_every` entries were added since the last.
+    IfDue,
+}
+
+/// Makes the current chain's checkpoint if shipping is on and `occasion` calls for one.
+/// Returns a warning for the user when it could not be queued.
+pub(super) fn make(ctx: &Ctx<'_>, ledger: &mut Ledger, occasion: Occasion) -> Option<String> {
+    ctx.config.ship.url.as_ref()?;
+    let chain = ledger.current()?;
+    let since = chain.checkpointed.map_or(0, |m| m.size);
+    let added = chain.entries.saturating_sub(since);
+    let due = match occasion {
+        Occasion::Always => added > 0 || chain.checkpointed.is_none(),
+        Occasion::IfDue => added >= u64::from(ctx.config.ship.checkpoint_every),
+    };
+    if !due {
+        return None;
+    }
+    match queue(ctx, ledger) {
+        Ok(()) => {
+            // The shipper runs on its own; if it cannot start, the next event starts one.
+            let _ = crate::ship::spawn_detached(ctx.project);
+            None
+        }
+        Err(e) => Some(format!(
+            "the checkpoint could not be queued for shipping ({e}); it is retried at the next event, and `attenu-hook ship` reports what is left"
+        )),
+    }
+}
+
+/// Signs the current chain's checkpoint and queues it, with the entries since the last one,
+/// then records it as queued in the sealed state.
+fn queue(ctx: &Ctx<'_>, ledger: &mut Ledger) -> Result<(), String> {
+    let chain = ledger.current().ok_or("no chain")?.clone();
+    let key = keys::load_or_create(ctx.attenu).map_err(|e| e.to_string())?;
+    let (size, root) = (chain.tree.size(), chain.tree.root());
+    let from = chain.checkpointed.unwrap_or(CheckpointMark {
+        size: 0,
+        offset: chain.start,
+    });
+    let end = ledger.state.stamp.len;
+    let entries = ledger
+        .read_range(from.offset, end)
+        .map_err(|e| e.to_string())?;
+    let signed = checkpoint::sign(&key, &chain.chain_id, size, &root).map_err(|e| e.to_string())?;
+    let names = ObjectNames {
+        kid: &key.kid,
+        session: &ledger.paths.name,
+        chain_id: &chain.chain_id,
+    };
+    // Entries first: a checkpoint in the store always has the entries it commits to beside it.
+    if size > from.size {
+        outbox::put(ctx.attenu, &names.entries(from.size, size, &root), &entries)
+            .map_err(|e| e.to_string())?;
+    }
+    outbox::put(ctx.attenu, &names.checkpoint(size, &root), signed.as_bytes())
+        .map_err(|e| e.to_string())?;
+    ledger.mark_checkpointed(CheckpointMark { size, offset: end });
+    Ok(())
+}
+
+/// Queues the bundles just exported (SubagentStop, SessionEnd) for shipping, and starts the
+/// shipper. Returns a warning for each that could not be queued.
+pub(super) fn queue_bundles(
+    ctx: &Ctx<'_>,
+    ledger: &Ledger,
+    key: &keys::AnchorKey,
+    written: &[Written],
+) -> Vec<String> {
+    if ctx.config.ship.url.is_none() {
+        return Vec::new();
+    }
+    let mut warnings = Vec::new();
+    for w in written {
+        let names = ObjectNames {
+            kid: &key.kid,
+            session: &ledger.paths.name,
+            chain_id: &w.chain_id,
+        };
+        let queued = std::fs::read(&w.path)
+            .and_then(|bytes| outbox::put(ctx.attenu, &names.bundle(w.entries as u64, &w.root), &bytes));
+        if let Err(e) = queued {
+            warnings.push(format!(
+                "bundle {} could not be queued for shipping ({e}); run `attenu-hook ship` after fixing it",
+                w.path.display()
+            ));
+        }
+    }
+    let _ = crate::ship::spawn_detached(ctx.project);
+    warnings
+}
