@@ -46,6 +46,27 @@ pub struct Config {
     pub agents: BTreeMap<String, Vec<String>>,
     pub gate: GateConfig,
     pub privacy: PrivacyConfig,
+    pub ship: ShipConfig,
+}
+
+/// `[ship]`: where checkpoints and bundles go beyond the machine (`src/ship/`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShipConfig {
+    /// `s3://bucket/prefix` or `file:///mounted/share`; shipping is off without it. Endpoint,
+    /// region and credentials come only from the store's standard environment (`AWS_*`).
+    pub url: Option<String>,
+    /// Decisions between two checkpoints, at most (1 to 100000).
+    pub checkpoint_every: u32,
+}
+
+impl Default for ShipConfig {
+    fn default() -> Self {
+        ShipConfig {
+            url: None,
+            checkpoint_every: 64,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
@@ -104,6 +125,7 @@ impl Default for Config {
             agents: BTreeMap::new(),
             gate: GateConfig::default(),
             privacy: PrivacyConfig::default(),
+            ship: ShipConfig::default(),
         }
     }
 }
@@ -137,6 +159,11 @@ pub enum ConfigError {
     },
     #[error("gate.reviewers.{name} must be a 64-hex Ed25519 public key")]
     ReviewerKey { name: String },
+    /// `[ship] url` is not a URL the shipper can use; the text says why.
+    #[error("{0}")]
+    ShipUrl(String),
+    #[error("ship.checkpoint_every must be between 1 and 100000")]
+    CheckpointEvery,
 }
 
 /// Loads the configuration of the project whose state directory is `attenu_dir`. No file means
@@ -207,6 +234,12 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
             }
         }
     }
+    if let Some(url) = &c.ship.url {
+        crate::ship::Target::parse(url).map_err(ConfigError::ShipUrl)?;
+    }
+    if !(1..=100_000).contains(&c.ship.checkpoint_every) {
+        return Err(ConfigError::CheckpointEvery);
+    }
     for (name, key) in &c.gate.reviewers {
         if key.len() != 64 || crate::ledger::chain::unhex(key).is_none() {
             return Err(ConfigError::ReviewerKey { name: name.clone() });
@@ -253,6 +286,30 @@ mod tests {
         ] {
             let e = require(bad).unwrap_err();
             assert!(e.contains("gate nothing") && e.contains(hint), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_bad_ship_table_is_an_error() {
+        let load = |t: &str| {
+            let c: Config = toml::from_str(t).map_err(|e| e.to_string())?;
+            validate(&c).map(|()| c.ship).map_err(|e| e.to_string())
+        };
+        assert_eq!(load("").unwrap(), ShipConfig::default());
+        let s = load("[ship]\nurl = \"s3://evidence/team\"\ncheckpoint_every = 8").unwrap();
+        assert_eq!(
+            (s.url.as_deref(), s.checkpoint_every),
+            (Some("s3://evidence/team"), 8)
+        );
+        assert!(load("[ship]\nurl = \"file:///mnt/share\"").is_ok());
+        for bad in [
+            "[ship]\nurl = \"s3:/evidence\"",
+            "[ship]\nurl = \"s3://E/x\"",
+            "[ship]\ncheckpoint_every = 0",
+            "[ship]\ncheckpoint_every = 100001",
+            "[ship]\nendpoint = \"http://x\"",
+        ] {
+            assert!(load(bad).is_err(), "{bad}");
         }
     }
 

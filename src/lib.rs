@@ -24,4 +24,5 @@ pub mod policy;
 pub mod protocol;
 pub mod random;
 pub mod reason;
+pub mod ship;
 pub mod tlog;

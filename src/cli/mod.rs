@@ -13,6 +13,7 @@ mod log;
 mod project;
 mod receipt;
 mod reconcile;
+mod ship;
 mod verify;
 
 pub use crate::protocol::Exit;
@@ -74,6 +75,9 @@ pub enum Command {
     },
     /// The decisions as a readable table
     Log(log::Args),
+    /// Drain the outbox to [ship] url: exit 0 when it is empty afterwards, 1 when not, 2 when
+    /// shipping is not configured
+    Ship(ship::Args),
 }
 
 /// Entry point of the binary: hook mode without arguments, the CLI with them. Returns the
@@ -142,5 +146,6 @@ pub fn run(cli: Cli) -> Exit {
         Command::Man => docs::man(),
         Command::Reconcile { action } => reconcile::run(action),
         Command::Log(a) => log::run(a),
+        Command::Ship(a) => ship::run(a),
     }
 }

@@ -2,6 +2,13 @@
 //! subprocess with a payload on stdin, the way Claude Code runs it.
 #![allow(dead_code)]
 
+pub mod harness;
+pub mod snapshot;
+#[allow(unused_imports)]
+pub use harness::{need_reference_python, need_root, need_test_faults, need_tool, skip};
+#[allow(unused_imports)]
+pub use snapshot::{assert_snapshot, mask};
+
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -31,6 +31,8 @@ pub enum CheckId {
     PermFiles,
     /// A ledger verifies (the subject is its file name).
     Ledger,
+    /// The outbox's backlog and the last drain's error (`[ship]`).
+    Ship,
 }
 
 impl CheckId {
@@ -50,6 +52,7 @@ impl CheckId {
             CheckId::PermFile => "perm-file",
             CheckId::PermFiles => "perm-files",
             CheckId::Ledger => "ledger",
+            CheckId::Ship => "ship",
         }
     }
 

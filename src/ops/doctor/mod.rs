@@ -3,6 +3,7 @@
 
 mod check;
 mod hooks;
+mod ship;
 mod state;
 
 pub use check::{Check, CheckId, Severity};
@@ -20,5 +21,6 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
 pub fn doctor_for(dir: &Path, ours: &str) -> Vec<Check> {
     let mut out = hooks::checks(dir, ours);
     out.extend(state::checks(dir));
+    out.extend(ship::checks(dir));
     out
 }

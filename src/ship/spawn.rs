@@ -1,0 +1,31 @@
+//! Starting a shipper from the hook without making Claude Code wait for it.
+//!
+//! Claude Code reads a hook's stdout and stderr to their end, so a child that held either
+//! would keep the call waiting as long as it ships. The shipper gets /dev/null for all three
+//! standard descriptors (everything else std opens is close-on-exec), its own process group
+//! (a signal Claude Code sends to the hook's group does not cut a drain short; a killed drain
+//! would lose nothing, but it would have to start over), and is never waited for: once the
+//! hook exits it is the init process's child.
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Starts `<this binary> ship --quiet --project <project>` detached. Returns as soon as the
+/// process is started; its process id is returned only for tests and logs.
+pub fn spawn_detached(project: &Path) -> io::Result<u32> {
+    let exe = std::env::current_exe()?;
+    let child = Command::new(exe)
+        .arg("ship")
+        .arg("--quiet")
+        .arg("--project")
+        .arg(project)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()?;
+    // Dropping a Child neither waits for it nor kills it.
+    Ok(child.id())
+}

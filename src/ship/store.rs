@@ -1,0 +1,204 @@
+//! The object store the outbox ships to, through `object_store`: S3 and every S3-compatible
+//! engine (`s3://`), or a directory (`file://`). Keys are relative to the URL's prefix. Every
+//! method is async and runs on the current-thread runtime of [`super::block_on`]: only the
+//! `ship` process (and the audit) ever creates one, never the hook.
+
+use super::Target;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::local::LocalFileSystem;
+use object_store::path::Path as ObjectPath;
+use object_store::{
+    BackoffConfig, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig,
+};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// Why the store could not do what was asked. The text names the store and the key.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the store {url}: {source}")]
+    Open {
+        url: String,
+        #[source]
+        source: Box<object_store::Error>,
+    },
+    #[error("{op} {key} on {url} failed: {source}")]
+    Request {
+        op: &'static str,
+        key: String,
+        url: String,
+        #[source]
+        source: Box<object_store::Error>,
+    },
+}
+
+/// One object the store holds: its key (relative to the prefix), size, and the time the
+/// store's server gave it (not the shipping machine's clock).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectInfo {
+    pub key: String,
+    pub size: u64,
+    pub last_modified: SystemTime,
+}
+
+/// What a conditional create found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Created {
+    /// The store took the object.
+    New,
+    /// The store refused: an object under that key exists already.
+    Exists,
+}
+
+/// An opened store: where it is, and the prefix every key is under.
+#[derive(Debug, Clone)]
+pub struct Store {
+    inner: Arc<dyn ObjectStore>,
+    prefix: Vec<String>,
+    url: String,
+}
+
+/// A shipper retries its whole drain on the next event, so a request that fails fails fast:
+/// object_store's default (10 retries over up to 3 minutes) would hold the outbox lock for
+/// minutes while the store is down.
+fn retry() -> RetryConfig {
+    RetryConfig {
+        backoff: BackoffConfig::default(),
+        max_retries: 2,
+        retry_timeout: Duration::from_secs(20),
+    }
+}
+
+impl Store {
+    /// Opens `target` with the store's standard environment of this process (`AWS_*`).
+    pub fn from_env(url: &str, target: &Target) -> Result<Store, StoreError> {
+        Store::with_env(url, target, std::env::vars())
+    }
+
+    /// Opens `target` with the given environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// `AWS_SESSION_TOKEN`, `AWS_REGION`/`AWS_DEFAULT_REGION`, `AWS_ENDPOINT_URL`,
+    /// `AWS_ALLOW_HTTP`, and the other `AWS_*` keys object_store reads). Nothing is ever
+    /// read from or written to the project: credentials stay where the operator keeps them.
+    pub fn with_env(
+        url: &str,
+        target: &Target,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Store, StoreError> {
+        let open_err = |source| StoreError::Open {
+            url: url.to_string(),
+            source: Box::new(source),
+        };
+        let (inner, prefix): (Arc<dyn ObjectStore>, Vec<String>) = match target {
+            Target::S3 { bucket, prefix } => {
+                let mut b = AmazonS3Builder::new();
+                for (k, v) in env {
+                    if !k.starts_with("AWS_") {
+                        continue;
+                    }
+                    if let Ok(key) = k.to_ascii_lowercase().parse::<AmazonS3ConfigKey>() {
+                        b = b.with_config(key, v);
+                    }
+                }
+                let s3 = b
+                    .with_bucket_name(bucket)
+                    .with_retry(retry())
+                    .build()
+                    .map_err(open_err)?;
+                (Arc::new(s3), prefix.clone())
+            }
+            Target::File { root } => {
+                let fs = LocalFileSystem::new_with_prefix(root).map_err(open_err)?;
+                (Arc::new(fs), Vec::new())
+            }
+        };
+        Ok(Store {
+            inner,
+            prefix,
+            url: url.to_string(),
+        })
+    }
+
+    /// The URL it was opened with, for messages.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn path(&self, key: &str) -> ObjectPath {
+        let parts = self.prefix.iter().map(String::as_str).chain(key.split('/'));
+        ObjectPath::from_iter(parts)
+    }
+
+    fn err(&self, op: &'static str, key: &str, source: object_store::Error) -> StoreError {
+        StoreError::Request {
+            op,
+            key: key.to_string(),
+            url: self.url.clone(),
+            source: Box::new(source),
+        }
+    }
+
+    /// The bytes of `key`, or `None` when the store has no such object.
+    pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let got = match self.inner.get(&self.path(key)).await {
+            Ok(g) => g,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(self.err("GET", key, e)),
+        };
+        let bytes = got.bytes().await.map_err(|e| self.err("GET", key, e))?;
+        Ok(Some(bytes.to_vec()))
+    }
+
+    /// Creates `key` with `bytes` only if no object has that key: a conditional create
+    /// (`If-None-Match: *` on S3). Not every store honours the condition (Garage 2.5.0
+    /// accepts it and overwrites), which is why [`super::drain`] reads the key first.
+    pub async fn create(&self, key: &str, bytes: Vec<u8>) -> Result<Created, StoreError> {
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        match self
+            .inner
+            .put_opts(&self.path(key), PutPayload::from(bytes), opts)
+            .await
+        {
+            Ok(_) => Ok(Created::New),
+            Err(object_store::Error::AlreadyExists { .. })
+            | Err(object_store::Error::Precondition { .. }) => Ok(Created::Exists),
+            Err(e) => Err(self.err("PUT", key, e)),
+        }
+    }
+
+    /// Every object under `under` (a key prefix of whole components; "" for all), with the
+    /// server's times, in key order.
+    pub async fn list(&self, under: &str) -> Result<Vec<ObjectInfo>, StoreError> {
+        use futures_util::TryStreamExt;
+        let base = if under.is_empty() {
+            ObjectPath::from_iter(self.prefix.iter().map(String::as_str))
+        } else {
+            self.path(under)
+        };
+        let metas: Vec<_> = self
+            .inner
+            .list(Some(&base))
+            .try_collect()
+            .await
+            .map_err(|e| self.err("LIST", under, e))?;
+        let skip = self.prefix.len();
+        let mut out: Vec<ObjectInfo> = metas
+            .into_iter()
+            .map(|m| ObjectInfo {
+                key: m
+                    .location
+                    .parts()
+                    .skip(skip)
+                    .map(|p| p.as_ref().to_string())
+                    .collect::<Vec<_>>()
+                    .join("/"),
+                size: m.size,
+                last_modified: m.last_modified.into(),
+            })
+            .collect();
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(out)
+    }
+}

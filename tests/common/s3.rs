@@ -1,0 +1,228 @@
+//! A real S3 engine for the tests: Garage, single node, on loopback with free ports and a
+//! temporary data directory. [`Garage::start`] returns once it serves S3, with a bucket and a
+//! key that may read and write it; dropping it kills the server and removes its directory.
+//!
+//! The binary is `ATTENU_GARAGE_BIN`, else `garage` on PATH (.ci/run installs it). Without it,
+//! [`need_garage`] reports the test as ignored, or fails it under `ATTENU_REQUIRE_LIVE=1`.
+
+use crate::common::harness::skip;
+use crate::common::TempDir;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The Garage binary, or the test is skipped.
+pub fn need_garage() -> PathBuf {
+    let bin = std::env::var_os("ATTENU_GARAGE_BIN")
+        .filter(|b| !b.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("garage"));
+    let runs = Command::new(&bin)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !runs {
+        skip(format!(
+            "needs Garage 2.5.0 (`cargo install --locked garage --version 2.5.0`; .ci/run does): set ATTENU_GARAGE_BIN or put `garage` on PATH ({} does not run)",
+            bin.display()
+        ));
+    }
+    bin
+}
+
+/// A running single-node Garage with one bucket and one key.
+pub struct Garage {
+    bin: PathBuf,
+    dir: TempDir,
+    server: Option<Child>,
+    /// `http://127.0.0.1:PORT`, the S3 API.
+    pub endpoint: String,
+    s3_addr: SocketAddr,
+    pub region: String,
+    pub bucket: String,
+    pub key_id: String,
+    pub secret: String,
+}
+
+/// A port free on loopback now (bound, then released for the server to take).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port on 127.0.0.1")
+}
+
+fn random_hex(bytes: usize) -> String {
+    use std::io::Read;
+    let mut b = vec![0u8; bytes];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .expect("read /dev/urandom");
+    b.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Garage {
+    /// Starts Garage (or skips the test without it), assigns its layout, and creates bucket
+    /// `evidence` and a key with read and write on it.
+    pub fn start() -> Garage {
+        let bin = need_garage();
+        let dir = TempDir::new("garage");
+        let (rpc, s3) = (free_port(), free_port());
+        let config = format!(
+            "metadata_dir = \"{d}/meta\"\ndata_dir = \"{d}/data\"\ndb_engine = \"sqlite\"\n\
+             replication_factor = 1\nrpc_bind_addr = \"127.0.0.1:{rpc}\"\n\
+             rpc_public_addr = \"127.0.0.1:{rpc}\"\nrpc_secret = \"{secret}\"\n\n\
+             [s3_api]\ns3_region = \"garage\"\napi_bind_addr = \"127.0.0.1:{s3}\"\n",
+            d = dir.path().display(),
+            secret = random_hex(32),
+        );
+        std::fs::write(dir.path().join("garage.toml"), config).unwrap();
+        let mut g = Garage {
+            bin,
+            dir,
+            server: None,
+            endpoint: format!("http://127.0.0.1:{s3}"),
+            s3_addr: SocketAddr::from(([127, 0, 0, 1], s3)),
+            region: "garage".into(),
+            bucket: "evidence".into(),
+            key_id: String::new(),
+            secret: String::new(),
+        };
+        g.resume();
+        let id = g.cli(&["node", "id", "-q"]);
+        let id = id.trim().split('@').next().unwrap().to_string();
+        g.cli(&["layout", "assign", "-z", "dc1", "-c", "1G", &id]);
+        g.cli(&["layout", "apply", "--version", "1"]);
+        g.cli(&["bucket", "create", "evidence"]);
+        let key = g.cli(&["key", "create", "attenu-test"]);
+        let field = |name: &str| {
+            key.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_else(|| panic!("no {name:?} in `garage key create`'s output:\n{key}"))
+        };
+        g.key_id = field("Key ID:");
+        g.secret = field("Secret key:");
+        g.cli(&[
+            "bucket",
+            "allow",
+            "--read",
+            "--write",
+            "--owner",
+            "evidence",
+            "--key",
+            "attenu-test",
+        ]);
+        g.wait_for_s3();
+        g
+    }
+
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("garage.toml")
+    }
+
+    /// Runs `garage -c CONFIG ARGS`, which must succeed; returns its stdout.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new(&self.bin)
+            .arg("-c")
+            .arg(self.config())
+            .args(args)
+            .output()
+            .expect("run garage");
+        assert!(
+            out.status.success(),
+            "garage {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Starts the server on its directory (again, after [`Garage::stop`]) and waits until its
+    /// RPC answers.
+    pub fn resume(&mut self) {
+        assert!(self.server.is_none(), "garage runs already");
+        let log = std::fs::File::create(self.dir.path().join("server.log")).unwrap();
+        let child = Command::new(&self.bin)
+            .arg("-c")
+            .arg(self.config())
+            .arg("server")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start garage");
+        self.server = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let status = Command::new(&self.bin)
+                .arg("-c")
+                .arg(self.config())
+                .arg("status")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+            if status.is_ok_and(|s| s.success()) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "garage did not start:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if !self.key_id.is_empty() {
+            self.wait_for_s3();
+        }
+    }
+
+    /// Waits until the S3 API accepts connections.
+    fn wait_for_s3(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect_timeout(&self.s3_addr, Duration::from_millis(200)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "garage's S3 API did not open:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Kills the server (its data stays, for [`Garage::resume`]).
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.server.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// The server's log, for failure messages.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// The environment a shipper needs for this store (the store's standard variables).
+    pub fn env(&self) -> Vec<(String, String)> {
+        [
+            ("AWS_ACCESS_KEY_ID", self.key_id.as_str()),
+            ("AWS_SECRET_ACCESS_KEY", self.secret.as_str()),
+            ("AWS_REGION", self.region.as_str()),
+            ("AWS_ENDPOINT_URL", self.endpoint.as_str()),
+            ("AWS_ALLOW_HTTP", "true"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    }
+}
+
+impl Drop for Garage {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,579 @@
+//! The shipper against real stores: Garage (a real S3 engine, single node on loopback) and a
+//! directory (`file://`). Each test drives the real binary as a subprocess on real files. The
+//! Garage tests are reported as ignored without a Garage binary (ATTENU_GARAGE_BIN or `garage`
+//! on PATH), and fail under ATTENU_REQUIRE_LIVE=1.
+
+mod common;
+#[path = "common/s3.rs"]
+mod s3;
+
+use attenu_hook::ship::{Store, Target};
+use common::{Out, TempDir, BIN};
+use s3::Garage;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn main() {
+    common::harness::run(tests![
+        shipped_objects_are_byte_identical_and_the_outbox_empties,
+        a_store_down_keeps_everything_and_doctor_says_so_until_it_is_up,
+        identical_bytes_in_the_store_count_as_shipped,
+        different_bytes_in_the_store_are_a_conflict_and_nothing_is_overwritten,
+        a_killed_shipper_loses_nothing,
+        two_shippers_at_once_ship_each_object_once,
+        a_file_target_ships_the_same_way,
+        links_and_foreign_names_are_refused_and_reported,
+        without_ship_configured_ship_exits_2_and_says_how,
+        a_detached_shipper_holds_no_descriptor_the_caller_waits_on,
+    ]);
+}
+
+/// Variables of the ambient environment that would point a shipper elsewhere.
+const AWS_VARS: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ENDPOINT",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_ALLOW_HTTP",
+    "AWS_PROFILE",
+];
+
+/// A project whose `[ship] url` is `url`, with an empty outbox.
+fn project(tag: &str, url: &str) -> TempDir {
+    let p = TempDir::new(tag);
+    let attenu = p.path().join(".attenu");
+    std::fs::create_dir_all(attenu.join("outbox")).unwrap();
+    for d in [&attenu, &attenu.join("outbox")] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    std::fs::write(
+        attenu.join("config.toml"),
+        format!("[ship]\nurl = \"{url}\"\n"),
+    )
+    .unwrap();
+    p
+}
+
+fn outbox(p: &Path) -> PathBuf {
+    p.join(".attenu/outbox")
+}
+
+/// Queues `bytes` as the object `key`, the way the writer does: a `.tmp-*` file renamed.
+fn queue(p: &Path, key: &str, bytes: &[u8]) {
+    let path = outbox(p).join(key);
+    let dir = path.parent().unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    let tmp = dir.join(format!(
+        ".tmp-{}",
+        path.file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::write(&tmp, bytes).unwrap();
+    std::fs::rename(tmp, path).unwrap();
+}
+
+/// `n` objects shaped like the hook's, each with its own bytes.
+fn objects(n: usize) -> Vec<(String, Vec<u8>)> {
+    (0..n)
+        .map(|i| {
+            let kind = if i % 2 == 0 { "checkpoints" } else { "bundles" };
+            let key = format!("kid1/s{}/c0/{kind}/{i:020}-{:064x}.note", i % 3, i * 7919);
+            (
+                key,
+                format!("object {i}\n{}", "x".repeat(i % 97)).into_bytes(),
+            )
+        })
+        .collect()
+}
+
+/// Files still in the outbox (not `.`-names).
+fn pending(p: &Path) -> Vec<String> {
+    fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            if e.file_type().unwrap().is_dir() {
+                walk(&e.path(), &format!("{prefix}{name}/"), out);
+            } else {
+                out.push(format!("{prefix}{name}"));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&outbox(p), "", &mut out);
+    out.sort();
+    out
+}
+
+fn command(p: &Path, env: &[(String, String)], args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .arg("--project")
+        .arg(p)
+        .env(
+            "CLAUDE_CONFIG_DIR",
+            "/nonexistent/attenu-test-claude-config",
+        )
+        .env_remove("CLAUDE_PROJECT_DIR");
+    for v in AWS_VARS {
+        cmd.env_remove(v);
+    }
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    cmd
+}
+
+fn ship(p: &Path, env: &[(String, String)]) -> Out {
+    let out = command(p, env, &["ship"]).output().unwrap();
+    Out {
+        code: out.status.code().expect("ship was killed by a signal"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn state(p: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(outbox(p).join(".state")).unwrap()).unwrap()
+}
+
+/// The store at `url`, opened the way the shipper opens it.
+fn store(url: &str, env: &[(String, String)]) -> Store {
+    Store::with_env(url, &Target::parse(url).unwrap(), env.to_vec()).unwrap()
+}
+
+fn get(s: &Store, key: &str) -> Option<Vec<u8>> {
+    attenu_hook::ship::runtime()
+        .unwrap()
+        .block_on(s.get(key))
+        .unwrap()
+}
+
+fn create(s: &Store, key: &str, bytes: &[u8]) {
+    let rt = attenu_hook::ship::runtime().unwrap();
+    rt.block_on(s.create(key, bytes.to_vec())).unwrap();
+}
+
+/// Every object of `objs` in the store, byte for byte.
+fn assert_stored(s: &Store, objs: &[(String, Vec<u8>)]) {
+    for (key, bytes) in objs {
+        assert_eq!(get(s, key).as_deref(), Some(&bytes[..]), "{key}");
+    }
+}
+
+fn garage_url(g: &Garage, tag: &str) -> String {
+    format!("s3://{}/{tag}", g.bucket)
+}
+
+fn shipped_objects_are_byte_identical_and_the_outbox_empties() {
+    let g = Garage::start();
+    let url = garage_url(&g, "basic");
+    let p = project("ship-basic", &url);
+    let objs = objects(10);
+    for (k, b) in &objs {
+        queue(p.path(), k, b);
+    }
+    // A file being written stays where it is.
+    std::fs::write(outbox(p.path()).join("kid1/.tmp-partial"), b"half").unwrap();
+    let out = ship(p.path(), &g.env());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("shipped 3/10 "), "{}", out.stderr);
+    assert_eq!(pending(p.path()), Vec::<String>::new());
+    assert!(outbox(p.path()).join("kid1/.tmp-partial").exists());
+    assert_stored(&store(&url, &g.env()), &objs);
+    let listed = attenu_hook::ship::runtime()
+        .unwrap()
+        .block_on(store(&url, &g.env()).list(""))
+        .unwrap();
+    let mut keys: Vec<_> = objs.iter().map(|(k, _)| k.clone()).collect();
+    keys.sort();
+    assert_eq!(
+        listed.iter().map(|o| o.key.clone()).collect::<Vec<_>>(),
+        keys
+    );
+    let st = state(p.path());
+    assert_eq!(
+        (st["shipped"].as_u64(), st["left"].as_u64()),
+        (Some(10), Some(0))
+    );
+    assert!(
+        st["last_error"].is_null() && st["last_success_unix_ms"].is_u64(),
+        "{st}"
+    );
+    // Nothing left: a second drain ships nothing and succeeds.
+    assert_eq!(ship(p.path(), &g.env()).code, 0);
+}
+
+fn a_store_down_keeps_everything_and_doctor_says_so_until_it_is_up() {
+    let mut g = Garage::start();
+    let url = garage_url(&g, "down");
+    let p = project("ship-down", &url);
+    let objs = objects(4);
+    for (k, b) in &objs {
+        queue(p.path(), k, b);
+    }
+    g.stop();
+    let out = ship(p.path(), &g.env());
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("4 left in the outbox"),
+        "{}",
+        out.stderr
+    );
+    let mut keys: Vec<_> = objs.iter().map(|(k, _)| k.clone()).collect();
+    keys.sort();
+    assert_eq!(
+        pending(p.path()),
+        keys,
+        "nothing removed while the store is down"
+    );
+    let st = state(p.path());
+    assert!(
+        st["last_error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{st}"
+    );
+    assert!(st["last_success_unix_ms"].is_null(), "{st}");
+    let doctor = doctor_output(p.path());
+    let line = doctor
+        .lines()
+        .find(|l| l.contains(" ship "))
+        .unwrap_or_default();
+    assert!(
+        line.starts_with("warn")
+            && line.contains("4 object(s) waiting")
+            && line.contains("the last drain failed"),
+        "{doctor}"
+    );
+    g.resume();
+    let out = ship(p.path(), &g.env());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(pending(p.path()), Vec::<String>::new());
+    assert_stored(&store(&url, &g.env()), &objs);
+    assert!(state(p.path())["last_error"].is_null());
+    let doctor = doctor_output(p.path());
+    assert!(
+        doctor.lines().any(|l| l.starts_with("ok")
+            && l.contains(" ship ")
+            && l.contains("the outbox is empty")),
+        "{doctor}"
+    );
+}
+
+/// `doctor`'s stdout. `doctor` takes the directory as an argument, not `--project`.
+fn doctor_output(p: &Path) -> String {
+    let out = Command::new(BIN)
+        .arg("doctor")
+        .arg(p)
+        .env(
+            "CLAUDE_CONFIG_DIR",
+            "/nonexistent/attenu-test-claude-config",
+        )
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn identical_bytes_in_the_store_count_as_shipped() {
+    let g = Garage::start();
+    let url = garage_url(&g, "same");
+    let p = project("ship-same", &url);
+    let objs = objects(2);
+    for (k, b) in &objs {
+        queue(p.path(), k, b);
+    }
+    // As if an earlier drain was killed after its PUT and before it removed the file.
+    create(&store(&url, &g.env()), &objs[0].0, &objs[0].1);
+    let out = ship(p.path(), &g.env());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("already in the store"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(pending(p.path()), Vec::<String>::new());
+    assert_stored(&store(&url, &g.env()), &objs);
+}
+
+fn different_bytes_in_the_store_are_a_conflict_and_nothing_is_overwritten() {
+    let g = Garage::start();
+    let url = garage_url(&g, "conflict");
+    let p = project("ship-conflict", &url);
+    let objs = objects(3);
+    for (k, b) in &objs {
+        queue(p.path(), k, b);
+    }
+    let s = store(&url, &g.env());
+    create(&s, &objs[1].0, b"someone else's bytes");
+    let out = ship(p.path(), &g.env());
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "the store holds different bytes under {}",
+            objs[1].0
+        )) && out.stderr.contains("someone wrote it before us"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        pending(p.path()),
+        vec![objs[1].0.clone()],
+        "only the conflicting file stays"
+    );
+    // Garage 2.5.0 ignores If-None-Match: the shipper must not have PUT over it.
+    assert_eq!(
+        get(&s, &objs[1].0).as_deref(),
+        Some(&b"someone else's bytes"[..])
+    );
+    assert_stored(&s, &[objs[0].clone(), objs[2].clone()]);
+    let st = state(p.path());
+    assert!(
+        st["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("different bytes"),
+        "{st}"
+    );
+}
+
+fn a_killed_shipper_loses_nothing() {
+    let g = Garage::start();
+    let url = garage_url(&g, "killed");
+    let p = project("ship-killed", &url);
+    let objs = objects(120);
+    for (k, b) in &objs {
+        queue(p.path(), k, b);
+    }
+    let mut child = command(p.path(), &g.env(), &["ship"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Killed once it has shipped a few, mid-drain.
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    for _ in 0..5 {
+        let line = lines.next().expect("progress").unwrap();
+        assert!(line.starts_with("shipped "), "{line}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = pending(p.path());
+    assert!(
+        !left.is_empty() && left.len() < objs.len(),
+        "killed mid-drain: {} left",
+        left.len()
+    );
+    let s = store(&url, &g.env());
+    for (k, b) in &objs {
+        if !left.contains(k) {
+            assert_eq!(
+                get(&s, k).as_deref(),
+                Some(&b[..]),
+                "{k} removed only once stored"
+            );
+        }
+    }
+    let out = ship(p.path(), &g.env());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(pending(p.path()), Vec::<String>::new());
+    assert_stored(&s, &objs);
+}
+
+fn two_shippers_at_once_ship_each_object_once() {
+    let g = Garage::start();
+    let url = garage_url(&g, "two");
+    let p = project("ship-two", &url);
+    let objs = objects(60);
+    for (k, b) in &objs {
+        queue(p.path(), k, b);
+    }
+    let spawn = || {
+        command(p.path(), &g.env(), &["ship"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let mut shipped = Vec::new();
+    for c in [a, b] {
+        let out = c.wait_with_output().unwrap();
+        let code = out.status.code().expect("a shipper crashed");
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            code == 0 || (code == 1 && err.contains("another shipper is draining")),
+            "{code}: {err}"
+        );
+        shipped.extend(
+            err.lines()
+                .filter(|l| l.starts_with("shipped "))
+                .map(|l| l.rsplit(' ').next().unwrap().to_string()),
+        );
+    }
+    shipped.sort();
+    let mut keys: Vec<_> = objs.iter().map(|(k, _)| k.clone()).collect();
+    keys.sort();
+    assert_eq!(shipped, keys, "every object shipped exactly once");
+    assert_eq!(pending(p.path()), Vec::<String>::new());
+    assert_stored(&store(&url, &g.env()), &objs);
+}
+
+fn a_file_target_ships_the_same_way() {
+    let share = TempDir::new("share");
+    let url = format!("file://{}", share.path().display());
+    let p = project("ship-file", &url);
+    let objs = objects(5);
+    for (k, b) in &objs {
+        queue(p.path(), k, b);
+    }
+    let out = ship(p.path(), &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(pending(p.path()), Vec::<String>::new());
+    for (k, b) in &objs {
+        assert_eq!(&std::fs::read(share.path().join(k)).unwrap(), b, "{k}");
+    }
+    // The same key again: identical bytes are shipped, different ones a conflict.
+    queue(p.path(), &objs[0].0, &objs[0].1);
+    queue(p.path(), &objs[1].0, b"rewritten");
+    let out = ship(p.path(), &[]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("someone wrote it before us"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(pending(p.path()), vec![objs[1].0.clone()]);
+    assert_eq!(
+        std::fs::read(share.path().join(&objs[1].0)).unwrap(),
+        objs[1].1
+    );
+    // A share that is not there (not mounted): nothing removed, the reason given.
+    let gone = project("ship-file-gone", "file:///nonexistent/attenu-share");
+    queue(gone.path(), &objs[2].0, &objs[2].1);
+    let out = ship(gone.path(), &[]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(pending(gone.path()), vec![objs[2].0.clone()]);
+}
+
+fn links_and_foreign_names_are_refused_and_reported() {
+    let share = TempDir::new("share-refused");
+    let p = project(
+        "ship-refused",
+        &format!("file://{}", share.path().display()),
+    );
+    let secret = p.path().join("secret.txt");
+    std::fs::write(&secret, b"not evidence").unwrap();
+    queue(p.path(), "kid1/s1/c0/checkpoints/a.note", b"fine");
+    std::os::unix::fs::symlink(&secret, outbox(p.path()).join("kid1/link.note")).unwrap();
+    std::os::unix::fs::symlink(p.path(), outbox(p.path()).join("dirlink")).unwrap();
+    std::fs::write(outbox(p.path()).join("bad name"), b"x").unwrap();
+    let out = ship(p.path(), &[]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    for what in [
+        "link.note is not shipped: it is a symlink",
+        "dirlink is not shipped: it is a symlink",
+        "bad name is not shipped",
+    ] {
+        assert!(out.stderr.contains(what), "{what}: {}", out.stderr);
+    }
+    assert!(share.path().join("kid1/s1/c0/checkpoints/a.note").exists());
+    assert!(
+        !share.path().join("kid1/link.note").exists() && !share.path().join("dirlink").exists()
+    );
+    assert!(secret.exists());
+}
+
+fn without_ship_configured_ship_exits_2_and_says_how() {
+    let p = TempDir::new("ship-off");
+    std::fs::create_dir_all(p.path().join(".attenu")).unwrap();
+    let out = ship(p.path(), &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("[ship]") && out.stderr.contains("url = "),
+        "{}",
+        out.stderr
+    );
+    let doctor = doctor_output(p.path());
+    assert!(
+        doctor
+            .lines()
+            .any(|l| l.starts_with("ok") && l.contains("shipping is off")),
+        "{doctor}"
+    );
+    // A bad [ship] is a config error like any other.
+    std::fs::write(
+        p.path().join(".attenu/config.toml"),
+        "[ship]\nurl = \"s3:/oops\"\n",
+    )
+    .unwrap();
+    let out = ship(p.path(), &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("ship.url"), "{}", out.stderr);
+}
+
+fn a_detached_shipper_holds_no_descriptor_the_caller_waits_on() {
+    // A store that accepts connections and never answers: the shipper stays in its first
+    // request (object_store's request timeout) long after the command that started it exits.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", silent.local_addr().unwrap());
+    let p = project("ship-detach", "s3://evidence/detached");
+    queue(p.path(), "kid1/s1/c0/checkpoints/a.note", b"bytes");
+    let env: Vec<(String, String)> = [
+        ("AWS_ACCESS_KEY_ID", "k"),
+        ("AWS_SECRET_ACCESS_KEY", "s"),
+        ("AWS_REGION", "garage"),
+        ("AWS_ENDPOINT_URL", endpoint.as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let started = Instant::now();
+    let mut parent = command(p.path(), &env, &["ship", "--detach"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    parent
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    parent
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(parent.wait().unwrap().success(), "{stderr}");
+    let eof_after = started.elapsed();
+    let pid: u32 = stdout
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{stdout:?} {stderr:?}"));
+    // The shipper is still there, in the request the silent store never answers.
+    silent.set_nonblocking(false).unwrap();
+    let (_conn, _) = silent.accept().unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+    assert!(!stat.is_empty(), "the shipper {pid} should still run");
+    assert!(
+        eof_after < Duration::from_secs(3),
+        "EOF on the pipes took {eof_after:?}"
+    );
+    // In its own process group: field 5 of /proc/PID/stat, the third after the name.
+    let pgrp = stat
+        .rsplit(')')
+        .next()
+        .and_then(|f| f.split_whitespace().nth(2));
+    assert_eq!(pgrp, Some(&pid.to_string()[..]), "{stat}");
+    assert_eq!(pending(p.path()).len(), 1, "nothing lost");
+}
