@@ -11,6 +11,30 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+fn main() {
+    harness::run(tests![
+        sigkill_at_random_moments_never_loses_an_answered_decision_or_wedges_the_session,
+        concurrent_sigkills_leave_one_verifiable_chain,
+        a_panic_answers_with_a_deny_and_exit_2,
+        a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout,
+        a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker,
+        a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop,
+        a_ledger_replaced_by_a_directory_denies,
+        a_corrupted_gate_database_denies_gated_calls_only,
+        a_locked_gate_database_denies_within_the_deadline_saying_so,
+        a_gate_database_locked_before_it_is_set_up_denies_naming_the_lock,
+        a_symlinked_gate_database_journal_denies_gated_calls_saying_it_is_a_symlink,
+        a_fifo_in_place_of_the_gate_journal_is_named_for_what_it_is,
+        a_corrupted_config_denies_with_what_to_fix,
+        a_full_disk_denies_and_loses_nothing_committed,
+        a_read_only_state_directory_denies,
+        a_new_ledgers_name_is_made_durable_before_the_first_answer,
+        a_clock_jump_changes_no_decision_and_breaks_no_chain,
+        a_clock_moved_past_an_authorizations_expiry_refuses_it,
+        a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lock
+    ]);
+}
+
 /// A tiny deterministic generator, so a failing run can be replayed.
 struct XorShift(u64);
 impl XorShift {
@@ -68,7 +92,6 @@ fn call_span(project: &Path) -> u64 {
     (2 * times[2]).max(1000)
 }
 
-#[test]
 fn sigkill_at_random_moments_never_loses_an_answered_decision_or_wedges_the_session() {
     let p = sample("sigkill");
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
@@ -137,7 +160,6 @@ fn sigkill_at_random_moments_never_loses_an_answered_decision_or_wedges_the_sess
     assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
 }
 
-#[test]
 fn concurrent_sigkills_leave_one_verifiable_chain() {
     let p = sample("sigkill-par");
     let span = call_span(p.path());
@@ -207,8 +229,8 @@ fn hook_with(wrapper: &[&str], env: &[(&str, &str)], project: &Path, payload: &V
     }
 }
 
-#[test]
 fn a_panic_answers_with_a_deny_and_exit_2() {
+    need_test_faults();
     let p = sample("panic");
     let out = hook_with(
         &[],
@@ -224,8 +246,8 @@ fn a_panic_answers_with_a_deny_and_exit_2() {
     );
 }
 
-#[test]
 fn a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout() {
+    need_test_faults();
     let p = sample("stall");
     write_config(p.path(), "deadline_ms = 300\n");
     let started = std::time::Instant::now();
@@ -249,8 +271,8 @@ fn a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout() {
 
 /// A PostToolUse or PostToolUseFailure comes after the tool ran: a PreToolUse deny there is
 /// ignored by Claude Code, so a panic or the deadline must stop Claude and leave a marker.
-#[test]
 fn a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker() {
+    need_test_faults();
     for (case, env, event) in [
         ("panic", ("ATTENU_HOOK_TEST_PANIC", "1"), "PostToolUse"),
         (
@@ -297,8 +319,8 @@ fn a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker() {
     }
 }
 
-#[test]
 fn a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop() {
+    need_test_faults();
     let p = sample("post-marker-stuck");
     let payload = post(
         "s1",
@@ -332,7 +354,6 @@ fn a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop() {
     assert!(!list.stdout.contains("t1"), "{}", list.stdout);
 }
 
-#[test]
 fn a_ledger_replaced_by_a_directory_denies() {
     let p = sample("ledgerdir");
     std::fs::create_dir_all(ledger_path(p.path(), "s1")).unwrap();
@@ -377,7 +398,6 @@ fn ops_bash(project: &Path, tool_use_id: &str) -> Out {
     )
 }
 
-#[test]
 fn a_corrupted_gate_database_denies_gated_calls_only() {
     let p = gated_ops("badsqlite", "");
     std::fs::write(p.path().join(".attenu/gate.sqlite"), b"this is not a database, just garbage bytes....................................................................").unwrap();
@@ -397,7 +417,6 @@ fn a_corrupted_gate_database_denies_gated_calls_only() {
 /// The gate database's lock wait is what is left before the deadline, not a fixed 3 s: a
 /// database held by another process ends in the hook's own deny, saying it is locked, before
 /// the watchdog's `deadline-exceeded` (which, with the fixed wait, came first).
-#[test]
 fn a_locked_gate_database_denies_within_the_deadline_saying_so() {
     let p = gated_ops("lockedsqlite", "deadline_ms = 2000\n");
     // A first gated call (denied: nothing is authorized) sets the database up, in WAL mode,
@@ -431,7 +450,6 @@ fn a_locked_gate_database_denies_within_the_deadline_saying_so() {
     holder.execute_batch("ROLLBACK").unwrap();
 }
 
-#[test]
 fn a_gate_database_locked_before_it_is_set_up_denies_naming_the_lock() {
     let p = gated_ops("lockedatopen", "deadline_ms = 4000\n");
     // A database someone else created in SQLite's default (rollback journal) mode and holds
@@ -479,7 +497,6 @@ fn gated_ops_without_journal(tag: &str) -> (TempDir, std::path::PathBuf) {
     (p, wal)
 }
 
-#[test]
 fn a_symlinked_gate_database_journal_denies_gated_calls_saying_it_is_a_symlink() {
     let (p, wal) = gated_ops_without_journal("symlinkwal");
     let elsewhere = p.path().join("elsewhere");
@@ -507,7 +524,6 @@ fn a_symlinked_gate_database_journal_denies_gated_calls_saying_it_is_a_symlink()
     );
 }
 
-#[test]
 fn a_fifo_in_place_of_the_gate_journal_is_named_for_what_it_is() {
     let (p, wal) = gated_ops_without_journal("fifowal");
     assert!(Command::new("mkfifo").arg(&wal).status().unwrap().success());
@@ -525,7 +541,6 @@ fn a_fifo_in_place_of_the_gate_journal_is_named_for_what_it_is() {
     );
 }
 
-#[test]
 fn a_corrupted_config_denies_with_what_to_fix() {
     let p = sample("badconfig");
     write_config(p.path(), b"\xff\xfe\x00garbage");
@@ -540,21 +555,23 @@ fn a_corrupted_config_denies_with_what_to_fix() {
     );
 }
 
-/// Mounts a small tmpfs (needs root and mount rights); None with a loud message otherwise.
+/// A small tmpfs mounted for one test (needs root and mount rights), unmounted on drop.
 struct Mount(std::path::PathBuf);
 impl Mount {
-    fn tmpfs(dir: &Path, size: &str) -> Option<Mount> {
+    /// The mount, or None where this machine does not allow it.
+    fn try_tmpfs(dir: &Path, size: &str) -> Option<Mount> {
         std::fs::create_dir_all(dir).unwrap();
         let ok = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
             .arg(dir)
             .status()
             .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("\n*** SKIPPED: cannot mount a tmpfs here (needs root); the disk-full and read-only tests did not run ***\n");
-            return None;
-        }
-        Some(Mount(dir.to_path_buf()))
+        ok.then(|| Mount(dir.to_path_buf()))
+    }
+    /// The mount, or the test is skipped.
+    fn tmpfs(dir: &Path, size: &str) -> Mount {
+        Mount::try_tmpfs(dir, size)
+            .unwrap_or_else(|| skip("cannot mount a tmpfs here (needs root and mount rights)"))
     }
     fn remount(&self, opts: &str) {
         assert!(Command::new("mount")
@@ -571,12 +588,9 @@ impl Drop for Mount {
     }
 }
 
-#[test]
 fn a_full_disk_denies_and_loses_nothing_committed() {
     let base = TempDir::new("diskfull");
-    let Some(mount) = Mount::tmpfs(&base.path().join("fs"), "512k") else {
-        return;
-    };
+    let mount = Mount::tmpfs(&base.path().join("fs"), "512k");
     let p = &mount.0;
     std::fs::create_dir_all(p.join(".claude/agents")).unwrap();
     std::fs::write(
@@ -659,12 +673,9 @@ fn a_full_disk_denies_and_loses_nothing_committed() {
     );
 }
 
-#[test]
 fn a_read_only_state_directory_denies() {
     let base = TempDir::new("readonly");
-    let Some(mount) = Mount::tmpfs(&base.path().join("fs"), "1m") else {
-        return;
-    };
+    let mount = Mount::tmpfs(&base.path().join("fs"), "1m");
     let p = &mount.0;
     std::fs::create_dir_all(p.join(".claude/agents")).unwrap();
     std::fs::write(
@@ -718,13 +729,10 @@ fn file_system_of(path: &Path) -> Option<String> {
 /// ext4 and XFS, whose own fsync of a new file writes its name (see
 /// `fsutil::new_name_durable_with_file`); later calls sync the ledger only. Checked on a tmpfs
 /// (never trusted) and in the temp dir, against what mountinfo says that is.
-#[test]
 fn a_new_ledgers_name_is_made_durable_before_the_first_answer() {
-    if !debian_tool("strace", "-V", "durability-order") {
-        return;
-    }
+    need_tool("strace", "-V");
     let base = TempDir::new("dirsync-tmpfs");
-    let on_tmpfs = Mount::tmpfs(&base.path().join("fs"), "4m").map(|mount| {
+    let on_tmpfs = Mount::try_tmpfs(&base.path().join("fs"), "4m").map(|mount| {
         let p = mount.0.clone();
         std::fs::create_dir_all(p.join(".claude/agents")).unwrap();
         std::fs::write(
@@ -851,26 +859,19 @@ fn a_new_ledgers_name_is_made_durable_before_the_first_answer() {
         );
     }
     if on_tmpfs.is_none() {
-        eprintln!(
-            "\n*** only the temp dir ({temp_dir_fs}) was checked: no tmpfs could be mounted ***\n"
-        );
+        skip(format!(
+            "only the temp dir ({temp_dir_fs}) was checked: no tmpfs could be mounted (needs root)"
+        ));
     }
 }
 
 /// Runs the hook under libfaketime with the clock moved by `offset` (e.g. "-2d", "+2h").
-fn hook_at(offset: &str, project: &Path, payload: &Value) -> Option<Out> {
-    if !debian_tool("faketime", "--help", "clock-jump") {
-        return None;
-    }
-    Some(hook_with(
-        &["faketime", "-f", offset],
-        &[],
-        project,
-        payload,
-    ))
+/// Skips the test where `faketime` is missing.
+fn hook_at(offset: &str, project: &Path, payload: &Value) -> Out {
+    need_tool("faketime", "--help");
+    hook_with(&["faketime", "-f", offset], &[], project, payload)
 }
 
-#[test]
 fn a_clock_jump_changes_no_decision_and_breaks_no_chain() {
     let p = sample("clock");
     assert!(hook(
@@ -878,20 +879,17 @@ fn a_clock_jump_changes_no_decision_and_breaks_no_chain() {
         &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "now")
     )
     .is_allow());
-    let Some(back) = hook_at(
+    let back = hook_at(
         "-2d",
         p.path(),
         &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "back"),
-    ) else {
-        return;
-    };
+    );
     assert!(back.is_allow(), "{}{}", back.stdout, back.stderr);
     let fwd = hook_at(
         "+400d",
         p.path(),
         &pre("s1", p.path(), Some("reviewer"), "Bash", json!({}), "fwd"),
-    )
-    .unwrap();
+    );
     assert!(
         fwd.denied() && fwd.reason().contains("[unresolved]"),
         "{}",
@@ -935,7 +933,6 @@ fn a_clock_jump_changes_no_decision_and_breaks_no_chain() {
     );
 }
 
-#[test]
 fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
     let p = project(
         "clock-gate",
@@ -973,13 +970,11 @@ fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
         "2",
     ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let Some(late) = hook_at(
+    let late = hook_at(
         "+2h",
         p.path(),
         &pre("s1", p.path(), Some("ops"), "Bash", input.clone(), "late"),
-    ) else {
-        return;
-    };
+    );
     assert!(
         late.denied() && late.reason().contains("[gate-authorization-required]"),
         "{}",
@@ -996,8 +991,8 @@ fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
 /// ledger lock just after another process had opened the edit's chain, reopened the old
 /// derivation's chain (and decided with it), so chains flipped back and forth. The roster is
 /// now derived again under the lock when the current chain belongs to another derivation.
-#[test]
 fn a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lock() {
+    need_test_faults();
     let p = sample("derive-race");
     assert!(reviewer_read(p.path(), "s1", "/a", "t1").is_allow());
     let handshake = p.path().join("handshake");

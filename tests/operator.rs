@@ -5,12 +5,43 @@ use common::*;
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
 
+fn main() {
+    harness::run(tests![
+        install_keeps_existing_settings_and_hooks_and_is_idempotent,
+        install_refuses_to_guess_on_invalid_settings_and_local_writes_the_local_file,
+        doctor_passes_on_an_installed_project,
+        doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key,
+        doctor_only_warns_when_session_start_is_not_wired,
+        doctor_fails_with_reasons_on_an_unwired_project,
+        doctor_fails_on_unsafe_permissions_and_a_broken_ledger,
+        log_output_matches_the_snapshot,
+        log_warns_and_fails_on_a_ledger_that_does_not_verify,
+        state_commands_find_a_project_without_claude_below_a_home_with_it,
+        completions_and_man_page_come_from_the_cli_definition,
+        install_moves_a_handler_out_of_a_matcher_and_strips_async_and_if,
+        doctor_fails_on_async_if_and_disabled_hooks_in_any_scope,
+        doctor_resolves_every_handlers_command,
+        install_keeps_the_files_mode_and_refuses_a_symlink,
+        doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it,
+        doctor_reads_the_one_installation_and_every_hooks_file_claude_code_would_load,
+        install_warns_when_claude_code_would_not_run_the_hook,
+        install_as_root_keeps_the_files_owner,
+        install_by_the_files_owner_works_whatever_its_group,
+        install_by_the_files_owner_works_whatever_its_group_in_a_user_namespace,
+        install_and_doctor_find_the_project_root_and_refuse_a_missing_directory,
+        doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2,
+        declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu,
+        install_keeps_one_handler_per_event_and_recognises_its_own_command,
+        doctor_reads_disable_all_hooks_by_precedence,
+        doctor_expands_home_and_variables_in_commands
+    ]);
+}
+
 fn settings(p: &std::path::Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p.join(".claude/settings.json")).unwrap())
         .unwrap()
 }
 
-#[test]
 fn install_keeps_existing_settings_and_hooks_and_is_idempotent() {
     let p = TempDir::new("install");
     std::fs::create_dir_all(p.path().join(".claude")).unwrap();
@@ -76,7 +107,6 @@ fn install_keeps_existing_settings_and_hooks_and_is_idempotent() {
     );
 }
 
-#[test]
 fn install_refuses_to_guess_on_invalid_settings_and_local_writes_the_local_file() {
     let p = TempDir::new("install-bad");
     std::fs::create_dir_all(p.path().join(".claude")).unwrap();
@@ -97,7 +127,6 @@ fn doctor(p: &std::path::Path) -> Out {
     cli(&["doctor", p.to_str().unwrap()])
 }
 
-#[test]
 fn doctor_passes_on_an_installed_project() {
     let p = sample("doctor-ok");
     assert_eq!(
@@ -114,7 +143,6 @@ fn doctor_passes_on_an_installed_project() {
     );
 }
 
-#[test]
 fn doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key() {
     let p = sample("doctor-anchor-reviewer");
     assert_eq!(
@@ -159,7 +187,6 @@ fn doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key() {
     );
 }
 
-#[test]
 fn doctor_only_warns_when_session_start_is_not_wired() {
     // Installs from before SessionStart was wired keep enforcing everything: SessionStart
     // only creates the ledger ahead of the first tool call.
@@ -184,7 +211,6 @@ fn doctor_only_warns_when_session_start_is_not_wired() {
     );
 }
 
-#[test]
 fn doctor_fails_with_reasons_on_an_unwired_project() {
     let p = sample("doctor-unwired");
     let out = doctor(p.path());
@@ -203,7 +229,6 @@ fn doctor_fails_with_reasons_on_an_unwired_project() {
     assert!(out.stdout.contains("matcher 'Bash'"), "{}", out.stdout);
 }
 
-#[test]
 fn doctor_fails_on_unsafe_permissions_and_a_broken_ledger() {
     let p = sample("doctor-perms");
     assert_eq!(
@@ -270,7 +295,6 @@ fn normalised_log(args: &[&str]) -> String {
         + "\n"
 }
 
-#[test]
 fn log_output_matches_the_snapshot() {
     let p = sample("log");
     let sid = "0b5f1c2e-log-snapshot";
@@ -341,7 +365,6 @@ fn log_output_matches_the_snapshot() {
 /// Regression: `log` printed an edited ledger as if it were the record (a denial edited to
 /// an allow showed as allowed, exit 0). It still shows what is written, so a person can look,
 /// but warns and exits 1. It also finds the project from a subdirectory.
-#[test]
 fn log_warns_and_fails_on_a_ledger_that_does_not_verify() {
     let p = sample("log-tamper");
     let dir = p.path().to_str().unwrap();
@@ -379,7 +402,6 @@ fn log_warns_and_fails_on_a_ledger_that_does_not_verify() {
 /// Regression: the state commands took the nearest ancestor with `.claude/` for the project,
 /// so a project without one of its own, below a home that has `~/.claude` (every Claude Code
 /// user's), was looked for in the home directory.
-#[test]
 fn state_commands_find_a_project_without_claude_below_a_home_with_it() {
     let home = TempDir::new("home");
     std::fs::create_dir_all(home.path().join(".claude")).unwrap();
@@ -407,7 +429,6 @@ fn state_commands_find_a_project_without_claude_below_a_home_with_it() {
     assert!(!home.path().join(".attenu").exists());
 }
 
-#[test]
 fn completions_and_man_page_come_from_the_cli_definition() {
     let bash = cli(&["completions", "bash"]);
     assert_eq!(bash.code, 0);
@@ -437,7 +458,6 @@ fn write_settings(p: &std::path::Path, file: &str, v: &Value) {
 
 /// Regression: a handler under a matcher, or with `async` or `if`, was taken as wiring, and
 /// `install` said nothing changed while Claude Code checked only some calls, or did not wait.
-#[test]
 fn install_moves_a_handler_out_of_a_matcher_and_strips_async_and_if() {
     let p = TempDir::new("install-fix");
     let mut pre = handler("attenu-hook");
@@ -498,7 +518,6 @@ fn install_moves_a_handler_out_of_a_matcher_and_strips_async_and_if() {
 }
 
 /// Regression: `doctor` passed wiring Claude Code does not wait for or does not run at all.
-#[test]
 fn doctor_fails_on_async_if_and_disabled_hooks_in_any_scope() {
     let p = sample("doctor-async");
     let dir = p.path().to_str().unwrap();
@@ -556,7 +575,6 @@ fn doctor_fails_on_async_if_and_disabled_hooks_in_any_scope() {
 
 /// Regression: only the first handler's command was resolved, so a typo in another event's
 /// command passed.
-#[test]
 fn doctor_resolves_every_handlers_command() {
     let p = sample("doctor-cmds");
     let dir = p.path().to_str().unwrap();
@@ -586,7 +604,6 @@ fn doctor_resolves_every_handlers_command() {
 }
 
 /// Regression: install made a private settings file 0644 and replaced a symlinked one.
-#[test]
 fn install_keeps_the_files_mode_and_refuses_a_symlink() {
     let p = TempDir::new("install-mode");
     write_settings(
@@ -622,7 +639,6 @@ fn install_keeps_the_files_mode_and_refuses_a_symlink() {
 /// failed as unwired, and one wired by the plugin and by `install` passed although every call
 /// was recorded twice. Review: a plugin `enabledPlugins` names but Claude Code never installed
 /// (or installed without its binary) loads nothing, or blocks every call.
-#[test]
 fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
     let p = sample("doctor-plugin");
     let config = TempDir::new("doctor-plugin-config");
@@ -769,7 +785,6 @@ fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
 /// loads the one installation that applies to the project. Second review: a manifest Claude
 /// Code rejects, a hooks path outside the plugin, an unreadable registry record and a linked
 /// git worktree were all read otherwise than Claude Code reads them.
-#[test]
 fn doctor_reads_the_one_installation_and_every_hooks_file_claude_code_would_load() {
     let p = sample("doctor-plugin-files");
     let other = sample("doctor-plugin-other");
@@ -966,7 +981,6 @@ fn doctor_reads_the_one_installation_and_every_hooks_file_claude_code_would_load
 
 /// Regression: install reported every event wired while a settings file turned all hooks off,
 /// so the user learned that nothing ran only from `doctor`, if at all.
-#[test]
 fn install_warns_when_claude_code_would_not_run_the_hook() {
     let p = sample("install-disabled");
     let dir = p.path().to_str().unwrap();
@@ -1031,13 +1045,9 @@ fn install_warns_when_claude_code_would_not_run_the_hook() {
 
 /// Regression: `sudo attenu-hook install` replaced a user's settings file with one owned by
 /// root, which the user could then no longer edit.
-#[test]
 fn install_as_root_keeps_the_files_owner() {
     use std::os::unix::fs::MetadataExt;
-    if std::fs::metadata("/proc/self").map(|m| m.uid()).ok() != Some(0) {
-        eprintln!("SKIPPED install_as_root_keeps_the_files_owner: needs root (CI runs as root)");
-        return;
-    }
+    need_root();
     let p = TempDir::new("install-owner");
     write_settings(p.path(), "settings.json", &json!({"model": "opus"}));
     let path = p.path().join(".claude/settings.json");
@@ -1099,17 +1109,29 @@ fn install_as_root_keeps_the_files_owner() {
 /// when its group is one they are not in (as after `sudo cp` and `sudo chown user`). Review:
 /// in a user namespace where that group is not mapped, `fchown` fails with EINVAL rather than
 /// EPERM, and install failed again.
-#[test]
 fn install_by_the_files_owner_works_whatever_its_group() {
+    // A group the user is in is kept with its bits; one they are not in cannot be, and then
+    // its bits go rather than pass to the user's own group.
+    install_as_uid_4321(false, &[(4400, (4400, 0o660)), (0, (4321, 0o600))]);
+}
+
+/// The same in a user namespace that maps only uid and gid 4321: a group it does not map
+/// cannot be kept either.
+fn install_by_the_files_owner_works_whatever_its_group_in_a_user_namespace() {
+    install_as_uid_4321(true, &[(4400, (4321, 0o600))]);
+}
+
+/// Runs `install` as uid 4321 in group 4400 (in a user namespace when `namespaced`) on a
+/// settings file owned by 4321 with each case's group, and checks the (gid, mode) it is left
+/// with.
+fn install_as_uid_4321(namespaced: bool, cases: &[(u32, (u32, u32))]) {
     use std::os::unix::fs::MetadataExt;
     let setpriv = std::path::Path::new("/usr/bin/setpriv");
     let unshare = std::path::Path::new("/usr/bin/unshare");
-    let root = std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0);
-    if !root || !setpriv.exists() {
-        eprintln!("SKIPPED install_by_the_files_owner_works_whatever_its_group: needs root and /usr/bin/setpriv (CI has both)");
-        return;
+    need_root();
+    if !setpriv.exists() {
+        skip("needs /usr/bin/setpriv (CI has it)");
     }
-    // As uid 4321 in group 4400, optionally in a user namespace that maps only uid and gid 4321.
     let as_user = |namespaced: bool, args: &[&std::ffi::OsStr]| {
         let mut c = std::process::Command::new(setpriv);
         c.args(["--reuid=4321", "--regid=4321", "--groups=4400"]);
@@ -1126,24 +1148,15 @@ fn install_by_the_files_owner_works_whatever_its_group() {
             .unwrap()
     };
     if !as_user(false, &["--version".as_ref()]).status.success() {
-        eprintln!("SKIPPED install_by_the_files_owner_works_whatever_its_group: uid 4321 cannot run {BIN} (a directory above it is private)");
-        return;
+        skip(format!(
+            "uid 4321 cannot run {BIN} (a directory above it is private)"
+        ));
     }
-    let namespaces = unshare.exists() && as_user(true, &["--version".as_ref()]).status.success();
-    if !namespaces {
-        eprintln!("SKIPPED the user-namespace case of install_by_the_files_owner_works_whatever_its_group: this machine does not let uid 4321 create a user namespace with /usr/bin/unshare");
+    if namespaced && !(unshare.exists() && as_user(true, &["--version".as_ref()]).status.success())
+    {
+        skip("this machine does not let uid 4321 create a user namespace with /usr/bin/unshare");
     }
-    // A group the user is in is kept with its bits; one they are not in (or one their
-    // namespace does not map) cannot be, and then its bits go rather than pass to the user's
-    // own group.
-    for (namespaced, group, kept) in [
-        (false, 4400, (4400, 0o660)),
-        (false, 0, (4321, 0o600)),
-        (true, 4400, (4321, 0o600)),
-    ] {
-        if namespaced && !namespaces {
-            continue;
-        }
+    for &(group, kept) in cases {
         let p = TempDir::new("install-user-group");
         write_settings(p.path(), "settings.json", &json!({"model": "opus"}));
         let path = p.path().join(".claude/settings.json");
@@ -1180,7 +1193,6 @@ fn install_by_the_files_owner_works_whatever_its_group() {
 
 /// Regression: install wrote a nested `.claude/` when run from a subdirectory, and created
 /// whatever path it was given; doctor on a missing directory listed wiring failures.
-#[test]
 fn install_and_doctor_find_the_project_root_and_refuse_a_missing_directory() {
     let p = sample("install-root");
     let sub = p.path().join("src/deep");
@@ -1205,7 +1217,6 @@ fn install_and_doctor_find_the_project_root_and_refuse_a_missing_directory() {
     assert!(!p.path().join("src/typo").exists());
 }
 
-#[test]
 fn doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2() {
     let p = sample("doctor-file");
     let dir = p.path().to_str().unwrap();
@@ -1237,7 +1248,6 @@ fn doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2() {
 
 /// Regression: a `.attenu/` in a parent directory (left by a session started there) took
 /// `install`, `doctor` and `--derive` away from the project's own `.claude/`.
-#[test]
 fn declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu() {
     let parent = TempDir::new("parent-attenu");
     std::fs::create_dir_all(parent.path().join(".attenu")).unwrap();
@@ -1268,7 +1278,6 @@ fn declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu() {
 /// Regression: wiring written with `--command` for a renamed copy or a link was not recognised
 /// by `doctor` or a later `install`, which added a second handler; and a second handler of ours
 /// (another command, or under a matcher) was left in place, so every call ran the hook twice.
-#[test]
 fn install_keeps_one_handler_per_event_and_recognises_its_own_command() {
     let p = sample("install-one");
     let dir = p.path().to_str().unwrap();
@@ -1321,7 +1330,6 @@ fn install_keeps_one_handler_per_event_and_recognises_its_own_command() {
 
 /// `disableAllHooks` as Claude Code applies it: the most specific scope that sets it decides,
 /// and outside managed settings it leaves managed hooks running.
-#[test]
 fn doctor_reads_disable_all_hooks_by_precedence() {
     let p = sample("doctor-precedence");
     let dir = p.path().to_str().unwrap();
@@ -1350,7 +1358,6 @@ fn doctor_reads_disable_all_hooks_by_precedence() {
 
 /// Regression: a command spelt with `$HOME` or `~` was reported as not resolving although the
 /// shell Claude Code runs it with expands it.
-#[test]
 fn doctor_expands_home_and_variables_in_commands() {
     let p = sample("doctor-expand");
     let home = TempDir::new("doctor-home");

@@ -2,6 +2,10 @@
 //! subprocess with a payload on stdin, the way Claude Code runs it.
 #![allow(dead_code)]
 
+pub mod harness;
+#[allow(unused_imports)]
+pub use harness::{need_reference_python, need_root, need_test_faults, need_tool, skip};
+
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -239,43 +243,6 @@ pub fn cli_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Out {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
-}
-
-/// Whether `program` (a Debian package .ci/run installs, e.g. `strace`, `faketime`) runs;
-/// when it does not, says loudly which test (`what`) is skipped.
-pub fn debian_tool(program: &str, probe: &str, what: &str) -> bool {
-    let present = Command::new(program)
-        .arg(probe)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !present {
-        eprintln!("\n*** SKIPPED {what} test: `{program}` is not installed (apt-get install {program}; .ci/run does) ***\n");
-    }
-    present
-}
-
-/// A python with attenu-guard installed, or None with a loud message.
-pub fn reference_python(test: &str) -> Option<String> {
-    let py = std::env::var("ATTENU_REF_PYTHON")
-        .ok()
-        .filter(|p| !p.is_empty());
-    let ok = py.as_ref().is_some_and(|p| {
-        Command::new(p)
-            .args(["-c", "import attenu_guard, cryptography"])
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false)
-    });
-    if ok {
-        return py;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("{test}: CI must set ATTENU_REF_PYTHON to a python with attenu-guard[crypto]==0.21.0 (see .ci/run)");
-    }
-    eprintln!("\n*** SKIPPED {test}: needs the reference verifier. Set ATTENU_REF_PYTHON to a python with `attenu-guard[crypto]==0.21.0` installed (.ci/run does this). ***\n");
-    None
 }
 
 /// The reference verdict on a bundle file, using only the given anchor.pub.
