@@ -74,17 +74,11 @@ fn call_span(project: &Path) -> u64 {
     let mut times: Vec<u64> = (0..5)
         .map(|i| {
             let t = std::time::Instant::now();
-            hook(
-                project,
-                &pre(
-                    "warmup",
-                    project,
-                    Some("reviewer"),
-                    "Read",
-                    json!({}),
-                    &format!("w{i}"),
-                ),
-            );
+            project
+                .subagent("reviewer", "Read")
+                .session("warmup")
+                .id(&format!("w{i}"))
+                .run();
             t.elapsed().as_micros() as u64
         })
         .collect();
@@ -125,9 +119,9 @@ fn sigkill_at_random_moments_never_loses_an_answered_decision_or_wedges_the_sess
     );
     // The session is not wedged: the next call is decided normally.
     let next = reviewer_read(p.path(), "s1", "/after", "after");
-    assert!(next.is_allow(), "{}", next.stdout);
+    assert_allowed(&next);
     // Every answered decision is on the ledger, with the verdict that was answered.
-    let es = entries(p.path(), "s1");
+    let es = p.entries("s1");
     for (id, out) in &answered {
         let e = es
             .iter()
@@ -185,7 +179,7 @@ fn concurrent_sigkills_leave_one_verifiable_chain() {
     for t in threads {
         t.join().unwrap();
     }
-    assert!(reviewer_read(p.path(), "s1", "/x", "final").is_allow());
+    assert_allowed(&reviewer_read(p.path(), "s1", "/x", "final"));
     assert_eq!(
         cli(&[
             "export",
@@ -239,11 +233,7 @@ fn a_panic_answers_with_a_deny_and_exit_2() {
         &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1"),
     );
     assert_eq!(out.code, 2);
-    assert!(
-        out.denied() && out.reason().contains("[internal-error]"),
-        "{}",
-        out.stdout
-    );
+    assert_denied_with(&out, "internal-error");
 }
 
 fn a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout() {
@@ -258,11 +248,7 @@ fn a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout() {
         &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1"),
     );
     assert_eq!(out.code, 2);
-    assert!(
-        out.denied() && out.reason().contains("[deadline-exceeded]"),
-        "{}",
-        out.stdout
-    );
+    assert_denied_with(&out, "deadline-exceeded");
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "the deadline, not the stall, ended the process"
@@ -356,16 +342,9 @@ fn a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop() {
 
 fn a_ledger_replaced_by_a_directory_denies() {
     let p = sample("ledgerdir");
-    std::fs::create_dir_all(ledger_path(p.path(), "s1")).unwrap();
-    let out = hook(
-        p.path(),
-        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1"),
-    );
-    assert!(
-        out.denied() && out.reason().contains("not a regular file"),
-        "{}",
-        out.reason()
-    );
+    std::fs::create_dir_all(p.ledger("s1")).unwrap();
+    let out = p.subagent("reviewer", "Read").id("t1").run();
+    assert_denied_saying(&out, "not a regular file");
 }
 
 /// A project whose subagent ops holds Bash, which `[gate] require` gates; `config` goes
@@ -385,33 +364,19 @@ fn gated_ops(tag: &str, config: &str) -> TempDir {
 
 /// Subagent ops's gated Bash call `ls` in session s1.
 fn ops_bash(project: &Path, tool_use_id: &str) -> Out {
-    hook(
-        project,
-        &pre(
-            "s1",
-            project,
-            Some("ops"),
-            "Bash",
-            json!({"command": "ls"}),
-            tool_use_id,
-        ),
-    )
+    project
+        .subagent("ops", "Bash")
+        .input(json!({"command": "ls"}))
+        .id(tool_use_id)
+        .run()
 }
 
 fn a_corrupted_gate_database_denies_gated_calls_only() {
     let p = gated_ops("badsqlite", "");
     std::fs::write(p.path().join(".attenu/gate.sqlite"), b"this is not a database, just garbage bytes....................................................................").unwrap();
     let out = ops_bash(p.path(), "t1");
-    assert!(
-        out.denied() && out.reason().contains("[gate-store-failed]"),
-        "{}",
-        out.reason()
-    );
-    assert!(hook(
-        p.path(),
-        &pre("s1", p.path(), Some("ops"), "Read", json!({}), "t2")
-    )
-    .is_allow());
+    assert_denied_with(&out, "gate-store-failed");
+    assert_allowed(&p.subagent("ops", "Read").id("t2").run());
 }
 
 /// The gate database's lock wait is what is left before the deadline, not a fixed 3 s: a
@@ -544,15 +509,8 @@ fn a_fifo_in_place_of_the_gate_journal_is_named_for_what_it_is() {
 fn a_corrupted_config_denies_with_what_to_fix() {
     let p = sample("badconfig");
     write_config(p.path(), b"\xff\xfe\x00garbage");
-    let out = hook(
-        p.path(),
-        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1"),
-    );
-    assert!(
-        out.denied() && out.reason().contains("[config-invalid]"),
-        "{}",
-        out.reason()
-    );
+    let out = p.subagent("reviewer", "Read").id("t1").run();
+    assert_denied_with(&out, "config-invalid");
 }
 
 /// A small tmpfs mounted for one test (needs root and mount rights), unmounted on drop.
@@ -599,18 +557,7 @@ fn a_full_disk_denies_and_loses_nothing_committed() {
     )
     .unwrap();
     for i in 0..5 {
-        assert!(hook(
-            p,
-            &pre(
-                "s1",
-                p,
-                Some("reviewer"),
-                "Read",
-                json!({}),
-                &format!("ok{i}")
-            )
-        )
-        .is_allow());
+        assert_allowed(&p.subagent("reviewer", "Read").id(&format!("ok{i}")).run());
     }
     let before = std::fs::read(ledger_path(p, "s1")).unwrap();
     // Fill the file system.
@@ -624,7 +571,7 @@ fn a_full_disk_denies_and_loses_nothing_committed() {
     let mut denied = 0;
     for i in 0..40 {
         let id = format!("full{i}");
-        let out = hook(p, &pre("s1", p, Some("reviewer"), "Read", json!({}), &id));
+        let out = p.subagent("reviewer", "Read").id(&id).run();
         if out.denied() {
             denied += 1;
             assert!(
@@ -645,11 +592,10 @@ fn a_full_disk_denies_and_loses_nothing_committed() {
     drop(filler);
     std::fs::remove_file(p.join("filler")).unwrap();
     assert!(
-        hook(
-            p,
-            &pre("s1", p, Some("reviewer"), "Read", json!({}), "recovered")
-        )
-        .is_allow(),
+        p.subagent("reviewer", "Read")
+            .id("recovered")
+            .run()
+            .is_allow(),
         "space back: calls decided again"
     );
     let es = entries(p, "s1");
@@ -683,22 +629,15 @@ fn a_read_only_state_directory_denies() {
         "---\nname: reviewer\ntools: Read\n---\n",
     )
     .unwrap();
-    assert!(hook(p, &pre("s1", p, Some("reviewer"), "Read", json!({}), "t1")).is_allow());
+    assert_allowed(&p.subagent("reviewer", "Read").id("t1").run());
     mount.remount("ro");
-    let out = hook(p, &pre("s1", p, Some("reviewer"), "Read", json!({}), "t2"));
+    let out = p.subagent("reviewer", "Read").id("t2").run();
     assert!(out.denied(), "{}", out.stdout);
-    let post_out = hook(
-        p,
-        &post(
-            "s1",
-            p,
-            Some("reviewer"),
-            "Read",
-            json!({}),
-            "t1",
-            json!({}),
-        ),
-    );
+    let post_out = p
+        .subagent("reviewer", "Read")
+        .id("t1")
+        .post(json!({}))
+        .run();
     assert_eq!(
         post_out.json()["continue"],
         false,
@@ -706,7 +645,7 @@ fn a_read_only_state_directory_denies() {
         post_out.stdout
     );
     mount.remount("rw");
-    assert!(hook(p, &pre("s1", p, Some("reviewer"), "Read", json!({}), "t3")).is_allow());
+    assert_allowed(&p.subagent("reviewer", "Read").id("t3").run());
 }
 
 /// What `/proc/self/mountinfo` says the file system holding `path` is, found by its device
@@ -772,7 +711,7 @@ fn a_new_ledgers_name_is_made_durable_before_the_first_answer() {
                     id,
                 ),
             );
-            assert!(out.is_allow(), "{}", out.stdout);
+            assert_allowed(&out);
             std::fs::read_to_string(&log)
                 .unwrap()
                 .lines()
@@ -874,11 +813,7 @@ fn hook_at(offset: &str, project: &Path, payload: &Value) -> Out {
 
 fn a_clock_jump_changes_no_decision_and_breaks_no_chain() {
     let p = sample("clock");
-    assert!(hook(
-        p.path(),
-        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "now")
-    )
-    .is_allow());
+    assert_allowed(&p.subagent("reviewer", "Read").id("now").run());
     let back = hook_at(
         "-2d",
         p.path(),
@@ -890,17 +825,9 @@ fn a_clock_jump_changes_no_decision_and_breaks_no_chain() {
         p.path(),
         &pre("s1", p.path(), Some("reviewer"), "Bash", json!({}), "fwd"),
     );
-    assert!(
-        fwd.denied() && fwd.reason().contains("[unresolved]"),
-        "{}",
-        fwd.stdout
-    );
-    assert!(hook(
-        p.path(),
-        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "after")
-    )
-    .is_allow());
-    let es = entries(p.path(), "s1");
+    assert_denied_with(&fwd, "unresolved");
+    assert_allowed(&p.subagent("reviewer", "Read").id("after").run());
+    let es = p.entries("s1");
     let ts = |id: &str| {
         es.iter()
             .find(|e| e["context"]["tool_use_id"] == id)
@@ -975,16 +902,8 @@ fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
         p.path(),
         &pre("s1", p.path(), Some("ops"), "Bash", input.clone(), "late"),
     );
-    assert!(
-        late.denied() && late.reason().contains("[gate-authorization-required]"),
-        "{}",
-        late.stdout
-    );
-    assert!(hook(
-        p.path(),
-        &pre("s1", p.path(), Some("ops"), "Bash", input, "ontime")
-    )
-    .is_allow());
+    assert_denied_with(&late, "gate-authorization-required");
+    assert_allowed(&p.subagent("ops", "Bash").input(input).id("ontime").run());
 }
 
 /// Regression: a process that derived the roster just before an agent edit, and took the
@@ -994,7 +913,7 @@ fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
 fn a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lock() {
     need_test_faults();
     let p = sample("derive-race");
-    assert!(reviewer_read(p.path(), "s1", "/a", "t1").is_allow());
+    assert_allowed(&reviewer_read(p.path(), "s1", "/a", "t1"));
     let handshake = p.path().join("handshake");
     std::fs::create_dir(&handshake).unwrap();
     let slow = {
@@ -1039,7 +958,8 @@ fn a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lo
         "the slow call decides with the derivation current when it holds the lock: {}",
         out.stdout
     );
-    let roots = entries(p.path(), "s1")
+    let roots = p
+        .entries("s1")
         .iter()
         .filter(|e| e["event"] == "root")
         .count();

@@ -58,23 +58,19 @@ fn one_use_then_denial() {
     let (p, key) = gated("gate-once");
     let input = json!({"command": "deploy --prod"});
     let before = bash(p.path(), "s1", Some("ops"), &input, "t0");
-    assert!(
-        before.denied() && before.reason().contains("[gate-authorization-required]"),
-        "{}",
-        before.reason()
-    );
+    assert_denied_with(&before, "gate-authorization-required");
     let out = authorize(p.path(), &key, &input, &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stdout.trim().len(), 32, "prints the authorization id");
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
+    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "t1"));
     assert!(
         bash(p.path(), "s1", Some("ops"), &input, "t2").denied(),
         "the single use is gone"
     );
-    let es = entries(p.path(), "s1");
+    let es = p.entries("s1");
     let allow = es.iter().find(|e| e["event"] == "allow").unwrap();
     assert_eq!(allow["context"]["gate"]["reviewer"], "alice");
-    let denies: Vec<&Value> = es.iter().filter(|e| e["event"] == "deny").collect();
+    let denies = of_event(&es, "deny");
     assert_eq!(denies.len(), 2, "every gate denial is on the ledger");
     assert_eq!(denies[1]["disposition"], "held_pending_grant");
 }
@@ -86,7 +82,7 @@ fn the_gate_applies_to_the_main_thread_too() {
     // Bash is declared (ops holds it), so the main thread holds it in the root; the gate still applies.
     assert!(bash(p.path(), "s1", None, &input, "m0").denied());
     authorize(p.path(), &key, &input, &[]);
-    assert!(bash(p.path(), "s1", None, &input, "m1").is_allow());
+    assert_allowed(&bash(p.path(), "s1", None, &input, "m1"));
 }
 
 #[test]
@@ -94,13 +90,9 @@ fn a_replayed_tool_use_id_is_denied() {
     let (p, key) = gated("gate-replay");
     let input = json!({"command": "ls"});
     authorize(p.path(), &key, &input, &["--uses", "5"]);
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "same").is_allow());
+    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "same"));
     let again = bash(p.path(), "s1", Some("ops"), &input, "same");
-    assert!(
-        again.denied() && again.reason().contains("[gate-replay]"),
-        "{}",
-        again.reason()
-    );
+    assert_denied_with(&again, "gate-replay");
 }
 
 #[test]
@@ -123,7 +115,13 @@ fn different_arguments_or_another_tool_are_denied() {
         "t2"
     )
     .denied());
-    assert!(bash(p.path(), "s1", Some("ops"), &json!({"command": "ls"}), "t3").is_allow());
+    assert_allowed(&bash(
+        p.path(),
+        "s1",
+        Some("ops"),
+        &json!({"command": "ls"}),
+        "t3",
+    ));
 }
 
 #[test]
@@ -144,7 +142,7 @@ fn bindings_to_session_and_agent_hold() {
         bash(p.path(), "s2", None, &input, "t2").denied(),
         "main thread is not agent ops"
     );
-    assert!(bash(p.path(), "s2", Some("ops"), &input, "t3").is_allow());
+    assert_allowed(&bash(p.path(), "s2", Some("ops"), &input, "t3"));
 }
 
 #[test]
@@ -223,11 +221,7 @@ fn a_key_that_is_not_a_configured_reviewer_is_refused() {
     )
     .unwrap();
     let out = bash(p.path(), "s1", Some("ops"), &input, "t1");
-    assert!(
-        out.denied() && out.reason().contains("signature does not verify"),
-        "{}",
-        out.reason()
-    );
+    assert_denied_saying(&out, "signature does not verify");
 }
 
 #[test]
@@ -252,34 +246,22 @@ fn an_expired_authorization_is_refused() {
 fn an_unrecordable_outcome_halts_and_leaves_a_marker_that_resolve_closes() {
     let p = sample("reconcile");
     let input = json!({"file_path": "/p/a"});
-    assert!(hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            input.clone(),
-            "t1"
-        )
-    )
-    .is_allow());
-    let ledger = ledger_path(p.path(), "s1");
+    assert_allowed(
+        &p.subagent("reviewer", "Read")
+            .input(input.clone())
+            .id("t1")
+            .run(),
+    );
+    let ledger = p.ledger("s1");
     let aside = p.path().join("ledger.aside");
     std::fs::rename(&ledger, &aside).unwrap();
     std::fs::create_dir(&ledger).unwrap();
-    let out = hook(
-        p.path(),
-        &post(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            input.clone(),
-            "t1",
-            json!({}),
-        ),
-    );
+    let out = p
+        .subagent("reviewer", "Read")
+        .input(input.clone())
+        .id("t1")
+        .post(json!({}))
+        .run();
     assert_eq!(out.json()["continue"], false);
     let reason = out.json()["stopReason"].as_str().unwrap().to_string();
     assert!(
@@ -308,7 +290,7 @@ fn an_unrecordable_outcome_halts_and_leaves_a_marker_that_resolve_closes() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
     assert!(list.stdout.contains("no open"), "{}", list.stdout);
-    let o = entries(p.path(), "s1").pop().unwrap();
+    let o = p.entries("s1").pop().unwrap();
     assert_eq!(o["event"], "outcome");
     assert_eq!(o["context"]["reconciliation"]["evidence"], "ticket OPS-12");
     let again = cli(&[
@@ -328,7 +310,7 @@ fn an_unrecordable_outcome_halts_and_leaves_a_marker_that_resolve_closes() {
 #[test]
 fn receipts_bind_to_an_allowed_call() {
     let p = sample("receipt");
-    assert!(reviewer_read(p.path(), "s1", "/a", "toolu_r1").is_allow());
+    assert_allowed(&reviewer_read(p.path(), "s1", "/a", "toolu_r1"));
     let dir = p.path().to_str().unwrap();
     let out = cli(&[
         "receipt",
@@ -413,18 +395,14 @@ fn a_use_counter_raised_in_the_database_gives_no_more_uses() {
         rusqlite::params![id],
     )
     .unwrap();
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "d2").is_allow());
+    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "d2"));
     conn.execute(
         "UPDATE authorizations SET uses_left = 1 WHERE id = ?1",
         rusqlite::params![id],
     )
     .unwrap();
     let out = bash(p.path(), "s1", Some("ops"), &input, "d3");
-    assert!(
-        out.denied() && out.reason().contains("1 already used"),
-        "{}",
-        out.reason()
-    );
+    assert_denied_saying(&out, "1 already used");
 }
 
 /// The database holds no bare digest of an authorized input: one per-authorization salt,
@@ -456,7 +434,7 @@ fn authorized_inputs_are_stored_as_salted_commitments() {
         assert_eq!(doc["input_digest"], json!(digest));
         assert_eq!(doc["input_salt"].as_str().unwrap().len(), 32);
     }
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
+    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "t1"));
     assert!(bash(
         p.path(),
         "s1",
@@ -476,8 +454,8 @@ fn a_marker_that_cannot_be_bound_is_closed_with_unbound_and_says_so() {
     let dir = p.path().to_str().unwrap();
     let input = json!({"file_path": "/p/a"});
     let read = |id: &str| pre("s1", p.path(), Some("reviewer"), "Read", input.clone(), id);
-    assert!(hook(p.path(), &read("t1")).is_allow());
-    let ledger = ledger_path(p.path(), "s1");
+    assert_allowed(&hook(p.path(), &read("t1")));
+    let ledger = p.ledger("s1");
     let state = p.path().join(".attenu/ledger-s1.state.json");
     let outcome = post(
         "s1",
@@ -557,7 +535,7 @@ fn a_marker_that_cannot_be_bound_is_closed_with_unbound_and_says_so() {
 fn a_receipt_binds_only_to_a_call_on_a_verified_ledger() {
     let p = sample("receipt-forged");
     let dir = p.path().to_str().unwrap();
-    assert!(reviewer_read(p.path(), "s1", "/a", "toolu_r1").is_allow());
+    assert_allowed(&reviewer_read(p.path(), "s1", "/a", "toolu_r1"));
     std::fs::write(
         p.path().join(".attenu/ledger-zz.jsonl"),
         "{\"event\":\"allow\",\"call_id\":\"forged-call\",\"tool\":\"mcp__payments__refund\",\"context\":{\"session_id\":\"s1\",\"tool_use_id\":\"toolu_forged\"}}\n",
@@ -613,7 +591,7 @@ fn a_gate_database_readable_by_others_is_made_private() {
     authorize(p.path(), &key, &input, &[]);
     let db = p.path().join(".attenu/gate.sqlite");
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
+    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "t1"));
     let mode = std::fs::metadata(&db).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
 }
@@ -655,8 +633,8 @@ fn a_resolve_retried_after_a_failed_database_update_matches_the_ledger() {
     let dir = p.path().to_str().unwrap();
     let input = json!({"file_path": "/p/a"});
     let read = |id: &str| pre("s1", p.path(), Some("reviewer"), "Read", input.clone(), id);
-    assert!(hook(p.path(), &read("t1")).is_allow());
-    let ledger = ledger_path(p.path(), "s1");
+    assert_allowed(&hook(p.path(), &read("t1")));
+    let ledger = p.ledger("s1");
     let aside = p.path().join("ledger.aside");
     std::fs::rename(&ledger, &aside).unwrap();
     std::fs::create_dir(&ledger).unwrap();
@@ -709,7 +687,8 @@ fn a_resolve_retried_after_a_failed_database_update_matches_the_ledger() {
         "{}",
         same.stdout
     );
-    let outcomes = entries(p.path(), "s1")
+    let outcomes = p
+        .entries("s1")
         .iter()
         .filter(|e| e["event"] == "outcome")
         .count();
@@ -729,7 +708,7 @@ fn an_expiry_past_366_days_is_refused_and_never_wraps_around() {
     }
     let out = authorize(p.path(), &key, &input, &["--expires-in", "366d"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
+    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "t1"));
 }
 
 #[test]
@@ -740,7 +719,7 @@ fn shadow_mode_records_what_the_gate_would_refuse_and_consumes_nothing() {
     let input = json!({"command": "deploy"});
     let out = bash(p.path(), "s1", Some("ops"), &input, "t0");
     assert!(out.is_allow(), "shadow mode denies nothing: {}", out.stdout);
-    let e = entries(p.path(), "s1").pop().unwrap();
+    let e = p.entries("s1").pop().unwrap();
     assert_eq!(e["event"], "allow");
     assert_eq!(
         e["context"]["would_deny"]["code"], "gate-authorization-required",
@@ -753,8 +732,8 @@ fn shadow_mode_records_what_the_gate_would_refuse_and_consumes_nothing() {
 
     authorize(p.path(), &key, &input, &[]);
     for id in ["t1", "t2"] {
-        assert!(bash(p.path(), "s1", Some("ops"), &input, id).is_allow());
-        let e = entries(p.path(), "s1").pop().unwrap();
+        assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, id));
+        let e = p.entries("s1").pop().unwrap();
         assert!(e["context"].get("would_deny").is_none(), "{e}");
         assert_eq!(e["context"]["gate"]["consumed"], false, "{e}");
         assert_eq!(
@@ -764,8 +743,8 @@ fn shadow_mode_records_what_the_gate_would_refuse_and_consumes_nothing() {
     }
     // A call the derived authority refuses keeps that reason: the gate is not asked, as in
     // enforce mode, where a grant would not help either.
-    assert!(bash(p.path(), "s1", Some("stranger"), &input, "t9").is_allow());
-    let e = entries(p.path(), "s1").pop().unwrap();
+    assert_allowed(&bash(p.path(), "s1", Some("stranger"), &input, "t9"));
+    let e = p.entries("s1").pop().unwrap();
     let code = e["context"]["would_deny"]["code"]
         .as_str()
         .unwrap_or("")
@@ -783,7 +762,7 @@ fn shadow_mode_records_what_the_gate_would_refuse_and_consumes_nothing() {
         "{}",
         out.reason()
     );
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t3").is_allow());
+    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "t3"));
     assert!(bash(p.path(), "s1", Some("ops"), &input, "t4").denied());
 }
 
@@ -794,7 +773,7 @@ fn allowed_then_ledger_moved_aside(tag: &str) -> TempDir {
     let (p, key) = gated(tag);
     let input = json!({"command": "deploy"});
     authorize(p.path(), &key, &input, &[]);
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
+    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "t1"));
     for name in ["ledger-s1.jsonl", "ledger-s1.state.json"] {
         std::fs::rename(p.path().join(".attenu").join(name), p.path().join(name)).unwrap();
     }
@@ -803,18 +782,12 @@ fn allowed_then_ledger_moved_aside(tag: &str) -> TempDir {
 
 /// The PostToolUse of that `deploy`.
 fn deploy_outcome(project: &Path) -> Out {
-    hook(
-        project,
-        &post(
-            "s1",
-            project,
-            Some("ops"),
-            "Bash",
-            json!({"command": "deploy"}),
-            "t1",
-            json!({}),
-        ),
-    )
+    project
+        .subagent("ops", "Bash")
+        .input(json!({"command": "deploy"}))
+        .id("t1")
+        .post(json!({}))
+        .run()
 }
 
 #[test]
@@ -830,18 +803,12 @@ fn a_gated_call_whose_ledger_vanished_before_its_outcome_stops_with_a_marker() {
     let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
     assert!(list.stdout.contains("t1"), "{}", list.stdout);
     // An ungated call with no allow on record (from before the hook was wired) still passes.
-    let out = hook(
-        p.path(),
-        &post(
-            "s1",
-            p.path(),
-            Some("ops"),
-            "Read",
-            json!({"file_path": "/p/a"}),
-            "t9",
-            json!({}),
-        ),
-    );
+    let out = p
+        .subagent("ops", "Read")
+        .input(json!({"file_path": "/p/a"}))
+        .id("t9")
+        .post(json!({}))
+        .run();
     assert_eq!(out.json(), json!({}), "{}", out.stdout);
 }
 
@@ -890,8 +857,8 @@ fn a_scope_gated_for_one_agent_type_is_gated_for_that_agent_only() {
         "{}",
         out.stdout
     );
-    assert!(bash(p.path(), "s1", Some("builder"), &input, "t2").is_allow());
-    assert!(bash(p.path(), "s1", None, &input, "t3").is_allow());
+    assert_allowed(&bash(p.path(), "s1", Some("builder"), &input, "t2"));
+    assert_allowed(&bash(p.path(), "s1", None, &input, "t3"));
 
     // An authorization bound to an agent the scope is not gated for is never asked for.
     let out = authorize(p.path(), &key, &input, &["--agent", "builder"]);
@@ -904,7 +871,7 @@ fn a_scope_gated_for_one_agent_type_is_gated_for_that_agent_only() {
     let out = authorize(p.path(), &key, &input, &["--agent", "ops"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("warning"), "{}", out.stderr);
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t4").is_allow());
+    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "t4"));
     assert!(bash(p.path(), "s1", Some("ops"), &input, "t5").denied());
 
     // Its patterns are checked like `require`'s: a typo is an error, not a silent ungate.

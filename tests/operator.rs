@@ -253,7 +253,7 @@ fn doctor_fails_on_unsafe_permissions_and_a_broken_ledger() {
         std::fs::Permissions::from_mode(0o600),
     )
     .unwrap();
-    let path = ledger_path(p.path(), "s1");
+    let path = p.ledger("s1");
     let original = std::fs::read_to_string(&path).unwrap();
     let text = original.replacen("fs.read", "fs.rea", 1);
     std::fs::write(&path, text).unwrap();
@@ -299,44 +299,27 @@ fn log_output_matches_the_snapshot() {
     let p = sample("log");
     let sid = "0b5f1c2e-log-snapshot";
     reviewer_read(p.path(), sid, "/x", "t1");
-    hook(
-        p.path(),
-        &post(
-            sid,
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t1",
-            json!({}),
-        ),
-    );
-    hook(
-        p.path(),
-        &pre(
-            sid,
-            p.path(),
-            Some("reviewer"),
-            "WebFetch",
-            json!({"url": "https://x"}),
-            "t2",
-        ),
-    );
-    hook(
-        p.path(),
-        &pre(
-            sid,
-            p.path(),
-            Some("Explore"),
-            "Grep",
-            json!({"pattern": "x"}),
-            "t3",
-        ),
-    );
-    hook(
-        p.path(),
-        &pre(sid, p.path(), None, "Bash", json!({"command": "ls"}), "t4"),
-    );
+    p.subagent("reviewer", "Read")
+        .session(sid)
+        .input(json!({"file_path": "/x"}))
+        .id("t1")
+        .post(json!({}))
+        .run();
+    p.subagent("reviewer", "WebFetch")
+        .session(sid)
+        .input(json!({"url": "https://x"}))
+        .id("t2")
+        .run();
+    p.subagent("Explore", "Grep")
+        .session(sid)
+        .input(json!({"pattern": "x"}))
+        .id("t3")
+        .run();
+    p.main_thread("Bash")
+        .session(sid)
+        .input(json!({"command": "ls"}))
+        .id("t4")
+        .run();
     let dir = p.path().to_str().unwrap();
     let table = normalised_log(&["log", "--project", dir]);
     let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/log.txt");
@@ -368,24 +351,18 @@ fn log_output_matches_the_snapshot() {
 fn log_warns_and_fails_on_a_ledger_that_does_not_verify() {
     let p = sample("log-tamper");
     let dir = p.path().to_str().unwrap();
-    assert!(hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "WebFetch",
-            json!({"url": "https://x"}),
-            "t1"
-        ),
-    )
-    .denied());
+    assert!(p
+        .subagent("reviewer", "WebFetch")
+        .input(json!({"url": "https://x"}))
+        .id("t1")
+        .run()
+        .denied());
     let sub = p.path().join("src/deep");
     std::fs::create_dir_all(&sub).unwrap();
     let clean = cli(&["log", "--project", sub.to_str().unwrap()]);
     assert_eq!(clean.code, 0, "{}", clean.stderr);
     assert!(clean.stdout.contains("DENY"), "{}", clean.stdout);
-    let path = ledger_path(p.path(), "s1");
+    let path = p.ledger("s1");
     let text = std::fs::read_to_string(&path)
         .unwrap()
         .replace("\"event\":\"deny\"", "\"event\":\"allow\"");
@@ -407,11 +384,13 @@ fn state_commands_find_a_project_without_claude_below_a_home_with_it() {
     std::fs::create_dir_all(home.path().join(".claude")).unwrap();
     let proj = home.path().join("proj");
     std::fs::create_dir_all(&proj).unwrap();
-    assert!(hook(
-        &proj,
-        &pre("s1", &proj, None, "Read", json!({"file_path": "/x"}), "t1")
-    )
-    .is_allow());
+    assert_allowed(
+        &proj
+            .main_thread("Read")
+            .input(json!({"file_path": "/x"}))
+            .id("t1")
+            .run(),
+    );
     assert!(proj.join(".attenu").is_dir());
     let dir = proj.to_str().unwrap();
     let log = cli(&["log", "--project", dir]);

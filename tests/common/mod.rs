@@ -75,6 +75,242 @@ pub fn sample(tag: &str) -> TempDir {
     )
 }
 
+/// Building a project step by step: `ProjectBuilder::new("tag").agent("ops", "tools: Bash")
+/// .settings(json!(..)).config("mode = \"shadow\"\n").build()`.
+pub struct ProjectBuilder {
+    tag: String,
+    agents: Vec<(String, String)>,
+    settings: Option<Value>,
+    config: Option<String>,
+}
+
+impl ProjectBuilder {
+    pub fn new(tag: &str) -> ProjectBuilder {
+        ProjectBuilder {
+            tag: tag.to_string(),
+            agents: Vec::new(),
+            settings: None,
+            config: None,
+        }
+    }
+    /// An agent `name` (in `.claude/agents/<name>.md`) whose frontmatter holds `name` and the
+    /// given lines (`"tools: Read, Grep"`, `"disallowedTools: Write"`, ...).
+    pub fn agent(self, name: &str, frontmatter: &str) -> ProjectBuilder {
+        let text = format!("---\nname: {name}\n{frontmatter}\n---\n");
+        self.agent_file(&format!("{name}.md"), &text)
+    }
+    /// An agent file with exactly this text, at `.claude/agents/<file>`.
+    pub fn agent_file(mut self, file: &str, text: &str) -> ProjectBuilder {
+        self.agents.push((file.to_string(), text.to_string()));
+        self
+    }
+    /// `.claude/settings.json`.
+    pub fn settings(mut self, settings: Value) -> ProjectBuilder {
+        self.settings = Some(settings);
+        self
+    }
+    /// `.attenu/config.toml`.
+    pub fn config(mut self, toml: &str) -> ProjectBuilder {
+        self.config = Some(toml.to_string());
+        self
+    }
+    pub fn build(self) -> TempDir {
+        let agents: Vec<(&str, &str)> = self
+            .agents
+            .iter()
+            .map(|(f, t)| (f.as_str(), t.as_str()))
+            .collect();
+        let p = project(&self.tag, &agents, self.settings);
+        if let Some(toml) = self.config {
+            write_config(p.path(), toml);
+        }
+        p
+    }
+}
+
+/// One hook event for a project, built up and then run as one hook process: by default
+/// session `s1`, tool_use_id `t`, an empty `tool_input`.
+#[derive(Clone)]
+pub struct Call {
+    project: PathBuf,
+    payload: Value,
+}
+
+impl Call {
+    /// A PreToolUse of `tool` by `agent` (None: the main thread).
+    pub fn pre(project: &Path, agent: Option<&str>, tool: &str) -> Call {
+        Call {
+            project: project.to_path_buf(),
+            payload: pre("s1", project, agent, tool, json!({}), "t"),
+        }
+    }
+    pub fn input(mut self, input: Value) -> Call {
+        self.payload["tool_input"] = input;
+        self
+    }
+    pub fn id(mut self, tool_use_id: &str) -> Call {
+        self.payload["tool_use_id"] = json!(tool_use_id);
+        self
+    }
+    pub fn session(mut self, session: &str) -> Call {
+        self.payload["session_id"] = json!(session);
+        self.payload["transcript_path"] =
+            json!(format!("/home/u/.claude/projects/p/{session}.jsonl"));
+        self
+    }
+    /// Any other field of the payload.
+    pub fn with(mut self, key: &str, value: Value) -> Call {
+        self.payload[key] = value;
+        self
+    }
+    /// The same call's PostToolUse, with this `tool_response`.
+    pub fn post(self, response: Value) -> Call {
+        self.with("hook_event_name", json!("PostToolUse"))
+            .with("tool_response", response)
+    }
+    /// The same call's PostToolUseFailure, with this `error`.
+    pub fn failure(self, error: &str) -> Call {
+        self.with("hook_event_name", json!("PostToolUseFailure"))
+            .with("error", json!(error))
+    }
+    pub fn payload(&self) -> &Value {
+        &self.payload
+    }
+    pub fn run(&self) -> Out {
+        hook(&self.project, &self.payload)
+    }
+}
+
+/// What a test does with its project: calls, its ledger, the operator commands.
+pub trait ProjectExt {
+    fn root(&self) -> &Path;
+    /// A PreToolUse by the subagent of type `agent` (agent_id `a-<agent>`).
+    fn subagent(&self, agent: &str, tool: &str) -> Call {
+        Call::pre(self.root(), Some(agent), tool)
+    }
+    /// A PreToolUse by the main thread.
+    fn main_thread(&self, tool: &str) -> Call {
+        Call::pre(self.root(), None, tool)
+    }
+    /// A session-level event (`SessionEnd`, `SubagentStop`, ...) of session `session`.
+    fn event(&self, session: &str, name: &str) -> Out {
+        hook(self.root(), &event(session, self.root(), name))
+    }
+    /// A SessionStart as Claude Code 2.1.332 sends it, `source` being startup, resume, ...
+    fn session_start(&self, session: &str, source: &str) -> Out {
+        hook(self.root(), &session_start(session, self.root(), source))
+    }
+    fn config(&self, toml: &str) {
+        write_config(self.root(), toml)
+    }
+    fn ledger(&self, session: &str) -> PathBuf {
+        ledger_path(self.root(), session)
+    }
+    fn entries(&self, session: &str) -> Vec<Value> {
+        entries(self.root(), session)
+    }
+    fn dir(&self) -> &str {
+        self.root().to_str().unwrap()
+    }
+    /// `export --project P --session S`, which must succeed: the bundles' paths.
+    fn export(&self, session: &str) -> Vec<String> {
+        let out = cli(&["export", "--project", self.dir(), "--session", session]);
+        assert_eq!(out.code, 0, "export: {}{}", out.stdout, out.stderr);
+        out.stdout.lines().map(str::to_string).collect()
+    }
+    /// `verify BUNDLE --pub <the project's anchor.pub>`.
+    fn verify_pinned(&self, bundle: &str) -> Out {
+        let key = self.root().join(".attenu/anchor.pub");
+        cli(&["verify", bundle, "--pub", key.to_str().unwrap()])
+    }
+}
+
+impl ProjectExt for TempDir {
+    fn root(&self) -> &Path {
+        self.path()
+    }
+}
+
+impl ProjectExt for Path {
+    fn root(&self) -> &Path {
+        self
+    }
+}
+
+impl ProjectExt for PathBuf {
+    fn root(&self) -> &Path {
+        self
+    }
+}
+
+/// A SessionStart payload as Claude Code 2.1.332 sends it.
+pub fn session_start(session: &str, project: &Path, source: &str) -> Value {
+    json!({"session_id": session, "transcript_path": format!("/home/u/.claude/projects/p/{session}.jsonl"),
+           "cwd": project, "hook_event_name": "SessionStart", "source": source})
+}
+
+/// The hook allowed (exit 0, `{}`).
+#[track_caller]
+pub fn assert_allowed(out: &Out) {
+    assert!(
+        out.is_allow(),
+        "expected an allow: {}{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+/// The hook denied, with the reason code `[code]` in its reason.
+#[track_caller]
+pub fn assert_denied_with(out: &Out, code: &str) {
+    assert_denied_saying(out, &format!("[{code}]"));
+}
+
+/// The hook denied, with `text` in its reason.
+#[track_caller]
+pub fn assert_denied_saying(out: &Out, text: &str) {
+    assert!(
+        out.denied() && out.reason().contains(text),
+        "expected a deny saying {text:?}: {}{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+/// The hook stopped Claude (`continue: false`) with `text` in its stopReason.
+#[track_caller]
+pub fn assert_halted_saying(out: &Out, text: &str) {
+    let j = out.json();
+    assert_eq!(j["continue"], false, "expected a halt: {}", out.stdout);
+    let why = j["stopReason"].as_str().unwrap_or("");
+    assert!(
+        why.contains(text),
+        "expected a stopReason saying {text:?}: {why}"
+    );
+}
+
+/// The entries of `event` (`allow`, `deny`, `outcome`, `root`, `spawn`, ...).
+pub fn of_event<'a>(entries: &'a [Value], event: &str) -> Vec<&'a Value> {
+    entries.iter().filter(|e| e["event"] == event).collect()
+}
+
+/// The files in `dir` whose names contain `part`.
+pub fn files_named(dir: &Path, part: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(part))
+        .map(|e| e.path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Runs `mkfifo path`.
+pub fn mkfifo(path: &Path) {
+    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
 /// What one hook process answered.
 #[derive(Debug)]
 pub struct Out {
