@@ -32,14 +32,11 @@ fn run(cmd: &mut Command, stdin: &[u8], prepare: impl FnOnce(&mut Child)) -> Out
 
 /// The reviewer's `Read` of a.md in session s1, as Claude Code sends it.
 fn read_payload(project: &Path) -> Vec<u8> {
-    let payload = pre(
-        "s1",
-        project,
-        Some("reviewer"),
-        "Read",
-        json!({"file_path": "a.md"}),
-        "t1",
-    );
+    let payload = project
+        .subagent("reviewer", "Read")
+        .input(json!({"file_path": "a.md"}))
+        .id("t1")
+        .value();
     payload.to_string().into_bytes()
 }
 

@@ -59,6 +59,15 @@ fn assert_reference_accepts(py: &str, project: &Path, bundle: &Path) -> Value {
     report
 }
 
+/// The session's export is two bundles (two chains), each accepted by both verifiers.
+fn assert_reference_accepts_both_chains(py: &str, project: &Path) {
+    let bundles = export(project, "s1");
+    assert_eq!(bundles.len(), 2);
+    for b in &bundles {
+        assert_reference_accepts(py, project, b);
+    }
+}
+
 /// The seed's five calls, an undeclared agent, the main thread, outcomes for what ran.
 fn mixed_session(p: &Path, session: &str) {
     let calls = [
@@ -85,20 +94,12 @@ fn mixed_session(p: &Path, session: &str) {
     ];
     for (i, (agent, tool, input)) in calls.iter().enumerate() {
         let id = format!("toolu_{i}");
-        let out = hook(p, &pre(session, p, *agent, tool, input.clone(), &id));
-        if !out.denied() {
-            hook(
-                p,
-                &post(
-                    session,
-                    p,
-                    *agent,
-                    tool,
-                    input.clone(),
-                    &id,
-                    json!({"ok": true}),
-                ),
-            );
+        let call = Call::pre(p, *agent, tool)
+            .session(session)
+            .input(input.clone())
+            .id(&id);
+        if !call.run().denied() {
+            call.post(json!({"ok": true})).run();
         }
     }
     hook(p, &event(session, p, "SubagentStop"));
@@ -141,11 +142,7 @@ fn reference_accepts_every_chain_of_a_mid_session_edit() {
     )
     .unwrap();
     mixed_session(p.path(), "s1");
-    let bundles = export(p.path(), "s1");
-    assert_eq!(bundles.len(), 2);
-    for b in &bundles {
-        assert_reference_accepts(&py, p.path(), b);
-    }
+    assert_reference_accepts_both_chains(&py, p.path());
 }
 
 /// A call allowed on one chain whose outcome arrives after an agent edit started the next: the
@@ -155,42 +152,24 @@ fn reference_accepts_both_chains_when_a_call_spans_a_mid_session_edit() {
     let py = need_reference_python();
     let p = sample("conf-span");
     let read = |id: &str, path: &str| {
-        pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": path}),
-            id,
-        )
+        p.subagent("reviewer", "Read")
+            .input(json!({"file_path": path}))
+            .id(id)
     };
-    assert_allowed(&hook(p.path(), &read("t1", "/p/a")));
+    assert_allowed(&read("t1", "/p/a").run());
     std::fs::write(
         p.path().join(".claude/agents/reviewer.md"),
         "---\nname: reviewer\ntools: Read, Grep\n---\n",
     )
     .unwrap();
-    assert_allowed(&hook(p.path(), &read("t2", "/p/b")));
+    assert_allowed(&read("t2", "/p/b").run());
     for (id, path) in [("t1", "/p/a"), ("t2", "/p/b")] {
-        let outcome = post(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": path}),
-            id,
-            json!({"ok": true}),
-        );
-        let out = hook(p.path(), &outcome);
+        let out = read(id, path).post(json!({"ok": true})).run();
         let halted = out.json()["continue"] == false;
         assert_eq!(halted, id == "t1", "{id}: {}", out.stdout);
     }
     hook(p.path(), &event("s1", p.path(), "SessionEnd"));
-    let bundles = export(p.path(), "s1");
-    assert_eq!(bundles.len(), 2);
-    for b in &bundles {
-        assert_reference_accepts(&py, p.path(), b);
-    }
+    assert_reference_accepts_both_chains(&py, p.path());
 }
 
 fn reference_accepts_a_thousand_entry_session() {
@@ -204,18 +183,9 @@ fn reference_accepts_a_thousand_entry_session() {
         };
         let id = format!("toolu_{i}");
         let input = json!({"file_path": format!("/p/{i}"), "command": "true"});
-        if !p
-            .subagent(agent, tool)
-            .input(input.clone())
-            .id(&id)
-            .run()
-            .denied()
-        {
-            p.subagent(agent, tool)
-                .input(input)
-                .id(&id)
-                .post(json!({"n": i}))
-                .run();
+        let call = p.subagent(agent, tool).input(input).id(&id);
+        if !call.run().denied() {
+            call.post(json!({"n": i})).run();
         }
     }
     hook(p.path(), &event("s1", p.path(), "SessionEnd"));

@@ -93,14 +93,11 @@ fn undeclared_subagent_types_hold_nothing_unless_configured() {
         .iter()
         .enumerate()
     {
-        let mut payload = pre(
-            "s1",
-            p.path(),
-            Some(ty),
-            "Read",
-            json!({"file_path": "/x"}),
-            &format!("t{i}"),
-        );
+        let mut payload = p
+            .subagent(ty, "Read")
+            .input(json!({"file_path": "/x"}))
+            .id(&format!("t{i}"))
+            .value();
         if ty.is_empty() {
             payload.as_object_mut().unwrap().remove("agent_type");
         }
@@ -178,7 +175,11 @@ fn main_thread_is_recorded_not_enforced_unless_configured() {
 #[test]
 fn agent_type_without_agent_id_is_the_main_thread_of_an_agent_session() {
     let p = sample("agentmain");
-    let mut payload = pre("s1", p.path(), None, "Bash", json!({"command": "ls"}), "t1");
+    let mut payload = p
+        .main_thread("Bash")
+        .input(json!({"command": "ls"}))
+        .id("t1")
+        .value();
     payload["agent_type"] = json!("reviewer");
     assert_allowed(&hook(p.path(), &payload));
 }
@@ -258,14 +259,11 @@ fn outcomes_bind_to_their_call_and_raw_data_never_reaches_the_disk() {
         .post(json!({"content": marker}))
         .run();
     assert_allowed(&out);
-    let mut failure = pre(
-        "s1",
-        p.path(),
-        Some("reviewer"),
-        "Read",
-        input.clone(),
-        "t2",
-    );
+    let mut failure = p
+        .subagent("reviewer", "Read")
+        .input(input.clone())
+        .id("t2")
+        .value();
     hook(p.path(), &failure);
     failure["hook_event_name"] = json!("PostToolUseFailure");
     failure["error"] = json!(format!("boom {marker}"));
@@ -326,14 +324,8 @@ fn input_changed_after_authorization_is_recorded_and_halts() {
 #[test]
 fn an_interrupted_call_is_recorded_as_abandoned_never_as_a_success() {
     let p = sample("interrupt");
-    let input = json!({"file_path": "/p/a"});
-    assert_allowed(
-        &p.subagent("reviewer", "Read")
-            .input(input.clone())
-            .id("t1")
-            .run(),
-    );
-    let mut failure = pre("s1", p.path(), Some("reviewer"), "Read", input, "t1");
+    let t1 = allowed_read(p.path());
+    let mut failure = t1.clone().value();
     failure["hook_event_name"] = json!("PostToolUseFailure");
     failure["error"] = json!("interrupted by user");
     failure["is_interrupt"] = json!(true);

@@ -98,14 +98,11 @@ fn sigkill_at_random_moments_never_loses_an_answered_decision_or_wedges_the_sess
         } else {
             ("reviewer", "Read")
         };
-        let payload = pre(
-            "s1",
-            p.path(),
-            Some(agent),
-            tool,
-            json!({"file_path": format!("/f{i}"), "command": "ls"}),
-            &id,
-        );
+        let payload = p
+            .subagent(agent, tool)
+            .input(json!({"file_path": format!("/f{i}"), "command": "ls"}))
+            .id(&id)
+            .value();
         // Up to twice a call's duration here, so kills land before, during and after the work.
         let delay = Duration::from_micros(rng.next() % span);
         if let Some(out) = run_and_maybe_kill(p.path(), &payload, delay) {
@@ -163,14 +160,11 @@ fn concurrent_sigkills_leave_one_verifiable_chain() {
             std::thread::spawn(move || {
                 let mut rng = XorShift(0x1234_5678 + t);
                 for i in 0..40 {
-                    let payload = pre(
-                        "s1",
-                        &dir,
-                        Some("reviewer"),
-                        "Read",
-                        json!({"file_path": "/x"}),
-                        &format!("c{t}-{i}"),
-                    );
+                    let payload = dir
+                        .subagent("reviewer", "Read")
+                        .input(json!({"file_path": "/x"}))
+                        .id(&format!("c{t}-{i}"))
+                        .value();
                     run_and_maybe_kill(&dir, &payload, Duration::from_micros(rng.next() % span));
                 }
             })
@@ -230,7 +224,7 @@ fn a_panic_answers_with_a_deny_and_exit_2() {
         &[],
         &[("ATTENU_HOOK_TEST_PANIC", "1")],
         p.path(),
-        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1"),
+        &p.subagent("reviewer", "Read").id("t1").value(),
     );
     assert_eq!(out.code, 2);
     assert_denied_with(&out, "internal-error");
@@ -245,7 +239,7 @@ fn a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout() {
         &[],
         &[("ATTENU_HOOK_TEST_STALL_MS", "20000")],
         p.path(),
-        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1"),
+        &p.subagent("reviewer", "Read").id("t1").value(),
     );
     assert_eq!(out.code, 2);
     assert_denied_with(&out, "deadline-exceeded");
@@ -269,15 +263,12 @@ fn a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker() {
     ] {
         let p = sample(&format!("post-{case}"));
         write_config(p.path(), "deadline_ms = 300\n");
-        let mut payload = post(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/p/a"}),
-            "t1",
-            json!({}),
-        );
+        let mut payload = p
+            .subagent("reviewer", "Read")
+            .input(json!({"file_path": "/p/a"}))
+            .id("t1")
+            .post(json!({}))
+            .value();
         payload["hook_event_name"] = json!(event);
         let out = hook_with(&[], &[env], p.path(), &payload);
         assert_eq!(
@@ -308,15 +299,12 @@ fn a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker() {
 fn a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop() {
     need_test_faults();
     let p = sample("post-marker-stuck");
-    let payload = post(
-        "s1",
-        p.path(),
-        Some("reviewer"),
-        "Read",
-        json!({"file_path": "/p/a"}),
-        "t1",
-        json!({}),
-    );
+    let payload = p
+        .subagent("reviewer", "Read")
+        .input(json!({"file_path": "/p/a"}))
+        .id("t1")
+        .post(json!({}))
+        .value();
     // A panic after the tool ran, while storing its marker stalls for 20 s: the stop must
     // reach Claude Code without the marker, and say that none was stored.
     let out = hook_with(
@@ -513,6 +501,13 @@ fn a_corrupted_config_denies_with_what_to_fix() {
     assert_denied_with(&out, "config-invalid");
 }
 
+/// Declares a reviewer with Read in the project at `p`.
+fn reviewer_with_read(p: &Path) {
+    std::fs::create_dir_all(p.join(".claude/agents")).unwrap();
+    let text = "---\nname: reviewer\ntools: Read\n---\n";
+    std::fs::write(p.join(".claude/agents/reviewer.md"), text).unwrap();
+}
+
 /// A small tmpfs mounted for one test (needs root and mount rights), unmounted on drop.
 struct Mount(std::path::PathBuf);
 impl Mount {
@@ -550,12 +545,7 @@ fn a_full_disk_denies_and_loses_nothing_committed() {
     let base = TempDir::new("diskfull");
     let mount = Mount::tmpfs(&base.path().join("fs"), "512k");
     let p = &mount.0;
-    std::fs::create_dir_all(p.join(".claude/agents")).unwrap();
-    std::fs::write(
-        p.join(".claude/agents/reviewer.md"),
-        "---\nname: reviewer\ntools: Read\n---\n",
-    )
-    .unwrap();
+    reviewer_with_read(p);
     for i in 0..5 {
         assert_allowed(&p.subagent("reviewer", "Read").id(&format!("ok{i}")).run());
     }
@@ -623,12 +613,7 @@ fn a_read_only_state_directory_denies() {
     let base = TempDir::new("readonly");
     let mount = Mount::tmpfs(&base.path().join("fs"), "1m");
     let p = &mount.0;
-    std::fs::create_dir_all(p.join(".claude/agents")).unwrap();
-    std::fs::write(
-        p.join(".claude/agents/reviewer.md"),
-        "---\nname: reviewer\ntools: Read\n---\n",
-    )
-    .unwrap();
+    reviewer_with_read(p);
     assert_allowed(&p.subagent("reviewer", "Read").id("t1").run());
     mount.remount("ro");
     let out = p.subagent("reviewer", "Read").id("t2").run();
@@ -702,14 +687,12 @@ fn a_new_ledgers_name_is_made_durable_before_the_first_answer() {
                 ],
                 &[],
                 &project,
-                &pre(
-                    session,
-                    &project,
-                    Some("reviewer"),
-                    "Read",
-                    json!({"file_path": "/x"}),
-                    id,
-                ),
+                &project
+                    .subagent("reviewer", "Read")
+                    .session(session)
+                    .input(json!({"file_path": "/x"}))
+                    .id(id)
+                    .value(),
             );
             assert_allowed(&out);
             std::fs::read_to_string(&log)
@@ -817,13 +800,13 @@ fn a_clock_jump_changes_no_decision_and_breaks_no_chain() {
     let back = hook_at(
         "-2d",
         p.path(),
-        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "back"),
+        &p.subagent("reviewer", "Read").id("back").value(),
     );
     assert!(back.is_allow(), "{}{}", back.stdout, back.stderr);
     let fwd = hook_at(
         "+400d",
         p.path(),
-        &pre("s1", p.path(), Some("reviewer"), "Bash", json!({}), "fwd"),
+        &p.subagent("reviewer", "Bash").id("fwd").value(),
     );
     assert_denied_with(&fwd, "unresolved");
     assert_allowed(&p.subagent("reviewer", "Read").id("after").run());
@@ -900,7 +883,10 @@ fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
     let late = hook_at(
         "+2h",
         p.path(),
-        &pre("s1", p.path(), Some("ops"), "Bash", input.clone(), "late"),
+        &p.subagent("ops", "Bash")
+            .input(input.clone())
+            .id("late")
+            .value(),
     );
     assert_denied_with(&late, "gate-authorization-required");
     assert_allowed(&p.subagent("ops", "Bash").input(input).id("ontime").run());
@@ -924,14 +910,10 @@ fn a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lo
                 &[],
                 &[("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK", &handshake)],
                 &dir,
-                &pre(
-                    "s1",
-                    &dir,
-                    Some("reviewer"),
-                    "Read",
-                    json!({"file_path": "/b"}),
-                    "t2",
-                ),
+                &dir.subagent("reviewer", "Read")
+                    .input(json!({"file_path": "/b"}))
+                    .id("t2")
+                    .value(),
             )
         })
     };

@@ -245,23 +245,12 @@ fn an_expired_authorization_is_refused() {
 #[test]
 fn an_unrecordable_outcome_halts_and_leaves_a_marker_that_resolve_closes() {
     let p = sample("reconcile");
-    let input = json!({"file_path": "/p/a"});
-    assert_allowed(
-        &p.subagent("reviewer", "Read")
-            .input(input.clone())
-            .id("t1")
-            .run(),
-    );
+    let t1 = allowed_read(p.path());
     let ledger = p.ledger("s1");
     let aside = p.path().join("ledger.aside");
     std::fs::rename(&ledger, &aside).unwrap();
     std::fs::create_dir(&ledger).unwrap();
-    let out = p
-        .subagent("reviewer", "Read")
-        .input(input.clone())
-        .id("t1")
-        .post(json!({}))
-        .run();
+    let out = t1.clone().post(json!({})).run();
     assert_eq!(out.json()["continue"], false);
     let reason = out.json()["stopReason"].as_str().unwrap().to_string();
     assert!(
@@ -452,20 +441,10 @@ fn authorized_inputs_are_stored_as_salted_commitments() {
 fn a_marker_that_cannot_be_bound_is_closed_with_unbound_and_says_so() {
     let p = sample("reconcile-unbound");
     let dir = p.path().to_str().unwrap();
-    let input = json!({"file_path": "/p/a"});
-    let read = |id: &str| pre("s1", p.path(), Some("reviewer"), "Read", input.clone(), id);
-    assert_allowed(&hook(p.path(), &read("t1")));
+    let t1 = allowed_read(p.path());
     let ledger = p.ledger("s1");
     let state = p.path().join(".attenu/ledger-s1.state.json");
-    let outcome = post(
-        "s1",
-        p.path(),
-        Some("reviewer"),
-        "Read",
-        input.clone(),
-        "t1",
-        json!({}),
-    );
+    let outcome = t1.clone().post(json!({})).value();
     // The outcome cannot be written: the ledger's place is taken by a directory.
     std::fs::rename(&ledger, p.path().join("ledger.aside")).unwrap();
     std::fs::rename(&state, p.path().join("state.aside")).unwrap();
@@ -631,22 +610,12 @@ fn authorizing_a_tool_that_is_not_gated_warns() {
 fn a_resolve_retried_after_a_failed_database_update_matches_the_ledger() {
     let p = sample("reconcile-retry");
     let dir = p.path().to_str().unwrap();
-    let input = json!({"file_path": "/p/a"});
-    let read = |id: &str| pre("s1", p.path(), Some("reviewer"), "Read", input.clone(), id);
-    assert_allowed(&hook(p.path(), &read("t1")));
+    let t1 = allowed_read(p.path());
     let ledger = p.ledger("s1");
     let aside = p.path().join("ledger.aside");
     std::fs::rename(&ledger, &aside).unwrap();
     std::fs::create_dir(&ledger).unwrap();
-    let outcome = post(
-        "s1",
-        p.path(),
-        Some("reviewer"),
-        "Read",
-        input.clone(),
-        "t1",
-        json!({}),
-    );
+    let outcome = t1.clone().post(json!({})).value();
     assert_eq!(hook(p.path(), &outcome).json()["continue"], false);
     std::fs::remove_dir(&ledger).unwrap();
     std::fs::rename(&aside, &ledger).unwrap();

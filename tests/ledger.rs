@@ -38,7 +38,7 @@ fn a_tampered_ledger_is_refused_and_left_untouched() {
 #[test]
 fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
     let p = sample("bigtamper");
-    let call = |i: &str| reviewer_read(p.path(), "s1", &format!("/x{i}"), &format!("t{i}"));
+    let call = numbered_reads(p.path());
     // 300 entries, one hook process each, so the checkpoint (not a full re-verify) is what
     // every call trusts before the edits.
     for i in 0..297 {
@@ -57,7 +57,7 @@ fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
 fn tampering_anywhere_in_a_10000_entry_ledger_is_caught_on_the_next_call() {
     use attenu_hook::ledger::{canonical, chain};
     let p = sample("hugetamper");
-    let call = |i: &str| reviewer_read(p.path(), "s1", &format!("/x{i}"), &format!("t{i}"));
+    let call = numbered_reads(p.path());
     // A refusal is the template: it opens no call that would wait for an outcome.
     let bash = json!({"command": "ls"});
     let refused = p.subagent("reviewer", "Bash").input(bash).id("t0").run();
@@ -156,7 +156,7 @@ fn edits_of_first_middle_and_last_line_are_caught(path: &Path, call: &dyn Fn(&st
 #[test]
 fn a_ledger_cut_short_or_replaced_by_an_older_copy_is_refused() {
     let p = sample("truncate");
-    let call = |i: &str| reviewer_read(p.path(), "s1", &format!("/x{i}"), &format!("t{i}"));
+    let call = numbered_reads(p.path());
     let path = p.ledger("s1");
     let state = p.path().join(".attenu/ledger-s1.state.json");
     assert_allowed(&call("0"));
@@ -295,7 +295,7 @@ fn raw_capture_of_a_deeply_nested_input_does_not_make_the_ledger_unreadable() {
 fn a_checkpoint_rewritten_to_match_an_edited_ledger_is_not_trusted() {
     use std::os::unix::fs::MetadataExt;
     let p = sample("forgedcp");
-    let call = |i: &str| reviewer_read(p.path(), "s1", &format!("/x{i}"), &format!("t{i}"));
+    let call = numbered_reads(p.path());
     for i in 0..5 {
         assert_allowed(&call(&i.to_string()));
     }
@@ -524,26 +524,18 @@ fn a_mid_session_agent_edit_starts_a_new_linked_chain() {
 fn an_outcome_arriving_after_a_mid_session_edit_is_not_bound_to_the_new_chain() {
     let p = sample("editspan");
     let read = |id: &str| {
-        pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/a"}),
-            id,
-        )
+        p.subagent("reviewer", "Read")
+            .input(json!({"file_path": "/a"}))
+            .id(id)
+            .value()
     };
     let outcome = |id: &str| {
         let input = json!({"file_path": "/a"});
-        post(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            input,
-            id,
-            json!({}),
-        )
+        p.subagent("reviewer", "Read")
+            .input(input)
+            .id(id)
+            .post(json!({}))
+            .value()
     };
     assert_allowed(&hook(p.path(), &read("t1")));
     std::fs::write(

@@ -176,6 +176,9 @@ impl Call {
     pub fn payload(&self) -> &Value {
         &self.payload
     }
+    pub fn value(self) -> Value {
+        self.payload
+    }
     pub fn run(&self) -> Out {
         hook(&self.project, &self.payload)
     }
@@ -390,6 +393,21 @@ pub fn reviewer_read(project: &Path, session: &str, file_path: &str, tool_use_id
     )
 }
 
+/// The reviewer's Read of `/p/a` as `t1` in session s1, asserted allowed: the call whose
+/// outcome a test then sends (`call.clone().post(json!({})).run()`).
+pub fn allowed_read(project: &Path) -> Call {
+    let call = Call::pre(project, Some("reviewer"), "Read")
+        .input(json!({"file_path": "/p/a"}))
+        .id("t1");
+    assert_allowed(&call.run());
+    call
+}
+
+/// Numbered reviewer reads in session s1: `call("3")` reads `/x3` as tool_use_id `t3`.
+pub fn numbered_reads(project: &Path) -> impl Fn(&str) -> Out + '_ {
+    move |i| reviewer_read(project, "s1", &format!("/x{i}"), &format!("t{i}"))
+}
+
 /// A PreToolUse payload as Claude Code sends it.
 pub fn pre(
     session: &str,
@@ -413,21 +431,6 @@ pub fn pre(
         p["agent_id"] = json!(format!("a-{a}"));
         p["agent_type"] = json!(a);
     }
-    p
-}
-
-pub fn post(
-    session: &str,
-    project: &Path,
-    agent: Option<&str>,
-    tool: &str,
-    input: Value,
-    tool_use_id: &str,
-    response: Value,
-) -> Value {
-    let mut p = pre(session, project, agent, tool, input, tool_use_id);
-    p["hook_event_name"] = json!("PostToolUse");
-    p["tool_response"] = response;
     p
 }
 
