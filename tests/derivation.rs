@@ -210,3 +210,22 @@ fn an_agent_file_reached_through_a_symlink_is_one_declaration() {
         .run();
     assert_denied_saying(&out, "declared twice");
 }
+
+/// What `--derive --human` prints, pinned: the session root, each agent's scopes, what is left
+/// to Claude Code, and a declaration that holds nothing and why.
+#[test]
+fn derive_human_is_pinned() {
+    let p = ProjectBuilder::new("derive-human")
+        .agent("reviewer", "description: reviews\ntools: Read, Grep, Glob")
+        .agent("researcher", "tools: Read, WebFetch\ndisallowedTools: Write, Edit")
+        .agent("ops", "tools: Bash(git status), mcp__pay")
+        .agent_file("broken.md", "---\nname: broken\n  tools: Read\n---\n")
+        .settings(json!({"permissions": {"allow": ["Read", "Grep", "Glob", "WebFetch", "mcp__pay", "Bash(npm run lint)"], "deny": ["Read(./.env)", "NotebookEdit"]}}))
+        .build();
+    let out = cli(&["--derive", p.dir(), "--human"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_snapshot(
+        "derive-human.txt",
+        &mask(&out.stdout, &[(p.dir(), "<project>")]),
+    );
+}

@@ -10,6 +10,7 @@ fn main() {
         install_keeps_existing_settings_and_hooks_and_is_idempotent,
         install_refuses_to_guess_on_invalid_settings_and_local_writes_the_local_file,
         doctor_passes_on_an_installed_project,
+        doctor_text_is_pinned,
         doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key,
         doctor_only_warns_when_session_start_is_not_wired,
         doctor_fails_with_reasons_on_an_unwired_project,
@@ -141,6 +142,26 @@ fn doctor_passes_on_an_installed_project() {
         "{}",
         out.stdout
     );
+}
+
+/// What `doctor` prints, pinned: every check of an installed project with a ledger (exit 0), and
+/// an unwired one's failures with what to do (exit 1).
+fn doctor_text_is_pinned() {
+    let wired = sample("doctor-text-ok");
+    assert_eq!(cli(&["install", wired.dir(), "--command", BIN]).code, 0);
+    assert_allowed(&reviewer_read(wired.path(), "s1", "/x", "t1"));
+    let unwired = sample("doctor-text-unwired");
+    let mut text = String::new();
+    for (p, code) in [(&wired, 0), (&unwired, 1)] {
+        let out = doctor(p.path());
+        assert_eq!(out.code, code, "{}{}", out.stdout, out.stderr);
+        text += &format!(
+            "$ doctor PROJECT\nexit {}\n--- stdout\n{}--- stderr\n{}\n",
+            out.code, out.stdout, out.stderr
+        );
+        text = mask(&text, &[(p.dir(), "<project>"), (BIN, "<bin>")]);
+    }
+    assert_snapshot("doctor.txt", &text);
 }
 
 fn doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key() {
@@ -278,21 +299,11 @@ fn doctor_fails_on_unsafe_permissions_and_a_broken_ledger() {
 }
 
 /// The log table with times replaced, so it can be compared with the snapshot.
+/// `log`'s output, which must succeed, with its times masked.
 fn normalised_log(args: &[&str]) -> String {
     let out = cli(args);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    out.stdout
-        .lines()
-        .map(|l| {
-            if l.len() > 24 && l.as_bytes()[4] == b'-' && l.as_bytes()[23] == b'Z' {
-                format!("<time>{}", &l[24..])
-            } else {
-                l.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n"
+    mask(&out.stdout, &[])
 }
 
 fn log_output_matches_the_snapshot() {
@@ -322,15 +333,7 @@ fn log_output_matches_the_snapshot() {
         .run();
     let dir = p.path().to_str().unwrap();
     let table = normalised_log(&["log", "--project", dir]);
-    let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/log.txt");
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&snapshot, &table).unwrap();
-    }
-    assert_eq!(
-        table,
-        std::fs::read_to_string(&snapshot).unwrap(),
-        "run with UPDATE_SNAPSHOTS=1 to accept a deliberate change"
-    );
+    assert_snapshot("log.txt", &table);
     let denied = normalised_log(&["log", "--project", dir, "--denied"]);
     assert_eq!(denied.lines().count(), 1 + 3, "{denied}");
     let explore = normalised_log(&["log", "--project", dir, "--agent", "Explore", "--json"]);

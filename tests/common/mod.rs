@@ -3,8 +3,11 @@
 #![allow(dead_code)]
 
 pub mod harness;
+pub mod snapshot;
 #[allow(unused_imports)]
 pub use harness::{need_reference_python, need_root, need_test_faults, need_tool, skip};
+#[allow(unused_imports)]
+pub use snapshot::{assert_snapshot, mask};
 
 use serde_json::{json, Value};
 use std::io::Write;
@@ -225,6 +228,11 @@ pub trait ProjectExt {
     fn verify_pinned(&self, bundle: &str) -> Out {
         let key = self.root().join(".attenu/anchor.pub");
         cli(&["verify", bundle, "--pub", key.to_str().unwrap()])
+    }
+    /// [`verify_pinned`](ProjectExt::verify_pinned) with `--json`.
+    fn verify_pinned_json(&self, bundle: &str) -> Out {
+        let key = self.root().join(".attenu/anchor.pub");
+        cli(&["verify", bundle, "--pub", key.to_str().unwrap(), "--json"])
     }
 }
 
