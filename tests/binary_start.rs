@@ -115,5 +115,5 @@ fn arguments_reach_the_command_line() {
     );
     let out = cli(&["no-such-command"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(out.stderr.contains("no-such-command"), "{}", out.stderr);
+    assert_contains(&out.stderr, &["no-such-command"]);
 }

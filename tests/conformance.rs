@@ -45,12 +45,7 @@ fn assert_reference_accepts(py: &str, project: &Path, bundle: &Path) -> Value {
         bundle.display()
     );
     assert_eq!(report["checks"]["anchor"], "verified");
-    let ours = cli(&[
-        "verify",
-        bundle.to_str().unwrap(),
-        "--pub",
-        project.join(".attenu/anchor.pub").to_str().unwrap(),
-    ]);
+    let ours = project.verify_pinned(bundle.to_str().unwrap());
     assert_eq!(
         ours.code, 0,
         "attenu-hook verify disagrees: {}{}",
@@ -200,12 +195,7 @@ fn assert_both_reject(py: &str, project: &Path, bundle: &Value, name: &str) {
     std::fs::write(&path, serde_json::to_vec(bundle).unwrap()).unwrap();
     let report = reference_verify(py, &path, &project.join(".attenu/anchor.pub"));
     assert_eq!(report["ok"], false, "reference accepted the {name} copy");
-    let ours = cli(&[
-        "verify",
-        path.to_str().unwrap(),
-        "--pub",
-        project.join(".attenu/anchor.pub").to_str().unwrap(),
-    ]);
+    let ours = project.verify_pinned(path.to_str().unwrap());
     assert_eq!(
         ours.code, 1,
         "attenu-hook verify must call the {name} copy invalid (exit 1): {}{}",
@@ -302,12 +292,7 @@ fn sixteen_processes_exporting_and_appending_at_once_leave_one_key_and_valid_bun
         "the key is never replaced"
     );
     let bundles = export(p.path(), "s1");
-    let ours = cli(&[
-        "verify",
-        bundles[0].to_str().unwrap(),
-        "--pub",
-        p.path().join(".attenu/anchor.pub").to_str().unwrap(),
-    ]);
+    let ours = p.verify_pinned(bundles[0].to_str().unwrap());
     assert_eq!(ours.code, 0, "{}", ours.stdout);
     assert_eq!(p.entries("s1").len(), 3 + 16 + 8);
     // Everything above ran; without the reference verifier its check alone is reported missing.

@@ -131,13 +131,7 @@ fn retries_stay_denied_and_each_attempt_is_recorded() {
             .run()
             .denied());
     }
-    assert_eq!(
-        p.entries("s1")
-            .iter()
-            .filter(|e| e["event"] == "deny")
-            .count(),
-        3
-    );
+    assert_eq!(of_event(&p.entries("s1"), "deny").len(), 3);
 }
 
 #[test]

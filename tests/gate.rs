@@ -182,11 +182,7 @@ fn a_key_that_is_not_a_configured_reviewer_is_refused() {
     assert_eq!(cli(&["keygen", "--out", mallory.to_str().unwrap()]).code, 0);
     let out = authorize(p.path(), &mallory, &json!({"command": "ls"}), &[]);
     assert_ne!(out.code, 0);
-    assert!(
-        out.stderr.contains("not reviewer 'alice'"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, &["not reviewer 'alice'"]);
     let out = cli(&[
         "authorize",
         "--project",
@@ -200,11 +196,7 @@ fn a_key_that_is_not_a_configured_reviewer_is_refused() {
         "--key",
         mallory.to_str().unwrap(),
     ]);
-    assert!(
-        out.stderr.contains("'bob' is not a reviewer"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, &["'bob' is not a reviewer"]);
     // A row forged straight into the database, signed by mallory, is refused at claim time.
     let conn = attenu_hook::gate::db::open(&p.path().join(".attenu")).unwrap();
     let input = json!({"command": "ls"});
@@ -258,11 +250,7 @@ fn an_unrecordable_outcome_halts_and_leaves_a_marker_that_resolve_closes() {
         "{reason}"
     );
     let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
-    assert!(
-        list.stdout.contains("t1") && list.stdout.contains("Read"),
-        "{}",
-        list.stdout
-    );
+    assert_contains(&list.stdout, &["t1", "Read"]);
     std::fs::remove_dir(&ledger).unwrap();
     std::fs::rename(&aside, &ledger).unwrap();
     let out = cli(&[
@@ -278,7 +266,7 @@ fn an_unrecordable_outcome_halts_and_leaves_a_marker_that_resolve_closes() {
     ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
-    assert!(list.stdout.contains("no open"), "{}", list.stdout);
+    assert_contains(&list.stdout, &["no open"]);
     let o = p.entries("s1").pop().unwrap();
     assert_eq!(o["event"], "outcome");
     assert_eq!(o["context"]["reconciliation"]["evidence"], "ticket OPS-12");
@@ -338,7 +326,7 @@ fn receipts_bind_to_an_allowed_call() {
         "--observer",
         "x",
     ]);
-    assert!(none.stderr.contains("no allowed call"), "{}", none.stderr);
+    assert_contains(&none.stderr, &["no allowed call"]);
 }
 
 #[test]
@@ -475,11 +463,7 @@ fn a_marker_that_cannot_be_bound_is_closed_with_unbound_and_says_so() {
         "checked by hand",
     ]);
     assert_eq!(refused.code, 2);
-    assert!(
-        refused.stderr.contains("does not exist") && refused.stderr.contains("--unbound"),
-        "{}",
-        refused.stderr
-    );
+    assert_contains(&refused.stderr, &["does not exist", "--unbound"]);
     let closed = in_sub(&[
         "reconcile",
         "resolve",
@@ -491,11 +475,7 @@ fn a_marker_that_cannot_be_bound_is_closed_with_unbound_and_says_so() {
         "--unbound",
     ]);
     assert_eq!(closed.code, 0, "{}", closed.stderr);
-    assert!(
-        closed.stdout.contains("not on the ledger"),
-        "{}",
-        closed.stdout
-    );
+    assert_contains(&closed.stdout, &["not on the ledger"]);
     let all = cli(&["reconcile", "list", "--all", "--project", dir]);
     assert!(
         all.stdout
@@ -532,7 +512,7 @@ fn a_receipt_binds_only_to_a_call_on_a_verified_ledger() {
         "payments-api",
     ]);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(out.stderr.contains("no allowed call"), "{}", out.stderr);
+    assert_contains(&out.stderr, &["no allowed call"]);
     let out = cli(&[
         "receipt",
         "--project",
@@ -594,11 +574,7 @@ fn authorizing_a_tool_that_is_not_gated_warns() {
     ]);
     let out = cli(&args);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("warning") && out.stderr.contains("[gate] require"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, &["warning", "[gate] require"]);
     let quiet = authorize(p.path(), Path::new(&key), &json!({"command": "ls"}), &[]);
     assert!(!quiet.stderr.contains("warning"), "{}", quiet.stderr);
 }
@@ -651,16 +627,8 @@ fn a_resolve_retried_after_a_failed_database_update_matches_the_ledger() {
     );
     let same = resolve("executed", "OPS-1");
     assert_eq!(same.code, 0, "{}", same.stderr);
-    assert!(
-        same.stdout.contains("already on the ledger"),
-        "{}",
-        same.stdout
-    );
-    let outcomes = p
-        .entries("s1")
-        .iter()
-        .filter(|e| e["event"] == "outcome")
-        .count();
+    assert_contains(&same.stdout, &["already on the ledger"]);
+    let outcomes = of_event(&p.entries("s1"), "outcome").len();
     assert_eq!(outcomes, 1, "the resolution is on the ledger once");
 }
 
@@ -770,7 +738,7 @@ fn a_gated_call_whose_ledger_vanished_before_its_outcome_stops_with_a_marker() {
         "{reason}"
     );
     let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
-    assert!(list.stdout.contains("t1"), "{}", list.stdout);
+    assert_contains(&list.stdout, &["t1"]);
     // An ungated call with no allow on record (from before the hook was wired) still passes.
     let out = p
         .subagent("ops", "Read")
@@ -832,11 +800,7 @@ fn a_scope_gated_for_one_agent_type_is_gated_for_that_agent_only() {
     // An authorization bound to an agent the scope is not gated for is never asked for.
     let out = authorize(p.path(), &key, &input, &["--agent", "builder"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("[gate.agents] for builder"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, &["[gate.agents] for builder"]);
     let out = authorize(p.path(), &key, &input, &["--agent", "ops"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("warning"), "{}", out.stderr);

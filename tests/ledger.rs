@@ -469,14 +469,7 @@ fn parallel_hook_processes_keep_one_valid_chain() {
     for (i, e) in es.iter().enumerate() {
         assert_eq!(e["seq"], i, "one chain, no gaps or forks");
     }
-    let out = cli(&[
-        "export",
-        "--project",
-        p.path().to_str().unwrap(),
-        "--session",
-        "s1",
-    ]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    p.export("s1");
 }
 
 #[test]
@@ -502,15 +495,8 @@ fn a_mid_session_agent_edit_starts_a_new_linked_chain() {
         roots[1]["context"]["previous_chain"]["chain_id"],
         roots[0]["chain_id"]
     );
-    let out = cli(&[
-        "export",
-        "--project",
-        p.path().to_str().unwrap(),
-        "--session",
-        "s1",
-    ]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let files: Vec<&str> = out.stdout.lines().collect();
+    let out = p.export("s1");
+    let files = out;
     assert_eq!(files.len(), 2);
     assert!(files[0].ends_with("bundle-s1.json") && files[1].ends_with("bundle-s1.chain2.json"));
 }
@@ -566,22 +552,10 @@ fn an_outcome_arriving_after_a_mid_session_edit_is_not_bound_to_the_new_chain() 
         "only t2's outcome, on the chain of its allow"
     );
     let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
-    assert!(list.stdout.contains("t1"), "{}", list.stdout);
-    let out = cli(&[
-        "export",
-        "--project",
-        p.path().to_str().unwrap(),
-        "--session",
-        "s1",
-    ]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    for bundle in out.stdout.lines() {
-        let v = cli(&[
-            "verify",
-            bundle,
-            "--pub",
-            p.path().join(".attenu/anchor.pub").to_str().unwrap(),
-        ]);
+    assert_contains(&list.stdout, &["t1"]);
+    let out = p.export("s1");
+    for bundle in &out {
+        let v = p.verify_pinned(bundle);
         assert_eq!(v.code, 0, "{bundle}: {}{}", v.stdout, v.stderr);
     }
 }
@@ -680,11 +654,7 @@ fn session_start_opens_the_ledger_so_the_first_tool_call_only_appends() {
     // The key beside the bundle: valid, not pinned, exit 3.
     let out = cli(&["verify", bundle.to_str().unwrap()]);
     assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
-    assert!(
-        out.stdout.contains("VALID (key NOT pinned)"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &["VALID (key NOT pinned)"]);
 }
 
 #[test]

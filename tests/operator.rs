@@ -61,11 +61,7 @@ fn install_keeps_existing_settings_and_hooks_and_is_idempotent() {
     let dir = p.path().to_str().unwrap();
     let first = cli(&["install", dir, "--command", "attenu-hook"]);
     assert_eq!(first.code, 0, "{}", first.stderr);
-    assert!(
-        first.stdout.contains("PreToolUse: added"),
-        "{}",
-        first.stdout
-    );
+    assert_contains(&first.stdout, &["PreToolUse: added"]);
     let after = settings(p.path());
     for key in ["model", "permissions", "env"] {
         assert_eq!(after[key], existing[key], "{key} kept");
@@ -96,11 +92,7 @@ fn install_keeps_existing_settings_and_hooks_and_is_idempotent() {
     }
     let bytes = std::fs::read(p.path().join(".claude/settings.json")).unwrap();
     let second = cli(&["install", dir, "--command", "attenu-hook"]);
-    assert!(
-        second.stdout.contains("nothing changed"),
-        "{}",
-        second.stdout
-    );
+    assert_contains(&second.stdout, &["nothing changed"]);
     assert_eq!(
         std::fs::read(p.path().join(".claude/settings.json")).unwrap(),
         bytes,
@@ -114,7 +106,7 @@ fn install_refuses_to_guess_on_invalid_settings_and_local_writes_the_local_file(
     std::fs::write(p.path().join(".claude/settings.json"), "{ \"model\": ").unwrap();
     let out = cli(&["install", p.path().to_str().unwrap()]);
     assert_ne!(out.code, 0);
-    assert!(out.stderr.contains("refusing to guess"), "{}", out.stderr);
+    assert_contains(&out.stderr, &["refusing to guess"]);
     assert_eq!(
         std::fs::read_to_string(p.path().join(".claude/settings.json")).unwrap(),
         "{ \"model\": "
@@ -137,11 +129,7 @@ fn doctor_passes_on_an_installed_project() {
     reviewer_read(p.path(), "s1", "/x", "t1");
     let out = doctor(p.path());
     assert_eq!(out.code, 0, "{}", out.stdout);
-    assert!(
-        out.stdout.contains("ledger:ledger-s1.jsonl") && out.stdout.contains("verifies"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &["ledger:ledger-s1.jsonl", "verifies"]);
 }
 
 /// What `doctor` prints, pinned: every check of an installed project with a ledger (exit 0), and
@@ -183,11 +171,7 @@ fn doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key() {
     );
     let out = doctor(p.path());
     assert_eq!(out.code, 0, "{}", out.stdout);
-    assert!(
-        out.stdout.contains("none of them the project's anchor key"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &["none of them the project's anchor key"]);
     write_config(
         p.path(),
         format!(
@@ -236,18 +220,16 @@ fn doctor_fails_with_reasons_on_an_unwired_project() {
     let p = sample("doctor-unwired");
     let out = doctor(p.path());
     assert_eq!(out.code, 1);
-    assert!(
-        out.stdout.contains("FAIL  wired:PreToolUse")
-            && out.stdout.contains("run `attenu-hook install`"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        &["FAIL  wired:PreToolUse", "run `attenu-hook install`"],
     );
     // A matcher or a missing onFailure is as bad as no wiring.
     let mut s = settings(p.path());
     s["hooks"] = json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": BIN, "timeout": 10, "onFailure": "block"}]}]});
     std::fs::write(p.path().join(".claude/settings.json"), s.to_string()).unwrap();
     let out = doctor(p.path());
-    assert!(out.stdout.contains("matcher 'Bash'"), "{}", out.stdout);
+    assert_contains(&out.stdout, &["matcher 'Bash'"]);
 }
 
 fn doctor_fails_on_unsafe_permissions_and_a_broken_ledger() {
@@ -264,11 +246,7 @@ fn doctor_fails_on_unsafe_permissions_and_a_broken_ledger() {
     .unwrap();
     let out = doctor(p.path());
     assert_eq!(out.code, 1);
-    assert!(
-        out.stdout.contains("FAIL  perm:anchor.key") && out.stdout.contains("chmod 600"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &["FAIL  perm:anchor.key", "chmod 600"]);
     std::fs::set_permissions(
         p.path().join(".attenu/anchor.key"),
         std::fs::Permissions::from_mode(0o600),
@@ -279,11 +257,7 @@ fn doctor_fails_on_unsafe_permissions_and_a_broken_ledger() {
     let text = original.replacen("fs.read", "fs.rea", 1);
     std::fs::write(&path, text).unwrap();
     let out = doctor(p.path());
-    assert!(
-        out.stdout.contains("FAIL  ledger:ledger-s1.jsonl"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &["FAIL  ledger:ledger-s1.jsonl"]);
     // Cut short: every line left still verifies, but the checkpoint remembers more.
     let lines: Vec<&str> = original.lines().collect();
     std::fs::write(&path, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
@@ -364,7 +338,7 @@ fn log_warns_and_fails_on_a_ledger_that_does_not_verify() {
     std::fs::create_dir_all(&sub).unwrap();
     let clean = cli(&["log", "--project", sub.to_str().unwrap()]);
     assert_eq!(clean.code, 0, "{}", clean.stderr);
-    assert!(clean.stdout.contains("DENY"), "{}", clean.stdout);
+    assert_contains(&clean.stdout, &["DENY"]);
     let path = p.ledger("s1");
     let text = std::fs::read_to_string(&path)
         .unwrap()
@@ -372,11 +346,7 @@ fn log_warns_and_fails_on_a_ledger_that_does_not_verify() {
     std::fs::write(&path, text).unwrap();
     let out = cli(&["log", "--project", dir]);
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(
-        out.stderr.contains("WARNING") && out.stderr.contains("does not verify"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, &["WARNING", "does not verify"]);
 }
 
 /// Regression: the state commands took the nearest ancestor with `.claude/` for the project,
@@ -398,14 +368,10 @@ fn state_commands_find_a_project_without_claude_below_a_home_with_it() {
     let dir = proj.to_str().unwrap();
     let log = cli(&["log", "--project", dir]);
     assert_eq!(log.code, 0, "{}", log.stderr);
-    assert!(log.stdout.contains("Read"), "{}", log.stdout);
+    assert_contains(&log.stdout, &["Read"]);
     let export = cli(&["export", "--project", dir, "--session", "s1"]);
     assert_eq!(export.code, 0, "{}", export.stderr);
-    assert!(
-        export.stdout.contains("proj/.attenu/bundle-s1.json"),
-        "{}",
-        export.stdout
-    );
+    assert_contains(&export.stdout, &["proj/.attenu/bundle-s1.json"]);
     let list = cli(&["reconcile", "list", "--project", dir]);
     assert_eq!(list.code, 0, "{}", list.stderr);
     assert!(!home.path().join(".attenu").exists());
@@ -496,7 +462,7 @@ fn install_moves_a_handler_out_of_a_matcher_and_strips_async_and_if() {
         handler("attenu-hook")
     );
     let again = cli(&["install", dir, "--command", "attenu-hook"]);
-    assert!(again.stdout.contains("nothing changed"), "{}", again.stdout);
+    assert_contains(&again.stdout, &["nothing changed"]);
 }
 
 /// Regression: `doctor` passed wiring Claude Code does not wait for or does not run at all.
@@ -529,11 +495,7 @@ fn doctor_fails_on_async_if_and_disabled_hooks_in_any_scope() {
     );
     let out = doctor(p.path());
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(
-        out.stdout.contains("FAIL  hooks-enabled") && out.stdout.contains("settings.local.json"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &["FAIL  hooks-enabled", "settings.local.json"]);
     std::fs::remove_file(p.path().join(".claude/settings.local.json")).unwrap();
     // The user's own settings are read too (CLAUDE_CONFIG_DIR, else ~/.claude).
     let user = TempDir::new("doctor-user");
@@ -544,7 +506,7 @@ fn doctor_fails_on_async_if_and_disabled_hooks_in_any_scope() {
     .unwrap();
     let out = cli_with(&["doctor", dir], &[("CLAUDE_CONFIG_DIR", user.path())]);
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(out.stdout.contains("FAIL  hooks-enabled"), "{}", out.stdout);
+    assert_contains(&out.stdout, &["FAIL  hooks-enabled"]);
     // And wiring kept in the user's settings counts, so the project file need not hold it.
     std::fs::write(user.path().join("settings.json"), installed.to_string()).unwrap();
     let mut bare = installed.clone();
@@ -552,7 +514,7 @@ fn doctor_fails_on_async_if_and_disabled_hooks_in_any_scope() {
     write_settings(p.path(), "settings.json", &bare);
     let out = cli_with(&["doctor", dir], &[("CLAUDE_CONFIG_DIR", user.path())]);
     assert_eq!(out.code, 0, "{}", out.stdout);
-    assert!(out.stdout.contains("(user settings)"), "{}", out.stdout);
+    assert_contains(&out.stdout, &["(user settings)"]);
 }
 
 /// Regression: only the first handler's command was resolved, so a typo in another event's
@@ -609,7 +571,7 @@ fn install_keeps_the_files_mode_and_refuses_a_symlink() {
     std::os::unix::fs::symlink(&target, &link).unwrap();
     let out = cli(&["install", q.path().to_str().unwrap()]);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
+    assert_contains(&out.stderr, &["symbolic link"]);
     assert!(std::fs::symlink_metadata(&link)
         .unwrap()
         .file_type()
@@ -653,11 +615,12 @@ fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
     // Installed, but without a hooks file: Claude Code loads no hook from it.
     let out = doctor_in(config.path());
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(
-        out.stdout.contains("so Claude Code loads no hook from it")
-            && out.stdout.contains("no attenu-hook handler for PreToolUse"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        &[
+            "so Claude Code loads no hook from it",
+            "no attenu-hook handler for PreToolUse",
+        ],
     );
 
     // Its hooks, but not its binary: every call would be blocked.
@@ -708,11 +671,7 @@ fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
     enable(false);
     let out = doctor_in(config.path());
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(
-        out.stdout.contains("no attenu-hook handler for PreToolUse"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &["no attenu-hook handler for PreToolUse"]);
 
     // On and installed: install refuses to wire it a second time, also when another key that
     // is on names a plugin never installed.
@@ -1049,17 +1008,13 @@ fn install_as_root_keeps_the_files_owner() {
     std::os::unix::fs::chown(q.path(), Some(4321), Some(4322)).unwrap();
     let out = cli(&["install", q.path().to_str().unwrap(), "--command", BIN]);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(
-        out.stderr.contains("belongs to uid 4321") && out.stderr.contains("sudo -u '#4321'"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, &["belongs to uid 4321", "sudo -u '#4321'"]);
     assert!(!q.path().join(".claude").exists());
     let r = TempDir::new("install-owner-claude-link");
     std::os::unix::fs::symlink(q.path(), r.path().join(".claude")).unwrap();
     let out = cli(&["install", r.path().to_str().unwrap(), "--command", BIN]);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(out.stderr.contains("is a symbolic link"), "{}", out.stderr);
+    assert_contains(&out.stderr, &["is a symbolic link"]);
 
     // Review: a group-writable project was called "writable by others", with advice that did
     // not apply to a root-owned one; a project inside another user's directory was accepted.
@@ -1067,10 +1022,9 @@ fn install_as_root_keeps_the_files_owner() {
     std::fs::set_permissions(g.path(), std::fs::Permissions::from_mode(0o775)).unwrap();
     let out = cli(&["install", g.path().to_str().unwrap(), "--command", BIN]);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(
-        out.stderr.contains("is writable by its group, and") && out.stderr.contains("chmod go-w"),
-        "{}",
-        out.stderr
+    assert_contains(
+        &out.stderr,
+        &["is writable by its group, and", "chmod go-w"],
     );
     let home = TempDir::new("install-owner-users-home");
     let inside = home.path().join("project");
@@ -1205,11 +1159,7 @@ fn doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2() {
     assert_eq!(cli(&["install", dir, "--command", BIN]).code, 0);
     std::fs::write(p.path().join(".attenu"), "").unwrap();
     let out = doctor(p.path());
-    assert!(
-        out.stdout.contains("FAIL  perm:.attenu") && out.stdout.contains("not a directory"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &["FAIL  perm:.attenu", "not a directory"]);
     // Output that cannot be written ends the command with exit 2, not a panic (101).
     let full = std::fs::OpenOptions::new()
         .write(true)
@@ -1245,7 +1195,7 @@ fn declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu() {
     assert!(repo.join(".claude/settings.json").is_file());
     assert!(!parent.path().join(".claude").exists());
     let derived = cli(&["--derive", dir, "--json"]);
-    assert!(derived.stdout.contains("solo"), "{}", derived.stdout);
+    assert_contains(&derived.stdout, &["solo"]);
     let out = doctor(&repo);
     assert!(
         out.stdout.starts_with(&format!(
@@ -1271,7 +1221,7 @@ fn install_keeps_one_handler_per_event_and_recognises_its_own_command() {
     let out = doctor(p.path());
     assert_eq!(out.code, 0, "{}", out.stdout);
     let again = cli(&["install", dir]);
-    assert!(again.stdout.contains("nothing changed"), "{}", again.stdout);
+    assert_contains(&again.stdout, &["nothing changed"]);
 
     // A second handler of ours under a matcher, async: removed, not left to run twice.
     let mut s = settings(p.path());

@@ -300,6 +300,14 @@ pub fn assert_halted_saying(out: &Out, text: &str) {
     );
 }
 
+/// `text` contains every one of `needles`.
+#[track_caller]
+pub fn assert_contains(text: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(text.contains(needle), "expected {needle:?} in:\n{text}");
+    }
+}
+
 /// The entries of `event` (`allow`, `deny`, `outcome`, `root`, `spawn`, ...).
 pub fn of_event<'a>(entries: &'a [Value], event: &str) -> Vec<&'a Value> {
     entries.iter().filter(|e| e["event"] == event).collect()
