@@ -199,15 +199,16 @@ fn hook_with(wrapper: &[&str], env: &[(&str, &str)], project: &Path, payload: &V
     }
 }
 
+/// The reviewer's Read as t1, with one of the hook's test-only fault switches set.
+fn read_with_fault(p: &TempDir, fault: (&str, &str)) -> Out {
+    let call = p.subagent("reviewer", "Read").id("t1");
+    hook_with(&[], &[fault], p.path(), call.payload())
+}
+
 fn a_panic_answers_with_a_deny_and_exit_2() {
     need_test_faults();
     let p = sample("panic");
-    let out = hook_with(
-        &[],
-        &[("ATTENU_HOOK_TEST_PANIC", "1")],
-        p.path(),
-        &p.subagent("reviewer", "Read").id("t1").value(),
-    );
+    let out = read_with_fault(&p, ("ATTENU_HOOK_TEST_PANIC", "1"));
     assert_eq!(out.code, 2);
     assert_denied_with(&out, "internal-error");
 }
@@ -217,12 +218,7 @@ fn a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout() {
     let p = sample("stall");
     write_config(p.path(), "deadline_ms = 300\n");
     let started = std::time::Instant::now();
-    let out = hook_with(
-        &[],
-        &[("ATTENU_HOOK_TEST_STALL_MS", "20000")],
-        p.path(),
-        &p.subagent("reviewer", "Read").id("t1").value(),
-    );
+    let out = read_with_fault(&p, ("ATTENU_HOOK_TEST_STALL_MS", "20000"));
     assert_eq!(out.code, 2);
     assert_denied_with(&out, "deadline-exceeded");
     assert!(

@@ -53,18 +53,23 @@ fn bash(p: &Path, session: &str, agent: Option<&str>, input: &Value, id: &str) -
     hook(p, &pre(session, p, agent, "Bash", input.clone(), id))
 }
 
+/// The ops subagent's Bash with `input` in session s1.
+fn ops_bash(p: &TempDir, input: &Value, id: &str) -> Out {
+    p.subagent("ops", "Bash").input(input.clone()).id(id).run()
+}
+
 #[test]
 fn one_use_then_denial() {
     let (p, key) = gated("gate-once");
     let input = json!({"command": "deploy --prod"});
-    let before = bash(p.path(), "s1", Some("ops"), &input, "t0");
+    let before = ops_bash(&p, &input, "t0");
     assert_denied_with(&before, "gate-authorization-required");
     let out = authorize(p.path(), &key, &input, &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stdout.trim().len(), 32, "prints the authorization id");
-    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "t1"));
+    assert_allowed(&ops_bash(&p, &input, "t1"));
     assert!(
-        bash(p.path(), "s1", Some("ops"), &input, "t2").denied(),
+        ops_bash(&p, &input, "t2").denied(),
         "the single use is gone"
     );
     let es = p.entries("s1");
@@ -90,8 +95,8 @@ fn a_replayed_tool_use_id_is_denied() {
     let (p, key) = gated("gate-replay");
     let input = json!({"command": "ls"});
     authorize(p.path(), &key, &input, &["--uses", "5"]);
-    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "same"));
-    let again = bash(p.path(), "s1", Some("ops"), &input, "same");
+    assert_allowed(&ops_bash(&p, &input, "same"));
+    let again = ops_bash(&p, &input, "same");
     assert_denied_with(&again, "gate-replay");
 }
 
@@ -134,10 +139,7 @@ fn bindings_to_session_and_agent_hold() {
         &input,
         &["--session", "s2", "--agent", "ops", "--uses", "4"],
     );
-    assert!(
-        bash(p.path(), "s1", Some("ops"), &input, "t1").denied(),
-        "other session"
-    );
+    assert!(ops_bash(&p, &input, "t1").denied(), "other session");
     assert!(
         bash(p.path(), "s2", None, &input, "t2").denied(),
         "main thread is not agent ops"
@@ -212,8 +214,7 @@ fn a_key_that_is_not_a_configured_reviewer_is_refused() {
         rusqlite::params!["f".repeat(32), digest, signed, sig],
     )
     .unwrap();
-    let out = bash(p.path(), "s1", Some("ops"), &input, "t1");
-    assert_denied_saying(&out, "signature does not verify");
+    assert_denied_saying(&ops_bash(&p, &input, "t1"), "signature does not verify");
 }
 
 #[test]
@@ -222,7 +223,7 @@ fn an_expired_authorization_is_refused() {
     let input = json!({"command": "ls"});
     authorize(p.path(), &key, &input, &["--expires-in", "1s"]);
     std::thread::sleep(std::time::Duration::from_millis(1100));
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").denied());
+    assert!(ops_bash(&p, &input, "t1").denied());
     assert_eq!(
         authorize(p.path(), &key, &input, &["--expires-in", "0s"]).code,
         2,
@@ -360,7 +361,7 @@ fn a_use_counter_raised_in_the_database_gives_no_more_uses() {
         rusqlite::params![id],
     )
     .unwrap();
-    let out = bash(p.path(), "s1", Some("ops"), &input, "d1");
+    let out = ops_bash(&p, &input, "d1");
     assert!(
         out.denied() && out.reason().contains("signed use count is 1"),
         "a counter above the signed count is refused: {}",
@@ -372,14 +373,13 @@ fn a_use_counter_raised_in_the_database_gives_no_more_uses() {
         rusqlite::params![id],
     )
     .unwrap();
-    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "d2"));
+    assert_allowed(&ops_bash(&p, &input, "d2"));
     conn.execute(
         "UPDATE authorizations SET uses_left = 1 WHERE id = ?1",
         rusqlite::params![id],
     )
     .unwrap();
-    let out = bash(p.path(), "s1", Some("ops"), &input, "d3");
-    assert_denied_saying(&out, "1 already used");
+    assert_denied_saying(&ops_bash(&p, &input, "d3"), "1 already used");
 }
 
 /// The database holds no bare digest of an authorized input: one per-authorization salt,
@@ -411,7 +411,7 @@ fn authorized_inputs_are_stored_as_salted_commitments() {
         assert_eq!(doc["input_digest"], json!(digest));
         assert_eq!(doc["input_salt"].as_str().unwrap().len(), 32);
     }
-    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "t1"));
+    assert_allowed(&ops_bash(&p, &input, "t1"));
     assert!(bash(
         p.path(),
         "s1",
@@ -550,7 +550,7 @@ fn a_gate_database_readable_by_others_is_made_private() {
     authorize(p.path(), &key, &input, &[]);
     let db = p.path().join(".attenu/gate.sqlite");
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
-    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "t1"));
+    assert_allowed(&ops_bash(&p, &input, "t1"));
     let mode = std::fs::metadata(&db).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
 }
@@ -645,7 +645,7 @@ fn an_expiry_past_366_days_is_refused_and_never_wraps_around() {
     }
     let out = authorize(p.path(), &key, &input, &["--expires-in", "366d"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "t1"));
+    assert_allowed(&ops_bash(&p, &input, "t1"));
 }
 
 #[test]
@@ -654,7 +654,7 @@ fn shadow_mode_records_what_the_gate_would_refuse_and_consumes_nothing() {
     let cfg = std::fs::read_to_string(p.path().join(".attenu/config.toml")).unwrap();
     write_config(p.path(), format!("mode = \"shadow\"\n{cfg}"));
     let input = json!({"command": "deploy"});
-    let out = bash(p.path(), "s1", Some("ops"), &input, "t0");
+    let out = ops_bash(&p, &input, "t0");
     assert!(out.is_allow(), "shadow mode denies nothing: {}", out.stdout);
     let e = p.entries("s1").pop().unwrap();
     assert_eq!(e["event"], "allow");
@@ -699,8 +699,8 @@ fn shadow_mode_records_what_the_gate_would_refuse_and_consumes_nothing() {
         "{}",
         out.reason()
     );
-    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "t3"));
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t4").denied());
+    assert_allowed(&ops_bash(&p, &input, "t3"));
+    assert!(ops_bash(&p, &input, "t4").denied());
 }
 
 /// A gated project where ops's authorized `deploy` (t1 in s1) was allowed, after which the
@@ -710,7 +710,7 @@ fn allowed_then_ledger_moved_aside(tag: &str) -> TempDir {
     let (p, key) = gated(tag);
     let input = json!({"command": "deploy"});
     authorize(p.path(), &key, &input, &[]);
-    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "t1"));
+    assert_allowed(&ops_bash(&p, &input, "t1"));
     for name in ["ledger-s1.jsonl", "ledger-s1.state.json"] {
         std::fs::rename(p.path().join(".attenu").join(name), p.path().join(name)).unwrap();
     }
@@ -788,7 +788,7 @@ fn a_scope_gated_for_one_agent_type_is_gated_for_that_agent_only() {
         format!("[gate]\nreviewers = {{ alice = \"{public}\" }}\n[gate.agents]\nops = [\"exec.bash\"]\n"),
     );
     let input = json!({"command": "make deploy"});
-    let out = bash(p.path(), "s1", Some("ops"), &input, "t1");
+    let out = ops_bash(&p, &input, "t1");
     assert!(
         out.reason().contains("[gate-authorization-required]"),
         "{}",
@@ -804,12 +804,12 @@ fn a_scope_gated_for_one_agent_type_is_gated_for_that_agent_only() {
     let out = authorize(p.path(), &key, &input, &["--agent", "ops"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("warning"), "{}", out.stderr);
-    assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, "t4"));
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t5").denied());
+    assert_allowed(&ops_bash(&p, &input, "t4"));
+    assert!(ops_bash(&p, &input, "t5").denied());
 
     // Its patterns are checked like `require`'s: a typo is an error, not a silent ungate.
     write_config(p.path(), "[gate.agents]\nops = [\"exec.bsh\"]\n");
-    let out = bash(p.path(), "s1", Some("ops"), &input, "t6");
+    let out = ops_bash(&p, &input, "t6");
     assert!(
         out.reason().contains("[config-invalid]") && out.reason().contains("gate.agents.ops"),
         "{}",

@@ -38,12 +38,9 @@ fn a_tampered_ledger_is_refused_and_left_untouched() {
 #[test]
 fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
     let p = sample("bigtamper");
-    let call = numbered_reads(p.path());
     // 300 entries, one hook process each, so the checkpoint (not a full re-verify) is what
     // every call trusts before the edits.
-    for i in 0..297 {
-        assert_allowed(&call(&i.to_string()));
-    }
+    let call = after_reads(p.path(), 297);
     let path = p.ledger("s1");
     assert_eq!(line_starts(&std::fs::read(&path).unwrap()).len(), 300);
     edits_of_first_middle_and_last_line_are_caught(&path, &call);
@@ -295,10 +292,7 @@ fn raw_capture_of_a_deeply_nested_input_does_not_make_the_ledger_unreadable() {
 fn a_checkpoint_rewritten_to_match_an_edited_ledger_is_not_trusted() {
     use std::os::unix::fs::MetadataExt;
     let p = sample("forgedcp");
-    let call = numbered_reads(p.path());
-    for i in 0..5 {
-        assert_allowed(&call(&i.to_string()));
-    }
+    let call = after_reads(p.path(), 5);
     let path = p.ledger("s1");
     let mut bytes = std::fs::read(&path).unwrap();
     // The last digit of the timestamp of an entry in the middle.

@@ -424,6 +424,15 @@ pub fn numbered_reads(project: &Path) -> impl Fn(&str) -> Out + '_ {
     move |i| reviewer_read(project, "s1", &format!("/x{i}"), &format!("t{i}"))
 }
 
+/// [`numbered_reads`] after `n` of them (`"0"` to `n-1`), each asserted allowed.
+pub fn after_reads(project: &Path, n: usize) -> impl Fn(&str) -> Out + '_ {
+    let call = numbered_reads(project);
+    for i in 0..n {
+        assert_allowed(&call(&i.to_string()));
+    }
+    call
+}
+
 /// A PreToolUse payload as Claude Code sends it.
 pub fn pre(
     session: &str,
