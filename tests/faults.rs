@@ -265,7 +265,7 @@ fn a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker() {
             reason.contains(code) && reason.contains("reconciliation marker 1 was stored"),
             "{case}: {reason}"
         );
-        let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
+        let list = reconcile_list(p.path(), &[]);
         assert!(
             list.stdout.contains("t1") && list.stdout.contains("Read"),
             "{case}: {}",
@@ -302,7 +302,7 @@ fn a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop() {
             && reason.contains("no reconciliation marker could be stored in time either"),
         "{reason}"
     );
-    let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
+    let list = reconcile_list(p.path(), &[]);
     assert!(!list.stdout.contains("t1"), "{}", list.stdout);
 }
 
@@ -796,41 +796,14 @@ fn a_clock_jump_changes_no_decision_and_breaks_no_chain() {
 }
 
 fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
-    let p = project(
-        "clock-gate",
-        &[("ops.md", "---\nname: ops\ntools: Bash\n---\n")],
-        None,
-    );
-    let key = p.path().join("alice.key");
-    let public = cli(&["keygen", "--out", key.to_str().unwrap()])
-        .stdout
-        .lines()
-        .last()
-        .unwrap()
-        .trim()
-        .to_string();
-    write_config(
-        p.path(),
-        format!("[gate]\nrequire = [\"exec.bash\"]\nreviewers = {{ alice = \"{public}\" }}\n"),
-    );
+    let (p, key) = gated_project("clock-gate", "Bash");
     let input = json!({"command": "ls"});
-    let out = cli(&[
-        "authorize",
-        "--project",
-        p.path().to_str().unwrap(),
-        "--tool",
-        "Bash",
-        "--input",
-        &input.to_string(),
-        "--reviewer",
-        "alice",
-        "--key",
-        key.to_str().unwrap(),
-        "--expires-in",
-        "1h",
-        "--uses",
-        "2",
-    ]);
+    let out = authorize(
+        p.path(),
+        &key,
+        &input,
+        &["--expires-in", "1h", "--uses", "2"],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let late = hook_at(
         "+2h",

@@ -8,45 +8,7 @@ use std::path::Path;
 
 /// A project whose Bash is gated, with reviewer alice; returns (project, alice's key file).
 fn gated(tag: &str) -> (TempDir, std::path::PathBuf) {
-    let p = project(
-        tag,
-        &[("ops.md", "---\nname: ops\ntools: Read, Bash\n---\n")],
-        None,
-    );
-    let (key, public) = alice_key(p.path());
-    write_config(
-        p.path(),
-        format!("[gate]\nrequire = [\"exec.bash\"]\nreviewers = {{ alice = \"{public}\" }}\n"),
-    );
-    (p, key)
-}
-
-/// Reviewer alice's key, made in the project: (key file, public key in hex).
-fn alice_key(project: &Path) -> (std::path::PathBuf, String) {
-    let key = project.join("alice.key");
-    let out = cli(&["keygen", "--out", key.to_str().unwrap()]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let public = out.stdout.lines().last().unwrap().trim().to_string();
-    assert_eq!(public.len(), 64);
-    (key, public)
-}
-
-fn authorize(p: &Path, key: &Path, input: &Value, extra: &[&str]) -> Out {
-    let mut args = vec![
-        "authorize",
-        "--project",
-        p.to_str().unwrap(),
-        "--tool",
-        "Bash",
-        "--reviewer",
-        "alice",
-        "--key",
-        key.to_str().unwrap(),
-    ];
-    let input = input.to_string();
-    args.extend(["--input", input.as_str()]);
-    args.extend(extra);
-    cli(&args)
+    gated_project(tag, "Read, Bash")
 }
 
 fn bash(p: &Path, session: &str, agent: Option<&str>, input: &Value, id: &str) -> Out {
@@ -250,38 +212,18 @@ fn an_unrecordable_outcome_halts_and_leaves_a_marker_that_resolve_closes() {
         reason.contains("[outcome-not-recorded]") && reason.contains("marker 1"),
         "{reason}"
     );
-    let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
+    let list = reconcile_list(p.path(), &[]);
     assert_contains(&list.stdout, &["t1", "Read"]);
     std::fs::remove_dir(&ledger).unwrap();
     std::fs::rename(&aside, &ledger).unwrap();
-    let out = cli(&[
-        "reconcile",
-        "resolve",
-        "1",
-        "--project",
-        p.path().to_str().unwrap(),
-        "--outcome",
-        "executed",
-        "--evidence",
-        "ticket OPS-12",
-    ]);
+    let out = reconcile_resolve(p.path(), "1", "executed", "ticket OPS-12", &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
+    let list = reconcile_list(p.path(), &[]);
     assert_contains(&list.stdout, &["no open"]);
     let o = p.entries("s1").pop().unwrap();
     assert_eq!(o["event"], "outcome");
     assert_eq!(o["context"]["reconciliation"]["evidence"], "ticket OPS-12");
-    let again = cli(&[
-        "reconcile",
-        "resolve",
-        "1",
-        "--project",
-        p.path().to_str().unwrap(),
-        "--outcome",
-        "executed",
-        "--evidence",
-        "x",
-    ]);
+    let again = reconcile_resolve(p.path(), "1", "executed", "x", &[]);
     assert_ne!(again.code, 0, "a marker closes once");
 }
 
@@ -596,17 +538,7 @@ fn a_resolve_retried_after_a_failed_database_update_matches_the_ledger() {
     std::fs::remove_dir(&ledger).unwrap();
     std::fs::rename(&aside, &ledger).unwrap();
     let resolve = |outcome: &str, evidence: &str| {
-        cli(&[
-            "reconcile",
-            "resolve",
-            "1",
-            "--project",
-            dir,
-            "--outcome",
-            outcome,
-            "--evidence",
-            evidence,
-        ])
+        reconcile_resolve(Path::new(dir), "1", outcome, evidence, &[])
     };
     assert_eq!(resolve("executed", "OPS-1").code, 0);
     // As if the database update after the ledger append had failed.
@@ -737,7 +669,7 @@ fn a_gated_call_whose_ledger_vanished_before_its_outcome_stops_with_a_marker() {
         reason.contains("[outcome-not-recorded]") && reason.contains("no longer holds that allow"),
         "{reason}"
     );
-    let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
+    let list = reconcile_list(p.path(), &[]);
     assert_contains(&list.stdout, &["t1"]);
     // An ungated call with no allow on record (from before the hook was wired) still passes.
     let out = p

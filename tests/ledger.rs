@@ -545,7 +545,7 @@ fn an_outcome_arriving_after_a_mid_session_edit_is_not_bound_to_the_new_chain() 
         1,
         "only t2's outcome, on the chain of its allow"
     );
-    let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
+    let list = reconcile_list(p.path(), &[]);
     assert_contains(&list.stdout, &["t1"]);
     let out = p.export("s1");
     for bundle in &out {
