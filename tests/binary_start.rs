@@ -3,7 +3,6 @@
 
 mod common;
 use common::*;
-use serde_json::json;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -32,11 +31,7 @@ fn run(cmd: &mut Command, stdin: &[u8], prepare: impl FnOnce(&mut Child)) -> Out
 
 /// The reviewer's `Read` of a.md in session s1, as Claude Code sends it.
 fn read_payload(project: &Path) -> Vec<u8> {
-    let payload = project
-        .subagent("reviewer", "Read")
-        .input(json!({"file_path": "a.md"}))
-        .id("t1")
-        .value();
+    let payload = project.read_by("reviewer", "a.md").id("t1").value();
     payload.to_string().into_bytes()
 }
 

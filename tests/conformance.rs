@@ -146,11 +146,7 @@ fn reference_accepts_every_chain_of_a_mid_session_edit() {
 fn reference_accepts_both_chains_when_a_call_spans_a_mid_session_edit() {
     let py = need_reference_python();
     let p = sample("conf-span");
-    let read = |id: &str, path: &str| {
-        p.subagent("reviewer", "Read")
-            .input(json!({"file_path": path}))
-            .id(id)
-    };
+    let read = |id: &str, path: &str| p.read_by("reviewer", path).id(id);
     assert_allowed(&read("t1", "/p/a").run());
     std::fs::write(
         p.path().join(".claude/agents/reviewer.md"),

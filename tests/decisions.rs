@@ -12,11 +12,7 @@ fn allow_is_silence_and_deny_has_the_documented_shape() {
     let p = sample("shape");
     let a = reviewer_read(p.path(), "s1", "/x", "t1");
     assert_eq!((a.code, a.stdout.trim()), (0, "{}"));
-    let d = p
-        .subagent("reviewer", "Bash")
-        .input(json!({"command": "ls"}))
-        .id("t2")
-        .run();
+    let d = p.bash_by("reviewer", "ls").id("t2").run();
     assert_eq!(d.code, 0);
     let j = d.json();
     assert_eq!(j["hookSpecificOutput"]["hookEventName"], "PreToolUse");
@@ -69,10 +65,7 @@ fn the_seed_decisions_and_their_two_kinds_of_refusal() {
 #[test]
 fn the_record_carries_claude_code_identifiers_mode_and_time() {
     let p = sample("ids");
-    p.subagent("reviewer", "Bash")
-        .input(json!({"command": "ls"}))
-        .id("toolu_9")
-        .run();
+    p.bash_by("reviewer", "ls").id("toolu_9").run();
     let es = p.entries("s1");
     let d = es.last().unwrap();
     assert_eq!(d["context"]["session_id"], "s1");
@@ -93,11 +86,7 @@ fn undeclared_subagent_types_hold_nothing_unless_configured() {
         .iter()
         .enumerate()
     {
-        let mut payload = p
-            .subagent(ty, "Read")
-            .input(json!({"file_path": "/x"}))
-            .id(&format!("t{i}"))
-            .value();
+        let mut payload = p.read_by(ty, "/x").id(&format!("t{i}")).value();
         if ty.is_empty() {
             payload.as_object_mut().unwrap().remove("agent_type");
         }
@@ -106,17 +95,9 @@ fn undeclared_subagent_types_hold_nothing_unless_configured() {
         assert!(out.reason().contains("[undeclared-agent]"));
     }
     write_config(p.path(), "[agents]\nExplore = [\"Read\", \"Grep\"]\n");
-    let out = p
-        .subagent("Explore", "Read")
-        .input(json!({"file_path": "/x"}))
-        .id("t9")
-        .run();
+    let out = p.read_by("Explore", "/x").id("t9").run();
     assert_allowed(&out);
-    let out = p
-        .subagent("Explore", "Bash")
-        .input(json!({"command": "ls"}))
-        .id("t10")
-        .run();
+    let out = p.bash_by("Explore", "ls").id("t10").run();
     assert!(out.denied());
 }
 
@@ -183,11 +164,7 @@ fn shadow_and_observe_record_what_would_be_denied_and_deny_nothing() {
     for mode in ["shadow", "observe"] {
         let p = sample(mode);
         write_config(p.path(), format!("mode = \"{mode}\"\n"));
-        let out = p
-            .subagent("reviewer", "Bash")
-            .input(json!({"command": "ls"}))
-            .id("t1")
-            .run();
+        let out = p.bash_by("reviewer", "ls").id("t1").run();
         assert!(out.is_allow(), "{mode}: {}", out.stdout);
         let e = p.entries("s1").pop().unwrap();
         assert_eq!(e["mode"], mode);
@@ -299,8 +276,7 @@ fn input_changed_after_authorization_is_recorded_and_halts() {
     let p = sample("changed");
     assert_allowed(&reviewer_read(p.path(), "s1", "/a", "t1"));
     let out = p
-        .subagent("reviewer", "Read")
-        .input(json!({"file_path": "/etc/shadow"}))
+        .read_by("reviewer", "/etc/shadow")
         .id("t1")
         .post(json!({}))
         .run();

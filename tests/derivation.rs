@@ -124,29 +124,15 @@ fn one_bad_declaration_never_denies_the_rest_of_the_project() {
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
     let p = project("contain", &refs, None);
-    assert_allowed(
-        &p.subagent("agent-7", "Read")
-            .input(json!({"file_path": "/x"}))
-            .id("t1")
-            .run(),
-    );
-    assert_allowed(
-        &p.subagent("Weird Name!", "Read")
-            .input(json!({"file_path": "/x"}))
-            .id("t2")
-            .run(),
-    );
+    assert_allowed(&p.read_by("agent-7", "/x").id("t1").run());
+    assert_allowed(&p.read_by("Weird Name!", "/x").id("t2").run());
     assert_allowed(
         &p.main_thread("Read")
             .input(json!({"file_path": "/x"}))
             .id("t3")
             .run(),
     );
-    let dup = p
-        .subagent("agent-1", "Read")
-        .input(json!({"file_path": "/x"}))
-        .id("t4")
-        .run();
+    let dup = p.read_by("agent-1", "/x").id("t4").run();
     assert_denied_with(&dup, "agent-declaration-invalid");
 }
 
@@ -173,12 +159,7 @@ fn an_agent_edit_after_the_roster_was_cached_takes_effect_on_the_next_call() {
     let edited = text.replace("tools: Read,", "tools: Bash,");
     assert_eq!(edited.len(), text.len());
     std::fs::write(&agent, edited).unwrap();
-    assert_allowed(
-        &p.subagent("reviewer", "Bash")
-            .input(json!({"command": "ls"}))
-            .id("t3")
-            .run(),
-    );
+    assert_allowed(&p.bash_by("reviewer", "ls").id("t3").run());
     let out = reviewer_read(p.path(), "s1", "/x", "t4");
     assert!(out.denied(), "Read was taken away: {}", out.stdout);
 }
@@ -194,20 +175,12 @@ fn an_agent_file_reached_through_a_symlink_is_one_declaration() {
     );
     let agents = p.path().join(".claude/agents");
     std::os::unix::fs::symlink(agents.join("rev.md"), agents.join("link.md")).unwrap();
-    let out = p
-        .subagent("rev", "Read")
-        .input(json!({"file_path": "/p/a"}))
-        .id("t1")
-        .run();
+    let out = p.read_by("rev", "/p/a").id("t1").run();
     assert_allowed(&out);
     // Two files with one name are still refused.
     std::fs::remove_file(agents.join("link.md")).unwrap();
     std::fs::write(agents.join("copy.md"), "---\nname: rev\ntools: Read\n---\n").unwrap();
-    let out = p
-        .subagent("rev", "Read")
-        .input(json!({"file_path": "/p/a"}))
-        .id("t2")
-        .run();
+    let out = p.read_by("rev", "/p/a").id("t2").run();
     assert_denied_saying(&out, "declared twice");
 }
 

@@ -149,8 +149,7 @@ fn concurrent_sigkills_leave_one_verifiable_chain() {
                 let mut rng = XorShift(0x1234_5678 + t);
                 for i in 0..40 {
                     let payload = dir
-                        .subagent("reviewer", "Read")
-                        .input(json!({"file_path": "/x"}))
+                        .read_by("reviewer", "/x")
                         .id(&format!("c{t}-{i}"))
                         .value();
                     run_and_maybe_kill(&dir, &payload, Duration::from_micros(rng.next() % span));
@@ -242,8 +241,7 @@ fn a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker() {
         let p = sample(&format!("post-{case}"));
         write_config(p.path(), "deadline_ms = 300\n");
         let mut payload = p
-            .subagent("reviewer", "Read")
-            .input(json!({"file_path": "/p/a"}))
+            .read_by("reviewer", "/p/a")
             .id("t1")
             .post(json!({}))
             .value();
@@ -278,8 +276,7 @@ fn a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop() {
     need_test_faults();
     let p = sample("post-marker-stuck");
     let payload = p
-        .subagent("reviewer", "Read")
-        .input(json!({"file_path": "/p/a"}))
+        .read_by("reviewer", "/p/a")
         .id("t1")
         .post(json!({}))
         .value();
@@ -330,11 +327,7 @@ fn gated_ops(tag: &str, config: &str) -> TempDir {
 
 /// Subagent ops's gated Bash call `ls` in session s1.
 fn ops_bash(project: &Path, tool_use_id: &str) -> Out {
-    project
-        .subagent("ops", "Bash")
-        .input(json!({"command": "ls"}))
-        .id(tool_use_id)
-        .run()
+    project.bash_by("ops", "ls").id(tool_use_id).run()
 }
 
 fn a_corrupted_gate_database_denies_gated_calls_only() {
@@ -835,10 +828,7 @@ fn a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lo
                 &[],
                 &[("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK", &handshake)],
                 &dir,
-                &dir.subagent("reviewer", "Read")
-                    .input(json!({"file_path": "/b"}))
-                    .id("t2")
-                    .value(),
+                &dir.read_by("reviewer", "/b").id("t2").value(),
             )
         })
     };

@@ -15,6 +15,14 @@ fn bash(p: &Path, session: &str, agent: Option<&str>, input: &Value, id: &str) -
     hook(p, &pre(session, p, agent, "Bash", input.clone(), id))
 }
 
+/// `receipt --project DIR --call CALL --receipt-id ID --observer OBSERVER` (and `extra`).
+fn receipt(dir: &str, call: &str, id: &str, observer: &str, extra: &[&str]) -> Out {
+    let mut args = vec!["receipt", "--project", dir, "--call", call];
+    args.extend(["--receipt-id", id, "--observer", observer]);
+    args.extend(extra);
+    cli(&args)
+}
+
 /// The ops subagent's Bash with `input` in session s1.
 fn ops_bash(p: &TempDir, input: &Value, id: &str) -> Out {
     p.subagent("ops", "Bash").input(input.clone()).id(id).run()
@@ -232,43 +240,17 @@ fn receipts_bind_to_an_allowed_call() {
     let p = sample("receipt");
     assert_allowed(&reviewer_read(p.path(), "s1", "/a", "toolu_r1"));
     let dir = p.path().to_str().unwrap();
-    let out = cli(&[
-        "receipt",
-        "--project",
+    let out = receipt(
         dir,
-        "--call",
         "toolu_r1",
-        "--receipt-id",
         "rcpt-1",
-        "--observer",
         "payments-api",
-        "--payload",
-        "{\"amount\": 5}",
-    ]);
+        &["--payload", "{\"amount\": 5}"],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let dup = cli(&[
-        "receipt",
-        "--project",
-        dir,
-        "--call",
-        "toolu_r1",
-        "--receipt-id",
-        "rcpt-1",
-        "--observer",
-        "payments-api",
-    ]);
+    let dup = receipt(dir, "toolu_r1", "rcpt-1", "payments-api", &[]);
     assert_ne!(dup.code, 0);
-    let none = cli(&[
-        "receipt",
-        "--project",
-        dir,
-        "--call",
-        "toolu_nope",
-        "--receipt-id",
-        "rcpt-2",
-        "--observer",
-        "x",
-    ]);
+    let none = receipt(dir, "toolu_nope", "rcpt-2", "x", &[]);
     assert_contains(&none.stderr, &["no allowed call"]);
 }
 
@@ -442,32 +424,16 @@ fn a_receipt_binds_only_to_a_call_on_a_verified_ledger() {
         "{\"event\":\"allow\",\"call_id\":\"forged-call\",\"tool\":\"mcp__payments__refund\",\"context\":{\"session_id\":\"s1\",\"tool_use_id\":\"toolu_forged\"}}\n",
     )
     .unwrap();
-    let out = cli(&[
-        "receipt",
-        "--project",
-        dir,
-        "--call",
-        "forged-call",
-        "--receipt-id",
-        "r1",
-        "--observer",
-        "payments-api",
-    ]);
+    let out = receipt(dir, "forged-call", "r1", "payments-api", &[]);
     assert_eq!(out.code, 2, "{}", out.stdout);
     assert_contains(&out.stderr, &["no allowed call"]);
-    let out = cli(&[
-        "receipt",
-        "--project",
+    let out = receipt(
         dir,
-        "--call",
         "toolu_r1",
-        "--receipt-id",
         "r2",
-        "--observer",
         "payments-api",
-        "--payload",
-        "{\"amount\": 5}",
-    ]);
+        &["--payload", "{\"amount\": 5}"],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let conn = attenu_hook::gate::db::open(&p.path().join(".attenu")).unwrap();
     let (digest, salt): (String, String) = conn
@@ -652,8 +618,7 @@ fn allowed_then_ledger_moved_aside(tag: &str) -> TempDir {
 /// The PostToolUse of that `deploy`.
 fn deploy_outcome(project: &Path) -> Out {
     project
-        .subagent("ops", "Bash")
-        .input(json!({"command": "deploy"}))
+        .bash_by("ops", "deploy")
         .id("t1")
         .post(json!({}))
         .run()
@@ -672,12 +637,7 @@ fn a_gated_call_whose_ledger_vanished_before_its_outcome_stops_with_a_marker() {
     let list = reconcile_list(p.path(), &[]);
     assert_contains(&list.stdout, &["t1"]);
     // An ungated call with no allow on record (from before the hook was wired) still passes.
-    let out = p
-        .subagent("ops", "Read")
-        .input(json!({"file_path": "/p/a"}))
-        .id("t9")
-        .post(json!({}))
-        .run();
+    let out = p.read_by("ops", "/p/a").id("t9").post(json!({})).run();
     assert_eq!(out.json(), json!({}), "{}", out.stdout);
 }
 

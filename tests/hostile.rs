@@ -1351,12 +1351,7 @@ fn injection_in_tool_input_tool_names_and_frontmatter_grants_nothing() {
         let out = p.subagent("sneaky", tool).id("t2").run();
         assert!(out.denied(), "tool name {tool:?} must not resolve to Read");
     }
-    assert_allowed(
-        &p.subagent("sneaky", "Read")
-            .input(json!({"file_path": "/x"}))
-            .id("t3")
-            .run(),
-    );
+    assert_allowed(&p.read_by("sneaky", "/x").id("t3").run());
     let out = p.subagent("other", "Bash").id("t4").run();
     assert!(
         out.denied(),

@@ -405,12 +405,7 @@ fn a_torn_tail_cut_at_session_start_is_recorded_by_the_next_entry() {
     assert_eq!((out.code, out.json()), (0, json!({})), "{}", out.stderr);
     assert_eq!(p.entries("s1"), before, "the tail is cut, nothing appended");
     // A PostToolUse (its own path, which records outcomes) appends the next entry.
-    let out = p
-        .subagent("reviewer", "Read")
-        .input(json!({"file_path": "/x"}))
-        .id("t1")
-        .post(json!("ok"))
-        .run();
+    let out = p.read_by("reviewer", "/x").id("t1").post(json!("ok")).run();
     assert_allowed(&out);
     let after = p.entries("s1");
     assert_eq!(after.len(), before.len() + 1);
@@ -503,12 +498,7 @@ fn a_mid_session_agent_edit_starts_a_new_linked_chain() {
 #[test]
 fn an_outcome_arriving_after_a_mid_session_edit_is_not_bound_to_the_new_chain() {
     let p = sample("editspan");
-    let read = |id: &str| {
-        p.subagent("reviewer", "Read")
-            .input(json!({"file_path": "/a"}))
-            .id(id)
-            .value()
-    };
+    let read = |id: &str| p.read_by("reviewer", "/a").id(id).value();
     let outcome = |id: &str| {
         let input = json!({"file_path": "/a"});
         p.subagent("reviewer", "Read")

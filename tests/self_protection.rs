@@ -86,11 +86,7 @@ fn subagents_may_not_touch_the_hooks_own_files() {
             .input(json!({"file_path": format!("{root}/src/x.rs")}))
             .run(),
     );
-    assert_allowed(
-        &p.subagent("ops", "Bash")
-            .input(json!({"command": "cargo test"}))
-            .run(),
-    );
+    assert_allowed(&p.bash_by("ops", "cargo test").run());
     let declaration = json!({"file_path": format!("{root}/.claude/agents/ops.md")});
     let read = p.subagent("ops", "Read").input(declaration).run();
     assert!(

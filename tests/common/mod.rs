@@ -194,6 +194,16 @@ pub trait ProjectExt {
     fn subagent(&self, agent: &str, tool: &str) -> Call {
         Call::pre(self.root(), Some(agent), tool)
     }
+    /// `agent`'s Read of `file_path`.
+    fn read_by(&self, agent: &str, file_path: &str) -> Call {
+        self.subagent(agent, "Read")
+            .input(json!({ "file_path": file_path }))
+    }
+    /// `agent`'s Bash running `command`.
+    fn bash_by(&self, agent: &str, command: &str) -> Call {
+        self.subagent(agent, "Bash")
+            .input(json!({ "command": command }))
+    }
     /// A PreToolUse by the main thread.
     fn main_thread(&self, tool: &str) -> Call {
         Call::pre(self.root(), None, tool)
