@@ -231,19 +231,10 @@ fn both_verifiers_reject_tampered_copies() {
 
 fn sixteen_processes_exporting_and_appending_at_once_leave_one_key_and_valid_bundles() {
     let p = sample("conf-race");
-    let barrier = std::sync::Arc::new(std::sync::Barrier::new(16));
     // Round one, on a project with no key yet: sixteen first calls race to create it.
-    let threads: Vec<_> = (0..16)
-        .map(|i| {
-            let dir = p.path().to_path_buf();
-            let barrier = barrier.clone();
-            std::thread::spawn(move || {
-                barrier.wait();
-                reviewer_read(&dir, "s1", &format!("/{i}"), &format!("r1-{i}")).is_allow()
-            })
-        })
-        .collect();
-    assert!(threads.into_iter().all(|t| t.join().unwrap()));
+    assert!(all_at_once(16, |i| {
+        reviewer_read(p.path(), "s1", &format!("/{i}"), &format!("r1-{i}")).is_allow()
+    }));
     let key_files: Vec<_> = std::fs::read_dir(p.path().join(".attenu"))
         .unwrap()
         .flatten()
@@ -256,32 +247,12 @@ fn sixteen_processes_exporting_and_appending_at_once_leave_one_key_and_valid_bun
     );
     let key_before = std::fs::read(p.path().join(".attenu/anchor.key")).unwrap();
     // Round two: eight appenders and eight exporters at once.
-    let threads: Vec<_> = (0..16)
-        .map(|i| {
-            let dir = p.path().to_path_buf();
-            let barrier = barrier.clone();
-            std::thread::spawn(move || {
-                barrier.wait();
-                if i % 2 == 0 {
-                    dir.subagent("reviewer", "Read")
-                        .id(&format!("r2-{i}"))
-                        .run()
-                        .is_allow()
-                } else {
-                    cli(&[
-                        "export",
-                        "--project",
-                        dir.to_str().unwrap(),
-                        "--session",
-                        "s1",
-                    ])
-                    .code
-                        == 0
-                }
-            })
-        })
-        .collect();
-    assert!(threads.into_iter().all(|t| t.join().unwrap()));
+    assert!(all_at_once(16, |i| if i % 2 == 0 {
+        let read = p.subagent("reviewer", "Read").id(&format!("r2-{i}"));
+        read.run().is_allow()
+    } else {
+        cli(&["export", "--project", p.dir(), "--session", "s1"]).code == 0
+    }));
     assert_eq!(
         std::fs::read(p.path().join(".attenu/anchor.key")).unwrap(),
         key_before,

@@ -360,13 +360,7 @@ fn a_locked_gate_database_denies_within_the_deadline_saying_so() {
         "the hook's own deny, not the watchdog's exit 2: {}",
         out.stdout
     );
-    assert!(
-        out.denied()
-            && out.reason().contains("[gate-store-failed]")
-            && out.reason().contains("database is locked"),
-        "{}",
-        out.reason()
-    );
+    assert_denied_saying_all(&out, &["[gate-store-failed]", "database is locked"]);
     assert!(
         started.elapsed() >= Duration::from_millis(1000),
         "it waited for the lock, as long as the deadline allowed"
@@ -386,13 +380,13 @@ fn a_gate_database_locked_before_it_is_set_up_denies_naming_the_lock() {
         .unwrap();
     let out = ops_bash(p.path(), "t1");
     assert_eq!(out.code, 0, "the hook's own deny: {}", out.stdout);
-    assert!(
-        out.denied()
-            && out.reason().contains("[gate-store-failed]")
-            && out.reason().contains("is locked by another process")
-            && out.reason().contains("fuser"),
-        "{}",
-        out.reason()
+    assert_denied_saying_all(
+        &out,
+        &[
+            "[gate-store-failed]",
+            "is locked by another process",
+            "fuser",
+        ],
     );
     assert!(
         !out.reason().contains("move it aside"),
@@ -427,12 +421,9 @@ fn a_symlinked_gate_database_journal_denies_gated_calls_saying_it_is_a_symlink()
     std::fs::write(&elsewhere, b"").unwrap();
     std::os::unix::fs::symlink(&elsewhere, &wal).unwrap();
     let out = ops_bash(p.path(), "t2");
-    assert!(
-        out.denied()
-            && out.reason().contains("[gate-store-failed]")
-            && out.reason().contains("gate.sqlite-wal is a symlink"),
-        "{}",
-        out.reason()
+    assert_denied_saying_all(
+        &out,
+        &["[gate-store-failed]", "gate.sqlite-wal is a symlink"],
     );
     assert!(
         std::fs::symlink_metadata(&wal)

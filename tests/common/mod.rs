@@ -298,6 +298,14 @@ pub fn assert_denied_saying(out: &Out, text: &str) {
     );
 }
 
+/// The hook denied, with every one of `texts` in its reason.
+#[track_caller]
+pub fn assert_denied_saying_all(out: &Out, texts: &[&str]) {
+    for text in texts {
+        assert_denied_saying(out, text);
+    }
+}
+
 /// The hook stopped Claude (`continue: false`) with `text` in its stopReason.
 #[track_caller]
 pub fn assert_halted_saying(out: &Out, text: &str) {
@@ -316,6 +324,23 @@ pub fn assert_contains(text: &str, needles: &[&str]) {
     for needle in needles {
         assert!(text.contains(needle), "expected {needle:?} in:\n{text}");
     }
+}
+
+/// Runs `f(0)` .. `f(n-1)` on `n` threads released together: whether every one returned true.
+pub fn all_at_once(n: usize, f: impl Fn(usize) -> bool + Sync) -> bool {
+    let barrier = std::sync::Barrier::new(n);
+    std::thread::scope(|s| {
+        let threads: Vec<_> = (0..n)
+            .map(|i| {
+                let (barrier, f) = (&barrier, &f);
+                s.spawn(move || {
+                    barrier.wait();
+                    f(i)
+                })
+            })
+            .collect();
+        threads.into_iter().all(|t| t.join().unwrap())
+    })
 }
 
 /// The entries of `event` (`allow`, `deny`, `outcome`, `root`, `spawn`, ...).
