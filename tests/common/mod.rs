@@ -1,5 +1,6 @@
-//! Shared helpers for the integration tests: temporary projects, and the real binary run as a
-//! subprocess with a payload on stdin, the way Claude Code runs it.
+//! Shared helpers for the integration tests (tests/README.md shows them in use): temporary
+//! projects and their builders, hook calls built up and run as the real binary with a payload on
+//! stdin (the way Claude Code runs it), assertions, and the operator commands.
 #![allow(dead_code)]
 
 pub mod harness;
