@@ -340,7 +340,11 @@ fn describe(report: &Report) -> String {
 }
 
 fn verdicts_match_the_reference_vectors() {
-    let package = reference_package().unwrap_or_else(|why| skip(why));
+    let package = reference_package().unwrap_or_else(|why| {
+        skip(format!(
+            "needs the reference verifier and its vectors: {why}"
+        ))
+    });
     let path = package.join("vectors/bundles/bundle_vectors_v1.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
