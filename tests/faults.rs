@@ -46,6 +46,12 @@ impl XorShift {
     }
 }
 
+/// Writes `payload` to the child's stdin and closes it.
+fn feed(child: &mut std::process::Child, payload: &Value) {
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(payload.to_string().as_bytes()).unwrap();
+}
+
 /// Starts the hook, kills it after `delay` (if still running); returns its stdout if it exited
 /// on its own.
 fn run_and_maybe_kill(project: &Path, payload: &Value, delay: Duration) -> Option<String> {
@@ -56,12 +62,7 @@ fn run_and_maybe_kill(project: &Path, payload: &Value, delay: Duration) -> Optio
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
+    feed(&mut child, payload);
     std::thread::sleep(delay);
     let _ = child.kill(); // SIGKILL; harmless if it already exited
     let out = child.wait_with_output().unwrap();
@@ -184,12 +185,7 @@ fn hook_with(wrapper: &[&str], env: &[(&str, &str)], project: &Path, payload: &V
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
+    feed(&mut child, payload);
     let out = child.wait_with_output().unwrap();
     Out {
         code: out.status.code().unwrap(),
