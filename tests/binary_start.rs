@@ -3,10 +3,18 @@
 
 mod common;
 use common::*;
-use serde_json::json;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+
+fn main() {
+    harness::run(tests![
+        a_reader_gone_before_the_answer_gets_exit_2_not_a_sigpipe_death,
+        a_closed_stdout_is_filled_so_the_ledger_never_takes_its_place,
+        a_deny_with_stderr_gone_still_exits_2,
+        arguments_reach_the_command_line
+    ]);
+}
 
 /// Runs `cmd` with piped stdio: `prepare` may close an end first, then `stdin` is written.
 fn run(cmd: &mut Command, stdin: &[u8], prepare: impl FnOnce(&mut Child)) -> Output {
@@ -23,18 +31,10 @@ fn run(cmd: &mut Command, stdin: &[u8], prepare: impl FnOnce(&mut Child)) -> Out
 
 /// The reviewer's `Read` of a.md in session s1, as Claude Code sends it.
 fn read_payload(project: &Path) -> Vec<u8> {
-    let payload = pre(
-        "s1",
-        project,
-        Some("reviewer"),
-        "Read",
-        json!({"file_path": "a.md"}),
-        "t1",
-    );
+    let payload = project.read_by("reviewer", "a.md").id("t1").value();
     payload.to_string().into_bytes()
 }
 
-#[test]
 fn a_reader_gone_before_the_answer_gets_exit_2_not_a_sigpipe_death() {
     // Claude Code honours exit 2 but a death by signal lets the call run. With SIGPIPE left at
     // its default, writing the answer to a pipe nobody reads kills the process.
@@ -48,14 +48,11 @@ fn a_reader_gone_before_the_answer_gets_exit_2_not_a_sigpipe_death() {
     assert_eq!(out.status.code(), Some(2), "{:?}", out.status);
 }
 
-#[test]
 fn a_closed_stdout_is_filled_so_the_ledger_never_takes_its_place() {
     // A file opened while descriptor 1 is closed becomes stdout, and anything printed while it
     // is open (the deadline watchdog's deny) would be appended to it. So the closed descriptor
     // is filled with /dev/null first; `strace` shows which descriptor the ledger got.
-    if !debian_tool("strace", "-V", "closed-stdout") {
-        return;
-    }
+    need_tool("strace", "-V");
     let p = sample("closed-stdout");
     let log = p.path().join("strace.log");
     let out = run(
@@ -88,7 +85,6 @@ fn a_closed_stdout_is_filled_so_the_ledger_never_takes_its_place() {
     assert!(next.is_allow(), "{} {}", next.stdout, next.stderr);
 }
 
-#[test]
 fn a_deny_with_stderr_gone_still_exits_2() {
     // An exit-2 answer repeats its reason on stderr. With nobody reading stderr that write
     // fails, and must not turn into a panic (exit 101, or an abort through C's `main`).
@@ -103,7 +99,6 @@ fn a_deny_with_stderr_gone_still_exits_2() {
     assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny");
 }
 
-#[test]
 fn arguments_reach_the_command_line() {
     // std collects the arguments before any `main` (on glibc, from `.init_array`); the binary
     // checks that it did.
@@ -115,5 +110,5 @@ fn arguments_reach_the_command_line() {
     );
     let out = cli(&["no-such-command"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(out.stderr.contains("no-such-command"), "{}", out.stderr);
+    assert_contains(&out.stderr, &["no-such-command"]);
 }

@@ -11,6 +11,30 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+fn main() {
+    harness::run(tests![
+        sigkill_at_random_moments_never_loses_an_answered_decision_or_wedges_the_session,
+        concurrent_sigkills_leave_one_verifiable_chain,
+        a_panic_answers_with_a_deny_and_exit_2,
+        a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout,
+        a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker,
+        a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop,
+        a_ledger_replaced_by_a_directory_denies,
+        a_corrupted_gate_database_denies_gated_calls_only,
+        a_locked_gate_database_denies_within_the_deadline_saying_so,
+        a_gate_database_locked_before_it_is_set_up_denies_naming_the_lock,
+        a_symlinked_gate_database_journal_denies_gated_calls_saying_it_is_a_symlink,
+        a_fifo_in_place_of_the_gate_journal_is_named_for_what_it_is,
+        a_corrupted_config_denies_with_what_to_fix,
+        a_full_disk_denies_and_loses_nothing_committed,
+        a_read_only_state_directory_denies,
+        a_new_ledgers_name_is_made_durable_before_the_first_answer,
+        a_clock_jump_changes_no_decision_and_breaks_no_chain,
+        a_clock_moved_past_an_authorizations_expiry_refuses_it,
+        a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lock
+    ]);
+}
+
 /// A tiny deterministic generator, so a failing run can be replayed.
 struct XorShift(u64);
 impl XorShift {
@@ -20,6 +44,12 @@ impl XorShift {
         self.0 ^= self.0 << 17;
         self.0
     }
+}
+
+/// Writes `payload` to the child's stdin and closes it.
+fn feed(child: &mut std::process::Child, payload: &Value) {
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(payload.to_string().as_bytes()).unwrap();
 }
 
 /// Starts the hook, kills it after `delay` (if still running); returns its stdout if it exited
@@ -32,12 +62,7 @@ fn run_and_maybe_kill(project: &Path, payload: &Value, delay: Duration) -> Optio
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
+    feed(&mut child, payload);
     std::thread::sleep(delay);
     let _ = child.kill(); // SIGKILL; harmless if it already exited
     let out = child.wait_with_output().unwrap();
@@ -50,17 +75,11 @@ fn call_span(project: &Path) -> u64 {
     let mut times: Vec<u64> = (0..5)
         .map(|i| {
             let t = std::time::Instant::now();
-            hook(
-                project,
-                &pre(
-                    "warmup",
-                    project,
-                    Some("reviewer"),
-                    "Read",
-                    json!({}),
-                    &format!("w{i}"),
-                ),
-            );
+            project
+                .subagent("reviewer", "Read")
+                .session("warmup")
+                .id(&format!("w{i}"))
+                .run();
             t.elapsed().as_micros() as u64
         })
         .collect();
@@ -68,7 +87,6 @@ fn call_span(project: &Path) -> u64 {
     (2 * times[2]).max(1000)
 }
 
-#[test]
 fn sigkill_at_random_moments_never_loses_an_answered_decision_or_wedges_the_session() {
     let p = sample("sigkill");
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
@@ -81,14 +99,11 @@ fn sigkill_at_random_moments_never_loses_an_answered_decision_or_wedges_the_sess
         } else {
             ("reviewer", "Read")
         };
-        let payload = pre(
-            "s1",
-            p.path(),
-            Some(agent),
-            tool,
-            json!({"file_path": format!("/f{i}"), "command": "ls"}),
-            &id,
-        );
+        let payload = p
+            .subagent(agent, tool)
+            .input(json!({"file_path": format!("/f{i}"), "command": "ls"}))
+            .id(&id)
+            .value();
         // Up to twice a call's duration here, so kills land before, during and after the work.
         let delay = Duration::from_micros(rng.next() % span);
         if let Some(out) = run_and_maybe_kill(p.path(), &payload, delay) {
@@ -102,9 +117,9 @@ fn sigkill_at_random_moments_never_loses_an_answered_decision_or_wedges_the_sess
     );
     // The session is not wedged: the next call is decided normally.
     let next = reviewer_read(p.path(), "s1", "/after", "after");
-    assert!(next.is_allow(), "{}", next.stdout);
+    assert_allowed(&next);
     // Every answered decision is on the ledger, with the verdict that was answered.
-    let es = entries(p.path(), "s1");
+    let es = p.entries("s1");
     for (id, out) in &answered {
         let e = es
             .iter()
@@ -119,25 +134,12 @@ fn sigkill_at_random_moments_never_loses_an_answered_decision_or_wedges_the_sess
         );
     }
     // And the whole ledger still exports and verifies.
-    let export = cli(&[
-        "export",
-        "--project",
-        p.path().to_str().unwrap(),
-        "--session",
-        "s1",
-    ]);
-    assert_eq!(export.code, 0, "{}", export.stderr);
-    let bundle = export.stdout.lines().next().unwrap().to_string();
-    let verify = cli(&[
-        "verify",
-        &bundle,
-        "--pub",
-        p.path().join(".attenu/anchor.pub").to_str().unwrap(),
-    ]);
+    let export = p.export("s1");
+    let bundle = export[0].clone();
+    let verify = p.verify_pinned(&bundle);
     assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
 }
 
-#[test]
 fn concurrent_sigkills_leave_one_verifiable_chain() {
     let p = sample("sigkill-par");
     let span = call_span(p.path());
@@ -147,14 +149,10 @@ fn concurrent_sigkills_leave_one_verifiable_chain() {
             std::thread::spawn(move || {
                 let mut rng = XorShift(0x1234_5678 + t);
                 for i in 0..40 {
-                    let payload = pre(
-                        "s1",
-                        &dir,
-                        Some("reviewer"),
-                        "Read",
-                        json!({"file_path": "/x"}),
-                        &format!("c{t}-{i}"),
-                    );
+                    let payload = dir
+                        .read_by("reviewer", "/x")
+                        .id(&format!("c{t}-{i}"))
+                        .value();
                     run_and_maybe_kill(&dir, &payload, Duration::from_micros(rng.next() % span));
                 }
             })
@@ -163,18 +161,8 @@ fn concurrent_sigkills_leave_one_verifiable_chain() {
     for t in threads {
         t.join().unwrap();
     }
-    assert!(reviewer_read(p.path(), "s1", "/x", "final").is_allow());
-    assert_eq!(
-        cli(&[
-            "export",
-            "--project",
-            p.path().to_str().unwrap(),
-            "--session",
-            "s1"
-        ])
-        .code,
-        0
-    );
+    assert_allowed(&reviewer_read(p.path(), "s1", "/x", "final"));
+    p.export("s1");
 }
 
 /// Runs the hook with extra environment, optionally behind a wrapper command (`faketime`).
@@ -187,18 +175,17 @@ fn hook_with(wrapper: &[&str], env: &[(&str, &str)], project: &Path, payload: &V
         }
         None => Command::new(BIN),
     };
+    // A RUST_BACKTRACE=1 inherited from the shell makes a panicking debug build symbolise its
+    // backtrace, which can take longer than the 300 ms deadline a test sets, so the deadline's
+    // answer (and a second marker) would come first.
     cmd.env("CLAUDE_PROJECT_DIR", project)
+        .env("RUST_BACKTRACE", "0")
         .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
+    feed(&mut child, payload);
     let out = child.wait_with_output().unwrap();
     Out {
         code: out.status.code().unwrap(),
@@ -207,40 +194,28 @@ fn hook_with(wrapper: &[&str], env: &[(&str, &str)], project: &Path, payload: &V
     }
 }
 
-#[test]
-fn a_panic_answers_with_a_deny_and_exit_2() {
-    let p = sample("panic");
-    let out = hook_with(
-        &[],
-        &[("ATTENU_HOOK_TEST_PANIC", "1")],
-        p.path(),
-        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1"),
-    );
-    assert_eq!(out.code, 2);
-    assert!(
-        out.denied() && out.reason().contains("[internal-error]"),
-        "{}",
-        out.stdout
-    );
+/// The reviewer's Read as t1, with one of the hook's test-only fault switches set.
+fn read_with_fault(p: &TempDir, fault: (&str, &str)) -> Out {
+    let call = p.subagent("reviewer", "Read").id("t1");
+    hook_with(&[], &[fault], p.path(), call.payload())
 }
 
-#[test]
+fn a_panic_answers_with_a_deny_and_exit_2() {
+    need_test_faults();
+    let p = sample("panic");
+    let out = read_with_fault(&p, ("ATTENU_HOOK_TEST_PANIC", "1"));
+    assert_eq!(out.code, 2);
+    assert_denied_with(&out, "internal-error");
+}
+
 fn a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout() {
+    need_test_faults();
     let p = sample("stall");
     write_config(p.path(), "deadline_ms = 300\n");
     let started = std::time::Instant::now();
-    let out = hook_with(
-        &[],
-        &[("ATTENU_HOOK_TEST_STALL_MS", "20000")],
-        p.path(),
-        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1"),
-    );
+    let out = read_with_fault(&p, ("ATTENU_HOOK_TEST_STALL_MS", "20000"));
     assert_eq!(out.code, 2);
-    assert!(
-        out.denied() && out.reason().contains("[deadline-exceeded]"),
-        "{}",
-        out.stdout
-    );
+    assert_denied_with(&out, "deadline-exceeded");
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "the deadline, not the stall, ended the process"
@@ -249,8 +224,8 @@ fn a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout() {
 
 /// A PostToolUse or PostToolUseFailure comes after the tool ran: a PreToolUse deny there is
 /// ignored by Claude Code, so a panic or the deadline must stop Claude and leave a marker.
-#[test]
 fn a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker() {
+    need_test_faults();
     for (case, env, event) in [
         ("panic", ("ATTENU_HOOK_TEST_PANIC", "1"), "PostToolUse"),
         (
@@ -261,15 +236,11 @@ fn a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker() {
     ] {
         let p = sample(&format!("post-{case}"));
         write_config(p.path(), "deadline_ms = 300\n");
-        let mut payload = post(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/p/a"}),
-            "t1",
-            json!({}),
-        );
+        let mut payload = p
+            .read_by("reviewer", "/p/a")
+            .id("t1")
+            .post(json!({}))
+            .value();
         payload["hook_event_name"] = json!(event);
         let out = hook_with(&[], &[env], p.path(), &payload);
         assert_eq!(
@@ -288,7 +259,7 @@ fn a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker() {
             reason.contains(code) && reason.contains("reconciliation marker 1 was stored"),
             "{case}: {reason}"
         );
-        let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
+        let list = reconcile_list(p.path(), &[]);
         assert!(
             list.stdout.contains("t1") && list.stdout.contains("Read"),
             "{case}: {}",
@@ -297,18 +268,14 @@ fn a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker() {
     }
 }
 
-#[test]
 fn a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop() {
+    need_test_faults();
     let p = sample("post-marker-stuck");
-    let payload = post(
-        "s1",
-        p.path(),
-        Some("reviewer"),
-        "Read",
-        json!({"file_path": "/p/a"}),
-        "t1",
-        json!({}),
-    );
+    let payload = p
+        .read_by("reviewer", "/p/a")
+        .id("t1")
+        .post(json!({}))
+        .value();
     // A panic after the tool ran, while storing its marker stalls for 20 s: the stop must
     // reach Claude Code without the marker, and say that none was stored.
     let out = hook_with(
@@ -328,23 +295,15 @@ fn a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop() {
             && reason.contains("no reconciliation marker could be stored in time either"),
         "{reason}"
     );
-    let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
+    let list = reconcile_list(p.path(), &[]);
     assert!(!list.stdout.contains("t1"), "{}", list.stdout);
 }
 
-#[test]
 fn a_ledger_replaced_by_a_directory_denies() {
     let p = sample("ledgerdir");
-    std::fs::create_dir_all(ledger_path(p.path(), "s1")).unwrap();
-    let out = hook(
-        p.path(),
-        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1"),
-    );
-    assert!(
-        out.denied() && out.reason().contains("not a regular file"),
-        "{}",
-        out.reason()
-    );
+    std::fs::create_dir_all(p.ledger("s1")).unwrap();
+    let out = p.subagent("reviewer", "Read").id("t1").run();
+    assert_denied_saying(&out, "not a regular file");
 }
 
 /// A project whose subagent ops holds Bash, which `[gate] require` gates; `config` goes
@@ -364,40 +323,20 @@ fn gated_ops(tag: &str, config: &str) -> TempDir {
 
 /// Subagent ops's gated Bash call `ls` in session s1.
 fn ops_bash(project: &Path, tool_use_id: &str) -> Out {
-    hook(
-        project,
-        &pre(
-            "s1",
-            project,
-            Some("ops"),
-            "Bash",
-            json!({"command": "ls"}),
-            tool_use_id,
-        ),
-    )
+    project.bash_by("ops", "ls").id(tool_use_id).run()
 }
 
-#[test]
 fn a_corrupted_gate_database_denies_gated_calls_only() {
     let p = gated_ops("badsqlite", "");
     std::fs::write(p.path().join(".attenu/gate.sqlite"), b"this is not a database, just garbage bytes....................................................................").unwrap();
     let out = ops_bash(p.path(), "t1");
-    assert!(
-        out.denied() && out.reason().contains("[gate-store-failed]"),
-        "{}",
-        out.reason()
-    );
-    assert!(hook(
-        p.path(),
-        &pre("s1", p.path(), Some("ops"), "Read", json!({}), "t2")
-    )
-    .is_allow());
+    assert_denied_with(&out, "gate-store-failed");
+    assert_allowed(&p.subagent("ops", "Read").id("t2").run());
 }
 
 /// The gate database's lock wait is what is left before the deadline, not a fixed 3 s: a
 /// database held by another process ends in the hook's own deny, saying it is locked, before
 /// the watchdog's `deadline-exceeded` (which, with the fixed wait, came first).
-#[test]
 fn a_locked_gate_database_denies_within_the_deadline_saying_so() {
     let p = gated_ops("lockedsqlite", "deadline_ms = 2000\n");
     // A first gated call (denied: nothing is authorized) sets the database up, in WAL mode,
@@ -417,13 +356,7 @@ fn a_locked_gate_database_denies_within_the_deadline_saying_so() {
         "the hook's own deny, not the watchdog's exit 2: {}",
         out.stdout
     );
-    assert!(
-        out.denied()
-            && out.reason().contains("[gate-store-failed]")
-            && out.reason().contains("database is locked"),
-        "{}",
-        out.reason()
-    );
+    assert_denied_saying_all(&out, &["[gate-store-failed]", "database is locked"]);
     assert!(
         started.elapsed() >= Duration::from_millis(1000),
         "it waited for the lock, as long as the deadline allowed"
@@ -431,7 +364,6 @@ fn a_locked_gate_database_denies_within_the_deadline_saying_so() {
     holder.execute_batch("ROLLBACK").unwrap();
 }
 
-#[test]
 fn a_gate_database_locked_before_it_is_set_up_denies_naming_the_lock() {
     let p = gated_ops("lockedatopen", "deadline_ms = 4000\n");
     // A database someone else created in SQLite's default (rollback journal) mode and holds
@@ -444,13 +376,13 @@ fn a_gate_database_locked_before_it_is_set_up_denies_naming_the_lock() {
         .unwrap();
     let out = ops_bash(p.path(), "t1");
     assert_eq!(out.code, 0, "the hook's own deny: {}", out.stdout);
-    assert!(
-        out.denied()
-            && out.reason().contains("[gate-store-failed]")
-            && out.reason().contains("is locked by another process")
-            && out.reason().contains("fuser"),
-        "{}",
-        out.reason()
+    assert_denied_saying_all(
+        &out,
+        &[
+            "[gate-store-failed]",
+            "is locked by another process",
+            "fuser",
+        ],
     );
     assert!(
         !out.reason().contains("move it aside"),
@@ -479,19 +411,15 @@ fn gated_ops_without_journal(tag: &str) -> (TempDir, std::path::PathBuf) {
     (p, wal)
 }
 
-#[test]
 fn a_symlinked_gate_database_journal_denies_gated_calls_saying_it_is_a_symlink() {
     let (p, wal) = gated_ops_without_journal("symlinkwal");
     let elsewhere = p.path().join("elsewhere");
     std::fs::write(&elsewhere, b"").unwrap();
     std::os::unix::fs::symlink(&elsewhere, &wal).unwrap();
     let out = ops_bash(p.path(), "t2");
-    assert!(
-        out.denied()
-            && out.reason().contains("[gate-store-failed]")
-            && out.reason().contains("gate.sqlite-wal is a symlink"),
-        "{}",
-        out.reason()
+    assert_denied_saying_all(
+        &out,
+        &["[gate-store-failed]", "gate.sqlite-wal is a symlink"],
     );
     assert!(
         std::fs::symlink_metadata(&wal)
@@ -507,7 +435,6 @@ fn a_symlinked_gate_database_journal_denies_gated_calls_saying_it_is_a_symlink()
     );
 }
 
-#[test]
 fn a_fifo_in_place_of_the_gate_journal_is_named_for_what_it_is() {
     let (p, wal) = gated_ops_without_journal("fifowal");
     assert!(Command::new("mkfifo").arg(&wal).status().unwrap().success());
@@ -525,36 +452,37 @@ fn a_fifo_in_place_of_the_gate_journal_is_named_for_what_it_is() {
     );
 }
 
-#[test]
 fn a_corrupted_config_denies_with_what_to_fix() {
     let p = sample("badconfig");
     write_config(p.path(), b"\xff\xfe\x00garbage");
-    let out = hook(
-        p.path(),
-        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "t1"),
-    );
-    assert!(
-        out.denied() && out.reason().contains("[config-invalid]"),
-        "{}",
-        out.reason()
-    );
+    let out = p.subagent("reviewer", "Read").id("t1").run();
+    assert_denied_with(&out, "config-invalid");
 }
 
-/// Mounts a small tmpfs (needs root and mount rights); None with a loud message otherwise.
+/// Declares a reviewer with Read in the project at `p`.
+fn reviewer_with_read(p: &Path) {
+    std::fs::create_dir_all(p.join(".claude/agents")).unwrap();
+    let text = "---\nname: reviewer\ntools: Read\n---\n";
+    std::fs::write(p.join(".claude/agents/reviewer.md"), text).unwrap();
+}
+
+/// A small tmpfs mounted for one test (needs root and mount rights), unmounted on drop.
 struct Mount(std::path::PathBuf);
 impl Mount {
-    fn tmpfs(dir: &Path, size: &str) -> Option<Mount> {
+    /// The mount, or None where this machine does not allow it.
+    fn try_tmpfs(dir: &Path, size: &str) -> Option<Mount> {
         std::fs::create_dir_all(dir).unwrap();
         let ok = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
             .arg(dir)
             .status()
             .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("\n*** SKIPPED: cannot mount a tmpfs here (needs root); the disk-full and read-only tests did not run ***\n");
-            return None;
-        }
-        Some(Mount(dir.to_path_buf()))
+        ok.then(|| Mount(dir.to_path_buf()))
+    }
+    /// The mount, or the test is skipped.
+    fn tmpfs(dir: &Path, size: &str) -> Mount {
+        Mount::try_tmpfs(dir, size)
+            .unwrap_or_else(|| skip("cannot mount a tmpfs here (needs root and mount rights)"))
     }
     fn remount(&self, opts: &str) {
         assert!(Command::new("mount")
@@ -571,32 +499,13 @@ impl Drop for Mount {
     }
 }
 
-#[test]
 fn a_full_disk_denies_and_loses_nothing_committed() {
     let base = TempDir::new("diskfull");
-    let Some(mount) = Mount::tmpfs(&base.path().join("fs"), "512k") else {
-        return;
-    };
+    let mount = Mount::tmpfs(&base.path().join("fs"), "512k");
     let p = &mount.0;
-    std::fs::create_dir_all(p.join(".claude/agents")).unwrap();
-    std::fs::write(
-        p.join(".claude/agents/reviewer.md"),
-        "---\nname: reviewer\ntools: Read\n---\n",
-    )
-    .unwrap();
+    reviewer_with_read(p);
     for i in 0..5 {
-        assert!(hook(
-            p,
-            &pre(
-                "s1",
-                p,
-                Some("reviewer"),
-                "Read",
-                json!({}),
-                &format!("ok{i}")
-            )
-        )
-        .is_allow());
+        assert_allowed(&p.subagent("reviewer", "Read").id(&format!("ok{i}")).run());
     }
     let before = std::fs::read(ledger_path(p, "s1")).unwrap();
     // Fill the file system.
@@ -610,7 +519,7 @@ fn a_full_disk_denies_and_loses_nothing_committed() {
     let mut denied = 0;
     for i in 0..40 {
         let id = format!("full{i}");
-        let out = hook(p, &pre("s1", p, Some("reviewer"), "Read", json!({}), &id));
+        let out = p.subagent("reviewer", "Read").id(&id).run();
         if out.denied() {
             denied += 1;
             assert!(
@@ -631,11 +540,10 @@ fn a_full_disk_denies_and_loses_nothing_committed() {
     drop(filler);
     std::fs::remove_file(p.join("filler")).unwrap();
     assert!(
-        hook(
-            p,
-            &pre("s1", p, Some("reviewer"), "Read", json!({}), "recovered")
-        )
-        .is_allow(),
+        p.subagent("reviewer", "Read")
+            .id("recovered")
+            .run()
+            .is_allow(),
         "space back: calls decided again"
     );
     let es = entries(p, "s1");
@@ -646,48 +554,23 @@ fn a_full_disk_denies_and_loses_nothing_committed() {
             "allowed {id} is recorded"
         );
     }
-    assert_eq!(
-        cli(&[
-            "export",
-            "--project",
-            p.to_str().unwrap(),
-            "--session",
-            "s1"
-        ])
-        .code,
-        0
-    );
+    p.export("s1");
 }
 
-#[test]
 fn a_read_only_state_directory_denies() {
     let base = TempDir::new("readonly");
-    let Some(mount) = Mount::tmpfs(&base.path().join("fs"), "1m") else {
-        return;
-    };
+    let mount = Mount::tmpfs(&base.path().join("fs"), "1m");
     let p = &mount.0;
-    std::fs::create_dir_all(p.join(".claude/agents")).unwrap();
-    std::fs::write(
-        p.join(".claude/agents/reviewer.md"),
-        "---\nname: reviewer\ntools: Read\n---\n",
-    )
-    .unwrap();
-    assert!(hook(p, &pre("s1", p, Some("reviewer"), "Read", json!({}), "t1")).is_allow());
+    reviewer_with_read(p);
+    assert_allowed(&p.subagent("reviewer", "Read").id("t1").run());
     mount.remount("ro");
-    let out = hook(p, &pre("s1", p, Some("reviewer"), "Read", json!({}), "t2"));
+    let out = p.subagent("reviewer", "Read").id("t2").run();
     assert!(out.denied(), "{}", out.stdout);
-    let post_out = hook(
-        p,
-        &post(
-            "s1",
-            p,
-            Some("reviewer"),
-            "Read",
-            json!({}),
-            "t1",
-            json!({}),
-        ),
-    );
+    let post_out = p
+        .subagent("reviewer", "Read")
+        .id("t1")
+        .post(json!({}))
+        .run();
     assert_eq!(
         post_out.json()["continue"],
         false,
@@ -695,7 +578,7 @@ fn a_read_only_state_directory_denies() {
         post_out.stdout
     );
     mount.remount("rw");
-    assert!(hook(p, &pre("s1", p, Some("reviewer"), "Read", json!({}), "t3")).is_allow());
+    assert_allowed(&p.subagent("reviewer", "Read").id("t3").run());
 }
 
 /// What `/proc/self/mountinfo` says the file system holding `path` is, found by its device
@@ -718,13 +601,10 @@ fn file_system_of(path: &Path) -> Option<String> {
 /// ext4 and XFS, whose own fsync of a new file writes its name (see
 /// `fsutil::new_name_durable_with_file`); later calls sync the ledger only. Checked on a tmpfs
 /// (never trusted) and in the temp dir, against what mountinfo says that is.
-#[test]
 fn a_new_ledgers_name_is_made_durable_before_the_first_answer() {
-    if !debian_tool("strace", "-V", "durability-order") {
-        return;
-    }
+    need_tool("strace", "-V");
     let base = TempDir::new("dirsync-tmpfs");
-    let on_tmpfs = Mount::tmpfs(&base.path().join("fs"), "4m").map(|mount| {
+    let on_tmpfs = Mount::try_tmpfs(&base.path().join("fs"), "4m").map(|mount| {
         let p = mount.0.clone();
         std::fs::create_dir_all(p.join(".claude/agents")).unwrap();
         std::fs::write(
@@ -755,16 +635,14 @@ fn a_new_ledgers_name_is_made_durable_before_the_first_answer() {
                 ],
                 &[],
                 &project,
-                &pre(
-                    session,
-                    &project,
-                    Some("reviewer"),
-                    "Read",
-                    json!({"file_path": "/x"}),
-                    id,
-                ),
+                &project
+                    .subagent("reviewer", "Read")
+                    .session(session)
+                    .input(json!({"file_path": "/x"}))
+                    .id(id)
+                    .value(),
             );
-            assert!(out.is_allow(), "{}", out.stdout);
+            assert_allowed(&out);
             std::fs::read_to_string(&log)
                 .unwrap()
                 .lines()
@@ -851,58 +729,36 @@ fn a_new_ledgers_name_is_made_durable_before_the_first_answer() {
         );
     }
     if on_tmpfs.is_none() {
-        eprintln!(
-            "\n*** only the temp dir ({temp_dir_fs}) was checked: no tmpfs could be mounted ***\n"
-        );
+        skip(format!(
+            "only the temp dir ({temp_dir_fs}) was checked: no tmpfs could be mounted (needs root)"
+        ));
     }
 }
 
 /// Runs the hook under libfaketime with the clock moved by `offset` (e.g. "-2d", "+2h").
-fn hook_at(offset: &str, project: &Path, payload: &Value) -> Option<Out> {
-    if !debian_tool("faketime", "--help", "clock-jump") {
-        return None;
-    }
-    Some(hook_with(
-        &["faketime", "-f", offset],
-        &[],
-        project,
-        payload,
-    ))
+/// Skips the test where `faketime` is missing.
+fn hook_at(offset: &str, project: &Path, payload: &Value) -> Out {
+    need_tool("faketime", "--help");
+    hook_with(&["faketime", "-f", offset], &[], project, payload)
 }
 
-#[test]
 fn a_clock_jump_changes_no_decision_and_breaks_no_chain() {
     let p = sample("clock");
-    assert!(hook(
-        p.path(),
-        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "now")
-    )
-    .is_allow());
-    let Some(back) = hook_at(
+    assert_allowed(&p.subagent("reviewer", "Read").id("now").run());
+    let back = hook_at(
         "-2d",
         p.path(),
-        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "back"),
-    ) else {
-        return;
-    };
+        &p.subagent("reviewer", "Read").id("back").value(),
+    );
     assert!(back.is_allow(), "{}{}", back.stdout, back.stderr);
     let fwd = hook_at(
         "+400d",
         p.path(),
-        &pre("s1", p.path(), Some("reviewer"), "Bash", json!({}), "fwd"),
-    )
-    .unwrap();
-    assert!(
-        fwd.denied() && fwd.reason().contains("[unresolved]"),
-        "{}",
-        fwd.stdout
+        &p.subagent("reviewer", "Bash").id("fwd").value(),
     );
-    assert!(hook(
-        p.path(),
-        &pre("s1", p.path(), Some("reviewer"), "Read", json!({}), "after")
-    )
-    .is_allow());
-    let es = entries(p.path(), "s1");
+    assert_denied_with(&fwd, "unresolved");
+    assert_allowed(&p.subagent("reviewer", "Read").id("after").run());
+    let es = p.entries("s1");
     let ts = |id: &str| {
         es.iter()
             .find(|e| e["context"]["tool_use_id"] == id)
@@ -914,92 +770,41 @@ fn a_clock_jump_changes_no_decision_and_breaks_no_chain() {
         ts("back") < ts("now") && ts("fwd") > ts("after"),
         "the record shows the jump as it was, not corrected"
     );
-    let export = cli(&[
-        "export",
-        "--project",
-        p.path().to_str().unwrap(),
-        "--session",
-        "s1",
-    ]);
-    assert_eq!(export.code, 0, "{}", export.stderr);
-    let bundle = export.stdout.lines().next().unwrap().to_string();
-    assert_eq!(
-        cli(&[
-            "verify",
-            &bundle,
-            "--pub",
-            p.path().join(".attenu/anchor.pub").to_str().unwrap()
-        ])
-        .code,
-        0
-    );
+    let export = p.export("s1");
+    let bundle = export[0].clone();
+    assert_eq!(p.verify_pinned(&bundle).code, 0);
 }
 
-#[test]
 fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
-    let p = project(
-        "clock-gate",
-        &[("ops.md", "---\nname: ops\ntools: Bash\n---\n")],
-        None,
-    );
-    let key = p.path().join("alice.key");
-    let public = cli(&["keygen", "--out", key.to_str().unwrap()])
-        .stdout
-        .lines()
-        .last()
-        .unwrap()
-        .trim()
-        .to_string();
-    write_config(
-        p.path(),
-        format!("[gate]\nrequire = [\"exec.bash\"]\nreviewers = {{ alice = \"{public}\" }}\n"),
-    );
+    let (p, key) = gated_project("clock-gate", "Bash");
     let input = json!({"command": "ls"});
-    let out = cli(&[
-        "authorize",
-        "--project",
-        p.path().to_str().unwrap(),
-        "--tool",
-        "Bash",
-        "--input",
-        &input.to_string(),
-        "--reviewer",
-        "alice",
-        "--key",
-        key.to_str().unwrap(),
-        "--expires-in",
-        "1h",
-        "--uses",
-        "2",
-    ]);
+    let out = authorize(
+        p.path(),
+        &key,
+        &input,
+        &["--expires-in", "1h", "--uses", "2"],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let Some(late) = hook_at(
+    let late = hook_at(
         "+2h",
         p.path(),
-        &pre("s1", p.path(), Some("ops"), "Bash", input.clone(), "late"),
-    ) else {
-        return;
-    };
-    assert!(
-        late.denied() && late.reason().contains("[gate-authorization-required]"),
-        "{}",
-        late.stdout
+        &p.subagent("ops", "Bash")
+            .input(input.clone())
+            .id("late")
+            .value(),
     );
-    assert!(hook(
-        p.path(),
-        &pre("s1", p.path(), Some("ops"), "Bash", input, "ontime")
-    )
-    .is_allow());
+    assert_denied_with(&late, "gate-authorization-required");
+    assert_allowed(&p.subagent("ops", "Bash").input(input).id("ontime").run());
 }
 
 /// Regression: a process that derived the roster just before an agent edit, and took the
 /// ledger lock just after another process had opened the edit's chain, reopened the old
 /// derivation's chain (and decided with it), so chains flipped back and forth. The roster is
 /// now derived again under the lock when the current chain belongs to another derivation.
-#[test]
 fn a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lock() {
+    need_test_faults();
     let p = sample("derive-race");
-    assert!(reviewer_read(p.path(), "s1", "/a", "t1").is_allow());
+    assert_allowed(&reviewer_read(p.path(), "s1", "/a", "t1"));
     let handshake = p.path().join("handshake");
     std::fs::create_dir(&handshake).unwrap();
     let slow = {
@@ -1010,14 +815,7 @@ fn a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lo
                 &[],
                 &[("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK", &handshake)],
                 &dir,
-                &pre(
-                    "s1",
-                    &dir,
-                    Some("reviewer"),
-                    "Read",
-                    json!({"file_path": "/b"}),
-                    "t2",
-                ),
+                &dir.read_by("reviewer", "/b").id("t2").value(),
             )
         })
     };
@@ -1044,9 +842,6 @@ fn a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lo
         "the slow call decides with the derivation current when it holds the lock: {}",
         out.stdout
     );
-    let roots = entries(p.path(), "s1")
-        .iter()
-        .filter(|e| e["event"] == "root")
-        .count();
+    let roots = of_event(&p.entries("s1"), "root").len();
     assert_eq!(roots, 2, "no third chain reopening the old derivation");
 }

@@ -8,73 +8,44 @@ use std::path::Path;
 
 /// A project whose Bash is gated, with reviewer alice; returns (project, alice's key file).
 fn gated(tag: &str) -> (TempDir, std::path::PathBuf) {
-    let p = project(
-        tag,
-        &[("ops.md", "---\nname: ops\ntools: Read, Bash\n---\n")],
-        None,
-    );
-    let (key, public) = alice_key(p.path());
-    write_config(
-        p.path(),
-        format!("[gate]\nrequire = [\"exec.bash\"]\nreviewers = {{ alice = \"{public}\" }}\n"),
-    );
-    (p, key)
-}
-
-/// Reviewer alice's key, made in the project: (key file, public key in hex).
-fn alice_key(project: &Path) -> (std::path::PathBuf, String) {
-    let key = project.join("alice.key");
-    let out = cli(&["keygen", "--out", key.to_str().unwrap()]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let public = out.stdout.lines().last().unwrap().trim().to_string();
-    assert_eq!(public.len(), 64);
-    (key, public)
-}
-
-fn authorize(p: &Path, key: &Path, input: &Value, extra: &[&str]) -> Out {
-    let mut args = vec![
-        "authorize",
-        "--project",
-        p.to_str().unwrap(),
-        "--tool",
-        "Bash",
-        "--reviewer",
-        "alice",
-        "--key",
-        key.to_str().unwrap(),
-    ];
-    let input = input.to_string();
-    args.extend(["--input", input.as_str()]);
-    args.extend(extra);
-    cli(&args)
+    gated_project(tag, "Read, Bash")
 }
 
 fn bash(p: &Path, session: &str, agent: Option<&str>, input: &Value, id: &str) -> Out {
     hook(p, &pre(session, p, agent, "Bash", input.clone(), id))
 }
 
+/// `receipt --project DIR --call CALL --receipt-id ID --observer OBSERVER` (and `extra`).
+fn receipt(dir: &str, call: &str, id: &str, observer: &str, extra: &[&str]) -> Out {
+    let mut args = vec!["receipt", "--project", dir, "--call", call];
+    args.extend(["--receipt-id", id, "--observer", observer]);
+    args.extend(extra);
+    cli(&args)
+}
+
+/// The ops subagent's Bash with `input` in session s1.
+fn ops_bash(p: &TempDir, input: &Value, id: &str) -> Out {
+    p.subagent("ops", "Bash").input(input.clone()).id(id).run()
+}
+
 #[test]
 fn one_use_then_denial() {
     let (p, key) = gated("gate-once");
     let input = json!({"command": "deploy --prod"});
-    let before = bash(p.path(), "s1", Some("ops"), &input, "t0");
-    assert!(
-        before.denied() && before.reason().contains("[gate-authorization-required]"),
-        "{}",
-        before.reason()
-    );
+    let before = ops_bash(&p, &input, "t0");
+    assert_denied_with(&before, "gate-authorization-required");
     let out = authorize(p.path(), &key, &input, &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stdout.trim().len(), 32, "prints the authorization id");
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
+    assert_allowed(&ops_bash(&p, &input, "t1"));
     assert!(
-        bash(p.path(), "s1", Some("ops"), &input, "t2").denied(),
+        ops_bash(&p, &input, "t2").denied(),
         "the single use is gone"
     );
-    let es = entries(p.path(), "s1");
+    let es = p.entries("s1");
     let allow = es.iter().find(|e| e["event"] == "allow").unwrap();
     assert_eq!(allow["context"]["gate"]["reviewer"], "alice");
-    let denies: Vec<&Value> = es.iter().filter(|e| e["event"] == "deny").collect();
+    let denies = of_event(&es, "deny");
     assert_eq!(denies.len(), 2, "every gate denial is on the ledger");
     assert_eq!(denies[1]["disposition"], "held_pending_grant");
 }
@@ -86,7 +57,7 @@ fn the_gate_applies_to_the_main_thread_too() {
     // Bash is declared (ops holds it), so the main thread holds it in the root; the gate still applies.
     assert!(bash(p.path(), "s1", None, &input, "m0").denied());
     authorize(p.path(), &key, &input, &[]);
-    assert!(bash(p.path(), "s1", None, &input, "m1").is_allow());
+    assert_allowed(&bash(p.path(), "s1", None, &input, "m1"));
 }
 
 #[test]
@@ -94,13 +65,9 @@ fn a_replayed_tool_use_id_is_denied() {
     let (p, key) = gated("gate-replay");
     let input = json!({"command": "ls"});
     authorize(p.path(), &key, &input, &["--uses", "5"]);
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "same").is_allow());
-    let again = bash(p.path(), "s1", Some("ops"), &input, "same");
-    assert!(
-        again.denied() && again.reason().contains("[gate-replay]"),
-        "{}",
-        again.reason()
-    );
+    assert_allowed(&ops_bash(&p, &input, "same"));
+    let again = ops_bash(&p, &input, "same");
+    assert_denied_with(&again, "gate-replay");
 }
 
 #[test]
@@ -123,7 +90,13 @@ fn different_arguments_or_another_tool_are_denied() {
         "t2"
     )
     .denied());
-    assert!(bash(p.path(), "s1", Some("ops"), &json!({"command": "ls"}), "t3").is_allow());
+    assert_allowed(&bash(
+        p.path(),
+        "s1",
+        Some("ops"),
+        &json!({"command": "ls"}),
+        "t3",
+    ));
 }
 
 #[test]
@@ -136,15 +109,12 @@ fn bindings_to_session_and_agent_hold() {
         &input,
         &["--session", "s2", "--agent", "ops", "--uses", "4"],
     );
-    assert!(
-        bash(p.path(), "s1", Some("ops"), &input, "t1").denied(),
-        "other session"
-    );
+    assert!(ops_bash(&p, &input, "t1").denied(), "other session");
     assert!(
         bash(p.path(), "s2", None, &input, "t2").denied(),
         "main thread is not agent ops"
     );
-    assert!(bash(p.path(), "s2", Some("ops"), &input, "t3").is_allow());
+    assert_allowed(&bash(p.path(), "s2", Some("ops"), &input, "t3"));
 }
 
 #[test]
@@ -184,11 +154,7 @@ fn a_key_that_is_not_a_configured_reviewer_is_refused() {
     assert_eq!(cli(&["keygen", "--out", mallory.to_str().unwrap()]).code, 0);
     let out = authorize(p.path(), &mallory, &json!({"command": "ls"}), &[]);
     assert_ne!(out.code, 0);
-    assert!(
-        out.stderr.contains("not reviewer 'alice'"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, &["not reviewer 'alice'"]);
     let out = cli(&[
         "authorize",
         "--project",
@@ -202,11 +168,7 @@ fn a_key_that_is_not_a_configured_reviewer_is_refused() {
         "--key",
         mallory.to_str().unwrap(),
     ]);
-    assert!(
-        out.stderr.contains("'bob' is not a reviewer"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, &["'bob' is not a reviewer"]);
     // A row forged straight into the database, signed by mallory, is refused at claim time.
     let conn = attenu_hook::gate::db::open(&p.path().join(".attenu")).unwrap();
     let input = json!({"command": "ls"});
@@ -222,12 +184,7 @@ fn a_key_that_is_not_a_configured_reviewer_is_refused() {
         rusqlite::params!["f".repeat(32), digest, signed, sig],
     )
     .unwrap();
-    let out = bash(p.path(), "s1", Some("ops"), &input, "t1");
-    assert!(
-        out.denied() && out.reason().contains("signature does not verify"),
-        "{}",
-        out.reason()
-    );
+    assert_denied_saying(&ops_bash(&p, &input, "t1"), "signature does not verify");
 }
 
 #[test]
@@ -236,7 +193,7 @@ fn an_expired_authorization_is_refused() {
     let input = json!({"command": "ls"});
     authorize(p.path(), &key, &input, &["--expires-in", "1s"]);
     std::thread::sleep(std::time::Duration::from_millis(1100));
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").denied());
+    assert!(ops_bash(&p, &input, "t1").denied());
     assert_eq!(
         authorize(p.path(), &key, &input, &["--expires-in", "0s"]).code,
         2,
@@ -251,123 +208,50 @@ fn an_expired_authorization_is_refused() {
 #[test]
 fn an_unrecordable_outcome_halts_and_leaves_a_marker_that_resolve_closes() {
     let p = sample("reconcile");
-    let input = json!({"file_path": "/p/a"});
-    assert!(hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            input.clone(),
-            "t1"
-        )
-    )
-    .is_allow());
-    let ledger = ledger_path(p.path(), "s1");
+    let t1 = allowed_read(p.path());
+    let ledger = p.ledger("s1");
     let aside = p.path().join("ledger.aside");
     std::fs::rename(&ledger, &aside).unwrap();
     std::fs::create_dir(&ledger).unwrap();
-    let out = hook(
-        p.path(),
-        &post(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            input.clone(),
-            "t1",
-            json!({}),
-        ),
-    );
+    let out = t1.clone().post(json!({})).run();
     assert_eq!(out.json()["continue"], false);
     let reason = out.json()["stopReason"].as_str().unwrap().to_string();
     assert!(
         reason.contains("[outcome-not-recorded]") && reason.contains("marker 1"),
         "{reason}"
     );
-    let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
-    assert!(
-        list.stdout.contains("t1") && list.stdout.contains("Read"),
-        "{}",
-        list.stdout
-    );
+    let list = reconcile_list(p.path(), &[]);
+    assert_contains(&list.stdout, &["t1", "Read"]);
     std::fs::remove_dir(&ledger).unwrap();
     std::fs::rename(&aside, &ledger).unwrap();
-    let out = cli(&[
-        "reconcile",
-        "resolve",
-        "1",
-        "--project",
-        p.path().to_str().unwrap(),
-        "--outcome",
-        "executed",
-        "--evidence",
-        "ticket OPS-12",
-    ]);
+    let out = reconcile_resolve(p.path(), "1", "executed", "ticket OPS-12", &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
-    assert!(list.stdout.contains("no open"), "{}", list.stdout);
-    let o = entries(p.path(), "s1").pop().unwrap();
+    let list = reconcile_list(p.path(), &[]);
+    assert_contains(&list.stdout, &["no open"]);
+    let o = p.entries("s1").pop().unwrap();
     assert_eq!(o["event"], "outcome");
     assert_eq!(o["context"]["reconciliation"]["evidence"], "ticket OPS-12");
-    let again = cli(&[
-        "reconcile",
-        "resolve",
-        "1",
-        "--project",
-        p.path().to_str().unwrap(),
-        "--outcome",
-        "executed",
-        "--evidence",
-        "x",
-    ]);
+    let again = reconcile_resolve(p.path(), "1", "executed", "x", &[]);
     assert_ne!(again.code, 0, "a marker closes once");
 }
 
 #[test]
 fn receipts_bind_to_an_allowed_call() {
     let p = sample("receipt");
-    assert!(reviewer_read(p.path(), "s1", "/a", "toolu_r1").is_allow());
+    assert_allowed(&reviewer_read(p.path(), "s1", "/a", "toolu_r1"));
     let dir = p.path().to_str().unwrap();
-    let out = cli(&[
-        "receipt",
-        "--project",
+    let out = receipt(
         dir,
-        "--call",
         "toolu_r1",
-        "--receipt-id",
         "rcpt-1",
-        "--observer",
         "payments-api",
-        "--payload",
-        "{\"amount\": 5}",
-    ]);
+        &["--payload", "{\"amount\": 5}"],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let dup = cli(&[
-        "receipt",
-        "--project",
-        dir,
-        "--call",
-        "toolu_r1",
-        "--receipt-id",
-        "rcpt-1",
-        "--observer",
-        "payments-api",
-    ]);
+    let dup = receipt(dir, "toolu_r1", "rcpt-1", "payments-api", &[]);
     assert_ne!(dup.code, 0);
-    let none = cli(&[
-        "receipt",
-        "--project",
-        dir,
-        "--call",
-        "toolu_nope",
-        "--receipt-id",
-        "rcpt-2",
-        "--observer",
-        "x",
-    ]);
-    assert!(none.stderr.contains("no allowed call"), "{}", none.stderr);
+    let none = receipt(dir, "toolu_nope", "rcpt-2", "x", &[]);
+    assert_contains(&none.stderr, &["no allowed call"]);
 }
 
 #[test]
@@ -401,7 +285,7 @@ fn a_use_counter_raised_in_the_database_gives_no_more_uses() {
         rusqlite::params![id],
     )
     .unwrap();
-    let out = bash(p.path(), "s1", Some("ops"), &input, "d1");
+    let out = ops_bash(&p, &input, "d1");
     assert!(
         out.denied() && out.reason().contains("signed use count is 1"),
         "a counter above the signed count is refused: {}",
@@ -413,18 +297,13 @@ fn a_use_counter_raised_in_the_database_gives_no_more_uses() {
         rusqlite::params![id],
     )
     .unwrap();
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "d2").is_allow());
+    assert_allowed(&ops_bash(&p, &input, "d2"));
     conn.execute(
         "UPDATE authorizations SET uses_left = 1 WHERE id = ?1",
         rusqlite::params![id],
     )
     .unwrap();
-    let out = bash(p.path(), "s1", Some("ops"), &input, "d3");
-    assert!(
-        out.denied() && out.reason().contains("1 already used"),
-        "{}",
-        out.reason()
-    );
+    assert_denied_saying(&ops_bash(&p, &input, "d3"), "1 already used");
 }
 
 /// The database holds no bare digest of an authorized input: one per-authorization salt,
@@ -456,7 +335,7 @@ fn authorized_inputs_are_stored_as_salted_commitments() {
         assert_eq!(doc["input_digest"], json!(digest));
         assert_eq!(doc["input_salt"].as_str().unwrap().len(), 32);
     }
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
+    assert_allowed(&ops_bash(&p, &input, "t1"));
     assert!(bash(
         p.path(),
         "s1",
@@ -474,20 +353,10 @@ fn authorized_inputs_are_stored_as_salted_commitments() {
 fn a_marker_that_cannot_be_bound_is_closed_with_unbound_and_says_so() {
     let p = sample("reconcile-unbound");
     let dir = p.path().to_str().unwrap();
-    let input = json!({"file_path": "/p/a"});
-    let read = |id: &str| pre("s1", p.path(), Some("reviewer"), "Read", input.clone(), id);
-    assert!(hook(p.path(), &read("t1")).is_allow());
-    let ledger = ledger_path(p.path(), "s1");
+    let t1 = allowed_read(p.path());
+    let ledger = p.ledger("s1");
     let state = p.path().join(".attenu/ledger-s1.state.json");
-    let outcome = post(
-        "s1",
-        p.path(),
-        Some("reviewer"),
-        "Read",
-        input.clone(),
-        "t1",
-        json!({}),
-    );
+    let outcome = t1.clone().post(json!({})).value();
     // The outcome cannot be written: the ledger's place is taken by a directory.
     std::fs::rename(&ledger, p.path().join("ledger.aside")).unwrap();
     std::fs::rename(&state, p.path().join("state.aside")).unwrap();
@@ -518,11 +387,7 @@ fn a_marker_that_cannot_be_bound_is_closed_with_unbound_and_says_so() {
         "checked by hand",
     ]);
     assert_eq!(refused.code, 2);
-    assert!(
-        refused.stderr.contains("does not exist") && refused.stderr.contains("--unbound"),
-        "{}",
-        refused.stderr
-    );
+    assert_contains(&refused.stderr, &["does not exist", "--unbound"]);
     let closed = in_sub(&[
         "reconcile",
         "resolve",
@@ -534,11 +399,7 @@ fn a_marker_that_cannot_be_bound_is_closed_with_unbound_and_says_so() {
         "--unbound",
     ]);
     assert_eq!(closed.code, 0, "{}", closed.stderr);
-    assert!(
-        closed.stdout.contains("not on the ledger"),
-        "{}",
-        closed.stdout
-    );
+    assert_contains(&closed.stdout, &["not on the ledger"]);
     let all = cli(&["reconcile", "list", "--all", "--project", dir]);
     assert!(
         all.stdout
@@ -557,38 +418,22 @@ fn a_marker_that_cannot_be_bound_is_closed_with_unbound_and_says_so() {
 fn a_receipt_binds_only_to_a_call_on_a_verified_ledger() {
     let p = sample("receipt-forged");
     let dir = p.path().to_str().unwrap();
-    assert!(reviewer_read(p.path(), "s1", "/a", "toolu_r1").is_allow());
+    assert_allowed(&reviewer_read(p.path(), "s1", "/a", "toolu_r1"));
     std::fs::write(
         p.path().join(".attenu/ledger-zz.jsonl"),
         "{\"event\":\"allow\",\"call_id\":\"forged-call\",\"tool\":\"mcp__payments__refund\",\"context\":{\"session_id\":\"s1\",\"tool_use_id\":\"toolu_forged\"}}\n",
     )
     .unwrap();
-    let out = cli(&[
-        "receipt",
-        "--project",
-        dir,
-        "--call",
-        "forged-call",
-        "--receipt-id",
-        "r1",
-        "--observer",
-        "payments-api",
-    ]);
+    let out = receipt(dir, "forged-call", "r1", "payments-api", &[]);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(out.stderr.contains("no allowed call"), "{}", out.stderr);
-    let out = cli(&[
-        "receipt",
-        "--project",
+    assert_contains(&out.stderr, &["no allowed call"]);
+    let out = receipt(
         dir,
-        "--call",
         "toolu_r1",
-        "--receipt-id",
         "r2",
-        "--observer",
         "payments-api",
-        "--payload",
-        "{\"amount\": 5}",
-    ]);
+        &["--payload", "{\"amount\": 5}"],
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let conn = attenu_hook::gate::db::open(&p.path().join(".attenu")).unwrap();
     let (digest, salt): (String, String) = conn
@@ -613,7 +458,7 @@ fn a_gate_database_readable_by_others_is_made_private() {
     authorize(p.path(), &key, &input, &[]);
     let db = p.path().join(".attenu/gate.sqlite");
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
+    assert_allowed(&ops_bash(&p, &input, "t1"));
     let mode = std::fs::metadata(&db).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
 }
@@ -637,11 +482,7 @@ fn authorizing_a_tool_that_is_not_gated_warns() {
     ]);
     let out = cli(&args);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("warning") && out.stderr.contains("[gate] require"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, &["warning", "[gate] require"]);
     let quiet = authorize(p.path(), Path::new(&key), &json!({"command": "ls"}), &[]);
     assert!(!quiet.stderr.contains("warning"), "{}", quiet.stderr);
 }
@@ -653,37 +494,17 @@ fn authorizing_a_tool_that_is_not_gated_warns() {
 fn a_resolve_retried_after_a_failed_database_update_matches_the_ledger() {
     let p = sample("reconcile-retry");
     let dir = p.path().to_str().unwrap();
-    let input = json!({"file_path": "/p/a"});
-    let read = |id: &str| pre("s1", p.path(), Some("reviewer"), "Read", input.clone(), id);
-    assert!(hook(p.path(), &read("t1")).is_allow());
-    let ledger = ledger_path(p.path(), "s1");
+    let t1 = allowed_read(p.path());
+    let ledger = p.ledger("s1");
     let aside = p.path().join("ledger.aside");
     std::fs::rename(&ledger, &aside).unwrap();
     std::fs::create_dir(&ledger).unwrap();
-    let outcome = post(
-        "s1",
-        p.path(),
-        Some("reviewer"),
-        "Read",
-        input.clone(),
-        "t1",
-        json!({}),
-    );
+    let outcome = t1.clone().post(json!({})).value();
     assert_eq!(hook(p.path(), &outcome).json()["continue"], false);
     std::fs::remove_dir(&ledger).unwrap();
     std::fs::rename(&aside, &ledger).unwrap();
     let resolve = |outcome: &str, evidence: &str| {
-        cli(&[
-            "reconcile",
-            "resolve",
-            "1",
-            "--project",
-            dir,
-            "--outcome",
-            outcome,
-            "--evidence",
-            evidence,
-        ])
+        reconcile_resolve(Path::new(dir), "1", outcome, evidence, &[])
     };
     assert_eq!(resolve("executed", "OPS-1").code, 0);
     // As if the database update after the ledger append had failed.
@@ -704,15 +525,8 @@ fn a_resolve_retried_after_a_failed_database_update_matches_the_ledger() {
     );
     let same = resolve("executed", "OPS-1");
     assert_eq!(same.code, 0, "{}", same.stderr);
-    assert!(
-        same.stdout.contains("already on the ledger"),
-        "{}",
-        same.stdout
-    );
-    let outcomes = entries(p.path(), "s1")
-        .iter()
-        .filter(|e| e["event"] == "outcome")
-        .count();
+    assert_contains(&same.stdout, &["already on the ledger"]);
+    let outcomes = of_event(&p.entries("s1"), "outcome").len();
     assert_eq!(outcomes, 1, "the resolution is on the ledger once");
 }
 
@@ -729,7 +543,7 @@ fn an_expiry_past_366_days_is_refused_and_never_wraps_around() {
     }
     let out = authorize(p.path(), &key, &input, &["--expires-in", "366d"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
+    assert_allowed(&ops_bash(&p, &input, "t1"));
 }
 
 #[test]
@@ -738,9 +552,9 @@ fn shadow_mode_records_what_the_gate_would_refuse_and_consumes_nothing() {
     let cfg = std::fs::read_to_string(p.path().join(".attenu/config.toml")).unwrap();
     write_config(p.path(), format!("mode = \"shadow\"\n{cfg}"));
     let input = json!({"command": "deploy"});
-    let out = bash(p.path(), "s1", Some("ops"), &input, "t0");
+    let out = ops_bash(&p, &input, "t0");
     assert!(out.is_allow(), "shadow mode denies nothing: {}", out.stdout);
-    let e = entries(p.path(), "s1").pop().unwrap();
+    let e = p.entries("s1").pop().unwrap();
     assert_eq!(e["event"], "allow");
     assert_eq!(
         e["context"]["would_deny"]["code"], "gate-authorization-required",
@@ -753,8 +567,8 @@ fn shadow_mode_records_what_the_gate_would_refuse_and_consumes_nothing() {
 
     authorize(p.path(), &key, &input, &[]);
     for id in ["t1", "t2"] {
-        assert!(bash(p.path(), "s1", Some("ops"), &input, id).is_allow());
-        let e = entries(p.path(), "s1").pop().unwrap();
+        assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, id));
+        let e = p.entries("s1").pop().unwrap();
         assert!(e["context"].get("would_deny").is_none(), "{e}");
         assert_eq!(e["context"]["gate"]["consumed"], false, "{e}");
         assert_eq!(
@@ -764,8 +578,8 @@ fn shadow_mode_records_what_the_gate_would_refuse_and_consumes_nothing() {
     }
     // A call the derived authority refuses keeps that reason: the gate is not asked, as in
     // enforce mode, where a grant would not help either.
-    assert!(bash(p.path(), "s1", Some("stranger"), &input, "t9").is_allow());
-    let e = entries(p.path(), "s1").pop().unwrap();
+    assert_allowed(&bash(p.path(), "s1", Some("stranger"), &input, "t9"));
+    let e = p.entries("s1").pop().unwrap();
     let code = e["context"]["would_deny"]["code"]
         .as_str()
         .unwrap_or("")
@@ -783,8 +597,8 @@ fn shadow_mode_records_what_the_gate_would_refuse_and_consumes_nothing() {
         "{}",
         out.reason()
     );
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t3").is_allow());
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t4").denied());
+    assert_allowed(&ops_bash(&p, &input, "t3"));
+    assert!(ops_bash(&p, &input, "t4").denied());
 }
 
 /// A gated project where ops's authorized `deploy` (t1 in s1) was allowed, after which the
@@ -794,7 +608,7 @@ fn allowed_then_ledger_moved_aside(tag: &str) -> TempDir {
     let (p, key) = gated(tag);
     let input = json!({"command": "deploy"});
     authorize(p.path(), &key, &input, &[]);
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t1").is_allow());
+    assert_allowed(&ops_bash(&p, &input, "t1"));
     for name in ["ledger-s1.jsonl", "ledger-s1.state.json"] {
         std::fs::rename(p.path().join(".attenu").join(name), p.path().join(name)).unwrap();
     }
@@ -803,18 +617,11 @@ fn allowed_then_ledger_moved_aside(tag: &str) -> TempDir {
 
 /// The PostToolUse of that `deploy`.
 fn deploy_outcome(project: &Path) -> Out {
-    hook(
-        project,
-        &post(
-            "s1",
-            project,
-            Some("ops"),
-            "Bash",
-            json!({"command": "deploy"}),
-            "t1",
-            json!({}),
-        ),
-    )
+    project
+        .bash_by("ops", "deploy")
+        .id("t1")
+        .post(json!({}))
+        .run()
 }
 
 #[test]
@@ -827,21 +634,10 @@ fn a_gated_call_whose_ledger_vanished_before_its_outcome_stops_with_a_marker() {
         reason.contains("[outcome-not-recorded]") && reason.contains("no longer holds that allow"),
         "{reason}"
     );
-    let list = cli(&["reconcile", "list", "--project", p.path().to_str().unwrap()]);
-    assert!(list.stdout.contains("t1"), "{}", list.stdout);
+    let list = reconcile_list(p.path(), &[]);
+    assert_contains(&list.stdout, &["t1"]);
     // An ungated call with no allow on record (from before the hook was wired) still passes.
-    let out = hook(
-        p.path(),
-        &post(
-            "s1",
-            p.path(),
-            Some("ops"),
-            "Read",
-            json!({"file_path": "/p/a"}),
-            "t9",
-            json!({}),
-        ),
-    );
+    let out = p.read_by("ops", "/p/a").id("t9").post(json!({})).run();
     assert_eq!(out.json(), json!({}), "{}", out.stdout);
 }
 
@@ -884,32 +680,28 @@ fn a_scope_gated_for_one_agent_type_is_gated_for_that_agent_only() {
         format!("[gate]\nreviewers = {{ alice = \"{public}\" }}\n[gate.agents]\nops = [\"exec.bash\"]\n"),
     );
     let input = json!({"command": "make deploy"});
-    let out = bash(p.path(), "s1", Some("ops"), &input, "t1");
+    let out = ops_bash(&p, &input, "t1");
     assert!(
         out.reason().contains("[gate-authorization-required]"),
         "{}",
         out.stdout
     );
-    assert!(bash(p.path(), "s1", Some("builder"), &input, "t2").is_allow());
-    assert!(bash(p.path(), "s1", None, &input, "t3").is_allow());
+    assert_allowed(&bash(p.path(), "s1", Some("builder"), &input, "t2"));
+    assert_allowed(&bash(p.path(), "s1", None, &input, "t3"));
 
     // An authorization bound to an agent the scope is not gated for is never asked for.
     let out = authorize(p.path(), &key, &input, &["--agent", "builder"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("[gate.agents] for builder"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, &["[gate.agents] for builder"]);
     let out = authorize(p.path(), &key, &input, &["--agent", "ops"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stderr.contains("warning"), "{}", out.stderr);
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t4").is_allow());
-    assert!(bash(p.path(), "s1", Some("ops"), &input, "t5").denied());
+    assert_allowed(&ops_bash(&p, &input, "t4"));
+    assert!(ops_bash(&p, &input, "t5").denied());
 
     // Its patterns are checked like `require`'s: a typo is an error, not a silent ungate.
     write_config(p.path(), "[gate.agents]\nops = [\"exec.bsh\"]\n");
-    let out = bash(p.path(), "s1", Some("ops"), &input, "t6");
+    let out = ops_bash(&p, &input, "t6");
     assert!(
         out.reason().contains("[config-invalid]") && out.reason().contains("gate.agents.ops"),
         "{}",

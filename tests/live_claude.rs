@@ -29,11 +29,12 @@
 //! `attenu-hook export` writes passes `attenu-hook verify` (and a tampered copy does not).
 //!
 //! Finding `claude`: `ATTENU_CLAUDE_BIN`, else `claude` on `PATH`, else
-//! `node_modules/.bin/claude` under the repository root. When it is not found the test says so
-//! loudly on stderr and passes, unless `ATTENU_REQUIRE_LIVE=1` (or `ATTENU_CLAUDE_BIN` names a
-//! missing file): then it fails. `ATTENU_PYTHON` overrides `python3` for the mock server.
+//! `node_modules/.bin/claude` under the repository root. When it is not found the test shows as
+//! ignored, unless `ATTENU_REQUIRE_LIVE=1` (or `ATTENU_CLAUDE_BIN` names a missing file): then it
+//! fails. `ATTENU_PYTHON` overrides `python3` for the mock server.
 //! With `ATTENU_REF_PYTHON` (a Python with `attenu-guard[crypto]==0.21.0`), the exported
-//! bundles are also checked with the reference `attenu_guard.evidence.verify_bundle`.
+//! bundles are also checked with the reference `attenu_guard.evidence.verify_bundle`; without it
+//! the test runs everything else and then shows as ignored, saying so.
 //! Set `ATTENU_LIVE_KEEP=1` to keep the scratch directory after a passing run.
 //!
 //! Every subprocess has a deadline and is killed (with its process group) when it passes it.
@@ -49,6 +50,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+mod common;
+use common::{harness, skip};
+
+fn main() {
+    harness::run(tests![live_claude_code_hook_denies_records_and_exports]);
+}
 
 const HOOK_BIN: &str = env!("CARGO_BIN_EXE_attenu-hook");
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
@@ -132,9 +140,8 @@ fn fallback_snippet() -> Value {
     json!({ "hooks": hooks })
 }
 
-#[test]
 fn live_claude_code_hook_denies_records_and_exports() {
-    let Some(claude) = find_claude() else { return };
+    let claude = find_claude();
     let python = std::env::var("ATTENU_PYTHON").unwrap_or_else(|_| "python3".to_string());
     let scratch = Scratch::new();
     eprintln!(
@@ -297,6 +304,9 @@ fn live_claude_code_hook_denies_records_and_exports() {
     check_evidence(&hooked, &scratch.path);
 
     eprintln!("live_claude: OK ({} ledger lines)", ledger.len());
+    if std::env::var_os("ATTENU_REF_PYTHON").is_none_or(|v| v.is_empty()) {
+        skip("everything ran but the reference verifier's cross-check: set ATTENU_REF_PYTHON to a python with `attenu-guard[crypto]==0.21.0`");
+    }
 }
 
 // =============================================================================================
@@ -1233,8 +1243,9 @@ fn list_dir(p: &Path) -> Vec<String> {
 // finding claude
 // =============================================================================================
 
-fn find_claude() -> Option<PathBuf> {
-    let required = std::env::var("ATTENU_REQUIRE_LIVE").is_ok_and(|v| v == "1");
+/// `claude`: `ATTENU_CLAUDE_BIN`, else on `PATH`, else under `node_modules/.bin`; or the test
+/// is skipped (failed under `ATTENU_REQUIRE_LIVE=1`).
+fn find_claude() -> PathBuf {
     if let Some(explicit) = std::env::var_os("ATTENU_CLAUDE_BIN").filter(|v| !v.is_empty()) {
         let p = PathBuf::from(&explicit);
         assert!(
@@ -1242,7 +1253,7 @@ fn find_claude() -> Option<PathBuf> {
             "ATTENU_CLAUDE_BIN={} is not an executable file",
             p.display()
         );
-        return Some(p);
+        return p;
     }
     let on_path = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -1251,17 +1262,13 @@ fn find_claude() -> Option<PathBuf> {
     });
     let local = Path::new(REPO).join("node_modules/.bin/claude");
     if let Some(p) = on_path.or_else(|| is_executable(&local).then_some(local)) {
-        return Some(p);
+        return p;
     }
-    let bar = "!".repeat(100);
-    let msg = format!(
-        "\n{bar}\n!! SKIPPED: live_claude_code_hook_denies_records_and_exports\n!! The real Claude Code CLI was not found (ATTENU_CLAUDE_BIN unset, no `claude` on PATH, no {REPO}/node_modules/.bin/claude).\n!! NOTHING about attenu-hook inside the real Claude Code was tested. To run it:\n!!     npm install @anthropic-ai/claude-code@{PINNED_VERSION}    (in {REPO})\n!!  or ATTENU_CLAUDE_BIN=/path/to/claude cargo test --test live_claude\n{bar}\n"
-    );
-    if required {
-        panic!("ATTENU_REQUIRE_LIVE=1 but Claude Code is missing:{msg}");
-    }
-    loud(&msg);
-    None
+    skip(format!(
+        "needs the real Claude Code: nothing about attenu-hook inside Claude Code was tested \
+         (set ATTENU_CLAUDE_BIN, or `npm install @anthropic-ai/claude-code@{PINNED_VERSION}` in \
+         {REPO}; .ci/run does)"
+    ))
 }
 
 /// Straight to the process's stderr: unlike `eprintln!`, not captured by the test harness, so

@@ -5,12 +5,44 @@ use common::*;
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
 
+fn main() {
+    harness::run(tests![
+        install_keeps_existing_settings_and_hooks_and_is_idempotent,
+        install_refuses_to_guess_on_invalid_settings_and_local_writes_the_local_file,
+        doctor_passes_on_an_installed_project,
+        doctor_text_is_pinned,
+        doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key,
+        doctor_only_warns_when_session_start_is_not_wired,
+        doctor_fails_with_reasons_on_an_unwired_project,
+        doctor_fails_on_unsafe_permissions_and_a_broken_ledger,
+        log_output_matches_the_snapshot,
+        log_warns_and_fails_on_a_ledger_that_does_not_verify,
+        state_commands_find_a_project_without_claude_below_a_home_with_it,
+        completions_and_man_page_come_from_the_cli_definition,
+        install_moves_a_handler_out_of_a_matcher_and_strips_async_and_if,
+        doctor_fails_on_async_if_and_disabled_hooks_in_any_scope,
+        doctor_resolves_every_handlers_command,
+        install_keeps_the_files_mode_and_refuses_a_symlink,
+        doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it,
+        doctor_reads_the_one_installation_and_every_hooks_file_claude_code_would_load,
+        install_warns_when_claude_code_would_not_run_the_hook,
+        install_as_root_keeps_the_files_owner,
+        install_by_the_files_owner_works_whatever_its_group,
+        install_by_the_files_owner_works_whatever_its_group_in_a_user_namespace,
+        install_and_doctor_find_the_project_root_and_refuse_a_missing_directory,
+        doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2,
+        declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu,
+        install_keeps_one_handler_per_event_and_recognises_its_own_command,
+        doctor_reads_disable_all_hooks_by_precedence,
+        doctor_expands_home_and_variables_in_commands
+    ]);
+}
+
 fn settings(p: &std::path::Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p.join(".claude/settings.json")).unwrap())
         .unwrap()
 }
 
-#[test]
 fn install_keeps_existing_settings_and_hooks_and_is_idempotent() {
     let p = TempDir::new("install");
     std::fs::create_dir_all(p.path().join(".claude")).unwrap();
@@ -29,11 +61,7 @@ fn install_keeps_existing_settings_and_hooks_and_is_idempotent() {
     let dir = p.path().to_str().unwrap();
     let first = cli(&["install", dir, "--command", "attenu-hook"]);
     assert_eq!(first.code, 0, "{}", first.stderr);
-    assert!(
-        first.stdout.contains("PreToolUse: added"),
-        "{}",
-        first.stdout
-    );
+    assert_contains(&first.stdout, &["PreToolUse: added"]);
     let after = settings(p.path());
     for key in ["model", "permissions", "env"] {
         assert_eq!(after[key], existing[key], "{key} kept");
@@ -64,11 +92,7 @@ fn install_keeps_existing_settings_and_hooks_and_is_idempotent() {
     }
     let bytes = std::fs::read(p.path().join(".claude/settings.json")).unwrap();
     let second = cli(&["install", dir, "--command", "attenu-hook"]);
-    assert!(
-        second.stdout.contains("nothing changed"),
-        "{}",
-        second.stdout
-    );
+    assert_contains(&second.stdout, &["nothing changed"]);
     assert_eq!(
         std::fs::read(p.path().join(".claude/settings.json")).unwrap(),
         bytes,
@@ -76,14 +100,13 @@ fn install_keeps_existing_settings_and_hooks_and_is_idempotent() {
     );
 }
 
-#[test]
 fn install_refuses_to_guess_on_invalid_settings_and_local_writes_the_local_file() {
     let p = TempDir::new("install-bad");
     std::fs::create_dir_all(p.path().join(".claude")).unwrap();
     std::fs::write(p.path().join(".claude/settings.json"), "{ \"model\": ").unwrap();
     let out = cli(&["install", p.path().to_str().unwrap()]);
     assert_ne!(out.code, 0);
-    assert!(out.stderr.contains("refusing to guess"), "{}", out.stderr);
+    assert_contains(&out.stderr, &["refusing to guess"]);
     assert_eq!(
         std::fs::read_to_string(p.path().join(".claude/settings.json")).unwrap(),
         "{ \"model\": "
@@ -97,7 +120,6 @@ fn doctor(p: &std::path::Path) -> Out {
     cli(&["doctor", p.to_str().unwrap()])
 }
 
-#[test]
 fn doctor_passes_on_an_installed_project() {
     let p = sample("doctor-ok");
     assert_eq!(
@@ -107,14 +129,29 @@ fn doctor_passes_on_an_installed_project() {
     reviewer_read(p.path(), "s1", "/x", "t1");
     let out = doctor(p.path());
     assert_eq!(out.code, 0, "{}", out.stdout);
-    assert!(
-        out.stdout.contains("ledger:ledger-s1.jsonl") && out.stdout.contains("verifies"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &["ledger:ledger-s1.jsonl", "verifies"]);
 }
 
-#[test]
+/// What `doctor` prints, pinned: every check of an installed project with a ledger (exit 0), and
+/// an unwired one's failures with what to do (exit 1).
+fn doctor_text_is_pinned() {
+    let wired = sample("doctor-text-ok");
+    assert_eq!(cli(&["install", wired.dir(), "--command", BIN]).code, 0);
+    assert_allowed(&reviewer_read(wired.path(), "s1", "/x", "t1"));
+    let unwired = sample("doctor-text-unwired");
+    let mut text = String::new();
+    for (p, code) in [(&wired, 0), (&unwired, 1)] {
+        let out = doctor(p.path());
+        assert_eq!(out.code, code, "{}{}", out.stdout, out.stderr);
+        text += &format!(
+            "$ doctor PROJECT\nexit {}\n--- stdout\n{}--- stderr\n{}\n",
+            out.code, out.stdout, out.stderr
+        );
+        text = mask(&text, &[(p.dir(), "<project>"), (BIN, "<bin>")]);
+    }
+    assert_snapshot("doctor.txt", &text);
+}
+
 fn doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key() {
     let p = sample("doctor-anchor-reviewer");
     assert_eq!(
@@ -134,11 +171,7 @@ fn doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key() {
     );
     let out = doctor(p.path());
     assert_eq!(out.code, 0, "{}", out.stdout);
-    assert!(
-        out.stdout.contains("none of them the project's anchor key"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &["none of them the project's anchor key"]);
     write_config(
         p.path(),
         format!(
@@ -159,7 +192,6 @@ fn doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key() {
     );
 }
 
-#[test]
 fn doctor_only_warns_when_session_start_is_not_wired() {
     // Installs from before SessionStart was wired keep enforcing everything: SessionStart
     // only creates the ledger ahead of the first tool call.
@@ -184,26 +216,22 @@ fn doctor_only_warns_when_session_start_is_not_wired() {
     );
 }
 
-#[test]
 fn doctor_fails_with_reasons_on_an_unwired_project() {
     let p = sample("doctor-unwired");
     let out = doctor(p.path());
     assert_eq!(out.code, 1);
-    assert!(
-        out.stdout.contains("FAIL  wired:PreToolUse")
-            && out.stdout.contains("run `attenu-hook install`"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        &["FAIL  wired:PreToolUse", "run `attenu-hook install`"],
     );
     // A matcher or a missing onFailure is as bad as no wiring.
     let mut s = settings(p.path());
     s["hooks"] = json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": BIN, "timeout": 10, "onFailure": "block"}]}]});
     std::fs::write(p.path().join(".claude/settings.json"), s.to_string()).unwrap();
     let out = doctor(p.path());
-    assert!(out.stdout.contains("matcher 'Bash'"), "{}", out.stdout);
+    assert_contains(&out.stdout, &["matcher 'Bash'"]);
 }
 
-#[test]
 fn doctor_fails_on_unsafe_permissions_and_a_broken_ledger() {
     let p = sample("doctor-perms");
     assert_eq!(
@@ -218,26 +246,18 @@ fn doctor_fails_on_unsafe_permissions_and_a_broken_ledger() {
     .unwrap();
     let out = doctor(p.path());
     assert_eq!(out.code, 1);
-    assert!(
-        out.stdout.contains("FAIL  perm:anchor.key") && out.stdout.contains("chmod 600"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &["FAIL  perm:anchor.key", "chmod 600"]);
     std::fs::set_permissions(
         p.path().join(".attenu/anchor.key"),
         std::fs::Permissions::from_mode(0o600),
     )
     .unwrap();
-    let path = ledger_path(p.path(), "s1");
+    let path = p.ledger("s1");
     let original = std::fs::read_to_string(&path).unwrap();
     let text = original.replacen("fs.read", "fs.rea", 1);
     std::fs::write(&path, text).unwrap();
     let out = doctor(p.path());
-    assert!(
-        out.stdout.contains("FAIL  ledger:ledger-s1.jsonl"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &["FAIL  ledger:ledger-s1.jsonl"]);
     // Cut short: every line left still verifies, but the checkpoint remembers more.
     let lines: Vec<&str> = original.lines().collect();
     std::fs::write(&path, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
@@ -253,77 +273,41 @@ fn doctor_fails_on_unsafe_permissions_and_a_broken_ledger() {
 }
 
 /// The log table with times replaced, so it can be compared with the snapshot.
+/// `log`'s output, which must succeed, with its times masked.
 fn normalised_log(args: &[&str]) -> String {
     let out = cli(args);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    out.stdout
-        .lines()
-        .map(|l| {
-            if l.len() > 24 && l.as_bytes()[4] == b'-' && l.as_bytes()[23] == b'Z' {
-                format!("<time>{}", &l[24..])
-            } else {
-                l.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-        + "\n"
+    mask(&out.stdout, &[])
 }
 
-#[test]
 fn log_output_matches_the_snapshot() {
     let p = sample("log");
     let sid = "0b5f1c2e-log-snapshot";
     reviewer_read(p.path(), sid, "/x", "t1");
-    hook(
-        p.path(),
-        &post(
-            sid,
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/x"}),
-            "t1",
-            json!({}),
-        ),
-    );
-    hook(
-        p.path(),
-        &pre(
-            sid,
-            p.path(),
-            Some("reviewer"),
-            "WebFetch",
-            json!({"url": "https://x"}),
-            "t2",
-        ),
-    );
-    hook(
-        p.path(),
-        &pre(
-            sid,
-            p.path(),
-            Some("Explore"),
-            "Grep",
-            json!({"pattern": "x"}),
-            "t3",
-        ),
-    );
-    hook(
-        p.path(),
-        &pre(sid, p.path(), None, "Bash", json!({"command": "ls"}), "t4"),
-    );
+    p.subagent("reviewer", "Read")
+        .session(sid)
+        .input(json!({"file_path": "/x"}))
+        .id("t1")
+        .post(json!({}))
+        .run();
+    p.subagent("reviewer", "WebFetch")
+        .session(sid)
+        .input(json!({"url": "https://x"}))
+        .id("t2")
+        .run();
+    p.subagent("Explore", "Grep")
+        .session(sid)
+        .input(json!({"pattern": "x"}))
+        .id("t3")
+        .run();
+    p.main_thread("Bash")
+        .session(sid)
+        .input(json!({"command": "ls"}))
+        .id("t4")
+        .run();
     let dir = p.path().to_str().unwrap();
     let table = normalised_log(&["log", "--project", dir]);
-    let snapshot = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots/log.txt");
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::write(&snapshot, &table).unwrap();
-    }
-    assert_eq!(
-        table,
-        std::fs::read_to_string(&snapshot).unwrap(),
-        "run with UPDATE_SNAPSHOTS=1 to accept a deliberate change"
-    );
+    assert_snapshot("log.txt", &table);
     let denied = normalised_log(&["log", "--project", dir, "--denied"]);
     assert_eq!(denied.lines().count(), 1 + 3, "{denied}");
     let explore = normalised_log(&["log", "--project", dir, "--agent", "Explore", "--json"]);
@@ -341,73 +325,58 @@ fn log_output_matches_the_snapshot() {
 /// Regression: `log` printed an edited ledger as if it were the record (a denial edited to
 /// an allow showed as allowed, exit 0). It still shows what is written, so a person can look,
 /// but warns and exits 1. It also finds the project from a subdirectory.
-#[test]
 fn log_warns_and_fails_on_a_ledger_that_does_not_verify() {
     let p = sample("log-tamper");
     let dir = p.path().to_str().unwrap();
-    assert!(hook(
-        p.path(),
-        &pre(
-            "s1",
-            p.path(),
-            Some("reviewer"),
-            "WebFetch",
-            json!({"url": "https://x"}),
-            "t1"
-        ),
-    )
-    .denied());
+    assert!(p
+        .subagent("reviewer", "WebFetch")
+        .input(json!({"url": "https://x"}))
+        .id("t1")
+        .run()
+        .denied());
     let sub = p.path().join("src/deep");
     std::fs::create_dir_all(&sub).unwrap();
     let clean = cli(&["log", "--project", sub.to_str().unwrap()]);
     assert_eq!(clean.code, 0, "{}", clean.stderr);
-    assert!(clean.stdout.contains("DENY"), "{}", clean.stdout);
-    let path = ledger_path(p.path(), "s1");
+    assert_contains(&clean.stdout, &["DENY"]);
+    let path = p.ledger("s1");
     let text = std::fs::read_to_string(&path)
         .unwrap()
         .replace("\"event\":\"deny\"", "\"event\":\"allow\"");
     std::fs::write(&path, text).unwrap();
     let out = cli(&["log", "--project", dir]);
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(
-        out.stderr.contains("WARNING") && out.stderr.contains("does not verify"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, &["WARNING", "does not verify"]);
 }
 
 /// Regression: the state commands took the nearest ancestor with `.claude/` for the project,
 /// so a project without one of its own, below a home that has `~/.claude` (every Claude Code
 /// user's), was looked for in the home directory.
-#[test]
 fn state_commands_find_a_project_without_claude_below_a_home_with_it() {
     let home = TempDir::new("home");
     std::fs::create_dir_all(home.path().join(".claude")).unwrap();
     let proj = home.path().join("proj");
     std::fs::create_dir_all(&proj).unwrap();
-    assert!(hook(
-        &proj,
-        &pre("s1", &proj, None, "Read", json!({"file_path": "/x"}), "t1")
-    )
-    .is_allow());
+    assert_allowed(
+        &proj
+            .main_thread("Read")
+            .input(json!({"file_path": "/x"}))
+            .id("t1")
+            .run(),
+    );
     assert!(proj.join(".attenu").is_dir());
     let dir = proj.to_str().unwrap();
     let log = cli(&["log", "--project", dir]);
     assert_eq!(log.code, 0, "{}", log.stderr);
-    assert!(log.stdout.contains("Read"), "{}", log.stdout);
+    assert_contains(&log.stdout, &["Read"]);
     let export = cli(&["export", "--project", dir, "--session", "s1"]);
     assert_eq!(export.code, 0, "{}", export.stderr);
-    assert!(
-        export.stdout.contains("proj/.attenu/bundle-s1.json"),
-        "{}",
-        export.stdout
-    );
+    assert_contains(&export.stdout, &["proj/.attenu/bundle-s1.json"]);
     let list = cli(&["reconcile", "list", "--project", dir]);
     assert_eq!(list.code, 0, "{}", list.stderr);
     assert!(!home.path().join(".attenu").exists());
 }
 
-#[test]
 fn completions_and_man_page_come_from_the_cli_definition() {
     let bash = cli(&["completions", "bash"]);
     assert_eq!(bash.code, 0);
@@ -437,7 +406,6 @@ fn write_settings(p: &std::path::Path, file: &str, v: &Value) {
 
 /// Regression: a handler under a matcher, or with `async` or `if`, was taken as wiring, and
 /// `install` said nothing changed while Claude Code checked only some calls, or did not wait.
-#[test]
 fn install_moves_a_handler_out_of_a_matcher_and_strips_async_and_if() {
     let p = TempDir::new("install-fix");
     let mut pre = handler("attenu-hook");
@@ -494,11 +462,10 @@ fn install_moves_a_handler_out_of_a_matcher_and_strips_async_and_if() {
         handler("attenu-hook")
     );
     let again = cli(&["install", dir, "--command", "attenu-hook"]);
-    assert!(again.stdout.contains("nothing changed"), "{}", again.stdout);
+    assert_contains(&again.stdout, &["nothing changed"]);
 }
 
 /// Regression: `doctor` passed wiring Claude Code does not wait for or does not run at all.
-#[test]
 fn doctor_fails_on_async_if_and_disabled_hooks_in_any_scope() {
     let p = sample("doctor-async");
     let dir = p.path().to_str().unwrap();
@@ -528,11 +495,7 @@ fn doctor_fails_on_async_if_and_disabled_hooks_in_any_scope() {
     );
     let out = doctor(p.path());
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(
-        out.stdout.contains("FAIL  hooks-enabled") && out.stdout.contains("settings.local.json"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &["FAIL  hooks-enabled", "settings.local.json"]);
     std::fs::remove_file(p.path().join(".claude/settings.local.json")).unwrap();
     // The user's own settings are read too (CLAUDE_CONFIG_DIR, else ~/.claude).
     let user = TempDir::new("doctor-user");
@@ -543,7 +506,7 @@ fn doctor_fails_on_async_if_and_disabled_hooks_in_any_scope() {
     .unwrap();
     let out = cli_with(&["doctor", dir], &[("CLAUDE_CONFIG_DIR", user.path())]);
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(out.stdout.contains("FAIL  hooks-enabled"), "{}", out.stdout);
+    assert_contains(&out.stdout, &["FAIL  hooks-enabled"]);
     // And wiring kept in the user's settings counts, so the project file need not hold it.
     std::fs::write(user.path().join("settings.json"), installed.to_string()).unwrap();
     let mut bare = installed.clone();
@@ -551,12 +514,11 @@ fn doctor_fails_on_async_if_and_disabled_hooks_in_any_scope() {
     write_settings(p.path(), "settings.json", &bare);
     let out = cli_with(&["doctor", dir], &[("CLAUDE_CONFIG_DIR", user.path())]);
     assert_eq!(out.code, 0, "{}", out.stdout);
-    assert!(out.stdout.contains("(user settings)"), "{}", out.stdout);
+    assert_contains(&out.stdout, &["(user settings)"]);
 }
 
 /// Regression: only the first handler's command was resolved, so a typo in another event's
 /// command passed.
-#[test]
 fn doctor_resolves_every_handlers_command() {
     let p = sample("doctor-cmds");
     let dir = p.path().to_str().unwrap();
@@ -586,7 +548,6 @@ fn doctor_resolves_every_handlers_command() {
 }
 
 /// Regression: install made a private settings file 0644 and replaced a symlinked one.
-#[test]
 fn install_keeps_the_files_mode_and_refuses_a_symlink() {
     let p = TempDir::new("install-mode");
     write_settings(
@@ -610,7 +571,7 @@ fn install_keeps_the_files_mode_and_refuses_a_symlink() {
     std::os::unix::fs::symlink(&target, &link).unwrap();
     let out = cli(&["install", q.path().to_str().unwrap()]);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(out.stderr.contains("symbolic link"), "{}", out.stderr);
+    assert_contains(&out.stderr, &["symbolic link"]);
     assert!(std::fs::symlink_metadata(&link)
         .unwrap()
         .file_type()
@@ -622,7 +583,6 @@ fn install_keeps_the_files_mode_and_refuses_a_symlink() {
 /// failed as unwired, and one wired by the plugin and by `install` passed although every call
 /// was recorded twice. Review: a plugin `enabledPlugins` names but Claude Code never installed
 /// (or installed without its binary) loads nothing, or blocks every call.
-#[test]
 fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
     let p = sample("doctor-plugin");
     let config = TempDir::new("doctor-plugin-config");
@@ -655,11 +615,12 @@ fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
     // Installed, but without a hooks file: Claude Code loads no hook from it.
     let out = doctor_in(config.path());
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(
-        out.stdout.contains("so Claude Code loads no hook from it")
-            && out.stdout.contains("no attenu-hook handler for PreToolUse"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        &[
+            "so Claude Code loads no hook from it",
+            "no attenu-hook handler for PreToolUse",
+        ],
     );
 
     // Its hooks, but not its binary: every call would be blocked.
@@ -710,11 +671,7 @@ fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
     enable(false);
     let out = doctor_in(config.path());
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(
-        out.stdout.contains("no attenu-hook handler for PreToolUse"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &["no attenu-hook handler for PreToolUse"]);
 
     // On and installed: install refuses to wire it a second time, also when another key that
     // is on names a plugin never installed.
@@ -769,7 +726,6 @@ fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
 /// loads the one installation that applies to the project. Second review: a manifest Claude
 /// Code rejects, a hooks path outside the plugin, an unreadable registry record and a linked
 /// git worktree were all read otherwise than Claude Code reads them.
-#[test]
 fn doctor_reads_the_one_installation_and_every_hooks_file_claude_code_would_load() {
     let p = sample("doctor-plugin-files");
     let other = sample("doctor-plugin-other");
@@ -966,7 +922,6 @@ fn doctor_reads_the_one_installation_and_every_hooks_file_claude_code_would_load
 
 /// Regression: install reported every event wired while a settings file turned all hooks off,
 /// so the user learned that nothing ran only from `doctor`, if at all.
-#[test]
 fn install_warns_when_claude_code_would_not_run_the_hook() {
     let p = sample("install-disabled");
     let dir = p.path().to_str().unwrap();
@@ -1031,13 +986,9 @@ fn install_warns_when_claude_code_would_not_run_the_hook() {
 
 /// Regression: `sudo attenu-hook install` replaced a user's settings file with one owned by
 /// root, which the user could then no longer edit.
-#[test]
 fn install_as_root_keeps_the_files_owner() {
     use std::os::unix::fs::MetadataExt;
-    if std::fs::metadata("/proc/self").map(|m| m.uid()).ok() != Some(0) {
-        eprintln!("SKIPPED install_as_root_keeps_the_files_owner: needs root (CI runs as root)");
-        return;
-    }
+    need_root();
     let p = TempDir::new("install-owner");
     write_settings(p.path(), "settings.json", &json!({"model": "opus"}));
     let path = p.path().join(".claude/settings.json");
@@ -1057,17 +1008,13 @@ fn install_as_root_keeps_the_files_owner() {
     std::os::unix::fs::chown(q.path(), Some(4321), Some(4322)).unwrap();
     let out = cli(&["install", q.path().to_str().unwrap(), "--command", BIN]);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(
-        out.stderr.contains("belongs to uid 4321") && out.stderr.contains("sudo -u '#4321'"),
-        "{}",
-        out.stderr
-    );
+    assert_contains(&out.stderr, &["belongs to uid 4321", "sudo -u '#4321'"]);
     assert!(!q.path().join(".claude").exists());
     let r = TempDir::new("install-owner-claude-link");
     std::os::unix::fs::symlink(q.path(), r.path().join(".claude")).unwrap();
     let out = cli(&["install", r.path().to_str().unwrap(), "--command", BIN]);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(out.stderr.contains("is a symbolic link"), "{}", out.stderr);
+    assert_contains(&out.stderr, &["is a symbolic link"]);
 
     // Review: a group-writable project was called "writable by others", with advice that did
     // not apply to a root-owned one; a project inside another user's directory was accepted.
@@ -1075,10 +1022,9 @@ fn install_as_root_keeps_the_files_owner() {
     std::fs::set_permissions(g.path(), std::fs::Permissions::from_mode(0o775)).unwrap();
     let out = cli(&["install", g.path().to_str().unwrap(), "--command", BIN]);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(
-        out.stderr.contains("is writable by its group, and") && out.stderr.contains("chmod go-w"),
-        "{}",
-        out.stderr
+    assert_contains(
+        &out.stderr,
+        &["is writable by its group, and", "chmod go-w"],
     );
     let home = TempDir::new("install-owner-users-home");
     let inside = home.path().join("project");
@@ -1099,17 +1045,29 @@ fn install_as_root_keeps_the_files_owner() {
 /// when its group is one they are not in (as after `sudo cp` and `sudo chown user`). Review:
 /// in a user namespace where that group is not mapped, `fchown` fails with EINVAL rather than
 /// EPERM, and install failed again.
-#[test]
 fn install_by_the_files_owner_works_whatever_its_group() {
+    // A group the user is in is kept with its bits; one they are not in cannot be, and then
+    // its bits go rather than pass to the user's own group.
+    install_as_uid_4321(false, &[(4400, (4400, 0o660)), (0, (4321, 0o600))]);
+}
+
+/// The same in a user namespace that maps only uid and gid 4321: a group it does not map
+/// cannot be kept either.
+fn install_by_the_files_owner_works_whatever_its_group_in_a_user_namespace() {
+    install_as_uid_4321(true, &[(4400, (4321, 0o600))]);
+}
+
+/// Runs `install` as uid 4321 in group 4400 (in a user namespace when `namespaced`) on a
+/// settings file owned by 4321 with each case's group, and checks the (gid, mode) it is left
+/// with.
+fn install_as_uid_4321(namespaced: bool, cases: &[(u32, (u32, u32))]) {
     use std::os::unix::fs::MetadataExt;
     let setpriv = std::path::Path::new("/usr/bin/setpriv");
     let unshare = std::path::Path::new("/usr/bin/unshare");
-    let root = std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0);
-    if !root || !setpriv.exists() {
-        eprintln!("SKIPPED install_by_the_files_owner_works_whatever_its_group: needs root and /usr/bin/setpriv (CI has both)");
-        return;
+    need_root();
+    if !setpriv.exists() {
+        skip("needs /usr/bin/setpriv (CI has it)");
     }
-    // As uid 4321 in group 4400, optionally in a user namespace that maps only uid and gid 4321.
     let as_user = |namespaced: bool, args: &[&std::ffi::OsStr]| {
         let mut c = std::process::Command::new(setpriv);
         c.args(["--reuid=4321", "--regid=4321", "--groups=4400"]);
@@ -1126,24 +1084,15 @@ fn install_by_the_files_owner_works_whatever_its_group() {
             .unwrap()
     };
     if !as_user(false, &["--version".as_ref()]).status.success() {
-        eprintln!("SKIPPED install_by_the_files_owner_works_whatever_its_group: uid 4321 cannot run {BIN} (a directory above it is private)");
-        return;
+        skip(format!(
+            "uid 4321 cannot run {BIN} (a directory above it is private)"
+        ));
     }
-    let namespaces = unshare.exists() && as_user(true, &["--version".as_ref()]).status.success();
-    if !namespaces {
-        eprintln!("SKIPPED the user-namespace case of install_by_the_files_owner_works_whatever_its_group: this machine does not let uid 4321 create a user namespace with /usr/bin/unshare");
+    if namespaced && !(unshare.exists() && as_user(true, &["--version".as_ref()]).status.success())
+    {
+        skip("this machine does not let uid 4321 create a user namespace with /usr/bin/unshare");
     }
-    // A group the user is in is kept with its bits; one they are not in (or one their
-    // namespace does not map) cannot be, and then its bits go rather than pass to the user's
-    // own group.
-    for (namespaced, group, kept) in [
-        (false, 4400, (4400, 0o660)),
-        (false, 0, (4321, 0o600)),
-        (true, 4400, (4321, 0o600)),
-    ] {
-        if namespaced && !namespaces {
-            continue;
-        }
+    for &(group, kept) in cases {
         let p = TempDir::new("install-user-group");
         write_settings(p.path(), "settings.json", &json!({"model": "opus"}));
         let path = p.path().join(".claude/settings.json");
@@ -1180,7 +1129,6 @@ fn install_by_the_files_owner_works_whatever_its_group() {
 
 /// Regression: install wrote a nested `.claude/` when run from a subdirectory, and created
 /// whatever path it was given; doctor on a missing directory listed wiring failures.
-#[test]
 fn install_and_doctor_find_the_project_root_and_refuse_a_missing_directory() {
     let p = sample("install-root");
     let sub = p.path().join("src/deep");
@@ -1205,18 +1153,13 @@ fn install_and_doctor_find_the_project_root_and_refuse_a_missing_directory() {
     assert!(!p.path().join("src/typo").exists());
 }
 
-#[test]
 fn doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2() {
     let p = sample("doctor-file");
     let dir = p.path().to_str().unwrap();
     assert_eq!(cli(&["install", dir, "--command", BIN]).code, 0);
     std::fs::write(p.path().join(".attenu"), "").unwrap();
     let out = doctor(p.path());
-    assert!(
-        out.stdout.contains("FAIL  perm:.attenu") && out.stdout.contains("not a directory"),
-        "{}",
-        out.stdout
-    );
+    assert_contains(&out.stdout, &["FAIL  perm:.attenu", "not a directory"]);
     // Output that cannot be written ends the command with exit 2, not a panic (101).
     let full = std::fs::OpenOptions::new()
         .write(true)
@@ -1237,7 +1180,6 @@ fn doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2() {
 
 /// Regression: a `.attenu/` in a parent directory (left by a session started there) took
 /// `install`, `doctor` and `--derive` away from the project's own `.claude/`.
-#[test]
 fn declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu() {
     let parent = TempDir::new("parent-attenu");
     std::fs::create_dir_all(parent.path().join(".attenu")).unwrap();
@@ -1253,7 +1195,7 @@ fn declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu() {
     assert!(repo.join(".claude/settings.json").is_file());
     assert!(!parent.path().join(".claude").exists());
     let derived = cli(&["--derive", dir, "--json"]);
-    assert!(derived.stdout.contains("solo"), "{}", derived.stdout);
+    assert_contains(&derived.stdout, &["solo"]);
     let out = doctor(&repo);
     assert!(
         out.stdout.starts_with(&format!(
@@ -1268,7 +1210,6 @@ fn declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu() {
 /// Regression: wiring written with `--command` for a renamed copy or a link was not recognised
 /// by `doctor` or a later `install`, which added a second handler; and a second handler of ours
 /// (another command, or under a matcher) was left in place, so every call ran the hook twice.
-#[test]
 fn install_keeps_one_handler_per_event_and_recognises_its_own_command() {
     let p = sample("install-one");
     let dir = p.path().to_str().unwrap();
@@ -1280,7 +1221,7 @@ fn install_keeps_one_handler_per_event_and_recognises_its_own_command() {
     let out = doctor(p.path());
     assert_eq!(out.code, 0, "{}", out.stdout);
     let again = cli(&["install", dir]);
-    assert!(again.stdout.contains("nothing changed"), "{}", again.stdout);
+    assert_contains(&again.stdout, &["nothing changed"]);
 
     // A second handler of ours under a matcher, async: removed, not left to run twice.
     let mut s = settings(p.path());
@@ -1321,7 +1262,6 @@ fn install_keeps_one_handler_per_event_and_recognises_its_own_command() {
 
 /// `disableAllHooks` as Claude Code applies it: the most specific scope that sets it decides,
 /// and outside managed settings it leaves managed hooks running.
-#[test]
 fn doctor_reads_disable_all_hooks_by_precedence() {
     let p = sample("doctor-precedence");
     let dir = p.path().to_str().unwrap();
@@ -1350,7 +1290,6 @@ fn doctor_reads_disable_all_hooks_by_precedence() {
 
 /// Regression: a command spelt with `$HOME` or `~` was reported as not resolving although the
 /// shell Claude Code runs it with expands it.
-#[test]
 fn doctor_expands_home_and_variables_in_commands() {
     let p = sample("doctor-expand");
     let home = TempDir::new("doctor-home");

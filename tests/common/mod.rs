@@ -1,5 +1,6 @@
-//! Shared helpers for the integration tests: temporary projects, and the real binary run as a
-//! subprocess with a payload on stdin, the way Claude Code runs it.
+//! Shared helpers for the integration tests (tests/README.md shows them in use): temporary
+//! projects and their builders, hook calls built up and run as the real binary with a payload on
+//! stdin (the way Claude Code runs it), assertions, and the operator commands.
 #![allow(dead_code)]
 
 pub mod harness;
@@ -76,6 +77,365 @@ pub fn sample(tag: &str) -> TempDir {
         ],
         Some(json!({"permissions": {"allow": ["Read", "Grep", "Glob", "Bash(npm run lint)"], "deny": ["Read(./.env)", "NotebookEdit"]}})),
     )
+}
+
+/// Building a project step by step: `ProjectBuilder::new("tag").agent("ops", "tools: Bash")
+/// .settings(json!(..)).config("mode = \"shadow\"\n").build()`.
+pub struct ProjectBuilder {
+    tag: String,
+    agents: Vec<(String, String)>,
+    settings: Option<Value>,
+    config: Option<String>,
+}
+
+impl ProjectBuilder {
+    pub fn new(tag: &str) -> ProjectBuilder {
+        ProjectBuilder {
+            tag: tag.to_string(),
+            agents: Vec::new(),
+            settings: None,
+            config: None,
+        }
+    }
+    /// An agent `name` (in `.claude/agents/<name>.md`) whose frontmatter holds `name` and the
+    /// given lines (`"tools: Read, Grep"`, `"disallowedTools: Write"`, ...).
+    pub fn agent(self, name: &str, frontmatter: &str) -> ProjectBuilder {
+        let text = format!("---\nname: {name}\n{frontmatter}\n---\n");
+        self.agent_file(&format!("{name}.md"), &text)
+    }
+    /// An agent file with exactly this text, at `.claude/agents/<file>`.
+    pub fn agent_file(mut self, file: &str, text: &str) -> ProjectBuilder {
+        self.agents.push((file.to_string(), text.to_string()));
+        self
+    }
+    /// `.claude/settings.json`.
+    pub fn settings(mut self, settings: Value) -> ProjectBuilder {
+        self.settings = Some(settings);
+        self
+    }
+    /// `.attenu/config.toml`.
+    pub fn config(mut self, toml: &str) -> ProjectBuilder {
+        self.config = Some(toml.to_string());
+        self
+    }
+    pub fn build(self) -> TempDir {
+        let agents: Vec<(&str, &str)> = self
+            .agents
+            .iter()
+            .map(|(f, t)| (f.as_str(), t.as_str()))
+            .collect();
+        let p = project(&self.tag, &agents, self.settings);
+        if let Some(toml) = self.config {
+            write_config(p.path(), toml);
+        }
+        p
+    }
+}
+
+/// One hook event for a project, built up and then run as one hook process: by default
+/// session `s1`, tool_use_id `t`, an empty `tool_input`.
+#[derive(Clone)]
+pub struct Call {
+    project: PathBuf,
+    payload: Value,
+}
+
+impl Call {
+    /// A PreToolUse of `tool` by `agent` (None: the main thread).
+    pub fn pre(project: &Path, agent: Option<&str>, tool: &str) -> Call {
+        Call {
+            project: project.to_path_buf(),
+            payload: pre("s1", project, agent, tool, json!({}), "t"),
+        }
+    }
+    pub fn input(mut self, input: Value) -> Call {
+        self.payload["tool_input"] = input;
+        self
+    }
+    pub fn id(mut self, tool_use_id: &str) -> Call {
+        self.payload["tool_use_id"] = json!(tool_use_id);
+        self
+    }
+    pub fn session(mut self, session: &str) -> Call {
+        self.payload["session_id"] = json!(session);
+        self.payload["transcript_path"] =
+            json!(format!("/home/u/.claude/projects/p/{session}.jsonl"));
+        self
+    }
+    /// Any other field of the payload.
+    pub fn with(mut self, key: &str, value: Value) -> Call {
+        self.payload[key] = value;
+        self
+    }
+    /// The same call's PostToolUse, with this `tool_response`.
+    pub fn post(self, response: Value) -> Call {
+        self.with("hook_event_name", json!("PostToolUse"))
+            .with("tool_response", response)
+    }
+    /// The same call's PostToolUseFailure, with this `error`.
+    pub fn failure(self, error: &str) -> Call {
+        self.with("hook_event_name", json!("PostToolUseFailure"))
+            .with("error", json!(error))
+    }
+    pub fn payload(&self) -> &Value {
+        &self.payload
+    }
+    pub fn value(self) -> Value {
+        self.payload
+    }
+    pub fn run(&self) -> Out {
+        hook(&self.project, &self.payload)
+    }
+}
+
+/// What a test does with its project: calls, its ledger, the operator commands.
+pub trait ProjectExt {
+    fn root(&self) -> &Path;
+    /// A PreToolUse by the subagent of type `agent` (agent_id `a-<agent>`).
+    fn subagent(&self, agent: &str, tool: &str) -> Call {
+        Call::pre(self.root(), Some(agent), tool)
+    }
+    /// `agent`'s Read of `file_path`.
+    fn read_by(&self, agent: &str, file_path: &str) -> Call {
+        self.subagent(agent, "Read")
+            .input(json!({ "file_path": file_path }))
+    }
+    /// `agent`'s Bash running `command`.
+    fn bash_by(&self, agent: &str, command: &str) -> Call {
+        self.subagent(agent, "Bash")
+            .input(json!({ "command": command }))
+    }
+    /// A PreToolUse by the main thread.
+    fn main_thread(&self, tool: &str) -> Call {
+        Call::pre(self.root(), None, tool)
+    }
+    /// A session-level event (`SessionEnd`, `SubagentStop`, ...) of session `session`.
+    fn event(&self, session: &str, name: &str) -> Out {
+        hook(self.root(), &event(session, self.root(), name))
+    }
+    /// A SessionStart as Claude Code 2.1.332 sends it, `source` being startup, resume, ...
+    fn session_start(&self, session: &str, source: &str) -> Out {
+        hook(self.root(), &session_start(session, self.root(), source))
+    }
+    fn config(&self, toml: &str) {
+        write_config(self.root(), toml)
+    }
+    fn ledger(&self, session: &str) -> PathBuf {
+        ledger_path(self.root(), session)
+    }
+    fn entries(&self, session: &str) -> Vec<Value> {
+        entries(self.root(), session)
+    }
+    fn dir(&self) -> &str {
+        self.root().to_str().unwrap()
+    }
+    /// `export --project P --session S`, which must succeed: the bundles' paths.
+    fn export(&self, session: &str) -> Vec<String> {
+        let out = cli(&["export", "--project", self.dir(), "--session", session]);
+        assert_eq!(out.code, 0, "export: {}{}", out.stdout, out.stderr);
+        out.stdout.lines().map(str::to_string).collect()
+    }
+    /// `verify BUNDLE --pub <the project's anchor.pub>`.
+    fn verify_pinned(&self, bundle: &str) -> Out {
+        let key = self.root().join(".attenu/anchor.pub");
+        cli(&["verify", bundle, "--pub", key.to_str().unwrap()])
+    }
+    /// [`verify_pinned`](ProjectExt::verify_pinned) with `--json`.
+    fn verify_pinned_json(&self, bundle: &str) -> Out {
+        let key = self.root().join(".attenu/anchor.pub");
+        cli(&["verify", bundle, "--pub", key.to_str().unwrap(), "--json"])
+    }
+}
+
+impl ProjectExt for TempDir {
+    fn root(&self) -> &Path {
+        self.path()
+    }
+}
+
+impl ProjectExt for Path {
+    fn root(&self) -> &Path {
+        self
+    }
+}
+
+impl ProjectExt for PathBuf {
+    fn root(&self) -> &Path {
+        self
+    }
+}
+
+/// A SessionStart payload as Claude Code 2.1.332 sends it.
+pub fn session_start(session: &str, project: &Path, source: &str) -> Value {
+    json!({"session_id": session, "transcript_path": format!("/home/u/.claude/projects/p/{session}.jsonl"),
+           "cwd": project, "hook_event_name": "SessionStart", "source": source})
+}
+
+/// The hook allowed (exit 0, `{}`).
+#[track_caller]
+pub fn assert_allowed(out: &Out) {
+    assert!(
+        out.is_allow(),
+        "expected an allow: {}{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+/// The hook denied, with the reason code `[code]` in its reason.
+#[track_caller]
+pub fn assert_denied_with(out: &Out, code: &str) {
+    assert_denied_saying(out, &format!("[{code}]"));
+}
+
+/// The hook denied, with `text` in its reason.
+#[track_caller]
+pub fn assert_denied_saying(out: &Out, text: &str) {
+    assert!(
+        out.denied() && out.reason().contains(text),
+        "expected a deny saying {text:?}: {}{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+/// The hook denied, with every one of `texts` in its reason.
+#[track_caller]
+pub fn assert_denied_saying_all(out: &Out, texts: &[&str]) {
+    for text in texts {
+        assert_denied_saying(out, text);
+    }
+}
+
+/// The hook stopped Claude (`continue: false`) with `text` in its stopReason.
+#[track_caller]
+pub fn assert_halted_saying(out: &Out, text: &str) {
+    let j = out.json();
+    assert_eq!(j["continue"], false, "expected a halt: {}", out.stdout);
+    let why = j["stopReason"].as_str().unwrap_or("");
+    assert!(
+        why.contains(text),
+        "expected a stopReason saying {text:?}: {why}"
+    );
+}
+
+/// `text` contains every one of `needles`.
+#[track_caller]
+pub fn assert_contains(text: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(text.contains(needle), "expected {needle:?} in:\n{text}");
+    }
+}
+
+/// Runs `f(0)` .. `f(n-1)` on `n` threads released together: whether every one returned true.
+pub fn all_at_once(n: usize, f: impl Fn(usize) -> bool + Sync) -> bool {
+    let barrier = std::sync::Barrier::new(n);
+    std::thread::scope(|s| {
+        let threads: Vec<_> = (0..n)
+            .map(|i| {
+                let (barrier, f) = (&barrier, &f);
+                s.spawn(move || {
+                    barrier.wait();
+                    f(i)
+                })
+            })
+            .collect();
+        threads.into_iter().all(|t| t.join().unwrap())
+    })
+}
+
+/// The entries of `event` (`allow`, `deny`, `outcome`, `root`, `spawn`, ...).
+pub fn of_event<'a>(entries: &'a [Value], event: &str) -> Vec<&'a Value> {
+    entries.iter().filter(|e| e["event"] == event).collect()
+}
+
+/// The files in `dir` whose names contain `part`.
+pub fn files_named(dir: &Path, part: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(part))
+        .map(|e| e.path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Runs `mkfifo path`.
+pub fn mkfifo(path: &Path) {
+    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
+// ---- the gate ----------------------------------------------------------------------------
+
+/// A project whose Bash is gated (`[gate] require = ["exec.bash"]`), with an `ops` agent holding
+/// `ops_tools` and reviewer alice; returns (project, alice's key file).
+pub fn gated_project(tag: &str, ops_tools: &str) -> (TempDir, PathBuf) {
+    let p = ProjectBuilder::new(tag)
+        .agent("ops", &format!("tools: {ops_tools}"))
+        .build();
+    let (key, public) = alice_key(p.path());
+    write_config(
+        p.path(),
+        format!("[gate]\nrequire = [\"exec.bash\"]\nreviewers = {{ alice = \"{public}\" }}\n"),
+    );
+    (p, key)
+}
+
+/// Reviewer alice's key, made in the project: (key file, public key in hex).
+pub fn alice_key(project: &Path) -> (PathBuf, String) {
+    let key = project.join("alice.key");
+    let out = cli(&["keygen", "--out", key.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let public = out.stdout.lines().last().unwrap().trim().to_string();
+    assert_eq!(public.len(), 64);
+    (key, public)
+}
+
+/// `authorize --project P --tool Bash --reviewer alice --key KEY --input INPUT EXTRA...`.
+pub fn authorize(p: &Path, key: &Path, input: &Value, extra: &[&str]) -> Out {
+    let mut args = vec![
+        "authorize",
+        "--project",
+        p.to_str().unwrap(),
+        "--tool",
+        "Bash",
+        "--reviewer",
+        "alice",
+        "--key",
+        key.to_str().unwrap(),
+    ];
+    let input = input.to_string();
+    args.extend(["--input", input.as_str()]);
+    args.extend(extra);
+    cli(&args)
+}
+
+/// `reconcile list --project P` (and `extra` after it).
+pub fn reconcile_list(p: &Path, extra: &[&str]) -> Out {
+    let mut args = vec!["reconcile", "list", "--project", p.to_str().unwrap()];
+    args.extend(extra);
+    cli(&args)
+}
+
+/// `reconcile resolve MARKER --project P --outcome OUTCOME --evidence EVIDENCE` (and `extra`).
+pub fn reconcile_resolve(
+    p: &Path,
+    marker: &str,
+    outcome: &str,
+    evidence: &str,
+    extra: &[&str],
+) -> Out {
+    let mut args = vec![
+        "reconcile",
+        "resolve",
+        marker,
+        "--project",
+        p.to_str().unwrap(),
+    ];
+    args.extend(["--outcome", outcome, "--evidence", evidence]);
+    args.extend(extra);
+    cli(&args)
 }
 
 /// What one hook process answered.
@@ -157,6 +517,30 @@ pub fn reviewer_read(project: &Path, session: &str, file_path: &str, tool_use_id
     )
 }
 
+/// The reviewer's Read of `/p/a` as `t1` in session s1, asserted allowed: the call whose
+/// outcome a test then sends (`call.clone().post(json!({})).run()`).
+pub fn allowed_read(project: &Path) -> Call {
+    let call = Call::pre(project, Some("reviewer"), "Read")
+        .input(json!({"file_path": "/p/a"}))
+        .id("t1");
+    assert_allowed(&call.run());
+    call
+}
+
+/// Numbered reviewer reads in session s1: `call("3")` reads `/x3` as tool_use_id `t3`.
+pub fn numbered_reads(project: &Path) -> impl Fn(&str) -> Out + '_ {
+    move |i| reviewer_read(project, "s1", &format!("/x{i}"), &format!("t{i}"))
+}
+
+/// [`numbered_reads`] after `n` of them (`"0"` to `n-1`), each asserted allowed.
+pub fn after_reads(project: &Path, n: usize) -> impl Fn(&str) -> Out + '_ {
+    let call = numbered_reads(project);
+    for i in 0..n {
+        assert_allowed(&call(&i.to_string()));
+    }
+    call
+}
+
 /// A PreToolUse payload as Claude Code sends it.
 pub fn pre(
     session: &str,
@@ -180,21 +564,6 @@ pub fn pre(
         p["agent_id"] = json!(format!("a-{a}"));
         p["agent_type"] = json!(a);
     }
-    p
-}
-
-pub fn post(
-    session: &str,
-    project: &Path,
-    agent: Option<&str>,
-    tool: &str,
-    input: Value,
-    tool_use_id: &str,
-    response: Value,
-) -> Value {
-    let mut p = pre(session, project, agent, tool, input, tool_use_id);
-    p["hook_event_name"] = json!("PostToolUse");
-    p["tool_response"] = response;
     p
 }
 
@@ -246,43 +615,6 @@ pub fn cli_with(args: &[&str], env: &[(&str, &std::path::Path)]) -> Out {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
-}
-
-/// Whether `program` (a Debian package .ci/run installs, e.g. `strace`, `faketime`) runs;
-/// when it does not, says loudly which test (`what`) is skipped.
-pub fn debian_tool(program: &str, probe: &str, what: &str) -> bool {
-    let present = Command::new(program)
-        .arg(probe)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !present {
-        eprintln!("\n*** SKIPPED {what} test: `{program}` is not installed (apt-get install {program}; .ci/run does) ***\n");
-    }
-    present
-}
-
-/// A python with attenu-guard installed, or None with a loud message.
-pub fn reference_python(test: &str) -> Option<String> {
-    let py = std::env::var("ATTENU_REF_PYTHON")
-        .ok()
-        .filter(|p| !p.is_empty());
-    let ok = py.as_ref().is_some_and(|p| {
-        Command::new(p)
-            .args(["-c", "import attenu_guard, cryptography"])
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false)
-    });
-    if ok {
-        return py;
-    }
-    if std::env::var_os("CI").is_some() {
-        panic!("{test}: CI must set ATTENU_REF_PYTHON to a python with attenu-guard[crypto]==0.21.0 (see .ci/run)");
-    }
-    eprintln!("\n*** SKIPPED {test}: needs the reference verifier. Set ATTENU_REF_PYTHON to a python with `attenu-guard[crypto]==0.21.0` installed (.ci/run does this). ***\n");
-    None
 }
 
 /// The reference verdict on a bundle file, using only the given anchor.pub.

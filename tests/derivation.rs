@@ -1,0 +1,204 @@
+//! Derivation: each subagent's authority from `.claude/agents/**/*.md` frontmatter and the
+//! settings' `permissions`, as `--derive` prints it and as the hook decides with it.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+
+#[test]
+fn a_project_no_other_test_saw_is_derived_and_decided() {
+    let p = project(
+        "fresh",
+        &[
+            ("team/builder.md", "\u{feff}---\r\nname: builder\r\ndescription: builds\r\ntools:\r\n  - Read\r\n  - Bash\r\n  - 'Write'\r\n---\r\n"),
+            ("helper.md", "---\nname: helper\ndescription: inherits\ndisallowedTools: [Write, Bash]\n---\n"),
+            ("auditor.md", "---\nname: \"auditor\"\ndescription: x\ntools: [Grep, Glob]  # searching only\n---\n"),
+            ("broken.md", "---\nname: broken\n  tools: Read\n---\n"),
+        ],
+        Some(json!({"permissions": {"allow": ["WebSearch", "Bash(git status)"], "deny": ["Read(./secrets/**)"]}})),
+    );
+    let out = cli(&["--derive", p.path().to_str().unwrap(), "--json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let d: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        d["agents"]["builder"],
+        json!(["exec.bash", "fs.read", "fs.write"])
+    );
+    assert_eq!(
+        d["agents"]["helper"],
+        json!([
+            "agent.delegate.auditor",
+            "agent.delegate.broken",
+            "agent.delegate.builder",
+            "agent.delegate.helper",
+            "fs.glob",
+            "fs.grep",
+            "fs.read",
+            "net.search"
+        ])
+    );
+    assert_eq!(d["agents"]["auditor"], json!(["fs.glob", "fs.grep"]));
+    assert_eq!(d["agents"]["broken"], json!([]));
+    assert!(d["problems"][0].as_str().unwrap().contains("broken"));
+    assert!(d["unrepresented"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|u| u == "settings permissions.allow Bash(git status)"));
+    let decide = |agent: &str, tool: &str| {
+        p.subagent(agent, tool)
+            .input(json!({"file_path": "/p/x", "command": "ls"}))
+            .run()
+            .is_allow()
+    };
+    assert!(decide("builder", "Bash") && decide("builder", "Write"));
+    assert!(decide("helper", "Read") && decide("helper", "WebSearch"));
+    assert!(!decide("helper", "Write") && !decide("helper", "Bash"));
+    assert!(decide("auditor", "Grep") && !decide("auditor", "Read"));
+    assert!(
+        !decide("broken", "Read"),
+        "a broken declaration holds nothing"
+    );
+}
+
+/// Regression: `disallowedTools: mcp__pay__refund` beside `tools: mcp__pay` (and a settings
+/// deny of one tool of an allowed server) was dropped, so the denied tool was allowed.
+#[test]
+fn a_narrow_denial_under_a_wider_grant_is_enforced_and_recorded() {
+    let p = project(
+        "narrowdeny",
+        &[(
+            "ops.md",
+            "---\nname: ops\ntools: mcp__pay, Read\ndisallowedTools: mcp__pay__refund\n---\n",
+        )],
+        Some(json!({"permissions": {"allow": ["mcp__pay"], "deny": ["mcp__pay__wipe"]}})),
+    );
+    let call = |tool: &str, id: &str| p.subagent("ops", tool).id(id).run();
+    assert_allowed(&call("mcp__pay__charge", "t1"));
+    for (tool, id) in [("mcp__pay__refund", "t2"), ("mcp__pay__wipe", "t3")] {
+        let out = call(tool, id);
+        assert!(out.denied(), "{tool}: {}", out.stdout);
+    }
+    // The main thread is recorded, not enforced, by default: what settings deny would be.
+    p.main_thread("mcp__pay__wipe").id("t4").run();
+    let es = p.entries("s1");
+    assert!(
+        es.last().unwrap()["context"]["would_deny"]["code"].is_string(),
+        "{}",
+        es.last().unwrap()
+    );
+    let spawn = es.iter().find(|e| e["event"] == "spawn").unwrap();
+    assert_eq!(
+        spawn["context"]["excluded"],
+        json!(["mcp.pay.refund", "mcp.pay.wipe"])
+    );
+    assert_eq!(es[0]["context"]["excluded"], json!(["mcp.pay.wipe"]));
+    let derived = cli(&["--derive", p.path().to_str().unwrap(), "--json"]);
+    let d: Value = serde_json::from_str(&derived.stdout).unwrap();
+    assert_eq!(
+        d["excluded"]["agents"]["ops"],
+        json!(["mcp.pay.refund", "mcp.pay.wipe"])
+    );
+}
+
+#[test]
+fn one_bad_declaration_never_denies_the_rest_of_the_project() {
+    let mut agents: Vec<(String, String)> = (0..20)
+        .map(|i| {
+            (
+                format!("a{i}.md"),
+                format!("---\nname: agent-{i}\ntools: Read\n---\n"),
+            )
+        })
+        .collect();
+    agents.push((
+        "weird.md".into(),
+        "---\nname: Weird Name!\ntools: Read, Not A Tool(\n---\n".into(),
+    ));
+    agents.push((
+        "dup.md".into(),
+        "---\nname: agent-1\ntools: Bash\n---\n".into(),
+    ));
+    let refs: Vec<(&str, &str)> = agents
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let p = project("contain", &refs, None);
+    assert_allowed(&p.read_by("agent-7", "/x").id("t1").run());
+    assert_allowed(&p.read_by("Weird Name!", "/x").id("t2").run());
+    assert_allowed(
+        &p.main_thread("Read")
+            .input(json!({"file_path": "/x"}))
+            .id("t3")
+            .run(),
+    );
+    let dup = p.read_by("agent-1", "/x").id("t4").run();
+    assert_denied_with(&dup, "agent-declaration-invalid");
+}
+
+/// Guards the roster cache: it is used once the declarations are settled, and an edit of an
+/// agent file, even one that keeps its size, still takes effect on the very next call.
+#[test]
+fn an_agent_edit_after_the_roster_was_cached_takes_effect_on_the_next_call() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let p = sample("rostercache");
+    // A real project's declarations are older than the two seconds a derivation must settle.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    assert_allowed(&reviewer_read(p.path(), "s1", "/x", "t1"));
+    let cache = p.path().join(".attenu/roster.cache");
+    let first = std::fs::metadata(&cache).expect("the settled derivation is cached");
+    assert_eq!(first.permissions().mode() & 0o777, 0o600);
+    assert_allowed(&reviewer_read(p.path(), "s1", "/x", "t2"));
+    assert_eq!(
+        std::fs::metadata(&cache).unwrap().ino(),
+        first.ino(),
+        "an unchanged project reads the cache and leaves it alone"
+    );
+    let agent = p.path().join(".claude/agents/reviewer.md");
+    let text = std::fs::read_to_string(&agent).unwrap();
+    let edited = text.replace("tools: Read,", "tools: Bash,");
+    assert_eq!(edited.len(), text.len());
+    std::fs::write(&agent, edited).unwrap();
+    assert_allowed(&p.bash_by("reviewer", "ls").id("t3").run());
+    let out = reviewer_read(p.path(), "s1", "/x", "t4");
+    assert!(out.denied(), "Read was taken away: {}", out.stdout);
+}
+
+/// Regression: an agent file reached by two paths (a symlink beside it) was "declared
+/// twice" and held nothing; Claude Code loads it once.
+#[test]
+fn an_agent_file_reached_through_a_symlink_is_one_declaration() {
+    let p = project(
+        "agentlink",
+        &[("rev.md", "---\nname: rev\ntools: Read\n---\n")],
+        None,
+    );
+    let agents = p.path().join(".claude/agents");
+    std::os::unix::fs::symlink(agents.join("rev.md"), agents.join("link.md")).unwrap();
+    let out = p.read_by("rev", "/p/a").id("t1").run();
+    assert_allowed(&out);
+    // Two files with one name are still refused.
+    std::fs::remove_file(agents.join("link.md")).unwrap();
+    std::fs::write(agents.join("copy.md"), "---\nname: rev\ntools: Read\n---\n").unwrap();
+    let out = p.read_by("rev", "/p/a").id("t2").run();
+    assert_denied_saying(&out, "declared twice");
+}
+
+/// What `--derive --human` prints, pinned: the session root, each agent's scopes, what is left
+/// to Claude Code, and a declaration that holds nothing and why.
+#[test]
+fn derive_human_is_pinned() {
+    let p = ProjectBuilder::new("derive-human")
+        .agent("reviewer", "description: reviews\ntools: Read, Grep, Glob")
+        .agent("researcher", "tools: Read, WebFetch\ndisallowedTools: Write, Edit")
+        .agent("ops", "tools: Bash(git status), mcp__pay")
+        .agent_file("broken.md", "---\nname: broken\n  tools: Read\n---\n")
+        .settings(json!({"permissions": {"allow": ["Read", "Grep", "Glob", "WebFetch", "mcp__pay", "Bash(npm run lint)"], "deny": ["Read(./.env)", "NotebookEdit"]}}))
+        .build();
+    let out = cli(&["--derive", p.dir(), "--human"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_snapshot(
+        "derive-human.txt",
+        &mask(&out.stdout, &[(p.dir(), "<project>")]),
+    );
+}

@@ -1,0 +1,664 @@
+//! The ledger: a hash chain per session that every call verifies (through its sealed
+//! checkpoint) before appending, so tampering, truncation and chains removed are refused; torn
+//! tails and crashed openings are recovered and recorded; parallel processes keep one chain; a
+//! mid-session agent edit starts a new, linked chain; SessionStart opens the ledger.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// Session s1 after `calls` reviewer reads, with its ledger's first `fs.read` edited to
+/// `fs.wrxx`. Returns the ledger's path and its edited text.
+fn tampered_session(project: &Path, calls: usize) -> (PathBuf, String) {
+    for i in 0..calls {
+        reviewer_read(project, "s1", &format!("/x{i}"), &format!("t{i}"));
+    }
+    let path = ledger_path(project, "s1");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let tampered = text.replacen("\"fs.read\"", "\"fs.wrxx\"", 1);
+    assert_ne!(text, tampered);
+    std::fs::write(&path, &tampered).unwrap();
+    (path, tampered)
+}
+
+#[test]
+fn a_tampered_ledger_is_refused_and_left_untouched() {
+    let p = sample("tamper");
+    let (path, tampered) = tampered_session(p.path(), 5);
+    let out = reviewer_read(p.path(), "s1", "/y", "t9");
+    assert_denied_with(&out, "ledger-unverifiable");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        tampered,
+        "nothing is appended to a chain that does not verify"
+    );
+}
+
+#[test]
+fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
+    let p = sample("bigtamper");
+    // 300 entries, one hook process each, so the checkpoint (not a full re-verify) is what
+    // every call trusts before the edits.
+    let call = after_reads(p.path(), 297);
+    let path = p.ledger("s1");
+    assert_eq!(line_starts(&std::fs::read(&path).unwrap()).len(), 300);
+    edits_of_first_middle_and_last_line_are_caught(&path, &call);
+}
+
+/// The same at the size SPEC section 8 times (10,000 entries). Making that many hook processes
+/// would take minutes in a debug build, so a real session is extended with copies of its last
+/// decision, each sealed onto the chain; one real call then re-verifies the whole file from
+/// GENESIS and checkpoints it, and the next trusts that checkpoint.
+#[test]
+fn tampering_anywhere_in_a_10000_entry_ledger_is_caught_on_the_next_call() {
+    use attenu_hook::ledger::{canonical, chain};
+    let p = sample("hugetamper");
+    let call = numbered_reads(p.path());
+    // A refusal is the template: it opens no call that would wait for an outcome.
+    let bash = json!({"command": "ls"});
+    let refused = p.subagent("reviewer", "Bash").input(bash).id("t0").run();
+    assert!(refused.denied());
+    let path = p.ledger("s1");
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["event"], "deny", "{last}");
+    let (mut seq, mut prev) = (
+        last["seq"].as_u64().unwrap(),
+        last["hash"].as_str().unwrap().to_string(),
+    );
+    for _ in text.lines().count()..9_998 {
+        let mut entry = last.as_object().unwrap().clone();
+        seq += 1;
+        entry.insert("seq".into(), json!(seq));
+        prev = chain::seal(&mut entry, &prev).unwrap();
+        text.push_str(&canonical::to_string(&Value::Object(entry)).unwrap());
+        text.push('\n');
+    }
+    std::fs::write(&path, &text).unwrap();
+    assert!(call("1").is_allow(), "the extended ledger re-verifies");
+    assert!(
+        call("2").is_allow(),
+        "and the checkpoint written for it holds"
+    );
+    assert_eq!(line_starts(&std::fs::read(&path).unwrap()).len(), 10_000);
+    edits_of_first_middle_and_last_line_are_caught(&path, &call);
+}
+
+/// Byte offsets where the lines of `bytes` start.
+fn line_starts(bytes: &[u8]) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(
+            bytes
+                .iter()
+                .enumerate()
+                .filter(|(_, &b)| b == b'\n')
+                .map(|(i, _)| i + 1),
+        )
+        .filter(|&i| i < bytes.len())
+        .collect()
+}
+
+/// Edits one byte of the first line, one in the middle and the last, in turn, each a
+/// same-length edit of a value with the file's mtime put back (so only its content and ctime
+/// tell): `call` must deny each with `ledger-unverifiable` and append nothing, and must allow
+/// again once the exact bytes are back.
+fn edits_of_first_middle_and_last_line_are_caught(path: &Path, call: &dyn Fn(&str) -> Out) {
+    for (k, which) in ["first", "middle", "last"].into_iter().enumerate() {
+        // Each round's restored call appended one more entry.
+        let original = std::fs::read(path).unwrap();
+        let lines = line_starts(&original);
+        let line = match which {
+            "first" => 0,
+            "middle" => lines.len() / 2,
+            _ => lines.len() - 1,
+        };
+        let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+        let start = lines[line];
+        let at = start
+            + original[start..]
+                .windows(8)
+                .position(|w| w == b"\"event\":")
+                .unwrap()
+            + 9;
+        let mut edited = original.clone();
+        edited[at] = if edited[at] == b'a' { b'b' } else { b'a' };
+        std::fs::write(path, &edited).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        f.set_modified(mtime).unwrap();
+        drop(f);
+        let out = call(&format!("edit{k}"));
+        assert!(
+            out.denied() && out.reason().contains("[ledger-unverifiable]"),
+            "an edit of the {which} line (of {}) was not caught: {}",
+            lines.len(),
+            out.stdout
+        );
+        assert_eq!(
+            std::fs::read(path).unwrap(),
+            edited,
+            "nothing is appended to a ledger that does not verify"
+        );
+        // Restoring the exact bytes verifies again, though the file was rewritten.
+        std::fs::write(path, &original).unwrap();
+        assert_allowed(&call(&format!("restored{k}")));
+        let now = std::fs::read(path).unwrap();
+        assert_eq!(&now[..original.len()], &original[..]);
+    }
+}
+
+/// Regression: every prefix of a valid chain is itself valid, so a ledger cut short (or
+/// replaced by an older copy of itself) re-verified and was appended to, and the removed
+/// decisions were gone without a trace. The sealed checkpoint remembers what was verified.
+#[test]
+fn a_ledger_cut_short_or_replaced_by_an_older_copy_is_refused() {
+    let p = sample("truncate");
+    let call = numbered_reads(p.path());
+    let path = p.ledger("s1");
+    let state = p.path().join(".attenu/ledger-s1.state.json");
+    assert_allowed(&call("0"));
+    let older = std::fs::read(&path).unwrap();
+    for i in 1..4 {
+        assert_allowed(&call(&i.to_string()));
+    }
+    let full = std::fs::read(&path).unwrap();
+    let text = String::from_utf8(full.clone()).unwrap();
+    let cut: String = text
+        .lines()
+        .take(text.lines().count() - 2)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    for (what, bytes) in [("cut short", cut.into_bytes()), ("an older copy", older)] {
+        std::fs::write(&path, &bytes).unwrap();
+        let out = call("after");
+        assert!(
+            out.denied() && out.reason().contains("no longer holds what was verified"),
+            "{what}: {}",
+            out.stdout
+        );
+        assert!(
+            out.reason().contains("ledger-s1.state.json"),
+            "{}",
+            out.reason()
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            bytes,
+            "{what}: nothing appended"
+        );
+    }
+    // Put back whole, it verifies and is appended to again.
+    std::fs::write(&path, &full).unwrap();
+    assert_allowed(&call("restored"));
+    // Moved aside on purpose with its checkpoint, as the refusal says: a new ledger starts.
+    std::fs::rename(&path, p.path().join("ledger.kept")).unwrap();
+    std::fs::rename(&state, p.path().join("state.kept")).unwrap();
+    assert_allowed(&call("fresh"));
+    assert_eq!(p.entries("s1")[0]["event"], "root");
+}
+
+/// Regression: the prefix check reused the fast path's bounded read of the last line, so a
+/// valid ledger whose last line is over 16 MiB (a large result kept by raw capture) was taken
+/// for one cut short, and every later call of the session was denied.
+#[test]
+fn a_last_line_over_16_mib_is_verified_not_taken_for_truncation() {
+    let p = sample("bigline");
+    write_config(p.path(), "[privacy]\nraw_capture = true\n");
+    let input = json!({"file_path": "/a"});
+    assert_allowed(&reviewer_read(p.path(), "s1", "/a", "t1"));
+    let big = json!({"content": "x".repeat(17 << 20)});
+    let out = p
+        .subagent("reviewer", "Read")
+        .input(input)
+        .id("t1")
+        .post(big)
+        .run();
+    assert_allowed(&out);
+    let out = reviewer_read(p.path(), "s1", "/b", "t2");
+    assert_allowed(&out);
+}
+
+/// With raw capture on, a value with no RFC 8785 form (an integer beyond 2^53) is kept as its
+/// JSON text; it never makes the decision or the outcome unrecordable.
+#[test]
+fn raw_capture_of_a_value_without_a_canonical_form_still_records_the_call() {
+    let p = sample("rawbig");
+    write_config(p.path(), "[privacy]\nraw_capture = true\n");
+    let input = json!({"file_path": "/a", "offset": 9_007_199_254_740_993u64});
+    let out = p
+        .subagent("reviewer", "Read")
+        .input(input.clone())
+        .id("t1")
+        .run();
+    assert_allowed(&out);
+    let response = json!({"mtime_ns": 1_796_050_972_040_801_584u64});
+    let out = p
+        .subagent("reviewer", "Read")
+        .input(input)
+        .id("t1")
+        .post(response)
+        .run();
+    assert_allowed(&out);
+    let es = p.entries("s1");
+    let allow = es.iter().find(|e| e["event"] == "allow").unwrap();
+    assert_eq!(
+        allow["context"]["tool_input_json"],
+        "{\"file_path\":\"/a\",\"offset\":9007199254740993}"
+    );
+    let outcome = es.iter().find(|e| e["event"] == "outcome").unwrap();
+    assert_eq!(
+        outcome["context"]["tool_response_json"],
+        "{\"mtime_ns\":1796050972040801584}"
+    );
+}
+
+/// Regression: with raw capture on, a tool input nested just inside the payload's depth limit
+/// was copied into an entry one level deeper, a line no reader could parse back. The next call
+/// took the ledger for one cut short and every later call of the session was denied. A value
+/// nested that deep is now kept as its JSON text.
+#[test]
+fn raw_capture_of_a_deeply_nested_input_does_not_make_the_ledger_unreadable() {
+    let p = sample("rawdeep");
+    write_config(p.path(), "[privacy]\nraw_capture = true\n");
+    let nested = |levels: usize| (0..levels).fold(json!(1), |v, _| json!([v]));
+    // 125 arrays inside `tool_input` inside the payload: 127 levels, which serde_json reads.
+    let input = json!({"file_path": "/a", "deep": nested(125)});
+    let out = p
+        .subagent("reviewer", "Read")
+        .input(input.clone())
+        .id("t1")
+        .run();
+    assert_allowed(&out);
+    let shallow = json!({"file_path": "/b", "deep": nested(10)});
+    let out = p
+        .subagent("reviewer", "Read")
+        .input(shallow.clone())
+        .id("t2")
+        .run();
+    assert!(out.is_allow(), "the session must go on: {}", out.stdout);
+    let es = p.entries("s1");
+    let allows = of_event(&es, "allow");
+    assert_eq!(
+        allows[0]["context"]["tool_input_json"],
+        serde_json::to_string(&input).unwrap()
+    );
+    assert_eq!(allows[1]["context"]["tool_input"], shallow);
+    let dir = p.path().to_str().unwrap();
+    let out = cli(&["export", "--project", dir, "--session", "s1"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+}
+
+#[test]
+fn a_checkpoint_rewritten_to_match_an_edited_ledger_is_not_trusted() {
+    use std::os::unix::fs::MetadataExt;
+    let p = sample("forgedcp");
+    let call = after_reads(p.path(), 5);
+    let path = p.ledger("s1");
+    let mut bytes = std::fs::read(&path).unwrap();
+    // The last digit of the timestamp of an entry in the middle.
+    let line = bytes.len() / 2;
+    let at = line
+        + bytes[line..]
+            .windows(5)
+            .position(|w| w == b"\"ts\":")
+            .unwrap()
+        + 5;
+    let end = at
+        + bytes[at..]
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap()
+        - 1;
+    bytes[end] = if bytes[end] == b'1' { b'2' } else { b'1' };
+    std::fs::write(&path, &bytes).unwrap();
+    // Someone without the anchor key updates the checkpoint's stamp to the edited file's.
+    let state = p.path().join(".attenu/ledger-s1.state.json");
+    let text = std::fs::read_to_string(&state).unwrap();
+    let (header, body) = text.split_once('\n').unwrap();
+    assert!(header.starts_with("attenu-checkpoint v4 "), "{header}");
+    let mut body: Value = serde_json::from_str(body).unwrap();
+    let m = std::fs::metadata(&path).unwrap();
+    body["stamp"]["len"] = json!(m.len());
+    body["stamp"]["mtime_ns"] = json!(m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128);
+    body["stamp"]["ctime_ns"] = json!(m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128);
+    std::fs::write(&state, format!("{header}\n{body}")).unwrap();
+    let out = call("after");
+    assert_denied_with(&out, "ledger-unverifiable");
+}
+
+/// Leaves the session's ledger as a hook killed mid-write would: a final line of 19 bytes
+/// without its newline.
+fn tear_ledger_tail(project: &Path, session: &str) {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(ledger_path(project, session))
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"{\"c14n\":\"JCS\",\"half").unwrap();
+}
+
+#[test]
+fn a_torn_final_line_is_moved_aside_and_the_recovery_recorded() {
+    let p = sample("torn");
+    reviewer_read(p.path(), "s1", "/x", "t1");
+    tear_ledger_tail(p.path(), "s1");
+    let out = reviewer_read(p.path(), "s1", "/y", "t2");
+    assert_allowed(&out);
+    let last = p.entries("s1").pop().unwrap();
+    assert_eq!(last["context"]["recovered_torn_tail"]["bytes"], 19);
+    let kept: Vec<_> = std::fs::read_dir(p.path().join(".attenu"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".torn-"))
+        .collect();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(
+        std::fs::read(kept[0].path()).unwrap(),
+        b"{\"c14n\":\"JCS\",\"half"
+    );
+}
+
+/// Regression: a crash in the middle of a chain's opening (root and spawns are one write)
+/// left a chain without some agent's spawn, and that agent's calls were then recorded on the
+/// session root's node. An incomplete opening now starts a new, linked chain.
+#[test]
+fn an_opening_cut_short_by_a_crash_is_reopened_and_no_call_lands_on_the_root() {
+    let p = sample("tornopen");
+    assert_allowed(&reviewer_read(p.path(), "s1", "/x", "t1"));
+    let path = p.ledger("s1");
+    let text = std::fs::read_to_string(&path).unwrap();
+    // Lines: root, researcher's spawn, reviewer's spawn, the decision. Keep the root, the
+    // first spawn and a torn piece of the second, as a crash mid-write would.
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[2].contains("\"agent\":\"reviewer\""), "{}", lines[2]);
+    let cut = format!("{}\n{}\n{}", lines[0], lines[1], &lines[2][..100]);
+    std::fs::write(&path, cut).unwrap();
+    std::fs::remove_file(p.path().join(".attenu/ledger-s1.state.json")).unwrap();
+    assert_allowed(&reviewer_read(p.path(), "s1", "/y", "t2"));
+    let es = p.entries("s1");
+    let roots: Vec<usize> = (0..es.len())
+        .filter(|&i| es[i]["event"] == "root")
+        .collect();
+    assert_eq!(roots.len(), 2, "a new chain was opened");
+    let after = &es[roots[1]..];
+    let reviewer_node = after
+        .iter()
+        .find(|e| e["event"] == "spawn" && e["agent"] == "reviewer")
+        .unwrap()["node"]
+        .clone();
+    let allow = es.last().unwrap();
+    assert_eq!(allow["event"], "allow");
+    assert_eq!(
+        allow["node"], reviewer_node,
+        "recorded on the reviewer's node"
+    );
+}
+
+/// A torn tail cut by an event that appends nothing (SessionStart on a resumed session, whose
+/// chain is current) stays owed in the checkpoint and is recorded by the next entry, once.
+#[test]
+fn a_torn_tail_cut_at_session_start_is_recorded_by_the_next_entry() {
+    let p = sample("torn-start");
+    reviewer_read(p.path(), "s1", "/x", "t1");
+    let before = p.entries("s1");
+    tear_ledger_tail(p.path(), "s1");
+    let out = hook(p.path(), &session_start("s1", p.path(), "resume"));
+    assert_eq!((out.code, out.json()), (0, json!({})), "{}", out.stderr);
+    assert_eq!(p.entries("s1"), before, "the tail is cut, nothing appended");
+    // A PostToolUse (its own path, which records outcomes) appends the next entry.
+    let out = p.read_by("reviewer", "/x").id("t1").post(json!("ok")).run();
+    assert_allowed(&out);
+    let after = p.entries("s1");
+    assert_eq!(after.len(), before.len() + 1);
+    let recorded = &after[before.len()]["context"]["recovered_torn_tail"];
+    assert_eq!(recorded["bytes"], 19, "{}", after[before.len()]);
+    assert_allowed(&reviewer_read(p.path(), "s1", "/y", "t2"));
+    let last = p.entries("s1").pop().unwrap();
+    assert!(
+        last["context"].get("recovered_torn_tail").is_none(),
+        "recorded once: {last}"
+    );
+}
+
+/// A checkpoint the hook will not read (here: absurdly large) is as good as none: the ledger
+/// is re-verified and the call goes on. Only a checkpoint that is not a file the hook may use
+/// (a link, a FIFO, another user's) is refused.
+#[test]
+fn an_oversized_checkpoint_is_ignored_and_the_ledger_reverified() {
+    let p = sample("bigckpt");
+    assert_allowed(&reviewer_read(p.path(), "s1", "/x", "t1"));
+    let state = p.path().join(".attenu/ledger-s1.state.json");
+    std::fs::write(&state, vec![b'x'; 17 << 20]).unwrap();
+    assert_allowed(&reviewer_read(p.path(), "s1", "/y", "t2"));
+    assert!(
+        std::fs::metadata(&state).unwrap().len() < 1 << 20,
+        "rewritten"
+    );
+}
+
+#[test]
+fn parallel_hook_processes_keep_one_valid_chain() {
+    let p = sample("parallel");
+    let threads: Vec<_> = (0..16)
+        .map(|t| {
+            let dir = p.path().to_path_buf();
+            std::thread::spawn(move || {
+                for i in 0..8 {
+                    let out =
+                        reviewer_read(&dir, "s1", &format!("/f{t}-{i}"), &format!("t{t}-{i}"));
+                    assert_allowed(&out);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let es = p.entries("s1");
+    assert_eq!(es.len(), 3 + 16 * 8);
+    for (i, e) in es.iter().enumerate() {
+        assert_eq!(e["seq"], i, "one chain, no gaps or forks");
+    }
+    p.export("s1");
+}
+
+#[test]
+fn a_mid_session_agent_edit_starts_a_new_linked_chain() {
+    let p = sample("edit");
+    reviewer_read(p.path(), "s1", "/x", "t1");
+    assert!(p.subagent("reviewer", "Bash").id("t2").run().denied());
+    std::fs::write(
+        p.path().join(".claude/agents/reviewer.md"),
+        "---\nname: reviewer\ndescription: now runs commands\ntools: Read, Bash\n---\n",
+    )
+    .unwrap();
+    assert_allowed(&p.subagent("reviewer", "Bash").id("t3").run());
+    let es = p.entries("s1");
+    let roots = of_event(&es, "root");
+    assert_eq!(roots.len(), 2);
+    assert_ne!(roots[0]["chain_id"], roots[1]["chain_id"]);
+    assert_eq!(
+        roots[1]["seq"], 0,
+        "each chain starts at seq 0 from GENESIS"
+    );
+    assert_eq!(
+        roots[1]["context"]["previous_chain"]["chain_id"],
+        roots[0]["chain_id"]
+    );
+    let out = p.export("s1");
+    let files = out;
+    assert_eq!(files.len(), 2);
+    assert!(files[0].ends_with("bundle-s1.json") && files[1].ends_with("bundle-s1.chain2.json"));
+}
+
+/// Regression: the open calls of the chain an edit ended stayed open on the next chain, so the
+/// outcome of a call allowed before the edit was written into the new chain (an outcome
+/// without an allow there, which fails verification) and, hashed with the new chain's salt,
+/// halted Claude as "input changed after authorization". No chain can carry that outcome: it
+/// is not recorded, Claude stops with the true cause, and a reconciliation marker is left.
+#[test]
+fn an_outcome_arriving_after_a_mid_session_edit_is_not_bound_to_the_new_chain() {
+    let p = sample("editspan");
+    let read = |id: &str| p.read_by("reviewer", "/a").id(id).value();
+    let outcome = |id: &str| {
+        let input = json!({"file_path": "/a"});
+        p.subagent("reviewer", "Read")
+            .input(input)
+            .id(id)
+            .post(json!({}))
+            .value()
+    };
+    assert_allowed(&hook(p.path(), &read("t1")));
+    std::fs::write(
+        p.path().join(".claude/agents/reviewer.md"),
+        "---\nname: reviewer\ntools: Read, Grep\n---\n",
+    )
+    .unwrap();
+    assert_allowed(&hook(p.path(), &read("t2")));
+    // Through the checkpoint, and through a full re-verify without it: the same answer.
+    for drop_checkpoint in [false, true] {
+        if drop_checkpoint {
+            std::fs::remove_file(p.path().join(".attenu/ledger-s1.state.json")).unwrap();
+        }
+        let out = hook(p.path(), &outcome("t1"));
+        assert_eq!(out.json()["continue"], false, "{}", out.stdout);
+        let why = out.json()["stopReason"].as_str().unwrap().to_string();
+        assert!(
+            why.contains("[outcome-not-recorded]") && why.contains("which ended"),
+            "{why}"
+        );
+    }
+    // The call of the current chain is bound as usual.
+    assert_allowed(&hook(p.path(), &outcome("t2")));
+    let es = p.entries("s1");
+    assert_eq!(
+        of_event(&es, "outcome").len(),
+        1,
+        "only t2's outcome, on the chain of its allow"
+    );
+    let list = reconcile_list(p.path(), &[]);
+    assert_contains(&list.stdout, &["t1"]);
+    let out = p.export("s1");
+    for bundle in &out {
+        let v = p.verify_pinned(bundle);
+        assert_eq!(v.code, 0, "{bundle}: {}{}", v.stdout, v.stderr);
+    }
+}
+
+#[test]
+fn removing_a_whole_chain_from_the_middle_is_detected() {
+    let p = sample("dropchain");
+    reviewer_read(p.path(), "s1", "/x", "t1");
+    for tools in ["Read, Bash", "Read, Grep"] {
+        std::fs::write(
+            p.path().join(".claude/agents/reviewer.md"),
+            format!("---\nname: reviewer\ntools: {tools}\n---\n"),
+        )
+        .unwrap();
+        reviewer_read(p.path(), "s1", "/x", "t");
+    }
+    let path = p.ledger("s1");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let starts: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains("\"event\":\"root\""))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(starts.len(), 3);
+    let kept: Vec<&str> = lines[..starts[1]]
+        .iter()
+        .chain(lines[starts[2]..].iter())
+        .copied()
+        .collect();
+    std::fs::write(&path, kept.join("\n") + "\n").unwrap();
+    let out = reviewer_read(p.path(), "s1", "/y", "t9");
+    assert!(
+        out.denied() && out.reason().contains("no longer holds what was verified"),
+        "the checkpoint remembers the removed bytes: {}",
+        out.reason()
+    );
+    // Without the checkpoint, the chains' links still tell.
+    std::fs::remove_file(p.path().join(".attenu/ledger-s1.state.json")).unwrap();
+    let out = reviewer_read(p.path(), "s1", "/y", "t9");
+    assert_denied_saying(&out, "does not link");
+}
+
+#[test]
+fn a_lock_held_by_a_stuck_process_denies_within_the_timeout() {
+    let p = sample("stuck");
+    reviewer_read(p.path(), "s1", "/x", "t1");
+    write_config(p.path(), "lock_timeout_ms = 300\n");
+    // Every hook process of the session locks the ledger file itself.
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .open(p.path().join(".attenu/ledger-s1.jsonl"))
+        .unwrap();
+    lock.lock().unwrap();
+    let out = reviewer_read(p.path(), "s1", "/x", "t2");
+    assert_denied_with(&out, "ledger-lock-timeout");
+    drop(lock);
+    assert_allowed(&reviewer_read(p.path(), "s1", "/x", "t3"));
+}
+
+#[test]
+fn session_start_opens_the_ledger_so_the_first_tool_call_only_appends() {
+    let p = sample("sessionstart");
+    let out = hook(p.path(), &session_start("s1", p.path(), "startup"));
+    assert_eq!((out.code, out.json()), (0, json!({})), "{}", out.stderr);
+    let opened = p.entries("s1");
+    assert_eq!(opened[0]["event"], "root");
+    assert_eq!(opened[0]["context"]["hook_event"], "SessionStart");
+    assert!(opened[1..].iter().all(|e| e["event"] == "spawn"));
+    assert_eq!(
+        opened.len(),
+        1 + 2,
+        "the root and one spawn per declared agent"
+    );
+
+    // The session's first tool call appends only its decision, to the same chain.
+    assert_allowed(&reviewer_read(p.path(), "s1", "/x", "t1"));
+    let after = p.entries("s1");
+    assert_eq!(after.len(), opened.len() + 1);
+    assert_eq!(after[..opened.len()], opened[..]);
+    assert_eq!(after[opened.len()]["event"], "allow");
+    assert_eq!(after[opened.len()]["chain_id"], opened[0]["chain_id"]);
+
+    // SessionStart again (after a compaction or a resume) adds nothing to a current chain.
+    let bytes = std::fs::read(p.ledger("s1")).unwrap();
+    for source in ["compact", "resume"] {
+        let out = hook(p.path(), &session_start("s1", p.path(), source));
+        assert_eq!((out.code, out.json()), (0, json!({})), "{}", out.stderr);
+    }
+    assert_eq!(std::fs::read(p.ledger("s1")).unwrap(), bytes);
+    let dir = p.path().to_str().unwrap();
+    let out = cli(&["export", "--project", dir, "--session", "s1"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let bundle = p.path().join(".attenu/bundle-s1.json");
+    // The key beside the bundle: valid, not pinned, exit 3.
+    let out = cli(&["verify", bundle.to_str().unwrap()]);
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    assert_contains(&out.stdout, &["VALID (key NOT pinned)"]);
+}
+
+#[test]
+fn a_session_start_on_a_tampered_ledger_warns_and_the_tool_call_is_still_denied() {
+    let p = sample("sessionstart-tamper");
+    let (path, tampered) = tampered_session(p.path(), 3);
+    // SessionStart cannot block anything: it tells the user, with the reason code.
+    let out = hook(p.path(), &session_start("s1", p.path(), "resume"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let msg = out.json()["systemMessage"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        msg.contains("[ledger-unverifiable]")
+            && msg.contains("every tool call of this session is denied"),
+        "{}",
+        out.stdout
+    );
+    let out = reviewer_read(p.path(), "s1", "/y", "t9");
+    assert_denied_with(&out, "ledger-unverifiable");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), tampered);
+}
