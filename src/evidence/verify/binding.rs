@@ -5,7 +5,7 @@
 
 use super::json::{event_of, get, is_lower_hex, is_number, json_eq, note_revoked, num_f64};
 use super::json::{seq_value, truthy, value_eq};
-use super::records::{allow_problem, deny_problem, outcome_problem};
+use super::records::{check_allow, check_deny, check_outcome, Record};
 use super::report::{CallSummary, Failure, OpenCall};
 use super::shown::{seq_text, shown, shown_opt, shown_str};
 use super::{version, Bundle, FailureName, Log, Obj, Value, PARALLEL_FROM};
@@ -253,30 +253,31 @@ impl<'a> Walk<'a> {
                 self.seen.insert(k, i);
             }
         }
-        let problem = if evs == "allow" {
-            allow_problem(e)
-        } else {
-            deny_problem(e)
-        };
-        if let Some((name, why)) = problem {
-            log.at(name, i, format!("invalid {evs} record: {why}"));
-            if evs == "allow" {
-                if let Some(c) = cid.and_then(Value::as_str) {
-                    self.invalid_allow_ids.insert(c);
-                }
+        if evs == "deny" {
+            if let Err(p) = check_deny(e) {
+                invalid_record(&p, evs, i, log);
             }
             return;
         }
-        if evs == "allow" {
-            if let Some(c) = cid.and_then(Value::as_str) {
+        let valid = match check_allow(e) {
+            Ok(()) => true,
+            Err(p) => {
+                invalid_record(&p, evs, i, log);
+                false
+            }
+        };
+        if let Some(c) = cid.and_then(Value::as_str) {
+            if valid {
                 self.allows.insert(c, i);
+            } else {
+                self.invalid_allow_ids.insert(c);
             }
         }
     }
 
     fn outcome(&mut self, e: &'a Obj<'a>, i: usize, log: &mut Log<'_>) {
-        if let Some((name, why)) = outcome_problem(e) {
-            log.at(name, i, format!("invalid outcome record: {why}"));
+        if let Err(p) = check_outcome(e) {
+            invalid_record(&p, "outcome", i, log);
             return;
         }
         let cid = e.get("call_id").and_then(Value::as_str).expect("validated");
@@ -403,6 +404,10 @@ impl<'a> Walk<'a> {
         }
         level
     }
+}
+
+fn invalid_record(p: &impl Record, event: &str, i: usize, log: &mut Log<'_>) {
+    log.at(p.name(), i, format!("invalid {event} record: {p}"));
 }
 
 /// The outcome at `oi` against its allow at `ai`: the same node, after it, with the same

@@ -152,92 +152,66 @@ impl Ceiling {
         }
     }
 
-    /// Does this ceiling admit an action on `scope` with context `ctx`?
+    /// Does this ceiling admit an action on `scope` with context `ctx`? A context without the
+    /// field it bounds is within it; an unknown constraint admits nothing.
     pub(super) fn permits(&self, scope: &str, ctx: &Obj) -> Result<(), Outside<'_>> {
-        // `_scope` is reserved: it is always the scope being checked, whatever the context says.
-        let scope_value = Value::String(scope.into());
-        let lookup = |name: &str| -> Option<&Value> {
-            if name == "_scope" {
-                Some(&scope_value)
-            } else {
-                get(ctx, name)
-            }
-        };
-        let refuse = |val: &Value| {
-            Err(Outside::Bound {
-                field: self.field_name(),
-                value: shown(val),
-                ceiling: self,
-            })
-        };
-        match &self.bound {
-            Bound::Unknown(_) => Err(Outside::UnknownConstraint(self)),
+        let field = match &self.bound {
+            Bound::Unknown(_) => return Err(Outside::UnknownConstraint(self)),
             Bound::Max {
-                max,
                 ctx_field,
                 applies_to,
+                ..
             } => {
                 if let Some(pattern) = applies_to {
                     if !scope_covers(pattern, scope) {
                         return Ok(());
                     }
                 }
-                let Some(val) = lookup(ctx_field) else {
-                    return Ok(());
-                };
-                match num_f64(Some(val)) {
-                    Some(n) if n <= *max => Ok(()),
-                    _ => Err(Outside::Bound {
-                        field: ctx_field,
-                        value: shown(val),
-                        ceiling: self,
-                    }),
-                }
+                ctx_field.as_str()
             }
-            Bound::Rank(level) => {
-                let Some(val) = lookup(&self.key) else {
-                    return Ok(());
-                };
-                match val.as_str() {
-                    Some(s)
-                        if EGRESS_ORDER
-                            .iter()
-                            .position(|x| *x == s)
-                            .unwrap_or(EGRESS_ORDER.len())
-                            <= *level =>
-                    {
-                        Ok(())
-                    }
-                    _ => refuse(val),
-                }
-            }
+            Bound::Rank(_) => self.key.as_str(),
+            Bound::Members(_) | Bound::Prefix(_) => self.field_name(),
+        };
+        // `_scope` is reserved: it is always the scope being checked, whatever the context says.
+        let scope_value = Value::String(scope.into());
+        let val = if field == "_scope" {
+            Some(&scope_value)
+        } else {
+            get(ctx, field)
+        };
+        match val {
+            Some(val) if !self.admits(val) => Err(Outside::Bound {
+                field,
+                value: shown(val),
+                ceiling: self,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Is a context value, present, within this ceiling?
+    fn admits(&self, val: &Value) -> bool {
+        match &self.bound {
+            Bound::Max { max, .. } => num_f64(Some(val)).is_some_and(|n| n <= *max),
+            Bound::Rank(level) => val.as_str().is_some_and(|s| {
+                EGRESS_ORDER
+                    .iter()
+                    .position(|x| *x == s)
+                    .unwrap_or(EGRESS_ORDER.len())
+                    <= *level
+            }),
             Bound::Members(members) => {
-                let Some(val) = lookup(self.field_name()) else {
-                    return Ok(());
-                };
                 let scalar = matches!(val, Value::String(_) | Value::Number(_) | Value::Bool(_));
                 let inside = Member::of(val).is_some_and(|m| contains(members, &m));
-                let ok = scalar
+                scalar
                     && if self.kind == CeilingKind::Allow {
                         inside
                     } else {
                         !inside
-                    };
-                if ok {
-                    Ok(())
-                } else {
-                    refuse(val)
-                }
+                    }
             }
-            Bound::Prefix(prefix) => {
-                let Some(val) = lookup(self.field_name()) else {
-                    return Ok(());
-                };
-                match val.as_str() {
-                    Some(s) if s.starts_with(prefix.as_str()) => Ok(()),
-                    _ => refuse(val),
-                }
-            }
+            Bound::Prefix(prefix) => val.as_str().is_some_and(|s| s.starts_with(prefix.as_str())),
+            Bound::Unknown(_) => false,
         }
     }
 }

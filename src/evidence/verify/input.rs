@@ -41,7 +41,7 @@ pub enum KeyError {
     NotAPoint,
 }
 
-/// Parses a bundle file's bytes and verifies it. Unlike [`verify_bundle`], which receives an
+/// Parses a bundle file's bytes and verifies it. Unlike [`verify_bundle`](super::verify_bundle), which receives an
 /// already parsed value, this also refuses a member name that occurs twice in one object
 /// (`duplicate-member`): which of the two a JSON reader keeps differs between readers.
 pub fn verify_bundle_bytes(bytes: &[u8], key: &AnchorKey) -> Result<Report, InputError> {

@@ -61,13 +61,14 @@
 //! | (7)  | `nodes.rs` | every node's authority (`authority.rs`, `ceiling.rs`, `ceiling_wire.rs`, `scope.rs`) |
 //! | (8)  | `monotonicity.rs` | every spawn within its parent |
 //! | (9)  | `containment.rs` | every allow within its node |
-//! | (10) | `binding.rs`, `records.rs`, `policy.rs` | execution binding, the v2 record rules, policy markers |
+//! | (10) | `binding.rs`, `records.rs`, `policy.rs` | execution binding and the v2 record rules (on v1, no v2 field: `version.rs`), policy markers |
 //! | (11) | `envelopes.rs` | observer envelopes refused |
 //! | (12) | `anchor.rs` | no key, no verdict of valid |
 //!
 //! Around them: `report.rs` (the report and failure names), `input.rs` (reading the bundle
 //! file and the key), `run.rs` (the command), `render.rs` (the text output), `json.rs`,
-//! `shown.rs` and `vocab.rs` (reading values, printing them safely, the ledger's names).
+//! `shown.rs` and `vocab.rs` (reading values, printing them safely, the ledger's names). The
+//! unit tests are in `tests/`.
 
 mod anchor;
 mod authority;

@@ -32,7 +32,7 @@ impl AnchorKey {
     }
 }
 
-/// The result of [`verify_bundle`]. `valid` is true exactly when `failures` is empty.
+/// The result of [`verify_bundle`](super::verify_bundle). `valid` is true exactly when `failures` is empty.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub valid: bool,
