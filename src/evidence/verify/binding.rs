@@ -118,6 +118,9 @@ impl<'a, V> Ordered<'a, V> {
     }
 }
 
+/// One walk over the entries (call ids, record rules, one outcome per call), then each outcome
+/// bound to its allow, then each allowed call's state, then the level (`failed` as soon as
+/// anything here was logged).
 fn execution_binding<'a>(entries: &[Option<&'a Obj<'a>>], log: &mut Log<'_>) -> Binding {
     let before = log.len();
     let mut walk = Walk::default();
@@ -126,8 +129,9 @@ fn execution_binding<'a>(entries: &[Option<&'a Obj<'a>>], log: &mut Log<'_>) -> 
         .enumerate()
         .filter_map(|(i, e)| e.map(|e| (i, e)))
     {
-        walk.node_event(e, i, log);
-        walk.call_event(entries, e, i, log);
+        let ev = event_of(e);
+        walk.node_event(e, ev, i, log);
+        walk.call_event(entries, e, ev, i, log);
     }
     let bound_ok = walk.bind_outcomes(entries, log);
     let (summary, pending) = walk.summarize(entries, &bound_ok);
@@ -153,9 +157,9 @@ struct Walk<'a> {
 
 impl<'a> Walk<'a> {
     /// Roots, spawns, dones and kills: the nodes, and the root's salt and kill's pending list.
-    fn node_event(&mut self, e: &'a Obj<'a>, i: usize, log: &mut Log<'_>) {
+    fn node_event(&mut self, e: &'a Obj<'a>, ev: Option<&str>, i: usize, log: &mut Log<'_>) {
         let node = e.get("node").and_then(Value::as_str);
-        match event_of(e) {
+        match ev {
             Some("root") => {
                 self.define(node);
                 let salt_ok = e
@@ -217,10 +221,11 @@ impl<'a> Walk<'a> {
         &mut self,
         entries: &[Option<&'a Obj<'a>>],
         e: &'a Obj<'a>,
+        ev: Option<&str>,
         i: usize,
         log: &mut Log<'_>,
     ) {
-        match event_of(e) {
+        match ev {
             Some(evs @ ("allow" | "deny")) => self.authorization(entries, e, evs, i, log),
             Some("outcome") => self.outcome(e, i, log),
             _ => {}
@@ -296,7 +301,8 @@ impl<'a> Walk<'a> {
         self.outcomes.insert(cid, i);
     }
 
-    /// Binds each outcome to its allow; returns the calls bound on the same node, in order.
+    /// Binds each outcome to its allow; returns the calls whose outcome is on the allow's node
+    /// and after it.
     fn bind_outcomes(
         &self,
         entries: &[Option<&'a Obj<'a>>],
