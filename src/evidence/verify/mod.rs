@@ -98,7 +98,7 @@ mod version;
 mod vocab;
 
 pub use anchor::anchor_signing_input;
-pub use input::{parse_anchor_pub, verify_bundle_bytes, InputError};
+pub use input::{parse_anchor_pub, verify_bundle_bytes, InputError, KeyError};
 pub use render::render_text;
 pub use report::{AnchorKey, CallSummary, Checks, Failure, FailureName, OpenCall, Report};
 pub use run::{run, EXIT_VALID_KEY_NOT_PINNED};
@@ -178,6 +178,7 @@ fn verify_bundle_with(
         return unreadable::report(bundle, key, unreadable);
     }
     let bundle = Bundle::read(bundle.as_object().expect("checked above"));
+    // On a long v2 chain execution binding runs on its own thread beside steps (1) to (9).
     std::thread::scope(|scope| {
         let early_binding = binding::start_early(scope, &bundle);
         run_checks(&bundle, key, entry_hashes, early_binding)
