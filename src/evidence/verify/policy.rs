@@ -1,0 +1,42 @@
+//! Step (10), second half: policy markers. Only an allow may carry `policy`, and only a value
+//! the format defines (on a version 2 chain the allow and deny record checks own both shapes).
+
+use super::json::event_of;
+use super::records::known_policy;
+use super::shown::shown_opt;
+use super::{Bundle, FailureName, Log};
+
+pub(super) fn check(bundle: &Bundle<'_>, log: &mut Log<'_>) {
+    for (i, e) in bundle.objects() {
+        if !e.contains_key("policy") {
+            continue;
+        }
+        let ev = event_of(e);
+        // On a version 2 chain the allow and deny record checks own these two shapes.
+        if bundle.v == Some(2) && matches!(ev, Some("allow" | "deny")) {
+            continue;
+        }
+        if ev == Some("allow") {
+            if !known_policy(e.get("policy")) {
+                log.at(
+                    FailureName::UnknownPolicy,
+                    i,
+                    format!(
+                        "the allow carries policy {}, which the format does not define (only \"unlisted\"); it buys no \
+                         exemption from containment",
+                        shown_opt(e.get("policy"))
+                    ),
+                );
+            }
+        } else {
+            log.at(
+                FailureName::PolicyOnNonAllow,
+                i,
+                format!(
+                    "a {} entry carries `policy`, which only an allow may carry",
+                    shown_opt(e.get("event"))
+                ),
+            );
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! The text form of a report, as `attenu-hook verify` prints it without `--json`.
+
+use super::shown::{shown, shown_str};
+use super::{Json, Report};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The text form of a report: one line per failure, one per open call, a line on the key, and
+/// a final line starting `VALID` or `INVALID`.
+pub fn render_text(report: &Report, key_file: Option<&Path>) -> String {
+    let mut out = String::new();
+    failure_lines(&mut out, report);
+    open_call_lines(&mut out, report);
+    key_line(&mut out, report, key_file);
+    verdict_line(&mut out, report);
+    out
+}
+
+/// `FAIL name (entry i, seq s, node n): detail`.
+fn failure_lines(out: &mut String, report: &Report) {
+    for f in &report.failures {
+        let _ = write!(out, "FAIL {}", f.name);
+        let mut at = Vec::new();
+        if let Some(i) = f.index {
+            at.push(format!("entry {i}"));
+        }
+        if let Some(s) = f.seq {
+            at.push(format!("seq {s}"));
+        }
+        if let Some(n) = &f.node {
+            at.push(format!("node {}", shown_str(n)));
+        }
+        if !at.is_empty() {
+            let _ = write!(out, " ({})", at.join(", "));
+        }
+        let _ = writeln!(out, ": {}", f.detail);
+    }
+}
+
+/// `OPEN state call c on node n (entry i): why`.
+fn open_call_lines(out: &mut String, report: &Report) {
+    for c in &report.calls.open {
+        let why = if c.state == "unaccounted" {
+            "its allow promised an observed outcome and none is bound to it"
+        } else {
+            "no outcome was recorded, and none was promised (capture pre_hook_only)"
+        };
+        let node = c
+            .node
+            .as_deref()
+            .map(shown_str)
+            .unwrap_or_else(|| "?".into());
+        let _ = writeln!(
+            out,
+            "OPEN {} call {} on node {node} (entry {}): {why}",
+            c.state,
+            shown_str(&c.call_id),
+            c.index
+        );
+    }
+}
+
+/// Which key checked the anchor, and a warning when it proves less than a pinned one.
+fn key_line(out: &mut String, report: &Report, key_file: Option<&Path>) {
+    let shown_file = |p: Option<&Path>| {
+        p.map(|p| shown_str(&p.display().to_string()))
+            .unwrap_or_default()
+    };
+    match report.key {
+        "pinned" => {
+            let _ = writeln!(out, "key: pinned ({})", shown_file(key_file));
+        }
+        "bundle-side" => {
+            let _ = writeln!(
+                out,
+                "WARNING: key NOT pinned: the anchor was checked with {}, read from beside the bundle. Anyone \
+                 who rewrote this bundle could have re-signed it with their own key and replaced that file. \
+                 Verify with the key you trust: attenu-hook verify BUNDLE --pub FILE",
+                shown_file(key_file)
+            );
+        }
+        "hmac" => {
+            let _ = writeln!(out, "key: HMAC test secret (reference test vectors only)");
+        }
+        _ => {
+            let _ = writeln!(
+                out,
+                "WARNING: no key: the anchor signature was NOT checked, so a bundle rewritten from its first \
+                 entry would look consistent. Pass the project's anchor.pub with --pub FILE"
+            );
+        }
+    }
+}
+
+/// `VALID` or `INVALID`, the counts and each check's outcome.
+fn verdict_line(out: &mut String, report: &Report) {
+    let yes = |b: bool| if b { "ok" } else { "FAILED" };
+    let chain_id = shown(&Json::from_value(&report.chain_id));
+    // The reference answers ok with binding "failed" when an allow promised an outcome that
+    // never came; the verdict follows it, and the line says what "failed" means there.
+    let binding = match (report.valid, report.checks.execution_binding) {
+        (true, "failed") => format!(
+            "failed for {} unaccounted call(s), listed as OPEN above",
+            report.calls.unaccounted
+        ),
+        (_, level) => level.to_string(),
+    };
+    let verdict = match (report.valid, report.key) {
+        (true, "bundle-side") => "VALID (key NOT pinned)",
+        (true, _) => "VALID",
+        (false, _) => "INVALID",
+    };
+    let _ = writeln!(
+        out,
+        "{verdict}: {} failure(s); chain {chain_id}, {} entries, {} nodes, {} actions checked, {} ungated; \
+         integrity {}, monotonicity {}, containment {}, execution binding {}, anchor {}",
+        report.failures.len(),
+        report.entries,
+        report.nodes,
+        report.actions_checked,
+        report.ungated,
+        yes(report.checks.integrity),
+        yes(report.checks.monotonicity),
+        yes(report.checks.containment),
+        binding,
+        report.checks.anchor,
+    );
+}

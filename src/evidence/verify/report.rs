@@ -1,0 +1,264 @@
+//! The report [`super::verify_bundle`] returns, the failure names it uses, and the list the
+//! checks log their failures into.
+
+use super::json::seq_value;
+use super::{Obj, Value};
+use ed25519_dalek::VerifyingKey;
+use serde::{Serialize, Serializer};
+
+/// The key the anchor signature is checked with, and how far the reviewer trusts it.
+#[derive(Debug, Clone)]
+pub enum AnchorKey {
+    /// A key the reviewer chose (`--pub FILE`): the strongest statement this tool makes.
+    Pinned(VerifyingKey),
+    /// A key read from `anchor.pub` beside the bundle. It checks the signature, but whoever
+    /// could rewrite the bundle could have replaced it too, so the report says it was not pinned.
+    FromBundleSide(VerifyingKey),
+    /// An HMAC-SHA256 secret: only for the reference's test vectors, which are signed that way.
+    Hmac(Vec<u8>),
+    /// No key: the anchor is not checked, and the report is invalid (`anchor-not-checked`).
+    None,
+}
+
+impl AnchorKey {
+    /// The label the report carries: `pinned`, `bundle-side`, `hmac` or `none`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            AnchorKey::Pinned(_) => "pinned",
+            AnchorKey::FromBundleSide(_) => "bundle-side",
+            AnchorKey::Hmac(_) => "hmac",
+            AnchorKey::None => "none",
+        }
+    }
+}
+
+/// The result of [`verify_bundle`](super::verify_bundle). `valid` is true exactly when `failures` is empty.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub valid: bool,
+    pub checks: Checks,
+    /// `pinned`, `bundle-side`, `hmac` or `none` ([`AnchorKey::label`]).
+    pub key: &'static str,
+    /// The bundle's `chain_id` as written (null when absent).
+    pub chain_id: serde_json::Value,
+    /// How many entries the bundle carries.
+    pub entries: usize,
+    /// How many nodes have a readable authority.
+    pub nodes: usize,
+    /// How many allows that claim authority were measured for containment.
+    pub actions_checked: usize,
+    /// How many allows were marked as never gated (`"policy": "unlisted"`).
+    pub ungated: usize,
+    /// Per-call execution binding (v2 chains).
+    pub calls: CallSummary,
+    pub failures: Vec<Failure>,
+}
+
+/// The outcome of each check.
+#[derive(Debug, Clone, Serialize)]
+pub struct Checks {
+    pub integrity: bool,
+    pub monotonicity: bool,
+    pub containment: bool,
+    /// `clean`, `incomplete`, `failed`, or `not applicable` (v1 chains, or a version problem).
+    pub execution_binding: &'static str,
+    /// `verified`, `failed` or `not-checked`.
+    pub anchor: &'static str,
+    pub version: bool,
+    pub chain_id: bool,
+    pub root: bool,
+    pub ledger_fields: bool,
+}
+
+/// How each allowed call of a v2 chain ended, as far as the ledger shows.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CallSummary {
+    /// An outcome exists on the same node, after the allow.
+    pub observed: usize,
+    /// No correctly bound outcome, and none was promised (`capture` is `pre_hook_only`).
+    pub unobserved: usize,
+    /// No correctly bound outcome although `capture` promised one.
+    pub unaccounted: usize,
+    /// `complete`, `partial` or `none`: how many calls carry both argument commitments.
+    pub params_coverage: &'static str,
+    /// Every call that is not observed, in ledger order.
+    pub open: Vec<OpenCall>,
+}
+
+/// An allowed call with no correctly bound outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenCall {
+    pub call_id: String,
+    /// `unobserved` or `unaccounted`.
+    pub state: &'static str,
+    pub node: Option<String>,
+    pub index: usize,
+    pub seq: Option<i64>,
+}
+
+/// One problem, about one entry (`index`, `seq`, `node`) or about the whole bundle.
+#[derive(Debug, Clone, Serialize)]
+pub struct Failure {
+    pub name: FailureName,
+    /// The reason token the reference verifier reports for this problem, if it has one.
+    pub reference_reason: Option<&'static str>,
+    /// Position in the bundle's `entries`.
+    pub index: Option<usize>,
+    /// The entry's own `seq`, when it is an integer.
+    pub seq: Option<i64>,
+    /// The entry's `node`, when it is a string.
+    pub node: Option<String>,
+    /// The call this failure is about, when there is one.
+    pub call_id: Option<String>,
+    /// One line, safe to print: values from the bundle are escaped.
+    pub detail: String,
+}
+
+macro_rules! failure_names {
+    ($($variant:ident => $name:literal, $reference:expr;)*) => {
+        /// Our stable failure names. The string form ([`FailureName::as_str`]) is what the CLI
+        /// prints and the JSON report carries; scripts may depend on it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum FailureName { $($variant),* }
+
+        impl FailureName {
+            /// Every name, in the order the checks run.
+            pub const ALL: &'static [FailureName] = &[$(FailureName::$variant),*];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $(FailureName::$variant => $name),* }
+            }
+
+            /// The `reason` the reference (`failure_details`) reports for the same problem, or
+            /// `None` where this verifier is stricter and the reference reports nothing.
+            pub fn reference_reason(self) -> Option<&'static str> {
+                match self { $(FailureName::$variant => $reference),* }
+            }
+
+            /// The name for a string form, if it is one of ours.
+            pub fn from_name(name: &str) -> Option<FailureName> {
+                match name { $($name => Some(FailureName::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+failure_names! {
+    InvalidBundle => "invalid-bundle", Some("invalid_bundle");
+    DuplicateMember => "duplicate-member", None;
+    UnsupportedVersion => "unsupported-version", Some("unsupported_version");
+    AnchorVersionMismatch => "anchor-version-mismatch", Some("anchor_version_mismatch");
+    MissingRoot => "missing-root", Some("missing_root");
+    MultipleRoots => "multiple-roots", Some("missing_root");
+    RootVersionMismatch => "root-version-mismatch", Some("root_version_mismatch");
+    MixedEntryVersions => "mixed-entry-versions", Some("mixed_entry_versions");
+    InvalidLedgerEntry => "invalid-ledger-entry", Some("invalid_ledger_entry");
+    UnknownLedgerEvent => "unknown-ledger-event", Some("unknown_ledger_event");
+    UnknownLedgerField => "unknown-ledger-field", Some("unknown_ledger_fields");
+    InvalidNode => "invalid-node", Some("invalid_node");
+    ChainIdMismatch => "chain-id-mismatch", Some("chain_id_mismatch");
+    AnchorChainIdMismatch => "anchor-chain-id-mismatch", Some("chain_id_mismatch");
+    SeqGap => "seq-gap", Some("integrity");
+    PrevHashMismatch => "prev-hash-mismatch", Some("integrity");
+    HashMismatch => "hash-mismatch", Some("integrity");
+    AnchorMissing => "anchor-missing", Some("integrity(anchor)");
+    AnchorMissingField => "anchor-missing-field", Some("integrity(anchor)");
+    AnchorSignatureNotHex => "anchor-signature-not-hex", Some("integrity(anchor)");
+    AnchorSignatureInvalid => "anchor-signature-invalid", Some("integrity(anchor)");
+    AnchorOverBrokenChain => "anchor-over-broken-chain", Some("integrity(anchor)");
+    AnchorHeadMismatch => "anchor-head-mismatch", Some("integrity(anchor)");
+    AnchorNotChecked => "anchor-not-checked", None;
+    UnreadableAuthority => "unreadable-authority", Some("unreadable_authority");
+    UnreadableGrant => "unreadable-grant", Some("unreadable_granted");
+    NodeRedefined => "node-redefined", Some("monotonicity");
+    UnknownParent => "unknown-parent", Some("monotonicity");
+    SpawnFromRevoked => "spawn-from-revoked-parent", Some("monotonicity");
+    NotMonotonic => "not-monotonic", Some("monotonicity");
+    AllowOnUnknownNode => "allow-on-unknown-node", Some("containment");
+    AllowAfterRevoke => "allow-after-revoke", Some("containment");
+    NotContained => "not-contained", Some("containment");
+    V2FieldOnV1 => "v2-field-on-v1", Some("v2_field_on_v1");
+    InvalidParamsSalt => "invalid-params-salt", Some("invalid_root");
+    InvalidPendingAtKill => "invalid-pending-at-kill", Some("invalid_kill");
+    DuplicateCallId => "duplicate-call-id", Some("duplicate_call_id");
+    AllowCallIdInvalid => "allow-call-id-invalid", Some("invalid_allow");
+    AllowCaptureInvalid => "allow-capture-invalid", Some("invalid_allow");
+    AllowAdapterInvalid => "allow-adapter-invalid", Some("invalid_allow");
+    AllowPolicyInvalid => "allow-policy-invalid", Some("invalid_allow");
+    AllowParamsHashInvalid => "allow-params-hash-invalid", Some("invalid_allow");
+    DenyCallIdInvalid => "deny-call-id-invalid", Some("invalid_deny");
+    DenyCarriesAllowField => "deny-carries-allow-field", Some("invalid_deny");
+    OutcomeCallIdInvalid => "outcome-call-id-invalid", Some("invalid_outcome");
+    OutcomeRecordInvalid => "outcome-record-invalid", Some("invalid_outcome");
+    DuplicateOutcome => "duplicate-outcome", Some("duplicate_outcome");
+    OutcomeWithoutAllow => "outcome-without-allow", Some("outcome_without_allow");
+    OutcomeOnOtherNode => "outcome-on-other-node", Some("cross_ref");
+    OutcomeBeforeAllow => "outcome-before-allow", Some("outcome_before_allow");
+    ParamsMismatch => "params-mismatch", Some("params_mismatch");
+    UnknownPolicy => "unknown-policy", Some("invalid_policy");
+    PolicyOnNonAllow => "policy-on-non-allow", Some("policy_on_non_allow");
+    EnvelopesNotVerified => "envelopes-not-verified", Some("envelope_unknown_witness");
+}
+
+impl Serialize for FailureName {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for FailureName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The failure list, with the entry each failure is about.
+pub(super) struct Log<'a> {
+    entries: &'a [Option<&'a Obj<'a>>],
+    pub(super) failures: Vec<Failure>,
+}
+
+impl<'a> Log<'a> {
+    pub(super) fn new(entries: &'a [Option<&'a Obj<'a>>]) -> Self {
+        Log {
+            entries,
+            failures: Vec::new(),
+        }
+    }
+
+    /// A failure about the whole bundle.
+    pub(super) fn chain(&mut self, name: FailureName, detail: String) {
+        self.failures.push(Failure {
+            name,
+            reference_reason: name.reference_reason(),
+            index: None,
+            seq: None,
+            node: None,
+            call_id: None,
+            detail,
+        });
+    }
+
+    /// A failure about the entry at `index`.
+    pub(super) fn at(&mut self, name: FailureName, index: usize, detail: String) {
+        let e = self.entries.get(index).copied().flatten();
+        let s = |k: &str| {
+            e.and_then(|e| e.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        self.failures.push(Failure {
+            name,
+            reference_reason: name.reference_reason(),
+            index: Some(index),
+            seq: e.and_then(|e| seq_value(e.get("seq"))),
+            node: s("node"),
+            call_id: s("call_id"),
+            detail,
+        });
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.failures.len()
+    }
+}
