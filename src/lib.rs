@@ -24,3 +24,4 @@ pub mod policy;
 pub mod protocol;
 pub mod random;
 pub mod reason;
+pub mod tlog;
