@@ -56,10 +56,16 @@ pub struct VerifierKey {
 }
 
 impl VerifierKey {
-    /// The verifier key for `key` under `name`, with the recommended key ID.
+    /// The verifier key for `key` under `name`, with the recommended key ID. Small-order
+    /// (weak) keys are refused: anyone can forge signatures for them.
     pub fn new(name: &str, key: VerifyingKey) -> Result<Self, NoteError> {
         if !is_valid_key_name(name) {
             return Err(NoteError::InvalidKeyName(name.to_string()));
+        }
+        if key.is_weak() {
+            return Err(NoteError::MalformedVerifierKey(
+                "Ed25519 key has small order",
+            ));
         }
         let id = key_id(name, ED25519, key.as_bytes());
         Ok(Self {
@@ -199,8 +205,11 @@ pub struct Note {
 /// keys not known (ignored, as the spec requires; they may be witness cosignatures).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Opened {
+    /// The signed text, with its final newline.
     pub text: String,
+    /// The known keys with a valid signature, each once, in signature order.
     pub verified: Vec<VerifierKey>,
+    /// The signatures by unknown keys, each distinct one once.
     pub unknown: Vec<NoteSignature>,
 }
 

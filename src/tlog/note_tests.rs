@@ -304,6 +304,30 @@ fn the_last_blank_line_separates_text_and_signatures() {
 }
 
 #[test]
+fn weak_keys_are_refused() {
+    // The identity point: a valid encoding of a small-order key.
+    let mut identity = [0u8; 32];
+    identity[0] = 1;
+    let weak = VerifyingKey::from_bytes(&identity).unwrap();
+    let small_order = NoteError::MalformedVerifierKey("Ed25519 key has small order");
+    assert_eq!(VerifierKey::new("weak", weak), Err(small_order.clone()));
+    let id = hex_encode(&key_id("weak", ED25519, &identity).to_be_bytes());
+    let material = b64_encode(&[&[ED25519][..], &identity].concat());
+    assert_eq!(
+        VerifierKey::parse(&format!("weak+{id}+{material}")),
+        Err(small_order)
+    );
+    // The same layout with an ordinary key parses.
+    let good = vkey(PETER_VKEY);
+    let material = b64_encode(&[&[ED25519][..], good.key().as_bytes()].concat());
+    let id = hex_encode(&good.id().to_be_bytes());
+    assert_eq!(
+        VerifierKey::parse(&format!("PeterNeumann+{id}+{material}")),
+        Ok(good)
+    );
+}
+
+#[test]
 fn key_names_follow_the_spec() {
     for good in ["example.com/log", "PeterNeumann", "\u{e9}t\u{e9}"] {
         assert!(is_valid_key_name(good), "{good:?}");
