@@ -250,14 +250,14 @@ impl Note {
                 NoteError::MissingFinalNewline
             });
         };
-        let lines: Vec<&str> = block.split('\n').collect();
-        if lines.len() > MAX_SIGNATURES {
+        // Counted lazily, so an oversized note is refused before anything is decoded.
+        if block.split('\n').nth(MAX_SIGNATURES).is_some() {
             return Err(NoteError::TooManySignatures {
                 max: MAX_SIGNATURES,
             });
         }
-        let signatures = lines
-            .iter()
+        let signatures = block
+            .split('\n')
             .enumerate()
             .map(|(i, line)| NoteSignature::parse(line, i + 1))
             .collect::<Result<_, _>>()?;

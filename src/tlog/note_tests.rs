@@ -205,11 +205,10 @@ fn two_different_keys_with_one_name_and_id_are_ambiguous() {
     assert!(open(&msg, &[peter.clone(), peter]).is_ok());
 }
 
-#[test]
-fn malformed_notes_are_rejected() {
-    let peter = [vkey(PETER_VKEY)];
+/// Notes that are each one change away from a valid one, with the error each must give.
+fn malformed_notes() -> Vec<(String, NoteError)> {
     let sig = PETER_SIG;
-    let cases: Vec<(String, NoteError)> = vec![
+    vec![
         (TEXT.into(), NoteError::NoSignatureBlock),
         (format!("{TEXT}\n"), NoteError::Unsigned),
         (
@@ -277,8 +276,14 @@ fn malformed_notes_are_rejected() {
             format!("{TEXT}\n{}", sig.repeat(101)),
             NoteError::TooManySignatures { max: 100 },
         ),
-    ];
-    for (msg, want) in cases {
+    ]
+}
+
+#[test]
+fn malformed_notes_are_rejected() {
+    let peter = [vkey(PETER_VKEY)];
+    let sig = PETER_SIG;
+    for (msg, want) in malformed_notes() {
         assert_eq!(open(&msg, &peter), Err(want), "{msg:?}");
     }
     assert_eq!(Note::parse_bytes(b"\xff\n\nx\n"), Err(NoteError::NotUtf8));
