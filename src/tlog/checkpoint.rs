@@ -200,7 +200,10 @@ mod tests {
                 CheckpointError::BadRootEncoding(root[..43].into()),
             ),
             ("o\n1\nAAAA\n".into(), CheckpointError::BadRootLength(3)),
-            (format!("o\n1\n{}\n", "A".repeat(44)), CheckpointError::BadRootLength(33)),
+            (
+                format!("o\n1\n{}\n", "A".repeat(44)),
+                CheckpointError::BadRootLength(33),
+            ),
             (
                 format!("o\n1\n{root}\n\n"),
                 CheckpointError::EmptyExtension { line: 4 },

@@ -56,10 +56,16 @@ pub struct VerifierKey {
 }
 
 impl VerifierKey {
-    /// The verifier key for `key` under `name`, with the recommended key ID.
+    /// The verifier key for `key` under `name`, with the recommended key ID. Small-order
+    /// (weak) keys are refused: anyone can forge signatures for them.
     pub fn new(name: &str, key: VerifyingKey) -> Result<Self, NoteError> {
         if !is_valid_key_name(name) {
             return Err(NoteError::InvalidKeyName(name.to_string()));
+        }
+        if key.is_weak() {
+            return Err(NoteError::MalformedVerifierKey(
+                "Ed25519 key has small order",
+            ));
         }
         let id = key_id(name, ED25519, key.as_bytes());
         Ok(Self {
@@ -199,8 +205,11 @@ pub struct Note {
 /// keys not known (ignored, as the spec requires; they may be witness cosignatures).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Opened {
+    /// The signed text, with its final newline.
     pub text: String,
+    /// The known keys with a valid signature, each once, in signature order.
     pub verified: Vec<VerifierKey>,
+    /// The signatures by unknown keys, each distinct one once.
     pub unknown: Vec<NoteSignature>,
 }
 
@@ -241,14 +250,14 @@ impl Note {
                 NoteError::MissingFinalNewline
             });
         };
-        let lines: Vec<&str> = block.split('\n').collect();
-        if lines.len() > MAX_SIGNATURES {
+        // Counted lazily, so an oversized note is refused before anything is decoded.
+        if block.split('\n').nth(MAX_SIGNATURES).is_some() {
             return Err(NoteError::TooManySignatures {
                 max: MAX_SIGNATURES,
             });
         }
-        let signatures = lines
-            .iter()
+        let signatures = block
+            .split('\n')
             .enumerate()
             .map(|(i, line)| NoteSignature::parse(line, i + 1))
             .collect::<Result<_, _>>()?;

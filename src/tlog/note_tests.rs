@@ -128,7 +128,7 @@ fn opens_as_go_does_and_reports_the_signers() {
     let msg = format!("{TEXT}\n{PETER_SIG}{ENOCH_SIG}");
     let opened = open(&msg, std::slice::from_ref(&peter)).unwrap();
     assert_eq!(opened.text, TEXT);
-    assert_eq!(opened.verified, [peter.clone()]);
+    assert_eq!(opened.verified, std::slice::from_ref(&peter));
     assert_eq!(opened.unknown.len(), 1);
     assert_eq!(
         (opened.unknown[0].name.as_str(), opened.unknown[0].key_id),
@@ -205,11 +205,10 @@ fn two_different_keys_with_one_name_and_id_are_ambiguous() {
     assert!(open(&msg, &[peter.clone(), peter]).is_ok());
 }
 
-#[test]
-fn malformed_notes_are_rejected() {
-    let peter = [vkey(PETER_VKEY)];
+/// Notes that are each one change away from a valid one, with the error each must give.
+fn malformed_notes() -> Vec<(String, NoteError)> {
     let sig = PETER_SIG;
-    let cases: Vec<(String, NoteError)> = vec![
+    vec![
         (TEXT.into(), NoteError::NoSignatureBlock),
         (format!("{TEXT}\n"), NoteError::Unsigned),
         (
@@ -277,8 +276,14 @@ fn malformed_notes_are_rejected() {
             format!("{TEXT}\n{}", sig.repeat(101)),
             NoteError::TooManySignatures { max: 100 },
         ),
-    ];
-    for (msg, want) in cases {
+    ]
+}
+
+#[test]
+fn malformed_notes_are_rejected() {
+    let peter = [vkey(PETER_VKEY)];
+    let sig = PETER_SIG;
+    for (msg, want) in malformed_notes() {
         assert_eq!(open(&msg, &peter), Err(want), "{msg:?}");
     }
     assert_eq!(Note::parse_bytes(b"\xff\n\nx\n"), Err(NoteError::NotUtf8));
@@ -301,6 +306,30 @@ fn the_last_blank_line_separates_text_and_signatures() {
         assert_eq!(note.text(), text);
         assert_eq!(open(&msg, &[vkey(PETER_VKEY)]).unwrap().text, text);
     }
+}
+
+#[test]
+fn weak_keys_are_refused() {
+    // The identity point: a valid encoding of a small-order key.
+    let mut identity = [0u8; 32];
+    identity[0] = 1;
+    let weak = VerifyingKey::from_bytes(&identity).unwrap();
+    let small_order = NoteError::MalformedVerifierKey("Ed25519 key has small order");
+    assert_eq!(VerifierKey::new("weak", weak), Err(small_order.clone()));
+    let id = hex_encode(&key_id("weak", ED25519, &identity).to_be_bytes());
+    let material = b64_encode(&[&[ED25519][..], &identity].concat());
+    assert_eq!(
+        VerifierKey::parse(&format!("weak+{id}+{material}")),
+        Err(small_order)
+    );
+    // The same layout with an ordinary key parses.
+    let good = vkey(PETER_VKEY);
+    let material = b64_encode(&[&[ED25519][..], good.key().as_bytes()].concat());
+    let id = hex_encode(&good.id().to_be_bytes());
+    assert_eq!(
+        VerifierKey::parse(&format!("PeterNeumann+{id}+{material}")),
+        Ok(good)
+    );
 }
 
 #[test]

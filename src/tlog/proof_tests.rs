@@ -35,15 +35,15 @@ fn proof_of(index: u64) -> TlogProof {
 const GOLDEN: &str = "c2sp.org/tlog-proof@v1
 extra aGVsbG8=
 index 3
-ZNVH8zOAZE5UhCeqHIMbG5Sd5lhE+UHuGaFJVvLnWRw=
-++zSnrQQm6gkotJP6T06cRwOBXlIgRwu6WPh6O+WMyQ=
-VIpQ06CM1tA+1MadUzpkr+2HrlZTg4Mhy2cINWpLrnw=
+/PCmxwDdE+J0tvuo3uqN2bJuTu3eNJVxfKyECMnFF38=
+ogv5p8wtyKCPX0FacbGfasQnurVNJO7IaLXTEDRJlTo=
+TzUhLRL5rSA2SSyV8f55uvTse9m+89/6dXnyKT/1RqQ=
 
 example.com/attenu-test
 5
-lyAeJfPqfmx/F/0WFnBr+3gawCeMMlkEnXHxuPCZOWk=
+uFW0LWww9bCH4FJmeD+9bjlPe5JgE8yqZ3AKiwxaWW8=
 
-\u{2014} example.com/attenu-test 2dYS+xxg6w0LY0HfbRUq2s+wAdoMyFxwYaiWlhzpK4NPf5r+a/WHYKhZ8w0Adk1UHVOAgq0iODp6OcCTOK8JtFUEsA0=
+\u{2014} example.com/attenu-test IdK0aZNdwfKmPkCKntpBYe3FdusUzJC36KFmAZM7po5K4ZCOctxHcGxOqugBNsRF+SJulNtsrowlLZtI+4zn6esIowQ=
 ";
 
 #[test]
