@@ -11,8 +11,8 @@
 //! Bundles are written atomically (temporary file, fsync, rename) under the ledger lock, so
 //! concurrent exporters each write a complete bundle and the last rename wins.
 
-use super::keys::{self, AnchorKey};
 use super::checkpoint;
+use super::keys::{self, AnchorKey};
 use super::verify::anchor_signing_input;
 use crate::clock as time;
 use crate::fs;

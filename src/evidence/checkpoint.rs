@@ -70,7 +70,11 @@ impl ObjectNames<'_> {
     }
 
     pub fn checkpoint(&self, size: u64, root: &Hash) -> String {
-        format!("{}/checkpoint/{size:020}-{}.note", self.dir(), chain::hex(root))
+        format!(
+            "{}/checkpoint/{size:020}-{}.note",
+            self.dir(),
+            chain::hex(root)
+        )
     }
 
     pub fn entries(&self, from: u64, to: u64, root: &Hash) -> String {

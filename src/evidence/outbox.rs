@@ -36,8 +36,7 @@ pub fn put(attenu: &Path, key: &str, bytes: &[u8]) -> io::Result<()> {
 fn component_ok(c: &str) -> bool {
     !c.is_empty()
         && !c.starts_with('.')
-        && c
-            .bytes()
+        && c.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 

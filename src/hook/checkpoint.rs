@@ -4,8 +4,8 @@
 //! changes the answer: nothing is marked as queued, and the next event tries again.
 
 use super::context::Ctx;
-use crate::evidence::checkpoint::{self, ObjectNames};
 use crate::evidence::bundle::Written;
+use crate::evidence::checkpoint::{self, ObjectNames};
 use crate::evidence::{keys, outbox};
 use crate::ledger::store::{CheckpointMark, Ledger};
 
@@ -69,8 +69,12 @@ fn queue(ctx: &Ctx<'_>, ledger: &mut Ledger) -> Result<(), String> {
         outbox::put(ctx.attenu, &names.entries(from.size, size, &root), &entries)
             .map_err(|e| e.to_string())?;
     }
-    outbox::put(ctx.attenu, &names.checkpoint(size, &root), signed.as_bytes())
-        .map_err(|e| e.to_string())?;
+    outbox::put(
+        ctx.attenu,
+        &names.checkpoint(size, &root),
+        signed.as_bytes(),
+    )
+    .map_err(|e| e.to_string())?;
     ledger.mark_checkpointed(CheckpointMark { size, offset: end });
     Ok(())
 }
@@ -93,8 +97,9 @@ pub(super) fn queue_bundles(
             session: &ledger.paths.name,
             chain_id: &w.chain_id,
         };
-        let queued = std::fs::read(&w.path)
-            .and_then(|bytes| outbox::put(ctx.attenu, &names.bundle(w.entries as u64, &w.root), &bytes));
+        let queued = std::fs::read(&w.path).and_then(|bytes| {
+            outbox::put(ctx.attenu, &names.bundle(w.entries as u64, &w.root), &bytes)
+        });
         if let Err(e) = queued {
             warnings.push(format!(
                 "bundle {} could not be queued for shipping ({e}); run `attenu-hook ship` after fixing it",

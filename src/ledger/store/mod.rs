@@ -32,8 +32,8 @@
 //! never repaired automatically: calls are denied with `ledger-unverifiable`.
 
 mod append;
-mod seal;
 mod lock;
+mod seal;
 mod state;
 mod verify;
 

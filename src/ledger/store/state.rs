@@ -1,9 +1,9 @@
 //! The verified state of a session ledger: its chains, their nodes, and the calls still open.
 
+use crate::tlog::Frontier;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use crate::tlog::Frontier;
 use std::os::unix::fs::MetadataExt;
 
 /// One chain (segment) of a session ledger.
