@@ -314,98 +314,35 @@ fn claim_inner(
         Use::Consume => TransactionBehavior::Immediate,
         Use::DryRun => TransactionBehavior::Deferred,
     })?;
-    let replayed = match how {
-        Use::Consume => {
-            tx.execute(
-                "INSERT INTO claims (tool_use_id, session_id, claimed_ms, result) VALUES (?1, ?2, ?3, 'pending') ON CONFLICT (tool_use_id) DO NOTHING",
-                params![tool_use_id, call.session_id, now],
-            )?
-                == 0
-        }
-        Use::DryRun => tx
-            .prepare("SELECT 1 FROM claims WHERE tool_use_id = ?1")
-            .and_then(|mut st| st.exists(params![tool_use_id]))?,
-    };
-    if replayed {
+    if replayed(&tx, how, tool_use_id, call.session_id, now)? {
         drop(tx);
         return Ok(Verdict::Denied(Reason::new(
             Code::GateReplay,
             format!("tool_use_id {tool_use_id} was already presented to the gate; a replayed call is never authorized twice"),
         )));
     }
-    // Every live authorization of this tool and these bindings; which of them is for this
-    // input only its own salt can tell.
-    let candidates: Vec<(String, String, String, String, i64, String)> = {
-        let mut stmt = tx
-            .prepare(
-                "SELECT id, reviewer, signed, sig, uses_left, input_digest FROM authorizations
-                 WHERE tool = ?1 AND uses_left > 0 AND expires_ms > ?2
-                   AND (session_id IS NULL OR session_id = ?3) AND (agent_type IS NULL OR agent_type = ?4)
-                 ORDER BY expires_ms, id",
-            )?;
-        let rows = stmt.query_map(
-            params![
-                call.tool,
-                now,
-                call.session_id,
-                call.agent_type.unwrap_or("")
-            ],
-            |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
-            },
-        )?;
-        rows.collect::<Result<_, _>>()?
-    };
     let mut refusals = Vec::new();
-    for (id, reviewer, signed, sig, uses_left, stored_digest) in candidates {
-        // Read before its signature is checked only to find the salt; nothing is trusted
-        // until `check_signed` has verified the bytes it was parsed from.
-        let doc: Value = serde_json::from_str(&signed).unwrap_or(Value::Null);
-        let salt = doc.get("input_salt").and_then(Value::as_str);
-        let Some(digest) = input_commitment(&jcs, salt) else {
-            refusals.push(format!("{id}: its signed salt is not hex"));
-            continue;
-        };
-        if digest != stored_digest {
-            continue; // another input's authorization
-        }
-        let used: i64 = tx.query_row(
-            "SELECT COUNT(*) FROM claims WHERE authorization_id = ?1 AND result = 'allowed'",
-            params![id],
-            |r| r.get(0),
-        )?;
-        match check_signed(
-            config, &id, &reviewer, &signed, &doc, &sig, call, &digest, now, uses_left, used,
-        ) {
-            Ok(()) if how == Use::DryRun => {
+    for c in candidates(&tx, call, now)? {
+        match check_candidate(&tx, config, call, &jcs, now, &c)? {
+            Check::OtherInput => {}
+            Check::Refused(why) => refusals.push(format!("{}: {why}", c.id)),
+            Check::Valid if how == Use::DryRun => {
                 return Ok(Verdict::Allowed {
-                    authorization_id: id,
-                    reviewer,
-                    uses_left,
+                    authorization_id: c.id,
+                    reviewer: c.reviewer,
+                    uses_left: c.uses_left,
                 });
             }
-            Ok(()) => {
-                let n = tx
-                    .execute("UPDATE authorizations SET uses_left = uses_left - 1 WHERE id = ?1 AND uses_left > 0", params![id])?;
-                if n != 1 {
-                    continue;
+            Check::Valid => {
+                if consume(&tx, &c.id, tool_use_id)? {
+                    tx.commit()?;
+                    return Ok(Verdict::Allowed {
+                        authorization_id: c.id,
+                        reviewer: c.reviewer,
+                        uses_left: c.uses_left - 1,
+                    });
                 }
-                tx.execute("UPDATE claims SET authorization_id = ?1, result = 'allowed' WHERE tool_use_id = ?2", params![id, tool_use_id])?;
-                tx.commit()?;
-                return Ok(Verdict::Allowed {
-                    authorization_id: id,
-                    reviewer,
-                    uses_left: uses_left - 1,
-                });
             }
-            Err(why) => refusals.push(format!("{id}: {why}")),
         }
     }
     if how == Use::Consume {
@@ -429,20 +366,153 @@ fn claim_inner(
     )))
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Whether `tool_use_id` was presented before. Consuming reserves it in the same step (as
+/// pending), so two processes with one id cannot both go on; a dry run only looks.
+fn replayed(
+    tx: &rusqlite::Transaction<'_>,
+    how: Use,
+    tool_use_id: &str,
+    session_id: &str,
+    now: i64,
+) -> Result<bool, DbError> {
+    Ok(match how {
+        Use::Consume => {
+            tx.execute(
+                "INSERT INTO claims (tool_use_id, session_id, claimed_ms, result) VALUES (?1, ?2, ?3, 'pending') ON CONFLICT (tool_use_id) DO NOTHING",
+                params![tool_use_id, session_id, now],
+            )?
+                == 0
+        }
+        Use::DryRun => tx
+            .prepare("SELECT 1 FROM claims WHERE tool_use_id = ?1")
+            .and_then(|mut st| st.exists(params![tool_use_id]))?,
+    })
+}
+
+/// One stored authorization that may allow the call, as its row says (nothing in it is
+/// trusted before [`check_signed`]).
+struct Candidate {
+    id: String,
+    reviewer: String,
+    signed: String,
+    sig: String,
+    uses_left: i64,
+    input_digest: String,
+}
+
+/// Every live authorization of this tool and these bindings; which of them is for this
+/// input only its own salt can tell.
+fn candidates(
+    tx: &rusqlite::Transaction<'_>,
+    call: &ClaimCall<'_>,
+    now: i64,
+) -> Result<Vec<Candidate>, DbError> {
+    let mut stmt = tx.prepare(
+        "SELECT id, reviewer, signed, sig, uses_left, input_digest FROM authorizations
+                 WHERE tool = ?1 AND uses_left > 0 AND expires_ms > ?2
+                   AND (session_id IS NULL OR session_id = ?3) AND (agent_type IS NULL OR agent_type = ?4)
+                 ORDER BY expires_ms, id",
+    )?;
+    let rows = stmt.query_map(
+        params![
+            call.tool,
+            now,
+            call.session_id,
+            call.agent_type.unwrap_or("")
+        ],
+        |r| {
+            Ok(Candidate {
+                id: r.get(0)?,
+                reviewer: r.get(1)?,
+                signed: r.get(2)?,
+                sig: r.get(3)?,
+                uses_left: r.get(4)?,
+                input_digest: r.get(5)?,
+            })
+        },
+    )?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// What one candidate says about the call.
+enum Check {
+    /// It is bound to another input.
+    OtherInput,
+    /// It is for this input but does not allow the call, for this reason.
+    Refused(String),
+    /// It allows the call.
+    Valid,
+}
+
+/// Checks candidate `c` against the call whose canonical input is `jcs`.
+fn check_candidate(
+    tx: &rusqlite::Transaction<'_>,
+    config: &Config,
+    call: &ClaimCall<'_>,
+    jcs: &[u8],
+    now: i64,
+    c: &Candidate,
+) -> Result<Check, DbError> {
+    // Read before its signature is checked only to find the salt; nothing is trusted
+    // until `check_signed` has verified the bytes it was parsed from.
+    let doc: Value = serde_json::from_str(&c.signed).unwrap_or(Value::Null);
+    let salt = doc.get("input_salt").and_then(Value::as_str);
+    let Some(digest) = input_commitment(jcs, salt) else {
+        return Ok(Check::Refused("its signed salt is not hex".into()));
+    };
+    if digest != c.input_digest {
+        return Ok(Check::OtherInput);
+    }
+    let used: i64 = tx.query_row(
+        "SELECT COUNT(*) FROM claims WHERE authorization_id = ?1 AND result = 'allowed'",
+        params![c.id],
+        |r| r.get(0),
+    )?;
+    Ok(
+        match check_signed(config, c, &doc, call, &digest, now, used) {
+            Ok(()) => Check::Valid,
+            Err(why) => Check::Refused(why.to_string()),
+        },
+    )
+}
+
+/// Consumes one use of authorization `id` for `tool_use_id`; false when another claim took
+/// its last use first.
+fn consume(tx: &rusqlite::Transaction<'_>, id: &str, tool_use_id: &str) -> Result<bool, DbError> {
+    let n = tx.execute(
+        "UPDATE authorizations SET uses_left = uses_left - 1 WHERE id = ?1 AND uses_left > 0",
+        params![id],
+    )?;
+    if n != 1 {
+        return Ok(false);
+    }
+    tx.execute(
+        "UPDATE claims SET authorization_id = ?1, result = 'allowed' WHERE tool_use_id = ?2",
+        params![id, tool_use_id],
+    )?;
+    Ok(true)
+}
+
+/// Whether candidate `c` (its signed document parsed as `doc`, `used` times on record)
+/// allows `call`, whose input commits to `digest`.
 fn check_signed(
     config: &Config,
-    id: &str,
-    reviewer: &str,
-    signed: &str,
+    c: &Candidate,
     doc: &Value,
-    sig: &str,
     call: &ClaimCall<'_>,
     digest: &str,
     now: i64,
-    uses_left: i64,
     used: i64,
 ) -> Result<(), Refusal> {
+    let Candidate {
+        id,
+        reviewer,
+        signed,
+        sig,
+        uses_left,
+        ..
+    } = c;
+    let uses_left = *uses_left;
     let key = reviewer_key(config, reviewer)?;
     let sig_bytes: [u8; 64] = unhex(sig)
         .and_then(|b| b.try_into().ok())
