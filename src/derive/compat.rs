@@ -68,7 +68,7 @@ pub fn frontmatter_block(text: &str) -> Result<&str, String> {
 /// not quoted or a flow list and holds `: ` or one of ``{}[]*&#!|>%@` `` is put in double
 /// quotes (so `description: Use when: reviewing` parses); then leading tabs become two spaces
 /// each.
-pub(super) fn recovered(block: &str) -> String {
+pub fn recovered(block: &str) -> String {
     const SPECIAL: &[char] = &[
         '{', '}', '[', ']', '*', '&', '#', '!', '|', '>', '%', '@', '`',
     ];
@@ -115,18 +115,18 @@ pub(super) fn recovered(block: &str) -> String {
 }
 
 /// Why [`refuses_agent_name`] refuses a name.
-pub(super) const REFUSED_NAME: &str = "Claude Code does not load an agent under this `name` (one starting with `-`, longer than 256 characters, or with a `:`, which plugins' agents use)";
+pub const REFUSED_NAME: &str = "Claude Code does not load an agent under this `name` (one starting with `-`, longer than 256 characters, or with a `:`, which plugins' agents use)";
 
 /// Names Claude Code 2.1.332 refuses to load an agent under: a file can then never declare
 /// that agent, whose type may still come from elsewhere (a plugin's `a:b`).
-pub(super) fn refuses_agent_name(name: &str) -> bool {
+pub fn refuses_agent_name(name: &str) -> bool {
     let colon = |c: char| matches!(c, ':' | '\u{ff1a}' | '\u{fe55}' | '\u{fe13}');
     name.starts_with('-') || name.encode_utf16().count() > 256 || name.contains(colon)
 }
 
 /// An agent with a memory scope gets the file tools to keep its memory with: Claude Code
 /// 2.1.332 adds Write, Edit and Read to an explicit `tools` list for a valid `memory`.
-pub(super) fn add_memory_tools(tools: &mut Vec<String>, memory: &str) {
+pub fn add_memory_tools(tools: &mut Vec<String>, memory: &str) {
     if matches!(memory, "user" | "project" | "local") {
         tools.extend(["Write", "Edit", "Read"].map(String::from));
     }
@@ -136,7 +136,7 @@ pub(super) fn add_memory_tools(tools: &mut Vec<String>, memory: &str) {
 /// 2.1.332 ignores the arguments there, so `tools: Bash(git status)` offers the whole of Bash
 /// and `disallowedTools: Agent(ops)` or `Bash(rm *)` removes the whole tool. (`tools:
 /// Agent(a, b)`, which names subagent types, is not such a rule.)
-pub(super) fn agent_rule_with_arguments(entry: &str, site: Site, whole: String) -> Declared {
+pub fn agent_rule_with_arguments(entry: &str, site: Site, whole: String) -> Declared {
     let note = match site {
         Site::AgentDisallowed => format!("{entry} (Claude Code removes the whole tool)"),
         Site::AgentTools | Site::Settings => {
@@ -148,7 +148,7 @@ pub(super) fn agent_rule_with_arguments(entry: &str, site: Site, whole: String) 
 
 /// Claude Code takes Monitor (and REPL) away with Bash: its tools that run code as Bash does.
 /// A denial with arguments (`Bash(rm *)`) is not a denial of Bash and takes nothing with it.
-pub(super) fn take_with_bash(denied: &mut BTreeSet<String>) {
+pub fn take_with_bash(denied: &mut BTreeSet<String>) {
     if denied.contains("exec.bash") {
         denied.extend(["exec.monitor".to_string(), scope_for_tool_name("REPL")]);
     }
@@ -157,11 +157,11 @@ pub(super) fn take_with_bash(denied: &mut BTreeSet<String>) {
 /// The agent files already read: Claude Code loads a file reached by two paths (a symlink
 /// beside it) once, by its device and inode.
 #[derive(Debug, Default)]
-pub(super) struct LoadedOnce(HashSet<(u64, u64)>);
+pub struct LoadedOnce(HashSet<(u64, u64)>);
 
 impl LoadedOnce {
     /// Whether the file of `meta` is read for the first time.
-    pub(super) fn first(&mut self, meta: &std::fs::Metadata) -> bool {
+    pub fn first(&mut self, meta: &std::fs::Metadata) -> bool {
         use std::os::unix::fs::MetadataExt;
         self.0.insert((meta.dev(), meta.ino()))
     }
