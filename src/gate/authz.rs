@@ -352,18 +352,23 @@ fn claim_inner(
         )?;
         tx.commit()?;
     }
+    Ok(no_authorization(call.tool, &refusals))
+}
+
+/// The denial when no authorization allows a call to `tool`, naming why each one for its
+/// input was refused.
+fn no_authorization(tool: &str, refusals: &[String]) -> Verdict {
     let detail = if refusals.is_empty() {
         String::new()
     } else {
         format!(" (refused: {})", refusals.join("; "))
     };
-    Ok(Verdict::Denied(Reason::new(
+    Verdict::Denied(Reason::new(
         Code::GateAuthorizationRequired,
         format!(
-            "{} is gated and no valid, unexpired, unused authorization by a configured reviewer matches this exact tool and input{detail}. The host issues one with `attenu-hook authorize`",
-            call.tool
+            "{tool} is gated and no valid, unexpired, unused authorization by a configured reviewer matches this exact tool and input{detail}. The host issues one with `attenu-hook authorize`"
         ),
-    )))
+    ))
 }
 
 /// Whether `tool_use_id` was presented before. Consuming reserves it in the same step (as

@@ -358,6 +358,11 @@ mod tests {
             )
             .held
         );
+    }
+
+    #[test]
+    fn file_filters_naming_the_state_are_refused_and_hostile_ones_stay_cheap() {
+        let c = Config::default();
         // Regression: spellings that hid `.attenu` from the brace expansion.
         for pattern in [
             "{[}],.attenu}/anchor.key",
