@@ -5,16 +5,19 @@
 //! through what Claude Code never offers. Where Claude Code's reading is not the obvious one,
 //! the rule is here, each with why, so a new Claude Code version is checked against one file:
 //!
-//! * [`ALIASES`]: legacy tool names it still resolves, so a denial under an old name holds.
-//! * [`DEFAULT_SUBAGENT_TYPE`]: the agent an `Agent` call without a type spawns.
-//! * [`frontmatter_block`]: the block ends at the first `---`, wherever it is.
-//! * [`recovered`]: the text it parses again when a block is not valid YAML.
-//! * [`refuses_agent_name`]: agent names it never loads, so such a file declares nothing.
-//! * [`add_memory_tools`]: a `memory:` scope adds the file tools to an explicit `tools`.
-//! * [`agent_rule_with_arguments`]: in an agent file, a rule with arguments is the whole tool.
-//! * [`take_with_bash`]: denying Bash takes Monitor (and REPL) away too.
-//! * [`LoadedOnce`]: an agent file reached by two paths (a symlink beside it) loads once.
-//! * [`spawned_agent`]: `subagent_type` also finds an agent by a loose spelling of its name.
+//! * [`ALIASES`]: legacy tool names it still resolves, so a rule under an old name holds.
+//! * [`DEFAULT_SUBAGENT_TYPE`]: what an `Agent` call naming no type spawns, checked as such.
+//! * [`frontmatter_block`]: the block ends at the first `---`, so nothing after it grants.
+//! * [`recovered`]: what it parses when a block is not YAML, so the agent it loads is read.
+//! * [`refuses_agent_name`]: names it never loads, so such a file declares no agent.
+//! * [`add_memory_tools`]: `memory:` adds Write, Edit and Read to `tools`, so they are held.
+//! * [`agent_rule_with_arguments`]: an agent file's rule is the whole tool; it drops arguments.
+//! * [`take_with_bash`]: denying Bash takes Monitor and REPL, which run code as Bash does.
+//! * [`LoadedOnce`]: a file reached by two paths loads once, so it is not "declared twice".
+//! * [`spawned_agent`]: `subagent_type` in a loose spelling spawns that agent, checked as it.
+//!
+//! Their tests sit with the readers that apply them (`frontmatter`, `scopes`, `resolve`,
+//! `policy::decision`), which is where a changed rule shows.
 
 use super::scopes::{scope_for_tool_name, Declared, Site};
 use std::collections::{BTreeSet, HashSet};
@@ -139,6 +142,7 @@ pub fn add_memory_tools(tools: &mut Vec<String>, memory: &str) {
 pub fn agent_rule_with_arguments(entry: &str, site: Site, whole: String) -> Declared {
     let note = match site {
         Site::AgentDisallowed => format!("{entry} (Claude Code removes the whole tool)"),
+        // Not asked for settings, where such a rule is a permission rule on its arguments.
         Site::AgentTools | Site::Settings => {
             format!("{entry} (Claude Code offers the whole tool; the arguments are not enforced)")
         }
@@ -147,7 +151,8 @@ pub fn agent_rule_with_arguments(entry: &str, site: Site, whole: String) -> Decl
 }
 
 /// Claude Code takes Monitor (and REPL) away with Bash: its tools that run code as Bash does.
-/// A denial with arguments (`Bash(rm *)`) is not a denial of Bash and takes nothing with it.
+/// In settings a denial with arguments (`Bash(rm *)`) is a rule on those commands, not a
+/// denial of Bash, and takes nothing with it.
 pub fn take_with_bash(denied: &mut BTreeSet<String>) {
     if denied.contains("exec.bash") {
         denied.extend(["exec.monitor".to_string(), scope_for_tool_name("REPL")]);
