@@ -15,6 +15,7 @@ mod prove;
 mod receipt;
 mod reconcile;
 mod ship;
+pub mod shipper;
 mod verify;
 
 pub use crate::protocol::Exit;
@@ -151,6 +152,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Man => docs::man(),
         Command::Reconcile { action } => reconcile::run(action),
         Command::Log(a) => log::run(a),
-        Command::Ship(a) => ship::run(a),
+        // In the sibling binary (see `shipper`), so the hook's own stays lean.
+        Command::Ship(_) => shipper::forward(),
     }
 }
