@@ -90,6 +90,10 @@ impl Store {
         };
         let (inner, prefix): (Arc<dyn ObjectStore>, Vec<String>) = match target {
             Target::S3 { bucket, prefix } => {
+                // TLS through ring (object_store's `aws` feature would bring aws-lc-rs, a C
+                // build of about 90 s); reqwest uses the process's default provider. An
+                // error means one is installed already, which serves as well.
+                let _ = rustls::crypto::ring::default_provider().install_default();
                 let mut b = AmazonS3Builder::new();
                 for (k, v) in env {
                     if !k.starts_with("AWS_") {
