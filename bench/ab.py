@@ -65,6 +65,10 @@ def main() -> int:
     try:
         a_bin = shutil.copy(a_bin, root / "a-bin")
         b_bin = shutil.copy(args.b, root / "b-bin")
+        # The hook starts its shipper from beside itself (src/ship/spawn.rs).
+        shipper = Path(args.b).with_name("attenu-hook-ship")
+        if args.ship and shipper.is_file():
+            shutil.copy(shipper, root / "attenu-hook-ship")
         share = root / "share"
         share.mkdir()
         ship_b = share if args.ship else None

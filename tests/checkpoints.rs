@@ -253,3 +253,29 @@ fn prove_gives_a_one_entry_proof_that_verify_checks_against_the_pinned_key() {
         assert!(out.stdout.starts_with("INVALID"), "{}", out.stdout);
     }
 }
+
+#[test]
+fn doctor_fails_when_shipping_is_on_but_the_shipper_is_not_installed() {
+    let (p, _share) = shipping_project("ckpt-no-shipper", 64);
+    let lone = TempDir::new("ckpt-lone-bin");
+    let bin = lone.path().join("attenu-hook");
+    std::fs::copy(BIN, &bin).unwrap();
+    let out = std::process::Command::new(&bin)
+        .args(["doctor", p.path().to_str().unwrap()])
+        .env("PATH", lone.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("FAIL  ship") && stdout.contains("attenu-hook-ship is not installed"),
+        "{stdout}"
+    );
+    // Beside the binary, it is found.
+    let out = cli(&["doctor", p.path().to_str().unwrap()]);
+    assert!(
+        !out.stdout.contains("attenu-hook-ship is not installed"),
+        "{}",
+        out.stdout
+    );
+}

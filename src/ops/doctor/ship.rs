@@ -22,6 +22,13 @@ pub(super) fn checks(dir: &Path) -> Vec<Check> {
             "shipping is off (no [ship] url)",
         )];
     };
+    if crate::ship::spawn::shipper_binary().is_none() {
+        return vec![Check::new(
+            CheckId::Ship,
+            Severity::Fail,
+            format!("[ship] url is set, but {} is not installed beside attenu-hook or on PATH, so nothing leaves the machine; `cargo install --locked --path .` installs both binaries", crate::ship::spawn::SHIPPER),
+        )];
+    }
     let outbox = outbox::outbox_dir(dir);
     let scan = match outbox::check_dir(&outbox) {
         Ok(true) => outbox::scan(&outbox),
