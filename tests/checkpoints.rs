@@ -279,3 +279,35 @@ fn doctor_fails_when_shipping_is_on_but_the_shipper_is_not_installed() {
         out.stdout
     );
 }
+
+#[test]
+fn a_chain_closed_by_an_agent_edit_ships_its_last_entries() {
+    let (p, share) = shipping_project("ckpt-switch", 1000);
+    assert_eq!(
+        hook(p.path(), &session_start("s1", p.path(), "startup")).code,
+        0
+    );
+    assert_allowed(&p.read_by("reviewer", "/p/a").id("t1").run());
+    // The edit opens a new chain at the next call; the old one's fourth entry must not stay
+    // on the machine only.
+    let agent = p.path().join(".claude/agents/reviewer.md");
+    let text = std::fs::read_to_string(&agent).unwrap();
+    std::fs::write(
+        &agent,
+        text.replace("tools: Read, Grep, Glob", "tools: Read, Grep, Glob, Bash"),
+    )
+    .unwrap();
+    assert_allowed(&p.read_by("reviewer", "/p/b").id("t2").run());
+    drain(p.path());
+    let checkpoints = of_kind(&keys_under(share.path()), "checkpoint");
+    let first_chain: Vec<_> = checkpoints
+        .iter()
+        .filter(|k| k.contains("-1/checkpoint/"))
+        .collect();
+    assert!(
+        first_chain
+            .iter()
+            .any(|k| k.contains("/checkpoint/00000000000000000004-")),
+        "{checkpoints:?}"
+    );
+}

@@ -7,7 +7,7 @@ use super::context::Ctx;
 use crate::evidence::bundle::Written;
 use crate::evidence::checkpoint::{self, ObjectNames};
 use crate::evidence::{keys, outbox};
-use crate::ledger::store::{CheckpointMark, Ledger};
+use crate::ledger::store::{ChainInfo, CheckpointMark, Ledger};
 
 /// Why a checkpoint is made now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,21 +18,33 @@ pub(super) enum Occasion {
     IfDue,
 }
 
-/// Makes the current chain's checkpoint if shipping is on and `occasion` calls for one.
-/// Returns a warning for the user when it could not be queued.
+/// Makes the current chain's checkpoint if shipping is on and `occasion` calls for one, and
+/// the last checkpoint of any earlier chain that an agent edit closed with entries unshipped.
+/// Returns a warning for the user when one could not be queued.
 pub(super) fn make(ctx: &Ctx<'_>, ledger: &mut Ledger, occasion: Occasion) -> Option<String> {
     ctx.config.ship.url.as_ref()?;
-    let chain = ledger.current()?;
-    let since = chain.checkpointed.map_or(0, |m| m.size);
-    let added = chain.entries.saturating_sub(since);
-    let due = match occasion {
-        Occasion::Always => added > 0 || chain.checkpointed.is_none(),
+    let last = ledger.state.chains.len().checked_sub(1)?;
+    let unshipped = |c: &ChainInfo| c.entries > c.checkpointed.map_or(0, |m| m.size);
+    let mut due: Vec<usize> = (0..last)
+        .filter(|&i| unshipped(&ledger.state.chains[i]))
+        .collect();
+    let current = &ledger.state.chains[last];
+    let added = current.entries
+        - current
+            .checkpointed
+            .map_or(0, |m| m.size)
+            .min(current.entries);
+    if match occasion {
+        Occasion::Always => added > 0 || current.checkpointed.is_none(),
         Occasion::IfDue => added >= u64::from(ctx.config.ship.checkpoint_every),
-    };
-    if !due {
+    } {
+        due.push(last);
+    }
+    if due.is_empty() {
         return None;
     }
-    match queue(ctx, ledger) {
+    let queued: Result<(), String> = due.into_iter().try_for_each(|i| queue(ctx, ledger, i));
+    match queued {
         Ok(()) => {
             // The shipper runs on its own; if it cannot start, the next event starts one.
             let _ = crate::ship::spawn_detached(ctx.project);
@@ -44,17 +56,22 @@ pub(super) fn make(ctx: &Ctx<'_>, ledger: &mut Ledger, occasion: Occasion) -> Op
     }
 }
 
-/// Signs the current chain's checkpoint and queues it, with the entries since the last one,
-/// then records it as queued in the sealed state.
-fn queue(ctx: &Ctx<'_>, ledger: &mut Ledger) -> Result<(), String> {
-    let chain = ledger.current().ok_or("no chain")?.clone();
+/// Signs chain `index`'s checkpoint and queues it, with the entries since its last one, then
+/// records it as queued in the sealed state.
+fn queue(ctx: &Ctx<'_>, ledger: &mut Ledger, index: usize) -> Result<(), String> {
+    let chain = ledger.state.chains[index].clone();
     let key = keys::load_or_create(ctx.attenu).map_err(|e| e.to_string())?;
     let (size, root) = (chain.tree.size(), chain.tree.root());
     let from = chain.checkpointed.unwrap_or(CheckpointMark {
         size: 0,
         offset: chain.start,
     });
-    let end = ledger.state.stamp.len;
+    // A chain ends where the next one starts.
+    let end = ledger
+        .state
+        .chains
+        .get(index + 1)
+        .map_or(ledger.state.stamp.len, |next| next.start);
     let entries = ledger
         .read_range(from.offset, end)
         .map_err(|e| e.to_string())?;
@@ -75,7 +92,7 @@ fn queue(ctx: &Ctx<'_>, ledger: &mut Ledger) -> Result<(), String> {
         signed.as_bytes(),
     )
     .map_err(|e| e.to_string())?;
-    ledger.mark_checkpointed(CheckpointMark { size, offset: end });
+    ledger.mark_checkpointed(index, CheckpointMark { size, offset: end });
     Ok(())
 }
 

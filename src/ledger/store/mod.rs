@@ -205,9 +205,9 @@ impl Ledger {
         Ok(buf)
     }
 
-    /// Records that the current chain's checkpoint at `mark` is queued, in the sealed state.
-    pub fn mark_checkpointed(&mut self, mark: CheckpointMark) {
-        if let Some(chain) = self.state.chains.last_mut() {
+    /// Records that chain `index`'s checkpoint at `mark` is queued, in the sealed state.
+    pub fn mark_checkpointed(&mut self, index: usize, mark: CheckpointMark) {
+        if let Some(chain) = self.state.chains.get_mut(index) {
             chain.checkpointed = Some(mark);
             self.write_checkpoint();
         }
