@@ -48,7 +48,8 @@ impl Histories {
             by_hash: HashMap::new(),
             by_root: HashMap::new(),
         };
-        h.by_hash.insert(crate::ledger::chain::GENESIS.to_string(), 0);
+        h.by_hash
+            .insert(crate::ledger::chain::GENESIS.to_string(), 0);
         h.by_root.insert((0, Frontier::new().root()), 0);
         h
     }

@@ -37,10 +37,11 @@ struct Commitment<'a> {
 }
 
 impl Commitment<'_> {
+    /// `checkpoint 6 (root 127f78a39622…, stored <time>)`: enough to find the object.
     fn what(&self) -> String {
         let kind = if self.bundle { "bundle" } else { "checkpoint" };
         format!(
-            "the {kind} of size {} (root {}, stored {})",
+            "{kind} {} (root {}…, stored {})",
             self.size,
             short(&self.root),
             rfc3339_ms(self.stored_ms)
@@ -72,6 +73,7 @@ pub fn judge_chain(chain: &ChainObjects, key: Option<&VerifyingKey>, now_ms: u64
                 "no --pub key has the id {}, so nothing of project {} can be checked; pass that project's anchor.pub",
                 chain.kid, chain.kid
             ),
+            objects: Vec::new(),
         }),
     }
     compare(&histories, &commitments, &mut findings);
@@ -90,20 +92,24 @@ fn read_objects<'a>(
     let mut segments = Vec::new();
     for o in &chain.objects {
         let Some(bytes) = o.bytes.as_deref() else {
-            findings.push(unverifiable(o, "was listed by the store, which then returned nothing for it (deleted meanwhile?)"));
+            findings.push(unverifiable(
+                o,
+                "was listed by the store, which then returned nothing for it (deleted meanwhile?)",
+            ));
             continue;
         };
         let kind = names::parse(&o.key).and_then(|k| k.kind);
         let checked = match kind {
             None => Err("is not an object name of the layout (docs/SHIPPING.md)".to_string()),
-            Some(Kind::Checkpoint { size, root }) => objects::check_note(bytes, expect, size, &root)
-                .map(|()| commitments.push(commit(o, false, size, root, None))),
-            Some(Kind::Bundle { size, root }) => {
-                objects::check_bundle(bytes, expect, size, &root).map(|hashes| {
+            Some(Kind::Checkpoint { size, root }) => {
+                objects::check_note(bytes, expect, size, &root)
+                    .map(|()| commitments.push(commit(o, false, size, root, None)))
+            }
+            Some(Kind::Bundle { size, root }) => objects::check_bundle(bytes, expect, size, &root)
+                .map(|hashes| {
                     let node = histories.extend(0, &hashes, o.stored_ms);
                     commitments.push(commit(o, true, size, root, node));
-                })
-            }
+                }),
             Some(Kind::Entries { from, to, root }) => {
                 segments.push((from, to, root, o, bytes));
                 Ok(())
@@ -145,14 +151,17 @@ fn commit(o: &Stored, bundle: bool, size: u64, root: Hash, node: Option<usize>) 
     }
 }
 
+/// An object that cannot be used, named by its place in the chain's directory.
 fn unverifiable(o: &Stored, why: &str) -> Finding {
+    let mut parts = o.key.rsplitn(3, '/');
+    let (file, dir) = (
+        parts.next().unwrap_or_default(),
+        parts.next().unwrap_or_default(),
+    );
     Finding {
         status: Status::Unverifiable,
-        why: format!(
-            "{} (stored {}) {why}",
-            o.key,
-            rfc3339_ms(o.stored_ms)
-        ),
+        why: format!("{dir}/{file} (stored {}) {why}", rfc3339_ms(o.stored_ms)),
+        objects: vec![o.key.clone()],
     }
 }
 
@@ -173,7 +182,10 @@ fn place(
     // The root is checked before anything is added, so a wrong segment leaves no trace.
     let mut tree = histories.node(parent).tree.clone();
     for h in &seg.hashes {
-        tree.append(crate::evidence::checkpoint::leaf_of_hash(h).ok_or("has an entry hash that is not 64 hex digits")?);
+        tree.append(
+            crate::evidence::checkpoint::leaf_of_hash(h)
+                .ok_or("has an entry hash that is not 64 hex digits")?,
+        );
     }
     if tree.root() != *root {
         return Err(format!(
@@ -194,10 +206,10 @@ fn compare(histories: &Histories, commitments: &[Commitment<'_>], findings: &mut
         findings.push(Finding {
             status: Status::Unverifiable,
             why: format!(
-                "{} ({}) has no entries in the store that lead to it, so its history cannot be checked (if a shipper is still draining, audit again)",
-                c.key,
+                "{} has no entries in the store that lead to it, so its history cannot be checked (if a shipper is still draining, audit again)",
                 c.what()
             ),
+            objects: vec![c.key.to_string()],
         });
     }
     for (j, y) in order.iter().enumerate() {
@@ -219,37 +231,39 @@ fn compare(histories: &Histories, commitments: &[Commitment<'_>], findings: &mut
 /// larger than `y`.
 fn inconsistent(x: &Commitment<'_>, y: &Commitment<'_>) -> Finding {
     if x.size == y.size && !x.bundle && !y.bundle {
-        let (a, b) = if x.stored_ms <= y.stored_ms { (x, y) } else { (y, x) };
+        let (a, b) = if x.stored_ms <= y.stored_ms {
+            (x, y)
+        } else {
+            (y, x)
+        };
         return Finding {
             status: Status::Forked,
             why: format!(
-                "{} and {} are both signed by the project's key for size {} with different roots: two histories of this chain were signed, the second received by the store at {}",
-                a.key, b.key, a.size, rfc3339_ms(b.stored_ms)
+                "{} and {} are both signed by the project's key for size {} with different roots: two histories of this chain were signed",
+                a.what(), b.what(), a.size
             ),
+            objects: vec![a.key.to_string(), b.key.to_string()],
         };
     }
     let why = if y.stored_ms >= x.stored_ms {
         format!(
-            "{} ({}) does not begin with {}: entries below size {} were changed after the store had received them ({})",
-            y.key,
+            "{} does not begin with {}: some of the first {} entries were changed after the store had received them",
             y.what(),
             x.what(),
-            x.size + 1,
-            x.key
+            x.size
         )
     } else {
         format!(
-            "{} ({}) is not a prefix of {}, which the store received earlier ({}): the chain was rewritten after it had reached {} entries",
-            x.key,
+            "{} is not a prefix of {}, which the store received earlier: the chain was rewritten after it had reached {} entries",
             x.what(),
             y.what(),
-            y.key,
             y.size
         )
     };
     Finding {
         status: Status::Rewritten,
         why,
+        objects: vec![x.key.to_string(), y.key.to_string()],
     }
 }
 
@@ -258,9 +272,7 @@ fn inconsistent(x: &Commitment<'_>, y: &Commitment<'_>) -> Finding {
 fn closing(commitments: &[Commitment<'_>], now_ms: u64, findings: &mut Vec<Finding>) -> Finding {
     let checkpoints: Vec<&Commitment> = commitments.iter().filter(|c| !c.bundle).collect();
     let bundles = commitments.iter().filter(|c| c.bundle);
-    let last = bundles
-        .clone()
-        .max_by_key(|b| (b.size, b.stored_ms));
+    let last = bundles.clone().max_by_key(|b| (b.size, b.stored_ms));
     let mut went_on = None;
     for b in bundles {
         let is_last = last.is_some_and(|l| std::ptr::eq(l, b));
@@ -272,15 +284,14 @@ fn closing(commitments: &[Commitment<'_>], now_ms: u64, findings: &mut Vec<Findi
                 findings.push(Finding {
                     status: Status::Truncated,
                     why: format!(
-                        "{} ({}) ends before {} ({}), which the store received {}: entries {} to {} were cut off after they were shipped",
-                        b.key,
+                        "the closing {} ends before {}, which the store received {}: entries {} to {} were cut off after they were shipped",
                         b.what(),
                         c.what(),
-                        c.key,
                         if c.stored_ms == b.stored_ms { "at the same time" } else { "earlier" },
                         b.size,
-                        c.size
+                        c.size - 1
                     ),
+                    objects: vec![b.key.to_string(), c.key.to_string()],
                 });
             } else if is_last && went_on.is_none_or(|w: &Commitment| w.size < c.size) {
                 went_on = Some(*c);
@@ -291,21 +302,21 @@ fn closing(commitments: &[Commitment<'_>], now_ms: u64, findings: &mut Vec<Findi
         (Some(b), Some(c)) => Finding {
             status: Status::Open,
             why: format!(
-                "the chain went on after its bundle {} ({}): {}, {} ago, is not covered by a bundle yet",
-                b.key,
+                "the chain went on after its {}: {}, {} ago, is not covered by a bundle yet",
                 b.what(),
                 c.what(),
                 age(now_ms.saturating_sub(c.stored_ms))
             ),
+            objects: vec![b.key.to_string(), c.key.to_string()],
         },
         (Some(b), None) => Finding {
             status: Status::Complete,
             why: format!(
-                "{} ({}) verifies under the pinned key and extends all {} checkpoint(s) shipped",
-                b.key,
+                "{} verifies under the pinned key and extends all {} checkpoint(s) shipped",
                 b.what(),
                 checkpoints.len()
             ),
+            objects: vec![b.key.to_string()],
         },
         (None, _) => open_without_bundle(&checkpoints, now_ms),
     }
@@ -317,15 +328,16 @@ fn open_without_bundle(checkpoints: &[&Commitment<'_>], now_ms: u64) -> Finding 
         Some(c) => Finding {
             status: Status::Open,
             why: format!(
-                "no closing bundle yet; the last checkpoint is size {}, received by the store {} ago ({})",
-                c.size,
+                "no closing bundle yet; the last is {}, {} ago",
+                c.what(),
                 age(now_ms.saturating_sub(c.stored_ms)),
-                rfc3339_ms(c.stored_ms)
             ),
+            objects: vec![c.key.to_string()],
         },
         None => Finding {
             status: Status::Unverifiable,
             why: "the store holds no checkpoint or bundle of this chain that verifies".into(),
+            objects: Vec::new(),
         },
     }
 }
@@ -350,7 +362,7 @@ fn finish(
 ) -> ChainReport {
     findings.push(base);
     // Stable: of equally bad findings, the first found (the earliest object) comes first.
-    findings.sort_by(|a, b| b.status.cmp(&a.status));
+    findings.sort_by_key(|f| std::cmp::Reverse(f.status));
     findings.dedup();
     let verified = |size: u64, root: &Hash, bundle: bool| {
         commitments

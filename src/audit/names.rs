@@ -130,10 +130,13 @@ mod tests {
 
     #[test]
     fn other_spellings_are_not_names() {
-        let hex = "07".repeat(32);
+        let hex = "ab".repeat(32);
         for bad in [
             format!("k/s/c/checkpoint/12-{hex}.note"),
-            format!("k/s/c/checkpoint/00000000000000000012-{}.note", hex.to_uppercase()),
+            format!(
+                "k/s/c/checkpoint/00000000000000000012-{}.note",
+                hex.to_uppercase()
+            ),
             format!("k/s/c/checkpoint/00000000000000000012-{hex}.json"),
             format!("k/s/c/other/00000000000000000012-{hex}.note"),
             format!("k/s/c/entries/00000000000000000012-{hex}.jsonl"),

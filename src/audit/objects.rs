@@ -100,7 +100,10 @@ pub fn check_entries(bytes: &[u8], chain_id: &str, from: u64, to: u64) -> Result
             ));
         }
         if e["seq"].as_u64() != Some(seq) {
-            return Err(format!("line {} is not entry {seq} (its seq differs)", i + 1));
+            return Err(format!(
+                "line {} is not entry {seq} (its seq differs)",
+                i + 1
+            ));
         }
         let own = chain::own_hash(&e).filter(|h| Some(h.as_str()) == e["hash"].as_str());
         hashes.push(own.ok_or(format!("entry {seq}'s hash is not the hash of its content"))?);
@@ -119,7 +122,10 @@ fn entry_line(line: &str, chain_id: &str) -> Result<Value, String> {
         return Err("is not written in canonical JSON, as the ledger writes it".into());
     }
     if e["chain_id"].as_str() != Some(chain_id) {
-        return Err(format!("belongs to chain {}, not {chain_id}", e["chain_id"]));
+        return Err(format!(
+            "belongs to chain {}, not {chain_id}",
+            e["chain_id"]
+        ));
     }
     Ok(e)
 }

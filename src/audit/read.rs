@@ -42,7 +42,9 @@ const GETS_PER_SESSION: usize = 8;
 type SessionListing = BTreeMap<String, Vec<ObjectInfo>>;
 
 /// The listing grouped by (kid, session), and the keys that belong to no session.
-pub fn group(listing: Vec<ObjectInfo>) -> (BTreeMap<(String, String), SessionListing>, Vec<String>) {
+pub fn group(
+    listing: Vec<ObjectInfo>,
+) -> (BTreeMap<(String, String), SessionListing>, Vec<String>) {
     let mut sessions: BTreeMap<(String, String), SessionListing> = BTreeMap::new();
     let mut stray = Vec::new();
     for info in listing {
@@ -56,8 +58,18 @@ pub fn group(listing: Vec<ObjectInfo>) -> (BTreeMap<(String, String), SessionLis
         } else if let Some(ks) = names::session_of(&info.key) {
             // Below a session but not below a chain of the layout: judged with the session,
             // as a chain of its own that cannot verify.
-            let chain = info.key.splitn(3, '/').nth(2).unwrap_or_default().to_string();
-            sessions.entry(ks).or_default().entry(chain).or_default().push(info);
+            let chain = info
+                .key
+                .splitn(3, '/')
+                .nth(2)
+                .unwrap_or_default()
+                .to_string();
+            sessions
+                .entry(ks)
+                .or_default()
+                .entry(chain)
+                .or_default()
+                .push(info);
         } else {
             stray.push(info.key);
         }
@@ -75,10 +87,7 @@ pub async fn audit(store: &Store, keys: Arc<Keys>, now_ms: u64) -> Result<Report
                 let chains = fetch_session(store, &kid, &session, chains).await?;
                 let judged = tokio::task::spawn_blocking(move || {
                     let key = keys.get(&kid);
-                    let reports = chains
-                        .iter()
-                        .map(|c| judge_chain(c, key, now_ms))
-                        .collect();
+                    let reports = chains.iter().map(|c| judge_chain(c, key, now_ms)).collect();
                     SessionReport::of(kid, session, reports)
                 });
                 Ok::<_, StoreError>(judged.await.expect("judging a session panicked"))

@@ -23,7 +23,11 @@ pub fn render_text(report: &Report, url: &str, width: usize) -> String {
                 s.status.as_str().to_string(),
                 safe(&s.session),
                 safe(&s.project),
-                rfc3339_ms(s.last_stored_ms()).chars().take(19).collect::<String>() + "Z",
+                rfc3339_ms(s.last_stored_ms())
+                    .chars()
+                    .take(19)
+                    .collect::<String>()
+                    + "Z",
             ]
         })
         .collect();

@@ -46,6 +46,8 @@ impl Status {
 pub struct Finding {
     pub status: Status,
     pub why: String,
+    /// The keys of the objects it is about.
+    pub objects: Vec<String>,
 }
 
 /// A checkpoint as the store holds it.
@@ -95,7 +97,10 @@ impl SessionReport {
         let (status, why) = match worst {
             Some(c) if chains.len() > 1 => (c.status, format!("chain {}: {}", c.chain_id, c.why)),
             Some(c) => (c.status, c.why.clone()),
-            None => (Status::Unverifiable, "the store holds no chain of this session".into()),
+            None => (
+                Status::Unverifiable,
+                "the store holds no chain of this session".into(),
+            ),
         };
         SessionReport {
             project,
@@ -107,7 +112,11 @@ impl SessionReport {
     }
 
     pub fn last_stored_ms(&self) -> u64 {
-        self.chains.iter().map(|c| c.last_stored_ms).max().unwrap_or(0)
+        self.chains
+            .iter()
+            .map(|c| c.last_stored_ms)
+            .max()
+            .unwrap_or(0)
     }
 }
 
