@@ -254,7 +254,7 @@ type Rows = Vec<(String, String)>;
 
 /// `(tool, scope)` rows of the tool table and `(alias, tool)` rows of the alias table.
 fn tool_tables() -> (Rows, Rows) {
-    let src = code("src/derive/scopes.rs");
+    let src = code("src/derive/scopes.rs") + &code("src/derive/compat.rs");
     let (mut tools, mut aliases) = (Vec::new(), Vec::new());
     for line in src.lines() {
         let row = line.trim();
@@ -276,7 +276,7 @@ fn tool_tables() -> (Rows, Rows) {
     );
     assert!(
         aliases.iter().any(|(a, _)| a == "Task"),
-        "the scan of src/derive/scopes.rs found no alias table ({aliases:?}); fix the scanner"
+        "the scan of src/derive/compat.rs found no alias table ({aliases:?}); fix the scanner"
     );
     (tools, aliases)
 }
@@ -468,7 +468,7 @@ fn contract_gaps(c: &Value) -> Vec<String> {
         let known = legacy[alias] == target.as_str() || removed.contains(alias);
         if !known || !builtin.contains(target) {
             gaps.push(format!(
-                "src/derive/scopes.rs resolves {alias} to {target}; contract.json lists neither that alias nor {alias} as removed, or {target} is not built in"
+                "src/derive/compat.rs resolves {alias} to {target}; contract.json lists neither that alias nor {alias} as removed, or {target} is not built in"
             ));
         }
     }

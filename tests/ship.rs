@@ -28,6 +28,7 @@ fn main() {
         links_and_foreign_names_are_refused_and_reported,
         without_ship_configured_ship_exits_2_and_says_how,
         a_detached_shipper_holds_no_descriptor_the_caller_waits_on,
+        an_https_endpoint_gets_a_tls_handshake,
     ]);
 }
 
@@ -575,5 +576,32 @@ fn a_detached_shipper_holds_no_descriptor_the_caller_waits_on() {
         .next()
         .and_then(|f| f.split_whitespace().nth(2));
     assert_eq!(pgrp, Some(&pid.to_string()[..]), "{stat}");
+    assert_eq!(pending(p.path()).len(), 1, "nothing lost");
+}
+
+fn an_https_endpoint_gets_a_tls_handshake() {
+    // TLS goes through ring, installed as the process's provider when the store opens: an
+    // https endpoint must get a ClientHello (record type 22, version 3.x), not a panic for a
+    // missing provider. The listener then hangs up, so the drain fails and keeps the file.
+    let tls = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("https://{}", tls.local_addr().unwrap());
+    let p = project("ship-tls", "s3://evidence/tls");
+    queue(p.path(), "kid1/s1/c0/checkpoints/a.note", b"bytes");
+    let env = [
+        ("AWS_ACCESS_KEY_ID", "k"),
+        ("AWS_SECRET_ACCESS_KEY", "s"),
+        ("AWS_REGION", "garage"),
+        ("AWS_ENDPOINT_URL", endpoint.as_str()),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()));
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = tls.accept().unwrap();
+        let mut head = [0u8; 2];
+        conn.read_exact(&mut head).unwrap();
+        head
+    });
+    let out = ship(p.path(), &env);
+    assert_eq!(server.join().unwrap(), [0x16, 0x03], "a TLS handshake");
+    assert_eq!(out.code, 1, "{}", out.stderr);
     assert_eq!(pending(p.path()).len(), 1, "nothing lost");
 }

@@ -328,7 +328,7 @@ fn open_without_bundle(checkpoints: &[&Commitment<'_>], now_ms: u64) -> Finding 
         Some(c) => Finding {
             status: Status::Open,
             why: format!(
-                "no closing bundle yet; the last is {}, {} ago",
+                "no closing bundle yet; the last is {}, {} ago (a session still running, abandoned, or deleted on its machine looks the same in the store)",
                 c.what(),
                 age(now_ms.saturating_sub(c.stored_ms)),
             ),

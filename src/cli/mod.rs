@@ -12,9 +12,11 @@ mod install;
 mod keygen;
 mod log;
 mod project;
+mod prove;
 mod receipt;
 mod reconcile;
 mod ship;
+pub mod shipper;
 mod verify;
 
 pub use crate::protocol::Exit;
@@ -50,8 +52,11 @@ pub enum Command {
     Export(export::Args),
     /// Verify a bundle offline: integrity, monotonicity, containment, execution binding.
     /// Exit 0 valid, 1 invalid, 2 unusable input, 3 valid only under the anchor.pub found
-    /// beside the bundle (pass --pub to pin the key you trust)
+    /// beside the bundle (pass --pub to pin the key you trust). Also checks a one-entry proof
+    /// from `prove`
     Verify(verify::Args),
+    /// Print a C2SP tlog-proof that one entry is in its chain's signed checkpoint
+    Prove(prove::Args),
     /// Write a new Ed25519 reviewer key (0600); prints its public key on the last line
     Keygen(keygen::Args),
     /// Host only: issue a signed authorization for one exact tool call (gated scopes)
@@ -141,6 +146,7 @@ pub fn run(cli: Cli) -> Exit {
     match command {
         Command::Export(a) => export::run(a),
         Command::Verify(a) => verify::run(a),
+        Command::Prove(a) => prove::run(a),
         Command::Keygen(a) => keygen::run(a),
         Command::Authorize(a) => authorize::run(a),
         Command::Receipt(a) => receipt::run(a),
@@ -150,7 +156,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Man => docs::man(),
         Command::Reconcile { action } => reconcile::run(action),
         Command::Log(a) => log::run(a),
-        Command::Ship(a) => ship::run(a),
-        Command::Audit(a) => audit::run(a),
+        // In the sibling binary (see `shipper`), so the hook's own stays lean.
+        Command::Ship(_) | Command::Audit(_) => shipper::forward(),
     }
 }

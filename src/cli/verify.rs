@@ -1,7 +1,9 @@
-//! `attenu-hook verify BUNDLE`: verifies a bundle offline.
+//! `attenu-hook verify FILE`: verifies a bundle, or a one-entry proof from `prove`, offline.
 
-use super::Exit;
-use std::path::PathBuf;
+use super::{fail, Exit};
+use crate::evidence::{keys, prove};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -15,9 +17,66 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Exit {
+    let head = std::fs::read(&a.bundle)
+        .ok()
+        .filter(|b| b.starts_with(crate::tlog::proof::HEADER.as_bytes()));
+    if let Some(bytes) = head {
+        return verify_proof(&a.bundle, &bytes, a.pub_key.as_deref(), a.json);
+    }
     Exit::from_code(crate::evidence::verify::run(
         &a.bundle,
         a.pub_key.as_deref(),
         a.json,
     ))
+}
+
+/// A proof is checked only against a key the reviewer pins: the proof carries its own
+/// checkpoint, and nothing beside it is trusted.
+fn verify_proof(path: &Path, bytes: &[u8], pub_key: Option<&Path>, json: bool) -> Exit {
+    let Some(pub_key) = pub_key else {
+        return fail(format!(
+            "{} is a one-entry proof; pass the project's anchor.pub with --pub FILE to check it",
+            path.display()
+        ));
+    };
+    let public = match keys::read_public(pub_key) {
+        Ok(k) => k,
+        Err(e) => return fail(e),
+    };
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return fail(format!("{} is not UTF-8 text", path.display()));
+    };
+    let kid = keys::kid_for(&public);
+    let result = prove::verify_proof(text, &kid, public);
+    let shown = match &result {
+        Ok(p) => {
+            json!({"valid": true, "index": p.index, "size": p.size, "log": p.origin, "entry": Value::Object(p.entry.clone())})
+        }
+        Err(e) => json!({"valid": false, "error": e.to_string()}),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&shown).expect("JSON"));
+    } else {
+        match &result {
+            Ok(p) => {
+                let field = |k: &str| {
+                    p.entry
+                        .get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or("-")
+                        .to_string()
+                };
+                println!(
+                    "VALID: entry {} of {} in {}, under the checkpoint signed by {kid}: {} {} scope {} call {}",
+                    p.index, p.size, p.origin, field("event"), field("tool"), field("scope"), field("call_id")
+                );
+            }
+            Err(e) => println!("INVALID: {e}"),
+        }
+    }
+    if result.is_ok() {
+        Exit::Success
+    } else {
+        Exit::CheckFailed
+    }
 }

@@ -3,10 +3,15 @@
 //! Parsed with a real YAML parser, so quoting, comments, flow lists (`[Read, Grep]`) and block
 //! lists behave as YAML says. Only `name`, `tools`, `disallowedTools`, `memory` (which adds
 //! the file tools, as Claude Code does) and `description` are read; any other field is ignored
-//! and never treated as a grant.
+//! and never treated as a grant. Where Claude Code 2.1.332 reads a block otherwise than YAML
+//! does (where it ends, what it parses again, which names it refuses), the rule is in
+//! [`super::compat`].
 
+use super::compat;
 use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::{Yaml, YamlLoader};
+
+pub use compat::frontmatter_block;
 
 /// One agent file as declared.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,23 +28,6 @@ pub struct AgentFile {
 pub struct FrontmatterError {
     pub name: Option<String>,
     pub message: String,
-}
-
-/// The frontmatter text of an agent file (without the `---` fences), found as Claude Code
-/// 2.1.332 finds it (`^---\s*\n([\s\S]*?)---\s*\n?`): the file starts with `---` and white
-/// space up to a line break, and the block ends at the first `---` after it, wherever that is,
-/// even inside a line or a comment. Reading the block any other way would derive an agent
-/// from text Claude Code does not read. A UTF-8 BOM is accepted.
-pub fn frontmatter_block(text: &str) -> Result<&str, String> {
-    const NOT_STARTED: &str = "the file does not start with a `---` frontmatter block";
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let rest = text.strip_prefix("---").ok_or(NOT_STARTED)?;
-    let space = &rest[..rest.len() - rest.trim_start().len()];
-    let body = &rest[space.rfind('\n').ok_or(NOT_STARTED)? + 1..];
-    match body.find("---") {
-        Some(end) => Ok(&body[..end]),
-        None => Err("the frontmatter block is not closed by `---`".into()),
-    }
 }
 
 /// Parses an agent file's frontmatter.
@@ -60,7 +48,7 @@ pub fn parse_agent(text: &str) -> Result<AgentFile, FrontmatterError> {
     let docs = match load(block) {
         Ok(docs) => docs,
         // Claude Code retries a block that does not parse the way it does, and so does this.
-        Err(first) => load(&recovered(block)).map_err(|_| fail(first))?,
+        Err(first) => load(&compat::recovered(block)).map_err(|_| fail(first))?,
     };
     let doc = match docs.into_iter().next() {
         Some(Yaml::Hash(h)) => h,
@@ -76,24 +64,15 @@ pub fn parse_agent(text: &str) -> Result<AgentFile, FrontmatterError> {
         name: Some(name.clone()),
         message,
     };
-    // Names Claude Code 2.1.332 refuses to load an agent under: this file can then never
-    // declare that agent, whose type may still come from elsewhere (a plugin's `a:b`).
-    let colon = |c: char| matches!(c, ':' | '\u{ff1a}' | '\u{fe55}' | '\u{fe13}');
-    if name.starts_with('-') || name.encode_utf16().count() > 256 || name.contains(colon) {
-        return Err(named(
-            "Claude Code does not load an agent under this `name` (one starting with `-`, longer than 256 characters, or with a `:`, which plugins' agents use)".into(),
-        ));
+    if compat::refuses_agent_name(&name) {
+        return Err(named(compat::REFUSED_NAME.into()));
     }
     let mut tools = match get("tools") {
         None => None,
         Some(v) => Some(tool_list(v).map_err(|e| named(format!("`tools` {e}")))?),
     };
-    // An agent with a memory scope gets the file tools to keep its memory with: Claude Code
-    // 2.1.332 adds Write, Edit and Read to an explicit `tools` list for a valid `memory`.
     if let (Some(list), Some(Yaml::String(m))) = (&mut tools, get("memory")) {
-        if matches!(m.as_str(), "user" | "project" | "local") {
-            list.extend(["Write", "Edit", "Read"].map(String::from));
-        }
+        compat::add_memory_tools(list, m);
     }
     let disallowed = match get("disallowedTools") {
         None => vec![],
@@ -106,61 +85,10 @@ pub fn parse_agent(text: &str) -> Result<AgentFile, FrontmatterError> {
     })
 }
 
-/// What Claude Code 2.1.332 parses when a block is not valid YAML as written: on each
-/// `key: value` line (a key of letters, `_` and `-` at the start of the line), a value that is
-/// not quoted or a flow list and holds `: ` or one of ``{}[]*&#!|>%@` `` is put in double
-/// quotes (so `description: Use when: reviewing` parses); then leading tabs become two spaces
-/// each.
-fn recovered(block: &str) -> String {
-    const SPECIAL: &[char] = &[
-        '{', '}', '[', ']', '*', '&', '#', '!', '|', '>', '%', '@', '`',
-    ];
-    let quote = |line: &str| -> Option<String> {
-        let (key, rest) = line.split_once(':')?;
-        let value = rest.trim_start();
-        let key_ok = !key.is_empty()
-            && key
-                .bytes()
-                .all(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'-');
-        // JavaScript's `.` stops at \r, U+2028 and U+2029, so such a line never matched there.
-        if !key_ok
-            || value.len() == rest.len()
-            || value.is_empty()
-            || value.contains(['\r', '\u{2028}', '\u{2029}'])
-        {
-            return None;
-        }
-        let quoted = (value.starts_with('"') && value.ends_with('"'))
-            || (value.starts_with('\'') && value.ends_with('\''));
-        // Aliases refused first: the loader would expand an alias bomb in the value.
-        let flow_list = value.starts_with('[')
-            && value.ends_with(']')
-            && refuse_aliases(value).is_ok()
-            && matches!(
-                YamlLoader::load_from_str(value).as_deref(),
-                Ok([Yaml::Array(_)])
-            );
-        if quoted || flow_list || !(value.contains(SPECIAL) || value.contains(": ")) {
-            return None;
-        }
-        let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
-        Some(format!("{key}: \"{escaped}\""))
-    };
-    block
-        .split('\n')
-        .map(|line| {
-            let line = quote(line).unwrap_or_else(|| line.to_string());
-            let tabs = line.len() - line.trim_start_matches('\t').len();
-            format!("{}{}", "  ".repeat(tabs), &line[tabs..])
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// Refuses YAML aliases before anything is built: the loader copies an anchored value at
 /// every `*alias`, so a few lines of nested aliases expand to billions of values (an "alias
 /// bomb") and would stall every hook call. Agent declarations never need an alias.
-fn refuse_aliases(block: &str) -> Result<(), String> {
+pub(super) fn refuse_aliases(block: &str) -> Result<(), String> {
     let mut parser = Parser::new_from_str(block);
     loop {
         match parser.next_token() {

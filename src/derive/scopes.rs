@@ -5,7 +5,10 @@
 //! project or a payload uses: names outside it are encoded by [`segment`] rather than passed
 //! through, so one odd agent or tool name can never make a whole authority unreadable.
 
+use super::compat;
 use serde_json::Value;
+
+pub use super::compat::{canonical_tool, DEFAULT_SUBAGENT_TYPE};
 
 /// Built-in tools of Claude Code 2.1.332 and the scope each needs.
 pub const TOOL_SCOPES: &[(&str, &str)] = &[
@@ -43,34 +46,8 @@ pub const TOOL_SCOPES: &[(&str, &str)] = &[
     ("ReadMcpResourceTool", "mcp_resource.read"),
 ];
 
-/// Legacy names Claude Code 2.1.332 still resolves to a current tool (its whole table; it has
-/// no alias for `MultiEdit`, which it no longer offers).
-pub const ALIASES: &[(&str, &str)] = &[
-    ("Task", "Agent"),
-    ("KillShell", "TaskStop"),
-    ("KillBash", "TaskStop"),
-    ("ListPeers", "ListAgents"),
-    ("Brief", "SendUserMessage"),
-    ("ListMcpResources", "ListMcpResourcesTool"),
-    ("ReadMcpResource", "ReadMcpResourceTool"),
-    ("ReadMcpResourceDir", "ReadMcpResourceDirTool"),
-    ("ProposeGoal", "SetGoal"),
-];
-
 /// The tool that spawns a subagent.
 pub const DELEGATION_TOOL: &str = "Agent";
-
-/// The subagent type Claude Code uses when an `Agent` call names none.
-pub const DEFAULT_SUBAGENT_TYPE: &str = "general-purpose";
-
-/// The canonical name of a tool, after legacy aliases.
-pub fn canonical_tool(name: &str) -> &str {
-    ALIASES
-        .iter()
-        .find(|(old, _)| *old == name)
-        .map(|(_, new)| *new)
-        .unwrap_or(name)
-}
 
 /// One scope segment for an arbitrary name. A name already in the grammar (lowercase, digits,
 /// `_`, `-`, starting with a letter, no `--`) is kept as it is; any other name becomes
@@ -138,7 +115,7 @@ pub fn scope_for_call(tool_name: &str, tool_input: &Value) -> String {
     scope_for_tool_name(tool)
 }
 
-fn scope_for_tool_name(tool: &str) -> String {
+pub(super) fn scope_for_tool_name(tool: &str) -> String {
     TOOL_SCOPES
         .iter()
         .find(|(t, _)| *t == tool)
@@ -214,11 +191,7 @@ pub fn declared_at(entry: &str, site: Site) -> Declared {
     };
     match (args, site) {
         (None, _) => Declared::Scopes(vec![whole]),
-        // `disallowedTools: Agent(ops)` or `Bash(rm *)` removes the whole tool in Claude Code.
-        (Some(_), Site::AgentDisallowed) => Declared::WholeTool(
-            vec![whole],
-            format!("{entry} (Claude Code removes the whole tool)"),
-        ),
+        (Some(_), Site::AgentDisallowed) => compat::agent_rule_with_arguments(entry, site, whole),
         (Some(a), Site::Settings | Site::AgentTools) if name == DELEGATION_TOOL => {
             Declared::Scopes(
                 a.split(',')
@@ -229,17 +202,8 @@ pub fn declared_at(entry: &str, site: Site) -> Declared {
             )
         }
         (Some(_), Site::Settings) => Declared::Unrepresented(entry.to_string()),
-        // `tools: Bash(git status)` offers the whole of Bash in Claude Code.
-        (Some(_), Site::AgentTools) => Declared::WholeTool(
-            vec![whole],
-            format!("{entry} (Claude Code offers the whole tool; the arguments are not enforced)"),
-        ),
+        (Some(_), Site::AgentTools) => compat::agent_rule_with_arguments(entry, site, whole),
     }
-}
-
-/// The scopes Claude Code also takes away with Bash: its tools that run code as Bash does.
-pub fn removed_with_bash() -> [String; 2] {
-    ["exec.monitor".to_string(), scope_for_tool_name("REPL")]
 }
 
 /// Can `pattern` (in the grammar) cover the scope of any tool call? A call's scope is one of

@@ -5,5 +5,6 @@ pub mod doc;
 pub mod keys;
 pub mod log;
 pub mod outbox;
+pub mod prove;
 pub mod strict;
 pub mod verify;

@@ -1,14 +1,10 @@
-//! Host-signed, one-use authorizations and their atomic consumption.
+//! Host-signed, one-use authorizations: issuing them, and what they are bound to.
 //!
 //! `attenu-hook authorize` (run by the host, never by the model) writes an authorization bound
 //! to the exact tool name and the SHA-256 of the complete RFC 8785 canonical `tool_input`, with
 //! a use count, an expiry, optional session and agent bindings, and the reviewer's name, signed
 //! by that reviewer's Ed25519 key, whose public half must be configured in `[gate] reviewers`.
-//! In PreToolUse, [`claim`] runs one `BEGIN IMMEDIATE` transaction that reserves the
-//! `tool_use_id` (a replay is refused), finds an authorization whose signature, tool, digest,
-//! expiry and bindings all hold, and consumes one use. Uses are never given back: an error
-//! after consumption is a denial, not a refund. In shadow mode the same search runs as a
-//! read ([`Use::DryRun`]): nothing is reserved or consumed.
+//! Their consumption in PreToolUse is [`super::claim`], re-exported here.
 
 use super::db::{self, DbError};
 use crate::clock as time;
@@ -16,13 +12,13 @@ use crate::config::Config;
 use crate::evidence::keys;
 use crate::ledger::canonical;
 use crate::ledger::chain::{hex, unhex};
-use crate::reason::{Code, Reason};
-use ed25519_dalek::{Signature, VerifyingKey};
-use rusqlite::{params, TransactionBehavior};
+use ed25519_dalek::VerifyingKey;
+use rusqlite::params;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+
+pub use super::claim::{allowed_claim, claim, ClaimCall, Use, Verdict};
 
 /// Why a tool input has no commitment an authorization can be bound to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -90,27 +86,8 @@ pub enum AuthorizeError {
     Store(#[source] rusqlite::Error),
 }
 
-/// Why one stored authorization does not allow the call (the claim goes on to the next).
-#[derive(Debug, thiserror::Error)]
-enum Refusal {
-    #[error(transparent)]
-    Reviewer(#[from] ReviewerError),
-    #[error("signature is not 64 bytes of hex")]
-    SignatureNotHex,
-    #[error("signature does not verify with the reviewer's configured key")]
-    BadSignature,
-    #[error("signed document unreadable")]
-    Unreadable,
-    #[error("the stored row does not match what the reviewer signed")]
-    RowChanged,
-    #[error("the signed document has no use count")]
-    NoUseCount,
-    #[error("its signed use count is {signed}, {used} already used, but the database says {left} left; the row was changed")]
-    UsesChanged { signed: i64, used: i64, left: i64 },
-}
-
 /// The canonical (RFC 8785) form of a tool input, which an authorization is bound to.
-fn canonical_input(tool_input: &Value) -> Result<Vec<u8>, DigestError> {
+pub(super) fn canonical_input(tool_input: &Value) -> Result<Vec<u8>, DigestError> {
     canonical::to_vec(tool_input).map_err(DigestError::NotCanonical)
 }
 
@@ -118,7 +95,7 @@ fn canonical_input(tool_input: &Value) -> Result<Vec<u8>, DigestError> {
 /// authorization's own random salt (the ledger's `params_c14n_v1` construction), so the
 /// database does not give away a small input (`{"command": "deploy"}`) to anyone who tries
 /// candidates. Authorizations of the first format (v1, no salt) are `SHA-256(JCS(tool_input))`.
-fn input_commitment(jcs: &[u8], salt_hex: Option<&str>) -> Option<String> {
+pub(super) fn input_commitment(jcs: &[u8], salt_hex: Option<&str>) -> Option<String> {
     let mut h = Sha256::new();
     if let Some(salt) = salt_hex {
         h.update(unhex(salt)?);
@@ -173,7 +150,7 @@ pub struct Request<'a> {
     pub agent: Option<&'a str>,
 }
 
-fn reviewer_key(config: &Config, name: &str) -> Result<VerifyingKey, ReviewerError> {
+pub(super) fn reviewer_key(config: &Config, name: &str) -> Result<VerifyingKey, ReviewerError> {
     let hex_key = config
         .gate
         .reviewers
@@ -241,263 +218,6 @@ pub fn authorize(
     Ok(id)
 }
 
-/// What the gate decided for one call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    Allowed {
-        authorization_id: String,
-        reviewer: String,
-        uses_left: i64,
-    },
-    Denied(Reason),
-}
-
-pub struct ClaimCall<'a> {
-    pub tool: &'a str,
-    pub input: &'a Value,
-    pub tool_use_id: Option<&'a str>,
-    pub session_id: &'a str,
-    pub agent_type: Option<&'a str>,
-}
-
-/// What a claim does with the authorization it finds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Use {
-    /// Enforce mode: reserve the tool_use_id and consume one use, atomically.
-    Consume,
-    /// Shadow mode: find what a claim would decide, changing nothing.
-    DryRun,
-}
-
-/// Reserves the call's tool_use_id and consumes one use of a valid authorization, atomically
-/// (or, with [`Use::DryRun`], only says whether it would). `busy` bounds the wait for another
-/// process's write lock on the database.
-pub fn claim(
-    attenu_dir: &Path,
-    config: &Config,
-    call: &ClaimCall<'_>,
-    how: Use,
-    busy: Duration,
-) -> Verdict {
-    match claim_inner(attenu_dir, config, call, how, busy) {
-        Ok(v) => v,
-        Err(e) => Verdict::Denied(Reason::new(Code::GateStoreFailed, format!("the gate could not decide ({e}); denying. Its state is .attenu/gate.sqlite: a lock held by another process clears when that process ends; a file that is not a database has to be moved aside"))),
-    }
-}
-
-fn claim_inner(
-    attenu_dir: &Path,
-    config: &Config,
-    call: &ClaimCall<'_>,
-    how: Use,
-    busy: Duration,
-) -> Result<Verdict, DbError> {
-    let Some(tool_use_id) = call.tool_use_id else {
-        return Ok(Verdict::Denied(Reason::new(
-            Code::GateAuthorizationRequired,
-            "a gated call must carry a tool_use_id to be reserved; this one has none",
-        )));
-    };
-    let jcs = match canonical_input(call.input) {
-        Ok(j) => j,
-        // Not a store failure: no authorization can ever be bound to such an input.
-        Err(e) => {
-            return Ok(Verdict::Denied(Reason::new(
-                Code::GateAuthorizationRequired,
-                format!("{e}, so no authorization can be bound to it"),
-            )))
-        }
-    };
-    let now = time::now_ms() as i64;
-    let mut conn = db::open_waiting(attenu_dir, busy)?;
-    let tx = conn.transaction_with_behavior(match how {
-        Use::Consume => TransactionBehavior::Immediate,
-        Use::DryRun => TransactionBehavior::Deferred,
-    })?;
-    let replayed = match how {
-        Use::Consume => {
-            tx.execute(
-                "INSERT INTO claims (tool_use_id, session_id, claimed_ms, result) VALUES (?1, ?2, ?3, 'pending') ON CONFLICT (tool_use_id) DO NOTHING",
-                params![tool_use_id, call.session_id, now],
-            )?
-                == 0
-        }
-        Use::DryRun => tx
-            .prepare("SELECT 1 FROM claims WHERE tool_use_id = ?1")
-            .and_then(|mut st| st.exists(params![tool_use_id]))?,
-    };
-    if replayed {
-        drop(tx);
-        return Ok(Verdict::Denied(Reason::new(
-            Code::GateReplay,
-            format!("tool_use_id {tool_use_id} was already presented to the gate; a replayed call is never authorized twice"),
-        )));
-    }
-    // Every live authorization of this tool and these bindings; which of them is for this
-    // input only its own salt can tell.
-    let candidates: Vec<(String, String, String, String, i64, String)> = {
-        let mut stmt = tx
-            .prepare(
-                "SELECT id, reviewer, signed, sig, uses_left, input_digest FROM authorizations
-                 WHERE tool = ?1 AND uses_left > 0 AND expires_ms > ?2
-                   AND (session_id IS NULL OR session_id = ?3) AND (agent_type IS NULL OR agent_type = ?4)
-                 ORDER BY expires_ms, id",
-            )?;
-        let rows = stmt.query_map(
-            params![
-                call.tool,
-                now,
-                call.session_id,
-                call.agent_type.unwrap_or("")
-            ],
-            |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
-            },
-        )?;
-        rows.collect::<Result<_, _>>()?
-    };
-    let mut refusals = Vec::new();
-    for (id, reviewer, signed, sig, uses_left, stored_digest) in candidates {
-        // Read before its signature is checked only to find the salt; nothing is trusted
-        // until `check_signed` has verified the bytes it was parsed from.
-        let doc: Value = serde_json::from_str(&signed).unwrap_or(Value::Null);
-        let salt = doc.get("input_salt").and_then(Value::as_str);
-        let Some(digest) = input_commitment(&jcs, salt) else {
-            refusals.push(format!("{id}: its signed salt is not hex"));
-            continue;
-        };
-        if digest != stored_digest {
-            continue; // another input's authorization
-        }
-        let used: i64 = tx.query_row(
-            "SELECT COUNT(*) FROM claims WHERE authorization_id = ?1 AND result = 'allowed'",
-            params![id],
-            |r| r.get(0),
-        )?;
-        match check_signed(
-            config, &id, &reviewer, &signed, &doc, &sig, call, &digest, now, uses_left, used,
-        ) {
-            Ok(()) if how == Use::DryRun => {
-                return Ok(Verdict::Allowed {
-                    authorization_id: id,
-                    reviewer,
-                    uses_left,
-                });
-            }
-            Ok(()) => {
-                let n = tx
-                    .execute("UPDATE authorizations SET uses_left = uses_left - 1 WHERE id = ?1 AND uses_left > 0", params![id])?;
-                if n != 1 {
-                    continue;
-                }
-                tx.execute("UPDATE claims SET authorization_id = ?1, result = 'allowed' WHERE tool_use_id = ?2", params![id, tool_use_id])?;
-                tx.commit()?;
-                return Ok(Verdict::Allowed {
-                    authorization_id: id,
-                    reviewer,
-                    uses_left: uses_left - 1,
-                });
-            }
-            Err(why) => refusals.push(format!("{id}: {why}")),
-        }
-    }
-    if how == Use::Consume {
-        tx.execute(
-            "UPDATE claims SET result = 'denied' WHERE tool_use_id = ?1",
-            params![tool_use_id],
-        )?;
-        tx.commit()?;
-    }
-    let detail = if refusals.is_empty() {
-        String::new()
-    } else {
-        format!(" (refused: {})", refusals.join("; "))
-    };
-    Ok(Verdict::Denied(Reason::new(
-        Code::GateAuthorizationRequired,
-        format!(
-            "{} is gated and no valid, unexpired, unused authorization by a configured reviewer matches this exact tool and input{detail}. The host issues one with `attenu-hook authorize`",
-            call.tool
-        ),
-    )))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn check_signed(
-    config: &Config,
-    id: &str,
-    reviewer: &str,
-    signed: &str,
-    doc: &Value,
-    sig: &str,
-    call: &ClaimCall<'_>,
-    digest: &str,
-    now: i64,
-    uses_left: i64,
-    used: i64,
-) -> Result<(), Refusal> {
-    let key = reviewer_key(config, reviewer)?;
-    let sig_bytes: [u8; 64] = unhex(sig)
-        .and_then(|b| b.try_into().ok())
-        .ok_or(Refusal::SignatureNotHex)?;
-    key.verify_strict(signed.as_bytes(), &Signature::from_bytes(&sig_bytes))
-        .map_err(|_| Refusal::BadSignature)?;
-    // `doc` is `signed` as parsed by the caller (Null when it did not parse).
-    if doc.is_null() {
-        return Err(Refusal::Unreadable);
-    }
-    let same = doc["type"] == json!("attenu-hook.authorization")
-        && matches!(doc["v"].as_i64(), Some(1 | 2))
-        && doc["id"] == json!(id)
-        && doc["reviewer"] == json!(reviewer)
-        && doc["tool"] == json!(call.tool)
-        && doc["input_digest"] == json!(digest)
-        && doc["expires_ms"].as_i64().is_some_and(|e| e > now)
-        && (doc["session_id"].is_null() || doc["session_id"] == json!(call.session_id))
-        && (doc["agent_type"].is_null() || doc["agent_type"].as_str() == call.agent_type);
-    if !same {
-        return Err(Refusal::RowChanged);
-    }
-    // The count of uses is what the reviewer signed, not what the row says: a counter raised
-    // in the database, or one whose earlier uses are on record as claims, gives no more.
-    let signed_uses = doc["uses"].as_i64().ok_or(Refusal::NoUseCount)?;
-    if uses_left > signed_uses || used >= signed_uses {
-        return Err(Refusal::UsesChanged {
-            signed: signed_uses,
-            used,
-            left: uses_left,
-        });
-    }
-    Ok(())
-}
-
-/// Whether the gate allowed `tool_use_id` in `session_id`: a PostToolUse whose allow the
-/// ledger no longer holds still finishes a gated call, whose outcome must not go unrecorded.
-/// A project without a gate database has allowed nothing (and this does not create one).
-pub fn allowed_claim(
-    attenu_dir: &Path,
-    session_id: &str,
-    tool_use_id: &str,
-    busy: Duration,
-) -> Result<bool, DbError> {
-    if !crate::fs::check_regular_file(&attenu_dir.join(db::FILE))? {
-        return Ok(false);
-    }
-    let conn = db::open_waiting(attenu_dir, busy)?;
-    conn.prepare(
-        "SELECT 1 FROM claims WHERE tool_use_id = ?1 AND session_id = ?2 AND result = 'allowed'",
-    )
-    .and_then(|mut st| st.exists(params![tool_use_id, session_id]))
-    .map_err(DbError::from)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -520,24 +240,5 @@ mod tests {
             "'367d' is longer than an authorization may last (366d); issue a new one when it runs out"
         );
         assert_eq!(parse_duration("2h"), Ok(7_200_000));
-    }
-
-    #[test]
-    fn a_refusal_names_the_counts_it_found() {
-        let e = Refusal::UsesChanged {
-            signed: 1,
-            used: 0,
-            left: 5,
-        };
-        assert_eq!(
-            e.to_string(),
-            "its signed use count is 1, 0 already used, but the database says 5 left; the row was changed"
-        );
-        assert_eq!(
-            input_digest(&json!({"a": 1}), Some("zz"))
-                .unwrap_err()
-                .to_string(),
-            "the salt is not hex"
-        );
     }
 }

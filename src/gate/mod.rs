@@ -6,6 +6,7 @@
 //! timeout, `BEGIN IMMEDIATE`); it is not a distributed consensus mechanism.
 
 pub mod authz;
+pub mod claim;
 pub mod db;
 pub mod receipt;
 pub mod reconcile;

@@ -1,8 +1,9 @@
 //! The derived decision: whether the caller holds the scope its call needs.
 
 use crate::config::{Config, Mode};
-use crate::derive::scopes::{canonical_tool, scope_for_call};
-use crate::derive::Roster;
+use crate::derive::compat::{self, canonical_tool};
+use crate::derive::scopes::{delegate_scope, scope_for_call, DELEGATION_TOOL};
+use crate::derive::{AgentAuthority, Roster};
 use crate::reason::{Code, Reason};
 use serde_json::Value;
 use std::path::Path;
@@ -72,72 +73,20 @@ pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &
         None => Actor::MainThread,
     };
     let enforced = config.mode == Mode::Enforce && actor.is_enforced(config);
-    let missing = |code: Code| -> Reason {
-        let who = match &actor {
-            Actor::MainThread => "the session".to_string(),
-            Actor::Subagent(t) => format!("subagent '{t}'"),
-        };
-        let msg = match code {
-            Code::OutOfAuthority => format!(
-                "{} needs {scope}, which the project declares but not for {who}; add {} to its `tools` in .claude/agents/ if it should have it",
-                call.tool_name,
-                canonical_tool(call.tool_name)
-            ),
-            _ => format!(
-                "{} needs {scope}, which nothing in .claude/agents/ or .claude/settings.json declares, so {who} does not hold it",
-                call.tool_name
-            ),
-        };
-        Reason::new(code, msg)
-    };
-
     let (node_agent, outcome) = match &actor {
         Actor::MainThread => {
-            let held = roster.declared_anywhere(&scope);
-            (
-                None,
-                if held {
-                    Ok(())
-                } else {
-                    Err(missing(Code::Unresolved))
-                },
-            )
+            let outcome = if roster.declared_anywhere(&scope) {
+                Ok(())
+            } else {
+                Err(missing(Code::Unresolved, call, &scope, &actor))
+            };
+            (None, outcome)
         }
         Actor::Subagent(ty) => match roster.agents.get(ty) {
-            None => (
-                None,
-                Err(Reason::new(
-                    Code::UndeclaredAgent,
-                    if ty.is_empty() {
-                        "a subagent call arrived without an agent_type, so no permission set can apply; it holds nothing".to_string()
-                    } else {
-                        format!(
-                            "subagent type '{ty}' is not declared in .claude/agents/, so it holds nothing; declare it there, or name it under [agents] in .attenu/config.toml"
-                        )
-                    },
-                )),
-            ),
+            None => (None, Err(undeclared(ty))),
             Some(agent) => {
-                let outcome = if let Some(why) = &agent.invalid {
-                    Err(Reason::new(
-                        Code::AgentDeclarationInvalid,
-                        format!("the declaration of subagent '{ty}' in {} cannot be used ({why}); it holds nothing until it is fixed", agent.source),
-                    ))
-                } else if agent.holds(&scope) {
-                    self_protection(call, project_root).map_or(Ok(()), Err)
-                } else if agent.excludes(&scope) {
-                    Err(Reason::new(
-                        Code::OutOfAuthority,
-                        format!(
-                            "{} needs {scope}, which subagent '{ty}' holds only outside a narrower denial ({}'s disallowedTools or permissions.deny in .claude/settings.json); remove that denial if it should have it",
-                            call.tool_name, agent.source
-                        ),
-                    ))
-                } else if roster.declared_anywhere(&scope) {
-                    Err(missing(Code::OutOfAuthority))
-                } else {
-                    Err(missing(Code::Unresolved))
-                };
+                let outcome =
+                    subagent_outcome(roster, agent, ty, &actor, call, &scope, project_root);
                 (Some(ty.clone()), outcome)
             }
         },
@@ -164,13 +113,79 @@ pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &
     }
 }
 
+/// Whether the declared subagent `ty` (the `actor`, declared as `agent`) may make `call`,
+/// which needs `scope`.
+fn subagent_outcome(
+    roster: &Roster,
+    agent: &AgentAuthority,
+    ty: &str,
+    actor: &Actor,
+    call: &Call<'_>,
+    scope: &str,
+    project_root: &Path,
+) -> Result<(), Reason> {
+    if let Some(why) = &agent.invalid {
+        Err(Reason::new(
+            Code::AgentDeclarationInvalid,
+            format!("the declaration of subagent '{ty}' in {} cannot be used ({why}); it holds nothing until it is fixed", agent.source),
+        ))
+    } else if agent.holds(scope) {
+        self_protection(call, project_root).map_or(Ok(()), Err)
+    } else if agent.excludes(scope) {
+        Err(Reason::new(
+            Code::OutOfAuthority,
+            format!(
+                "{} needs {scope}, which subagent '{ty}' holds only outside a narrower denial ({}'s disallowedTools or permissions.deny in .claude/settings.json); remove that denial if it should have it",
+                call.tool_name, agent.source
+            ),
+        ))
+    } else if roster.declared_anywhere(scope) {
+        Err(missing(Code::OutOfAuthority, call, scope, actor))
+    } else {
+        Err(missing(Code::Unresolved, call, scope, actor))
+    }
+}
+
+/// A subagent type the roster does not declare holds nothing.
+fn undeclared(ty: &str) -> Reason {
+    Reason::new(
+        Code::UndeclaredAgent,
+        if ty.is_empty() {
+            "a subagent call arrived without an agent_type, so no permission set can apply; it holds nothing".to_string()
+        } else {
+            format!(
+                "subagent type '{ty}' is not declared in .claude/agents/, so it holds nothing; declare it there, or name it under [agents] in .attenu/config.toml"
+            )
+        },
+    )
+}
+
+/// Why `actor` does not hold `scope`: declared for others ([`Code::OutOfAuthority`]), or
+/// declared nowhere.
+fn missing(code: Code, call: &Call<'_>, scope: &str, actor: &Actor) -> Reason {
+    let who = match actor {
+        Actor::MainThread => "the session".to_string(),
+        Actor::Subagent(t) => format!("subagent '{t}'"),
+    };
+    let msg = match code {
+        Code::OutOfAuthority => format!(
+            "{} needs {scope}, which the project declares but not for {who}; add {} to its `tools` in .claude/agents/ if it should have it",
+            call.tool_name,
+            canonical_tool(call.tool_name)
+        ),
+        _ => format!(
+            "{} needs {scope}, which nothing in .claude/agents/ or .claude/settings.json declares, so {who} does not hold it",
+            call.tool_name
+        ),
+    };
+    Reason::new(code, msg)
+}
+
 /// The scope of an `Agent` call whose `subagent_type` names a declared agent only in another
-/// spelling: Claude Code 2.1.332 finds an agent by its exact name, and failing that by the name
-/// lowercased without white space, `-` or `_` (`Code_Reviewer` spawns `code-reviewer`). `None`
-/// when the exact name is declared, nothing or more than one declared agent matches, or the
-/// call is not an `Agent` call.
+/// spelling ([`compat::spawned_agent`]: the agent Claude Code spawns for it). `None` when the
+/// exact name is declared, no one declared agent matches, or the call is not an `Agent` call.
 fn delegate_as_declared(roster: &Roster, call: &Call<'_>) -> Option<String> {
-    if canonical_tool(call.tool_name) != crate::derive::scopes::DELEGATION_TOOL {
+    if canonical_tool(call.tool_name) != DELEGATION_TOOL {
         return None;
     }
     let ty = call
@@ -179,42 +194,9 @@ fn delegate_as_declared(roster: &Roster, call: &Call<'_>) -> Option<String> {
         .and_then(Value::as_str)
         .map(str::trim)
         .filter(|t| !t.is_empty() && !roster.agents.contains_key(*t))?;
-    // Its `[\p{White_Space}\p{Pd}_]` removed: white space, dash punctuation, `_`.
-    let dash = |c: char| {
-        matches!(
-            c,
-            '-' | '_' | '\u{58a}' | '\u{5be}' | '\u{1400}' | '\u{1806}' | '\u{2010}'
-                ..='\u{2015}'
-                    | '\u{2e17}'
-                    | '\u{2e1a}'
-                    | '\u{2e3a}'
-                    | '\u{2e3b}'
-                    | '\u{2e40}'
-                    | '\u{2e5d}'
-                    | '\u{301c}'
-                    | '\u{3030}'
-                    | '\u{30a0}'
-                    | '\u{fe31}'
-                    | '\u{fe32}'
-                    | '\u{fe58}'
-                    | '\u{fe63}'
-                    | '\u{ff0d}'
-                    | '\u{10ead}'
-        )
-    };
-    let loose = |n: &str| -> String {
-        n.chars()
-            .filter(|c| !c.is_whitespace() && !dash(*c))
-            .flat_map(char::to_lowercase)
-            .collect()
-    };
-    let wanted = loose(ty);
-    let mut matches = roster.agents.keys().filter(|n| loose(n) == wanted);
-    match (matches.next(), matches.next()) {
-        (Some(name), None) => Some(crate::derive::scopes::delegate_scope(name)),
-        _ => None,
-    }
+    compat::spawned_agent(ty, roster.agents.keys()).map(|name| delegate_scope(name))
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,6 +358,11 @@ mod tests {
             )
             .held
         );
+    }
+
+    #[test]
+    fn file_filters_naming_the_state_are_refused_and_hostile_ones_stay_cheap() {
+        let c = Config::default();
         // Regression: spellings that hid `.attenu` from the brace expansion.
         for pattern in [
             "{[}],.attenu}/anchor.key",

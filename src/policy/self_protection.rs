@@ -8,34 +8,13 @@ use crate::reason::{Code, Reason};
 use serde_json::Value;
 use std::path::{Component, Path, PathBuf};
 
+/// What the state directory is called in a refusal.
+const STATE: &str = "the hook's ledger, keys and configuration under .attenu/";
+
 /// Files a subagent may never write (and, for secrets, never read): the hook's state,
 /// the settings that wire the hook, and the hook itself.
 pub(crate) fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
     let tool = canonical_tool(call.tool_name);
-    // Any `.attenu` directory and any `.claude/` settings, hooks or agents, not only this
-    // root's: the project may be reached through a symlink (or the path may be), which a
-    // lexical comparison with the root would miss without touching the file system. Another
-    // project's state and wiring are no less protected.
-    let protected = |p: &Path| -> Option<&'static str> {
-        let p = normalise(root, p);
-        let comps: Vec<_> = p.components().map(|c| c.as_os_str()).collect();
-        comps.iter().enumerate().find_map(|(i, c)| {
-            if *c == ".attenu" {
-                return Some("the hook's ledger, keys and configuration under .attenu/");
-            }
-            if *c != ".claude" {
-                return None;
-            }
-            match comps.get(i + 1).and_then(|n| n.to_str()) {
-                Some("settings.json" | "settings.local.json") => {
-                    Some("the settings that wire the hook")
-                }
-                Some("hooks") => Some("the hook command itself"),
-                Some("agents") => Some("the agent declarations the permissions are derived from"),
-                _ => None,
-            }
-        })
-    };
     let path_of = |k: &str| {
         call.tool_input
             .get(k)
@@ -45,48 +24,22 @@ pub(crate) fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
     let hit = match tool {
         "Write" | "Edit" | "NotebookEdit" => path_of("file_path")
             .or_else(|| path_of("notebook_path"))
-            .and_then(|p| protected(&p)),
+            .and_then(|p| protected(root, &p)),
         // Reading the declarations or settings is harmless; reading the state holds its keys.
         "Read" => path_of("file_path")
-            .and_then(|p| protected(&p))
+            .and_then(|p| protected(root, &p))
             .filter(|w| w.contains(".attenu")),
         // Their file filters name paths too (a Grep `glob`, a Glob `pattern`).
         "Grep" | "Glob" => path_of("path")
-            .and_then(|p| protected(&p))
-            .or_else(|| {
-                let filter = if tool == "Grep" { "glob" } else { "pattern" };
-                let g = call.tool_input.get(filter).and_then(Value::as_str)?;
-                let reaches_key = || {
-                    let search_root = normalise(root, &path_of("path").unwrap_or_default());
-                    glob_reaches_key(g, root, &search_root)
-                };
-                (glob_names_state(g) || (tool == "Grep" && reaches_key()))
-                    .then_some("the hook's ledger, keys and configuration under .attenu/")
-            })
+            .and_then(|p| protected(root, &p))
+            .or_else(|| search_filter_hit(tool, call, root, path_of("path")))
             .filter(|w| w.contains(".attenu")),
-        "Bash" | "PowerShell" | "Monitor" => {
-            let cmd = call
-                .tool_input
+        "Bash" | "PowerShell" | "Monitor" => command_hit(
+            call.tool_input
                 .get("command")
                 .and_then(Value::as_str)
-                .unwrap_or("");
-            if cmd.contains(".attenu") {
-                Some("the hook's ledger, keys and configuration under .attenu/")
-            } else if cmd.contains(".claude/settings")
-                || cmd.contains(".claude/hooks")
-                || cmd.contains(".claude/agents")
-            {
-                Some("the settings and command that wire the hook")
-            } else if cmd.contains("attenu-hook")
-                && ["authorize", "keygen", "receipt", "reconcile"]
-                    .iter()
-                    .any(|c| cmd.contains(c))
-            {
-                Some("host-only attenu-hook commands (authorize, keygen, receipt, reconcile)")
-            } else {
-                None
-            }
-        }
+                .unwrap_or(""),
+        ),
         _ => None,
     };
     hit.map(|what| {
@@ -98,6 +51,68 @@ pub(crate) fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
             ),
         )
     })
+}
+
+/// What protected file `p` is, if it is one. Any `.attenu` directory and any `.claude/`
+/// settings, hooks or agents, not only this root's: the project may be reached through a
+/// symlink (or the path may be), which a lexical comparison with the root would miss without
+/// touching the file system. Another project's state and wiring are no less protected.
+fn protected(root: &Path, p: &Path) -> Option<&'static str> {
+    let p = normalise(root, p);
+    let comps: Vec<_> = p.components().map(|c| c.as_os_str()).collect();
+    comps.iter().enumerate().find_map(|(i, c)| {
+        if *c == ".attenu" {
+            return Some(STATE);
+        }
+        if *c != ".claude" {
+            return None;
+        }
+        match comps.get(i + 1).and_then(|n| n.to_str()) {
+            Some("settings.json" | "settings.local.json") => {
+                Some("the settings that wire the hook")
+            }
+            Some("hooks") => Some("the hook command itself"),
+            Some("agents") => Some("the agent declarations the permissions are derived from"),
+            _ => None,
+        }
+    })
+}
+
+/// A Grep `glob` or Glob `pattern` (searched from `path`) that names the state, or, for
+/// Grep, could bring the anchor key into the search.
+fn search_filter_hit(
+    tool: &str,
+    call: &Call<'_>,
+    root: &Path,
+    path: Option<PathBuf>,
+) -> Option<&'static str> {
+    let filter = if tool == "Grep" { "glob" } else { "pattern" };
+    let g = call.tool_input.get(filter).and_then(Value::as_str)?;
+    let reaches_key = || {
+        let search_root = normalise(root, &path.unwrap_or_default());
+        glob_reaches_key(g, root, &search_root)
+    };
+    (glob_names_state(g) || (tool == "Grep" && reaches_key())).then_some(STATE)
+}
+
+/// What a shell command that names the state, the wiring or a host-only command touches.
+fn command_hit(cmd: &str) -> Option<&'static str> {
+    if cmd.contains(".attenu") {
+        Some(STATE)
+    } else if cmd.contains(".claude/settings")
+        || cmd.contains(".claude/hooks")
+        || cmd.contains(".claude/agents")
+    {
+        Some("the settings and command that wire the hook")
+    } else if cmd.contains("attenu-hook")
+        && ["authorize", "keygen", "receipt", "reconcile"]
+            .iter()
+            .any(|c| cmd.contains(c))
+    {
+        Some("host-only attenu-hook commands (authorize, keygen, receipt, reconcile)")
+    } else {
+        None
+    }
 }
 
 /// A file filter that can name `.attenu`: it says so literally, or one of its path

@@ -101,6 +101,20 @@ fn kind(v: &Value) -> &'static str {
 
 /// Parses stdin. `Err` carries the reason to deny with.
 pub fn parse(bytes: &[u8]) -> Result<Payload, Reason> {
+    let obj = json_object(bytes)?;
+    let event = event_of(&obj)?;
+    if let Event::Other(_) = event {
+        return Ok(Payload::unanswered(event));
+    }
+    let mut p = session_fields(&obj, event)?;
+    if p.event.is_tool_event() {
+        tool_fields(&obj, &mut p)?;
+    }
+    Ok(p)
+}
+
+/// Stdin as one bounded, non-empty JSON object.
+fn json_object(bytes: &[u8]) -> Result<Map<String, Value>, Reason> {
     if bytes.len() > MAX_PAYLOAD_BYTES {
         return Err(Reason::new(
             Code::PayloadTooLarge,
@@ -114,29 +128,34 @@ pub fn parse(bytes: &[u8]) -> Result<Payload, Reason> {
     }
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|e| invalid(format!("the hook payload is not valid JSON ({e})")))?;
-    let Value::Object(obj) = value else {
-        return Err(invalid(format!(
+    match value {
+        Value::Object(obj) => Ok(obj),
+        other => Err(invalid(format!(
             "the hook payload is {}, not a JSON object",
-            kind(&value)
-        )));
-    };
-    let event = match obj.get("hook_event_name") {
-        None | Some(Value::Null) => {
-            return Err(Reason::new(
-                Code::EventMissing,
-                "the hook payload has no hook_event_name, so it cannot be answered safely",
-            ))
-        }
-        Some(Value::String(s)) if !s.is_empty() => Event::parse(s),
-        Some(other) => {
-            return Err(invalid(format!(
-                "hook_event_name is {}, not an event name",
-                kind(other)
-            )))
-        }
-    };
-    if let Event::Other(_) = event {
-        return Ok(Payload {
+            kind(&other)
+        ))),
+    }
+}
+
+/// `hook_event_name`, which every payload must carry.
+fn event_of(obj: &Map<String, Value>) -> Result<Event, Reason> {
+    match obj.get("hook_event_name") {
+        None | Some(Value::Null) => Err(Reason::new(
+            Code::EventMissing,
+            "the hook payload has no hook_event_name, so it cannot be answered safely",
+        )),
+        Some(Value::String(s)) if !s.is_empty() => Ok(Event::parse(s)),
+        Some(other) => Err(invalid(format!(
+            "hook_event_name is {}, not an event name",
+            kind(other)
+        ))),
+    }
+}
+
+impl Payload {
+    /// An event the hook does not handle: nothing else of it is read.
+    fn unanswered(event: Event) -> Payload {
+        Payload {
             event,
             session_id: String::new(),
             cwd: None,
@@ -150,25 +169,29 @@ pub fn parse(bytes: &[u8]) -> Result<Payload, Reason> {
             error: None,
             is_interrupt: false,
             duration_ms: None,
-        });
+        }
     }
-    let session_id = opt_str(&obj, "session_id")?
+}
+
+/// The fields every handled event has, checked in this order; the tool is left empty.
+fn session_fields(obj: &Map<String, Value>, event: Event) -> Result<Payload, Reason> {
+    let session_id = opt_str(obj, "session_id")?
         .filter(|s| !s.is_empty())
         .ok_or_else(|| {
             invalid("the hook payload has no session_id, so its decision cannot be recorded")
         })?;
-    let mut p = Payload {
+    Ok(Payload {
         session_id,
-        cwd: opt_str(&obj, "cwd")?,
-        permission_mode: opt_str(&obj, "permission_mode")?,
+        cwd: opt_str(obj, "cwd")?,
+        permission_mode: opt_str(obj, "permission_mode")?,
         // Present at all, even empty, means a subagent: an empty id must not pass as the main thread.
-        agent_id: opt_str(&obj, "agent_id")?,
-        agent_type: opt_str(&obj, "agent_type")?.filter(|s| !s.is_empty()),
+        agent_id: opt_str(obj, "agent_id")?,
+        agent_type: opt_str(obj, "agent_type")?.filter(|s| !s.is_empty()),
         tool_name: String::new(),
         tool_input: Value::Null,
-        tool_use_id: opt_str(&obj, "tool_use_id")?.filter(|s| !s.is_empty()),
+        tool_use_id: opt_str(obj, "tool_use_id")?.filter(|s| !s.is_empty()),
         tool_response: None,
-        error: opt_str(&obj, "error")?,
+        error: opt_str(obj, "error")?,
         is_interrupt: match obj.get("is_interrupt") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
@@ -192,29 +215,31 @@ pub fn parse(bytes: &[u8]) -> Result<Payload, Reason> {
             }
         },
         event,
+    })
+}
+
+/// The tool of a tool event: its name, its input object and any response.
+fn tool_fields(obj: &Map<String, Value>, p: &mut Payload) -> Result<(), Reason> {
+    p.tool_name = opt_str(obj, "tool_name")?
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| invalid(format!("a {} payload has no tool_name", p.event.name())))?;
+    p.tool_input = match obj.get("tool_input") {
+        Some(v @ Value::Object(_)) => v.clone(),
+        None | Some(Value::Null) => {
+            return Err(invalid(format!(
+                "a {} payload has no tool_input object",
+                p.event.name()
+            )))
+        }
+        Some(other) => {
+            return Err(invalid(format!(
+                "tool_input is {}, not an object",
+                kind(other)
+            )))
+        }
     };
-    if p.event.is_tool_event() {
-        p.tool_name = opt_str(&obj, "tool_name")?
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| invalid(format!("a {} payload has no tool_name", p.event.name())))?;
-        p.tool_input = match obj.get("tool_input") {
-            Some(v @ Value::Object(_)) => v.clone(),
-            None | Some(Value::Null) => {
-                return Err(invalid(format!(
-                    "a {} payload has no tool_input object",
-                    p.event.name()
-                )))
-            }
-            Some(other) => {
-                return Err(invalid(format!(
-                    "tool_input is {}, not an object",
-                    kind(other)
-                )))
-            }
-        };
-        p.tool_response = obj.get("tool_response").cloned();
-    }
-    Ok(p)
+    p.tool_response = obj.get("tool_response").cloned();
+    Ok(())
 }
 
 #[cfg(test)]

@@ -9,13 +9,37 @@
 
 use std::io;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// Starts `<this binary> ship --quiet --project <project>` detached. Returns as soon as the
+/// The binary that ships: `attenu-hook-ship`, kept apart from the hook's own so its network
+/// stack never costs a hook process anything (`crate::cli::shipper`).
+pub const SHIPPER: &str = "attenu-hook-ship";
+
+/// `attenu-hook-ship` beside this executable, else on PATH.
+pub fn shipper_binary() -> Option<PathBuf> {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join(SHIPPER)))
+        .filter(|p| p.is_file());
+    beside.or_else(|| {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join(SHIPPER))
+                .find(|p| p.is_file())
+        })
+    })
+}
+
+/// Starts `attenu-hook-ship ship --quiet --project <project>` detached. Returns as soon as the
 /// process is started; its process id is returned only for tests and logs.
 pub fn spawn_detached(project: &Path) -> io::Result<u32> {
-    let exe = std::env::current_exe()?;
+    let exe = shipper_binary().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{SHIPPER} is not installed beside attenu-hook or on PATH"),
+        )
+    })?;
     let child = Command::new(exe)
         .arg("ship")
         .arg("--quiet")

@@ -10,6 +10,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{
     BackoffConfig, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig,
 };
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -56,6 +57,8 @@ pub struct Store {
     inner: Arc<dyn ObjectStore>,
     prefix: Vec<String>,
     url: String,
+    /// The directory of a `file://` store, whose objects [`Store::create`] syncs itself.
+    root: Option<PathBuf>,
 }
 
 /// A shipper retries its whole drain on the next event, so a request that fails fails fast:
@@ -90,6 +93,10 @@ impl Store {
         };
         let (inner, prefix): (Arc<dyn ObjectStore>, Vec<String>) = match target {
             Target::S3 { bucket, prefix } => {
+                // TLS through ring (object_store's `aws` feature would bring aws-lc-rs, a C
+                // build of about 90 s); reqwest uses the process's default provider. An
+                // error means one is installed already, which serves as well.
+                let _ = rustls::crypto::ring::default_provider().install_default();
                 let mut b = AmazonS3Builder::new();
                 for (k, v) in env {
                     if !k.starts_with("AWS_") {
@@ -115,6 +122,10 @@ impl Store {
             inner,
             prefix,
             url: url.to_string(),
+            root: match target {
+                Target::File { root } => Some(root.clone()),
+                Target::S3 { .. } => None,
+            },
         })
     }
 
@@ -161,11 +172,44 @@ impl Store {
             .put_opts(&self.path(key), PutPayload::from(bytes), opts)
             .await
         {
-            Ok(_) => Ok(Created::New),
+            Ok(_) => {
+                self.sync_file_object(key).map_err(|e| {
+                    self.err(
+                        "PUT",
+                        key,
+                        object_store::Error::Generic {
+                            store: "LocalFileSystem",
+                            source: Box::new(e),
+                        },
+                    )
+                })?;
+                Ok(Created::New)
+            }
             Err(object_store::Error::AlreadyExists { .. })
             | Err(object_store::Error::Precondition { .. }) => Ok(Created::Exists),
             Err(e) => Err(self.err("PUT", key, e)),
         }
+    }
+
+    /// object_store's directory store renames its objects into place without an fsync; the
+    /// outbox file is removed once this returns, so the object and its name must be on disk
+    /// first. (An S3 store has made the object durable when it answers.)
+    fn sync_file_object(&self, key: &str) -> std::io::Result<()> {
+        let Some(root) = &self.root else {
+            return Ok(());
+        };
+        let path = root.join(key);
+        std::fs::File::open(&path)?.sync_all()?;
+        let mut dir = path.parent();
+        // Each directory the store may have created for the key, up to the root.
+        while let Some(d) = dir {
+            crate::fs::sync_dir(d)?;
+            if d == root.as_path() {
+                break;
+            }
+            dir = d.parent();
+        }
+        Ok(())
     }
 
     /// Every object under `under` (a key prefix of whole components; "" for all), with the

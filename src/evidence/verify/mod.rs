@@ -64,6 +64,7 @@
 //! | (10) | `binding.rs`, `records.rs`, `policy.rs` | execution binding and the v2 record rules (on v1, no v2 field: `version.rs`), policy markers |
 //! | (11) | `envelopes.rs` | observer envelopes refused |
 //! | (12) | `anchor.rs` | no key, no verdict of valid |
+//! | (13) | `tree.rs` | the signed tree checkpoint and the chain's position, when present |
 //!
 //! Around them: `report.rs` (the report and failure names), `input.rs` (reading the bundle
 //! file and the key), `run.rs` (the command), `render.rs` (the text output), `json.rs`,
@@ -93,6 +94,7 @@ mod scope;
 mod shown;
 #[cfg(test)]
 mod tests;
+mod tree;
 mod unreadable;
 mod version;
 mod vocab;
@@ -205,6 +207,8 @@ fn run_checks(
     let (eb_status, calls) = binding::check(bundle, versions.ok, early_binding, &mut log);
     policy::check(bundle, &mut log);
     envelopes::check(bundle.members, &mut log);
+    let checkpoint = tree::check_checkpoint(key, bundle, &mut log);
+    tree::check_position(bundle, &mut log);
     anchor::refuse_without_key(key, &mut log);
     Report {
         valid: log.failures.is_empty(),
@@ -218,6 +222,7 @@ fn run_checks(
             chain_id: chain_id.ok,
             root: versions.root_ok,
             ledger_fields: fields_ok,
+            checkpoint,
         },
         key: key.label(),
         chain_id: bundle

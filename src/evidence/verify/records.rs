@@ -256,8 +256,13 @@ pub(super) fn check_outcome(e: &Obj) -> Result<(), OutcomeProblem> {
     if present_but_null(e, "duration_ms") {
         return Err(OutcomeProblem::DurationNull);
     }
+    // `-0` is the integer 0 to the reference (Python reads it as `int`), and its canonical
+    // form and hash are those of `0`; serde_json reads it as the float -0.0, which is all that
+    // is let through besides the integers (`-0.0` too, whose canonical form is also `0`).
     let duration_ok = match e.get("duration_ms") {
-        Some(Value::Number(n)) => n.is_u64() || n.as_i64().is_some_and(|i| i >= 0),
+        Some(Value::Number(n)) => {
+            n.is_u64() || n.as_i64().is_some_and(|i| i >= 0) || n.as_f64() == Some(0.0)
+        }
         _ => false,
     };
     if !duration_ok {

@@ -113,7 +113,7 @@ fn verdict_line(out: &mut String, report: &Report) {
     let _ = writeln!(
         out,
         "{verdict}: {} failure(s); chain {chain_id}, {} entries, {} nodes, {} actions checked, {} ungated; \
-         integrity {}, monotonicity {}, containment {}, execution binding {}, anchor {}",
+         integrity {}, monotonicity {}, containment {}, execution binding {}, anchor {}, checkpoint {}",
         report.failures.len(),
         report.entries,
         report.nodes,
@@ -124,5 +124,6 @@ fn verdict_line(out: &mut String, report: &Report) {
         yes(report.checks.containment),
         binding,
         report.checks.anchor,
+        report.checks.checkpoint,
     );
 }

@@ -68,6 +68,8 @@ pub struct Checks {
     pub chain_id: bool,
     pub root: bool,
     pub ledger_fields: bool,
+    /// The bundle's signed tree checkpoint: `verified`, `failed`, `not-checked` or `absent`.
+    pub checkpoint: &'static str,
 }
 
 /// How each allowed call of a v2 chain ended, as far as the ledger shows.
@@ -198,6 +200,8 @@ failure_names! {
     UnknownPolicy => "unknown-policy", Some("invalid_policy");
     PolicyOnNonAllow => "policy-on-non-allow", Some("policy_on_non_allow");
     EnvelopesNotVerified => "envelopes-not-verified", Some("envelope_unknown_witness");
+    CheckpointInvalid => "checkpoint-invalid", None;
+    ChainPositionMismatch => "chain-position-mismatch", None;
 }
 
 impl Serialize for FailureName {

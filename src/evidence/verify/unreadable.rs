@@ -66,6 +66,7 @@ pub(super) fn report(bundle: &Value, key: &AnchorKey, problems: Vec<String>) -> 
             chain_id: false,
             root: false,
             ledger_fields: false,
+            checkpoint: "not-checked",
         },
         key: key.label(),
         chain_id: bundle

@@ -228,3 +228,82 @@ fn shape_problems_are_failures_never_panics() {
     }
     assert!(!render_text(&r, None).contains("\nOK"));
 }
+
+#[test]
+fn a_duration_written_minus_zero_is_the_zero_its_canonical_form_is() {
+    let mut bodies = tiny_entries();
+    // serde_json reads `-0` as the float -0.0; `json!(-0)` would be the integer 0.
+    bodies[3]["duration_ms"] = serde_json::from_str("-0").unwrap();
+    assert!(bodies[3]["duration_ms"].is_f64());
+    let b = signed_bundle(bodies, &key(1));
+    let r = verify_bundle(&b, &AnchorKey::Pinned(key(1).verifying_key()));
+    assert!(r.valid, "{:?}", r.failures);
+    let mut bodies = tiny_entries();
+    bodies[3]["duration_ms"] = json!(-1);
+    let b = signed_bundle(bodies, &key(1));
+    let r = verify_bundle(&b, &AnchorKey::Pinned(key(1).verifying_key()));
+    assert!(!r.valid);
+}
+
+#[test]
+fn the_chain_position_is_checked_against_what_the_entries_hash() {
+    let k = key(1);
+    let b = signed_bundle(tiny_entries(), &k);
+    let pinned = AnchorKey::Pinned(k.verifying_key());
+    let mut moved = b.clone();
+    moved["chain"] =
+        json!({"index": 1, "of": 1, "previous_chain": {"chain_id": "x", "head": "y", "seq": 3}});
+    let r = verify_bundle(&moved, &pinned);
+    assert!(
+        r.failures
+            .iter()
+            .any(|f| f.name == FailureName::ChainPositionMismatch),
+        "{:?}",
+        r.failures
+    );
+    let mut honest = b;
+    honest["chain"] = json!({"index": 1, "of": 1, "previous_chain": null});
+    assert!(verify_bundle(&honest, &pinned).valid);
+}
+
+#[test]
+fn a_bundles_checkpoint_must_be_its_own_chains_signed_tree() {
+    use crate::evidence::checkpoint;
+    let k = key(1);
+    let anchor_key = crate::evidence::keys::AnchorKey {
+        signing: k.clone(),
+        kid: "attenu-local-1".into(),
+    };
+    let mut b = signed_bundle(tiny_entries(), &k);
+    let entries = b["entries"].as_array().unwrap().clone();
+    let tree = checkpoint::tree_of(&entries).unwrap();
+    let pinned = AnchorKey::Pinned(k.verifying_key());
+    b["checkpoint"] = json!(checkpoint::sign(&anchor_key, "c", tree.size(), &tree.root()).unwrap());
+    let r = verify_bundle(&b, &pinned);
+    assert!(
+        r.valid && r.checks.checkpoint == "verified",
+        "{:?}",
+        r.failures
+    );
+    // Of a shorter prefix, of another chain, or signed by another key: refused.
+    let short = checkpoint::tree_of(&entries[..3]).unwrap();
+    let other = crate::evidence::keys::AnchorKey {
+        signing: key(2),
+        kid: "attenu-local-1".into(),
+    };
+    for wrong in [
+        checkpoint::sign(&anchor_key, "c", short.size(), &short.root()).unwrap(),
+        checkpoint::sign(&anchor_key, "d", tree.size(), &tree.root()).unwrap(),
+        checkpoint::sign(&other, "c", tree.size(), &tree.root()).unwrap(),
+        "not a note".to_string(),
+    ] {
+        let mut bad = b.clone();
+        bad["checkpoint"] = json!(wrong);
+        let r = verify_bundle(&bad, &pinned);
+        assert!(!r.valid && r.checks.checkpoint == "failed", "{wrong}");
+        assert!(r
+            .failures
+            .iter()
+            .any(|f| f.name == FailureName::CheckpointInvalid));
+    }
+}

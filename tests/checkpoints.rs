@@ -1,0 +1,255 @@
+//! Signed checkpoints (docs/SHIPPING.md): the hook queues them with the entries they commit to
+//! at SessionStart, after a deny and every `checkpoint_every` entries; SessionEnd queues the
+//! bundle; bundles carry their chain's checkpoint; `prove` gives a one-entry proof that
+//! `verify` checks against a pinned key.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// Every object key under `dir`, skipping dot-files (the shipper's state, temp files).
+fn keys_under(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = e.path();
+            if e.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                out.push(
+                    path.strip_prefix(dir)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned(),
+                );
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A project shipping to a directory, and that directory.
+fn shipping_project(tag: &str, every: u32) -> (TempDir, TempDir) {
+    let share = TempDir::new(&format!("{tag}-share"));
+    let p = sample(tag);
+    write_config(
+        p.path(),
+        format!(
+            "[ship]\nurl = \"file://{}\"\ncheckpoint_every = {every}\n",
+            share.path().display()
+        ),
+    );
+    (p, share)
+}
+
+/// Drains the outbox by hand until it is empty (a detached shipper may be draining too).
+fn drain(p: &Path) {
+    let outbox = p.join(".attenu/outbox");
+    for _ in 0..200 {
+        let _ = cli(&["ship", "--quiet", "--project", p.to_str().unwrap()]);
+        if keys_under(&outbox).is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("the outbox never emptied: {:?}", keys_under(&outbox));
+}
+
+fn of_kind(keys: &[String], kind: &str) -> Vec<String> {
+    keys.iter()
+        .filter(|k| k.contains(&format!("/{kind}/")))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn checkpoints_go_out_at_session_start_on_a_deny_and_every_n_entries() {
+    let (p, share) = shipping_project("ckpt-when", 3);
+    assert_eq!(
+        hook(p.path(), &session_start("s1", p.path(), "startup")).code,
+        0
+    );
+    drain(p.path());
+    let after_start = keys_under(share.path());
+    // Root and two spawns: one checkpoint of 3 entries, with the entries it commits to.
+    assert_eq!(
+        of_kind(&after_start, "checkpoint").len(),
+        1,
+        "{after_start:?}"
+    );
+    assert!(
+        after_start
+            .iter()
+            .any(|k| k.contains("/entries/00000000000000000000-00000000000000000003-")),
+        "{after_start:?}"
+    );
+    // Two allowed reads: not yet due.
+    assert_allowed(&p.read_by("reviewer", "/p/a").id("t1").run());
+    assert_allowed(&p.read_by("reviewer", "/p/b").id("t2").run());
+    drain(p.path());
+    assert_eq!(of_kind(&keys_under(share.path()), "checkpoint").len(), 1);
+    // The third is.
+    assert_allowed(&p.read_by("reviewer", "/p/c").id("t3").run());
+    drain(p.path());
+    assert_eq!(of_kind(&keys_under(share.path()), "checkpoint").len(), 2);
+    // A deny always is.
+    assert_denied_with(&p.bash_by("reviewer", "ls").id("t4").run(), "unresolved");
+    drain(p.path());
+    let keys = keys_under(share.path());
+    let checkpoints = of_kind(&keys, "checkpoint");
+    assert_eq!(checkpoints.len(), 3, "{keys:?}");
+    // Entries objects cover 0..7 without a gap, and each note names its chain and size.
+    assert_eq!(of_kind(&keys, "entries").len(), 3);
+    let last = std::fs::read_to_string(share.path().join(checkpoints.last().unwrap())).unwrap();
+    let lines: Vec<&str> = last.lines().collect();
+    assert!(
+        lines[0].starts_with("attenu-hook/attenu-hook-") && lines[0].contains("/cc-s1-"),
+        "{last}"
+    );
+    assert_eq!(lines[1], "7");
+    assert!(lines[4].starts_with("— attenu-hook-"), "{last}");
+    // SessionEnd: the closing bundle.
+    let end = hook(p.path(), &event("s1", p.path(), "SessionEnd"));
+    assert_eq!(end.code, 0, "{}", end.stdout);
+    drain(p.path());
+    let bundles = of_kind(&keys_under(share.path()), "bundle");
+    assert_eq!(bundles.len(), 1, "{bundles:?}");
+}
+
+#[test]
+fn without_ship_nothing_is_queued() {
+    let p = sample("ckpt-off");
+    assert_eq!(
+        hook(p.path(), &session_start("s1", p.path(), "startup")).code,
+        0
+    );
+    assert_denied_with(&p.bash_by("reviewer", "ls").id("t1").run(), "unresolved");
+    assert!(!p.path().join(".attenu/outbox").exists());
+}
+
+fn exported(p: &Path) -> (PathBuf, Value) {
+    let bundle = PathBuf::from(&p.export("s1")[0]);
+    let v: Value = serde_json::from_slice(&std::fs::read(&bundle).unwrap()).unwrap();
+    (bundle, v)
+}
+
+#[test]
+fn a_bundle_carries_its_chains_checkpoint_and_verify_checks_it() {
+    let p = sample("ckpt-bundle");
+    assert_allowed(&p.read_by("reviewer", "/p/a").id("t1").run());
+    let (bundle, v) = exported(p.path());
+    let note = v["checkpoint"].as_str().unwrap();
+    assert_eq!(
+        note.lines().nth(1),
+        Some(v["entries"].as_array().unwrap().len().to_string().as_str())
+    );
+    let key = p.path().join(".attenu/anchor.pub");
+    let out = cli(&[
+        "verify",
+        bundle.to_str().unwrap(),
+        "--pub",
+        key.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(out.json()["checks"]["checkpoint"], "verified");
+    // A checkpoint of another size, re-signed by nobody: refused by name.
+    let mut edited = v.clone();
+    edited["checkpoint"] = Value::from(note.replacen(
+        &format!("\n{}\n", v["entries"].as_array().unwrap().len()),
+        "\n1\n",
+        1,
+    ));
+    std::fs::write(&bundle, serde_json::to_vec(&edited).unwrap()).unwrap();
+    let out = cli(&[
+        "verify",
+        bundle.to_str().unwrap(),
+        "--pub",
+        key.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stdout.contains("checkpoint-invalid"), "{}", out.stdout);
+}
+
+#[test]
+fn prove_gives_a_one_entry_proof_that_verify_checks_against_the_pinned_key() {
+    let p = sample("ckpt-prove");
+    assert_allowed(&p.read_by("reviewer", "/p/a").id("t1").run());
+    assert_denied_with(&p.bash_by("reviewer", "ls").id("t2").run(), "unresolved");
+    let deny = of_event(&p.entries("s1"), "deny")[0].clone();
+    let call = deny["call_id"].as_str().unwrap();
+    let proof = p.path().join("deny.proof");
+    let dir = p.path().to_str().unwrap();
+    let out = cli(&[
+        "prove",
+        "--project",
+        dir,
+        "--session",
+        "s1",
+        "--call",
+        call,
+        "--out",
+        proof.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(&proof).unwrap();
+    assert!(text.starts_with("c2sp.org/tlog-proof@v1\n"), "{text}");
+    let key = p.path().join(".attenu/anchor.pub");
+    let out = cli(&[
+        "verify",
+        proof.to_str().unwrap(),
+        "--pub",
+        key.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.starts_with("VALID: entry 4 of 5 ") && out.stdout.contains("deny Bash"),
+        "{}",
+        out.stdout
+    );
+    // Another key, or no key: not valid.
+    let stranger = sample("ckpt-stranger");
+    assert_allowed(&stranger.read_by("reviewer", "/p/a").id("t1").run());
+    let out = cli(&[
+        "verify",
+        proof.to_str().unwrap(),
+        "--pub",
+        stranger.path().join(".attenu/anchor.pub").to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let out = cli(&["verify", proof.to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    // Another position, or the entry edited inside the proof: caught.
+    let moved = text.replacen("index 4\n", "index 3\n", 1);
+    assert_ne!(moved, text);
+    let parsed = attenu_hook::tlog::TlogProof::parse(&text).unwrap();
+    let entry = String::from_utf8(parsed.extra().unwrap().to_vec()).unwrap();
+    assert!(entry.contains("\"tool\":\"Bash\""), "{entry}");
+    let edited =
+        attenu_hook::tlog::TlogProof::new(4, parsed.path().to_vec(), parsed.signed_checkpoint())
+            .unwrap()
+            .with_extra(
+                entry
+                    .replace("\"tool\":\"Bash\"", "\"tool\":\"Read\"")
+                    .into_bytes(),
+            )
+            .to_text();
+    for tampered in [moved, edited] {
+        std::fs::write(&proof, tampered).unwrap();
+        let out = cli(&[
+            "verify",
+            proof.to_str().unwrap(),
+            "--pub",
+            key.to_str().unwrap(),
+        ]);
+        assert_eq!(out.code, 1, "{}", out.stdout);
+        assert!(out.stdout.starts_with("INVALID"), "{}", out.stdout);
+    }
+}
