@@ -6,7 +6,8 @@
 
 Standard library only. What it does:
 
- 1. Builds `attenu-hook` and `examples/audit_bench.rs` with `cargo build --release`.
+ 1. Builds `attenu-hook`, `attenu-hook-ship` (which runs `audit`) and
+    `examples/audit_bench.rs` with `cargo build --release`.
  2. Starts a single-node Garage on loopback (ATTENU_GARAGE_BIN, else `garage` on PATH), with a
     bucket and a key, in a temp dir (removed at the end).
  3. Makes one template session with the real hook (SessionStart, reviewer Reads, SessionEnd)
@@ -144,7 +145,7 @@ def main() -> int:
         print("needs Garage: set ATTENU_GARAGE_BIN or put `garage` on PATH", file=sys.stderr)
         return 2
     if not args.no_build:
-        subprocess.run(["cargo", "build", "--release", "--bin", "attenu-hook",
+        subprocess.run(["cargo", "build", "--release", "--bin", "attenu-hook", "--bin", "attenu-hook-ship",
                         "--example", "audit_bench"], cwd=REPO, check=True)
     tmp = Path(tempfile.mkdtemp(prefix="attenu-audit-bench-"))
     garage = None

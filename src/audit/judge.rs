@@ -122,21 +122,41 @@ fn read_objects<'a>(
     // A segment extends the history its `from` ends, which an earlier segment (or a bundle)
     // put in the tree: in order of `from`, each one's parent is there before it.
     segments.sort_by_key(|s| (s.0, s.1));
+    let mut ends = Vec::new();
     for (from, to, root, o, bytes) in segments {
-        let placed = objects::check_entries(bytes, expect.chain_id, from, to)
-            .and_then(|seg| place(histories, &seg, from, &root, o.stored_ms));
-        if let Err(why) = placed {
-            findings.push(unverifiable(o, &why));
-        } else if !commitments.iter().any(|c| c.size == to && c.root == root) {
-            findings.push(unverifiable(o, &format!(
-                "reaches size {to} root {}, which no checkpoint signed by the pinned key names (if a shipper is still draining, audit again)",
-                short(&root)
-            )));
+        match objects::check_entries(bytes, expect.chain_id, from, to)
+            .and_then(|seg| place(histories, &seg, from, &root, o.stored_ms))
+        {
+            Ok(end) => ends.push((end, o)),
+            Err(why) => findings.push(unverifiable(o, &why)),
         }
     }
     // Checkpoints were read before the entries that reach them.
     for c in commitments.iter_mut().filter(|c| c.node.is_none()) {
         c.node = histories.with_root(c.size, &c.root);
+    }
+    unsigned_branches(histories, commitments, &ends, findings);
+}
+
+/// An entries object is signed through the checkpoints whose history holds it. One that ends
+/// on no signed history (a hook that died between queueing entries and their checkpoint
+/// leaves one that a later checkpoint covers) is a branch nothing signed vouches for.
+fn unsigned_branches(
+    histories: &Histories,
+    commitments: &[Commitment<'_>],
+    ends: &[(usize, &Stored)],
+    findings: &mut Vec<Finding>,
+) {
+    let signed: std::collections::HashSet<usize> = commitments
+        .iter()
+        .filter_map(|c| c.node)
+        .flat_map(|n| histories.path(n))
+        .collect();
+    for (end, o) in ends.iter().filter(|(end, _)| !signed.contains(end)) {
+        findings.push(unverifiable(o, &format!(
+            "reaches size {}, where no checkpoint or bundle signed by the pinned key leads (if a shipper is still draining, audit again)",
+            histories.node(*end).size
+        )));
     }
 }
 
@@ -172,7 +192,7 @@ fn place(
     from: u64,
     root: &Hash,
     stored_ms: u64,
-) -> Result<(), String> {
+) -> Result<usize, String> {
     let parent = histories.at(from, &seg.first_prev).ok_or_else(|| {
         format!(
             "extends a history of {from} entries ending with hash {}, of which the store holds no entries",
@@ -194,8 +214,9 @@ fn place(
             short(root)
         ));
     }
-    histories.extend(parent, &seg.hashes, stored_ms);
-    Ok(())
+    histories
+        .extend(parent, &seg.hashes, stored_ms)
+        .ok_or_else(|| "has an entry hash that is not 64 hex digits".to_string())
 }
 
 /// Step 3: every pair of commitments must lie on one history.

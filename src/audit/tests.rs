@@ -322,6 +322,33 @@ fn a_checkpoint_without_its_entries_cannot_be_checked() {
 }
 
 #[test]
+fn entries_a_checkpoint_covers_later_need_no_checkpoint_of_their_own() {
+    // The hook died after queueing entries 2..4 and before their checkpoint; the next event
+    // queued 2..6 and checkpoint 6.
+    let a = chain(9, 0, 0);
+    let mut d = Dir::new();
+    d.ship(&a, 0, 2, 1).ship(&a, 2, 4, 2);
+    d.objects
+        .retain(|o| !o.key.contains("/checkpoint/00000000000000000004-"));
+    d.ship(&a, 2, 6, 3).ship(&a, 6, 9, 4).bundle(&a, 5);
+    assert_eq!(d.judge().0, Status::Complete, "{}", d.judge().1);
+    // Entries on a branch no signed history holds are not.
+    let b = chain(5, 4, 3);
+    let tree = checkpoint::tree_of(&b).unwrap();
+    let lines: String = b[2..5]
+        .iter()
+        .map(|e| crate::ledger::canonical::to_string(e).unwrap() + "\n")
+        .collect();
+    d.put(names().entries(2, 5, &tree.root()), lines.into_bytes(), 6);
+    let (status, why) = d.judge();
+    assert_eq!(status, Status::Unverifiable, "{why}");
+    assert!(
+        why.contains("where no checkpoint or bundle signed by the pinned key leads"),
+        "{why}"
+    );
+}
+
+#[test]
 fn statuses_are_ordered_and_a_session_has_its_worst_chain() {
     use Status::*;
     let order = [Complete, Open, Unverifiable, Truncated, Rewritten, Forked];
