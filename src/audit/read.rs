@@ -85,12 +85,22 @@ pub async fn audit(store: &Store, keys: Arc<Keys>, now_ms: u64) -> Result<Report
             let keys = Arc::clone(&keys);
             async move {
                 let chains = fetch_session(store, &kid, &session, chains).await?;
+                let (k, s) = (kid.clone(), session.clone());
                 let judged = tokio::task::spawn_blocking(move || {
                     let key = keys.get(&kid);
                     let reports = chains.iter().map(|c| judge_chain(c, key, now_ms)).collect();
                     SessionReport::of(kid, session, reports)
                 });
-                Ok::<_, StoreError>(judged.await.expect("judging a session panicked"))
+                // A bug in judging one session must not hide the verdicts on the others.
+                Ok::<_, StoreError>(judged.await.unwrap_or_else(|e| {
+                    SessionReport::failed(
+                        k,
+                        s,
+                        &format!(
+                            "judging this session failed ({e}); this is a bug, please report it"
+                        ),
+                    )
+                }))
             }
         })
         .buffer_unordered(SESSIONS_AT_ONCE)

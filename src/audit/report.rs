@@ -111,6 +111,17 @@ impl SessionReport {
         }
     }
 
+    /// A session that could not be judged: unverifiable, saying why.
+    pub fn failed(project: String, session: String, why: &str) -> SessionReport {
+        SessionReport {
+            project,
+            session,
+            status: Status::Unverifiable,
+            why: why.to_string(),
+            chains: Vec::new(),
+        }
+    }
+
     pub fn last_stored_ms(&self) -> u64 {
         self.chains
             .iter()

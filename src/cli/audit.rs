@@ -50,10 +50,19 @@ pub fn run(a: Args) -> Exit {
         Err(e) => return fail(format!("cannot start the audit's runtime: {e}")),
     };
     let now = crate::clock::now_ms();
-    let report = match runtime.block_on(audit::audit(&store, Arc::new(pinned), now)) {
+    let pinned = Arc::new(pinned);
+    let report = match runtime.block_on(audit::audit(&store, Arc::clone(&pinned), now)) {
         Ok(r) => r,
         Err(e) => return cannot_read(&e),
     };
+    for kid in pinned.keys() {
+        if !report.sessions.iter().any(|s| &s.project == kid) {
+            eprintln!(
+                "attenu-hook: note: the store holds no session of {kid} under {}",
+                a.url
+            );
+        }
+    }
     if a.json {
         println!(
             "{}",
