@@ -24,6 +24,7 @@ fn main() {
         a_rollback_of_ledger_and_state_is_caught,
         a_chain_rewritten_from_genesis_is_caught,
         entries_cut_off_the_ledger_are_caught,
+        a_bundle_of_a_cut_ledger_shipped_by_hand_is_truncated,
         a_session_deleted_on_the_machine_stays_open_with_its_age,
         a_bad_signature_or_an_unknown_key_is_unverifiable,
         a_store_that_cannot_be_read_exits_2_and_says_what_to_check,
@@ -300,6 +301,53 @@ fn entries_cut_off_the_ledger_are_caught() {
     );
     let (code, _, _) = m.audit(&url, &[&m.anchor_pub()]);
     assert_eq!(code, 1);
+}
+
+/// The machine cuts the ledger after checkpoints shipped, exports what is left and puts that
+/// bundle in the outbox itself, under the name the hook would give it, without the hook
+/// adding anything: a bundle that is a prefix of what was shipped, and shorter.
+fn a_bundle_of_a_cut_ledger_shipped_by_hand_is_truncated() {
+    use attenu_hook::evidence::checkpoint::{tree_of, ObjectNames};
+    let g = Garage::start();
+    let (m, url) = garage_machine(&g, "cut-by-hand");
+    shipped_session(&m, "s1", 4, 10);
+    let (lp, sp) = m.ledger("s1");
+    let text = std::fs::read_to_string(&lp).unwrap();
+    let kept: String = text.split_inclusive('\n').take(5).collect();
+    std::fs::write(&lp, &kept).unwrap();
+    std::fs::remove_file(sp).unwrap();
+    let out = m
+        .command(&["export", "--session", "s1", "--project"])
+        .arg(m.root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let entries: Vec<Value> = kept
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let tree = tree_of(&entries).unwrap();
+    let kid: Value = serde_json::from_slice(&std::fs::read(m.anchor_pub()).unwrap()).unwrap();
+    let names = ObjectNames {
+        kid: kid["kid"].as_str().unwrap(),
+        session: "s1",
+        chain_id: entries[0]["chain_id"].as_str().unwrap(),
+    };
+    let key = names.bundle(tree.size(), &tree.root());
+    let queued = m.attenu().join("outbox").join(&key);
+    std::fs::create_dir_all(queued.parent().unwrap()).unwrap();
+    std::fs::copy(m.attenu().join("bundle-s1.json"), &queued).unwrap();
+    m.drain();
+    let (status, why) = m.status_of(&url, "s1");
+    assert_eq!(status, "truncated", "{why}");
+    assert!(
+        why.contains("bundle 5") && why.contains("were cut off"),
+        "{why}"
+    );
 }
 
 fn a_session_deleted_on_the_machine_stays_open_with_its_age() {
