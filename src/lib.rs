@@ -9,6 +9,7 @@
 //! through the modules.
 #![forbid(unsafe_code)]
 
+pub mod audit;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -2,6 +2,7 @@
 //! the typed [`Exit`]. `attenu-hook` with no arguments is hook mode ([`crate::hook`]); the exit
 //! codes of both are [`crate::protocol::exit`].
 
+mod audit;
 mod authorize;
 pub mod derive;
 mod docs;
@@ -83,6 +84,9 @@ pub enum Command {
     /// Drain the outbox to [ship] url: exit 0 when it is empty afterwards, 1 when not, 2 when
     /// shipping is not configured
     Ship(ship::Args),
+    /// Judge every session an object store holds: exit 0 when each is complete or open, 1
+    /// when one is rewritten, forked, truncated or unverifiable, 2 when the store cannot be read
+    Audit(audit::Args),
 }
 
 /// Entry point of the binary: hook mode without arguments, the CLI with them. Returns the
@@ -153,6 +157,6 @@ pub fn run(cli: Cli) -> Exit {
         Command::Reconcile { action } => reconcile::run(action),
         Command::Log(a) => log::run(a),
         // In the sibling binary (see `shipper`), so the hook's own stays lean.
-        Command::Ship(_) => shipper::forward(),
+        Command::Ship(_) | Command::Audit(_) => shipper::forward(),
     }
 }

@@ -28,6 +28,7 @@ pub fn main() -> u8 {
     let cli = Cli::parse();
     let code = match cli.command {
         Some(Command::Ship(a)) => super::ship::run(a),
+        Some(Command::Audit(a)) => super::audit::run(a),
         _ => fail(format!(
             "{SHIPPER} runs only `ship` and `audit`; run the others with attenu-hook"
         )),
