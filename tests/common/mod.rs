@@ -506,14 +506,25 @@ pub fn hook(project: &Path, payload: &Value) -> Out {
 pub fn reviewer_read(project: &Path, session: &str, file_path: &str, tool_use_id: &str) -> Out {
     hook(
         project,
-        &pre(
-            session,
-            project,
-            Some("reviewer"),
-            "Read",
-            json!({ "file_path": file_path }),
-            tool_use_id,
-        ),
+        &reviewer_read_payload(project, session, file_path, tool_use_id),
+    )
+}
+
+/// [`reviewer_read`]'s PreToolUse payload.
+pub fn reviewer_read_payload(
+    project: &Path,
+    session: &str,
+    file_path: &str,
+    tool_use_id: &str,
+) -> Value {
+    let input = json!({ "file_path": file_path });
+    pre(
+        session,
+        project,
+        Some("reviewer"),
+        "Read",
+        input,
+        tool_use_id,
     )
 }
 
@@ -566,6 +577,23 @@ pub fn pre(
     }
     p
 }
+
+/// Every payload field the hook reads (`src/protocol/payload.rs`).
+pub const PAYLOAD_FIELDS: &[&str] = &[
+    "hook_event_name",
+    "session_id",
+    "cwd",
+    "permission_mode",
+    "agent_id",
+    "agent_type",
+    "tool_name",
+    "tool_input",
+    "tool_use_id",
+    "tool_response",
+    "error",
+    "is_interrupt",
+    "duration_ms",
+];
 
 pub fn event(session: &str, project: &Path, name: &str) -> Value {
     json!({"session_id": session, "cwd": project, "hook_event_name": name, "reason": "other"})
