@@ -992,18 +992,10 @@ fn the_payload_limit_is_exact() {
 
 /// Every regular file and directory under `dir`, relative to it.
 fn tree(dir: &Path) -> BTreeSet<PathBuf> {
-    let mut out = BTreeSet::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let path = e.path();
-            out.insert(path.strip_prefix(dir).unwrap().to_path_buf());
-            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                stack.push(path);
-            }
-        }
-    }
-    out
+    walk(dir, |_| false)
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect()
 }
 
 #[test]

@@ -361,6 +361,26 @@ pub fn files_named(dir: &Path, part: &str) -> Vec<PathBuf> {
     v
 }
 
+/// The paths below `dir`, relative to it, each with whether it is a directory: depth first,
+/// links not followed; an entry `skip` names is left out with everything below it.
+pub fn walk(dir: &Path, skip: impl Fn(&std::fs::DirEntry) -> bool) -> Vec<(PathBuf, bool)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if skip(&e) {
+                continue;
+            }
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+            if is_dir {
+                todo.push(e.path());
+            }
+            out.push((e.path().strip_prefix(dir).unwrap().to_path_buf(), is_dir));
+        }
+    }
+    out
+}
+
 /// Runs `mkfifo path`.
 pub fn mkfifo(path: &Path) {
     assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
