@@ -10,26 +10,11 @@ use std::path::{Path, PathBuf};
 
 /// Every object key under `dir`, skipping dot-files (the shipper's state, temp files).
 fn keys_under(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let path = e.path();
-            if e.file_name().to_string_lossy().starts_with('.') {
-                continue;
-            }
-            if path.is_dir() {
-                todo.push(path);
-            } else {
-                out.push(
-                    path.strip_prefix(dir)
-                        .unwrap()
-                        .to_string_lossy()
-                        .into_owned(),
-                );
-            }
-        }
-    }
+    let mut out: Vec<String> = walk(dir, |e| e.file_name().to_string_lossy().starts_with('.'))
+        .into_iter()
+        .filter(|(_, is_dir)| !is_dir)
+        .map(|(key, _)| key.to_string_lossy().into_owned())
+        .collect();
     out.sort();
     out
 }
@@ -149,14 +134,7 @@ fn a_bundle_carries_its_chains_checkpoint_and_verify_checks_it() {
         note.lines().nth(1),
         Some(v["entries"].as_array().unwrap().len().to_string().as_str())
     );
-    let key = p.path().join(".attenu/anchor.pub");
-    let out = cli(&[
-        "verify",
-        bundle.to_str().unwrap(),
-        "--pub",
-        key.to_str().unwrap(),
-        "--json",
-    ]);
+    let out = p.verify_pinned_json(bundle.to_str().unwrap());
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert_eq!(out.json()["checks"]["checkpoint"], "verified");
     // A checkpoint of another size, re-signed by nobody: refused by name.
@@ -167,13 +145,7 @@ fn a_bundle_carries_its_chains_checkpoint_and_verify_checks_it() {
         1,
     ));
     std::fs::write(&bundle, serde_json::to_vec(&edited).unwrap()).unwrap();
-    let out = cli(&[
-        "verify",
-        bundle.to_str().unwrap(),
-        "--pub",
-        key.to_str().unwrap(),
-        "--json",
-    ]);
+    let out = p.verify_pinned_json(bundle.to_str().unwrap());
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(out.stdout.contains("checkpoint-invalid"), "{}", out.stdout);
 }
@@ -201,13 +173,7 @@ fn prove_gives_a_one_entry_proof_that_verify_checks_against_the_pinned_key() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let text = std::fs::read_to_string(&proof).unwrap();
     assert!(text.starts_with("c2sp.org/tlog-proof@v1\n"), "{text}");
-    let key = p.path().join(".attenu/anchor.pub");
-    let out = cli(&[
-        "verify",
-        proof.to_str().unwrap(),
-        "--pub",
-        key.to_str().unwrap(),
-    ]);
+    let out = p.verify_pinned(proof.to_str().unwrap());
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(
         out.stdout.starts_with("VALID: entry 4 of 5 ") && out.stdout.contains("deny Bash"),
@@ -243,12 +209,7 @@ fn prove_gives_a_one_entry_proof_that_verify_checks_against_the_pinned_key() {
             .to_text();
     for tampered in [moved, edited] {
         std::fs::write(&proof, tampered).unwrap();
-        let out = cli(&[
-            "verify",
-            proof.to_str().unwrap(),
-            "--pub",
-            key.to_str().unwrap(),
-        ]);
+        let out = p.verify_pinned(proof.to_str().unwrap());
         assert_eq!(out.code, 1, "{}", out.stdout);
         assert!(out.stdout.starts_with("INVALID"), "{}", out.stdout);
     }

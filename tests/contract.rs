@@ -19,6 +19,9 @@
 //! deletes each name the code uses from a copy of the contract and requires the check to
 //! report it.
 
+mod common;
+
+use common::PAYLOAD_FIELDS;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -167,17 +170,7 @@ fn payload_fields_read() -> BTreeSet<String> {
     let src = code("src/protocol/payload.rs");
     let mut fields = literals_after(&src, ".get(");
     fields.extend(opt_str_fields(&src));
-    for known in [
-        "hook_event_name",
-        "session_id",
-        "cwd",
-        "agent_id",
-        "agent_type",
-        "tool_name",
-        "tool_input",
-        "tool_use_id",
-        "tool_response",
-    ] {
+    for &known in PAYLOAD_FIELDS {
         assert!(
             fields.contains(known),
             "the scan of src/protocol/payload.rs did not find `{known}` (found {fields:?}); the scanner no longer matches how the code reads fields, fix it before trusting this test"

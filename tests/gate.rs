@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// A project whose Bash is gated, with reviewer alice; returns (project, alice's key file).
 fn gated(tag: &str) -> (TempDir, std::path::PathBuf) {
@@ -24,6 +24,16 @@ fn receipt(dir: &str, call: &str, id: &str, observer: &str, extra: &[&str]) -> O
 }
 
 /// The ops subagent's Bash with `input` in session s1.
+/// Moves session s1's ledger aside and puts a directory in its place, so that no outcome can
+/// be written: the ledger's path, and where it went.
+fn block_ledger(p: &Path) -> (PathBuf, PathBuf) {
+    let ledger = p.ledger("s1");
+    let aside = p.join("ledger.aside");
+    std::fs::rename(&ledger, &aside).unwrap();
+    std::fs::create_dir(&ledger).unwrap();
+    (ledger, aside)
+}
+
 fn ops_bash(p: &TempDir, input: &Value, id: &str) -> Out {
     p.subagent("ops", "Bash").input(input.clone()).id(id).run()
 }
@@ -74,14 +84,8 @@ fn a_replayed_tool_use_id_is_denied() {
 fn different_arguments_or_another_tool_are_denied() {
     let (p, key) = gated("gate-args");
     authorize(p.path(), &key, &json!({"command": "ls"}), &["--uses", "3"]);
-    assert!(bash(
-        p.path(),
-        "s1",
-        Some("ops"),
-        &json!({"command": "ls "}),
-        "t1"
-    )
-    .denied());
+    let other = json!({"command": "ls "});
+    assert!(bash(p.path(), "s1", Some("ops"), &other, "t1").denied());
     assert!(bash(
         p.path(),
         "s1",
@@ -209,10 +213,7 @@ fn an_expired_authorization_is_refused() {
 fn an_unrecordable_outcome_halts_and_leaves_a_marker_that_resolve_closes() {
     let p = sample("reconcile");
     let t1 = allowed_read(p.path());
-    let ledger = p.ledger("s1");
-    let aside = p.path().join("ledger.aside");
-    std::fs::rename(&ledger, &aside).unwrap();
-    std::fs::create_dir(&ledger).unwrap();
+    let (ledger, aside) = block_ledger(p.path());
     let out = t1.clone().post(json!({})).run();
     assert_eq!(out.json()["continue"], false);
     let reason = out.json()["stopReason"].as_str().unwrap().to_string();
@@ -336,14 +337,8 @@ fn authorized_inputs_are_stored_as_salted_commitments() {
         assert_eq!(doc["input_salt"].as_str().unwrap().len(), 32);
     }
     assert_allowed(&ops_bash(&p, &input, "t1"));
-    assert!(bash(
-        p.path(),
-        "s1",
-        Some("ops"),
-        &json!({"command": "deploy2"}),
-        "t2"
-    )
-    .denied());
+    let other = json!({"command": "deploy2"});
+    assert!(bash(p.path(), "s1", Some("ops"), &other, "t2").denied());
 }
 
 /// A marker whose call can no longer be bound on the ledger (here the ledger was moved aside
@@ -377,7 +372,7 @@ fn a_marker_that_cannot_be_bound_is_closed_with_unbound_and_says_so() {
         !sub.join(".attenu").exists(),
         "a read-only command creates no state"
     );
-    let refused = in_sub(&[
+    let resolve = [
         "reconcile",
         "resolve",
         "1",
@@ -385,19 +380,11 @@ fn a_marker_that_cannot_be_bound_is_closed_with_unbound_and_says_so() {
         "executed",
         "--evidence",
         "checked by hand",
-    ]);
+    ];
+    let refused = in_sub(&resolve);
     assert_eq!(refused.code, 2);
     assert_contains(&refused.stderr, &["does not exist", "--unbound"]);
-    let closed = in_sub(&[
-        "reconcile",
-        "resolve",
-        "1",
-        "--outcome",
-        "executed",
-        "--evidence",
-        "checked by hand",
-        "--unbound",
-    ]);
+    let closed = in_sub(&[&resolve[..], &["--unbound"]].concat());
     assert_eq!(closed.code, 0, "{}", closed.stderr);
     assert_contains(&closed.stdout, &["not on the ledger"]);
     let all = cli(&["reconcile", "list", "--all", "--project", dir]);
@@ -495,10 +482,7 @@ fn a_resolve_retried_after_a_failed_database_update_matches_the_ledger() {
     let p = sample("reconcile-retry");
     let dir = p.path().to_str().unwrap();
     let t1 = allowed_read(p.path());
-    let ledger = p.ledger("s1");
-    let aside = p.path().join("ledger.aside");
-    std::fs::rename(&ledger, &aside).unwrap();
-    std::fs::create_dir(&ledger).unwrap();
+    let (ledger, aside) = block_ledger(p.path());
     let outcome = t1.clone().post(json!({})).value();
     assert_eq!(hook(p.path(), &outcome).json()["continue"], false);
     std::fs::remove_dir(&ledger).unwrap();

@@ -11,6 +11,7 @@
 
 mod common;
 
+use attenu_hook::ops::EVENTS;
 use common::*;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -352,40 +353,24 @@ fn random_value(rng: &mut Rng, depth: usize) -> Value {
     }
 }
 
-const FIELDS: &[&str] = &[
-    "hook_event_name",
-    "session_id",
-    "cwd",
-    "permission_mode",
-    "agent_id",
-    "agent_type",
-    "tool_name",
-    "tool_input",
-    "tool_use_id",
-    "tool_response",
-    "error",
-    "is_interrupt",
-    "duration_ms",
-    "transcript_path",
-    "brand_new_field",
-];
+/// The fields a payload may carry: each the hook reads, one Claude Code sends that it does not
+/// read, and one no version sends.
+fn fields() -> Vec<&'static str> {
+    [PAYLOAD_FIELDS, &["transcript_path", "brand_new_field"]].concat()
+}
 
-const EVENTS: &[&str] = &[
-    "SessionStart",
-    "PreToolUse",
-    "PreToolUse",
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "SubagentStart",
-    "SubagentStop",
-    "SessionEnd",
-    "Notification",
-];
+/// The events a payload names: each the hook is wired for, PreToolUse three times as often
+/// as the others, and one it does not handle.
+fn events() -> Vec<&'static str> {
+    let mut events = EVENTS.to_vec();
+    events.splice(1..1, ["PreToolUse", "PreToolUse"]);
+    events.push("Notification");
+    events
+}
 
 /// One adversarial payload, as bytes.
 fn generate(rng: &mut Rng, project: &Path, i: usize) -> Vec<u8> {
-    let event = *rng.pick(EVENTS);
+    let event = *rng.pick(&events());
     let (agent, tool, input) = match rng.below(5) {
         0 => (
             Some("reviewer"),
@@ -415,7 +400,7 @@ fn generate(rng: &mut Rng, project: &Path, i: usize) -> Vec<u8> {
     }
     let obj = p.as_object_mut().unwrap();
     for _ in 0..1 + rng.below(3) {
-        let field = (*rng.pick(FIELDS)).to_string();
+        let field = (*rng.pick(&fields())).to_string();
         match rng.below(7) {
             0 | 1 => {
                 obj.insert(field, random_value(rng, 0));
@@ -514,16 +499,6 @@ enum Expect {
     Any,
 }
 
-const KNOWN_EVENTS: &[&str] = &[
-    "SessionStart",
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "SubagentStart",
-    "SubagentStop",
-    "SessionEnd",
-];
-
 fn expect(bytes: &[u8]) -> Expect {
     if bytes.len() > MAX_PAYLOAD {
         return Expect::Deny;
@@ -535,7 +510,7 @@ fn expect(bytes: &[u8]) -> Expect {
         Some(Value::String(s)) if !s.is_empty() => s.as_str(),
         _ => return Expect::Deny,
     };
-    if !KNOWN_EVENTS.contains(&event) {
+    if !EVENTS.contains(&event) {
         return Expect::Silence;
     }
     let str_or_null = |k: &str| matches!(obj.get(k), None | Some(Value::Null | Value::String(_)));
@@ -652,14 +627,7 @@ fn a_few_hundred_random_adversarial_payloads_are_answered_cleanly() {
 #[test]
 fn wrong_types_for_every_field_are_denied() {
     let p = sample("hostile-types");
-    let base = pre(
-        "types",
-        p.path(),
-        Some("reviewer"),
-        "Read",
-        json!({"file_path": "/p/a"}),
-        "t",
-    );
+    let base = reviewer_read_payload(p.path(), "types", "/p/a", "t");
     let wrong: Vec<Value> = vec![
         json!("7"),
         json!(7),
@@ -671,20 +639,8 @@ fn wrong_types_for_every_field_are_denied() {
         json!({"x": "y"}),
     ];
     let mut n = 0;
-    for field in [
-        "hook_event_name",
-        "session_id",
-        "cwd",
-        "permission_mode",
-        "agent_id",
-        "agent_type",
-        "tool_name",
-        "tool_input",
-        "tool_use_id",
-        "error",
-        "is_interrupt",
-        "duration_ms",
-    ] {
+    // Every field with a type (a tool_response may be any JSON).
+    for &field in PAYLOAD_FIELDS.iter().filter(|&&f| f != "tool_response") {
         for v in &wrong {
             let fits = match field {
                 "tool_input" => v.is_object(),
@@ -713,14 +669,21 @@ fn wrong_types_for_every_field_are_denied() {
         assert!(run.denied(), "empty {field}: {}", run.stdout);
         n += 1;
     }
-    // Whole-payload shapes that are not an object.
+    // Whole payloads that are not JSON, not an object, or not one with a usable event name.
     for raw in [
         &b""[..],
         b"\n",
+        b"   ",
+        b"not json",
         b"null",
         b"[]",
+        b"42",
+        b"{}",
         b"\"PreToolUse\"",
         b"1e999",
+        br#"{"hook_event_name": null}"#,
+        br#"{"hook_event_name": ["PreToolUse"]}"#,
+        b"\xff\xfe",
         b"{\"hook_event_name\":\"PreToolUse\"",
         b"{\"hook_event_name\":\"PreToolUse\"}}",
         b"{\"hook_event_name\":\"PreToolUse\"} {}",
@@ -754,14 +717,7 @@ fn deep_nesting_is_denied_without_a_stack_overflow() {
             "brand_new_field",
             "agent_type",
         ] {
-            let mut payload = pre(
-                "deep",
-                p.path(),
-                Some("reviewer"),
-                "Read",
-                json!({"file_path": "/p/a"}),
-                "t",
-            );
+            let mut payload = reviewer_read_payload(p.path(), "deep", "/p/a", "t");
             payload[field] = json!("__DEEP__");
             let text = payload.to_string().replace(
                 "\"__DEEP__\"",
@@ -823,14 +779,7 @@ fn megabyte_strings_are_answered_within_the_bound() {
         ("agent_id", mb.clone()),
         ("tool_use_id", mb.clone()),
     ] {
-        let mut payload = pre(
-            "big-ids",
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/p/a"}),
-            "t2",
-        );
+        let mut payload = reviewer_read_payload(p.path(), "big-ids", "/p/a", "t2");
         payload[field] = json!(value);
         let bytes = payload.to_string().into_bytes();
         let what = format!("1 MB {field}");
@@ -880,14 +829,7 @@ fn control_bidi_and_path_characters_in_names_never_grant() {
             ("agent_type", format!("{c}reviewer")),
             ("agent_type", format!("re{c}viewer")),
         ] {
-            let mut payload = pre(
-                "chars",
-                p.path(),
-                Some("reviewer"),
-                "Read",
-                json!({"file_path": "/p/a"}),
-                &format!("t{n}"),
-            );
+            let mut payload = reviewer_read_payload(p.path(), "chars", "/p/a", &format!("t{n}"));
             payload[field] = json!(value);
             let what = format!("{field} = {value:?}");
             let run = run_payload(p.path(), &payload, &what);
@@ -1000,16 +942,9 @@ fn duplicate_keys_follow_the_last_member_and_never_widen() {
 fn a_70_mb_payload_is_denied_without_a_memory_blow_up() {
     let p = sample("hostile-huge");
     // 70 MB of a syntactically plausible payload: a huge tool_input string.
-    let mut huge = pre(
-        "huge",
-        p.path(),
-        Some("reviewer"),
-        "Read",
-        json!({"file_path": "/p/a"}),
-        "t",
-    )
-    .to_string()
-    .into_bytes();
+    let mut huge = reviewer_read_payload(p.path(), "huge", "/p/a", "t")
+        .to_string()
+        .into_bytes();
     huge.pop();
     huge.extend_from_slice(b",\"pad\":\"");
     huge.resize(huge.len() + 70_000_000, b'A');
@@ -1037,16 +972,9 @@ fn a_70_mb_payload_is_denied_without_a_memory_blow_up() {
 #[test]
 fn the_payload_limit_is_exact() {
     let p = sample("hostile-limit");
-    let body = pre(
-        "limit",
-        p.path(),
-        Some("reviewer"),
-        "Read",
-        json!({"file_path": "/p/a"}),
-        "t",
-    )
-    .to_string()
-    .into_bytes();
+    let body = reviewer_read_payload(p.path(), "limit", "/p/a", "t")
+        .to_string()
+        .into_bytes();
     // Exactly MAX bytes (whitespace after the object) is accepted; one more is refused.
     let mut at_limit = body.clone();
     at_limit.resize(MAX_PAYLOAD, b' ');
@@ -1064,18 +992,10 @@ fn the_payload_limit_is_exact() {
 
 /// Every regular file and directory under `dir`, relative to it.
 fn tree(dir: &Path) -> BTreeSet<PathBuf> {
-    let mut out = BTreeSet::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let path = e.path();
-            out.insert(path.strip_prefix(dir).unwrap().to_path_buf());
-            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                stack.push(path);
-            }
-        }
-    }
-    out
+    walk(dir, |_| false)
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect()
 }
 
 #[test]
@@ -1238,26 +1158,7 @@ fn a_yaml_alias_bomb_in_one_agent_file_stalls_no_other_agent() {
 #[test]
 fn malformed_input_always_blocks_with_exit_0_or_2() {
     let p = sample("malformed");
-    for input in [
-        &b""[..],
-        b"   ",
-        b"not json",
-        b"[]",
-        b"null",
-        b"42",
-        b"{}",
-        br#"{"hook_event_name": null}"#,
-        br#"{"hook_event_name": ["PreToolUse"]}"#,
-        b"\xff\xfe",
-    ] {
-        let out = hook_raw(Some(p.path()), input);
-        assert!(
-            out.denied(),
-            "{:?} -> {}",
-            String::from_utf8_lossy(input),
-            out.stdout
-        );
-    }
+    // Bytes that are no JSON object at all: in wrong_types_for_every_field_are_denied.
     for payload in [
         json!({"hook_event_name": "PreToolUse", "session_id": "s", "tool_name": 5, "tool_input": {}}),
         json!({"hook_event_name": "PreToolUse", "session_id": "s", "tool_name": "Read", "tool_input": []}),
@@ -1282,14 +1183,7 @@ fn unknown_events_and_unknown_fields_are_accepted() {
         p.path(),
         &json!({"hook_event_name": "Notification", "session_id": "s"}),
     ));
-    let mut payload = pre(
-        "s1",
-        p.path(),
-        Some("reviewer"),
-        "Read",
-        json!({"file_path": "/x"}),
-        "t1",
-    );
+    let mut payload = reviewer_read_payload(p.path(), "s1", "/x", "t1");
     payload["brand_new_field"] = json!({"nested": [1, 2]});
     payload["effort"] = json!({"level": "high"});
     assert_allowed(&hook(p.path(), &payload));

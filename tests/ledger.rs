@@ -115,12 +115,7 @@ fn edits_of_first_middle_and_last_line_are_caught(path: &Path, call: &dyn Fn(&st
         };
         let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
         let start = lines[line];
-        let at = start
-            + original[start..]
-                .windows(8)
-                .position(|w| w == b"\"event\":")
-                .unwrap()
-            + 9;
+        let at = find_from(&original, start, b"\"event\":") + 9;
         let mut edited = original.clone();
         edited[at] = if edited[at] == b'a' { b'b' } else { b'a' };
         std::fs::write(path, &edited).unwrap();
@@ -225,20 +220,10 @@ fn raw_capture_of_a_value_without_a_canonical_form_still_records_the_call() {
     let p = sample("rawbig");
     write_config(p.path(), "[privacy]\nraw_capture = true\n");
     let input = json!({"file_path": "/a", "offset": 9_007_199_254_740_993u64});
-    let out = p
-        .subagent("reviewer", "Read")
-        .input(input.clone())
-        .id("t1")
-        .run();
-    assert_allowed(&out);
+    let call = p.subagent("reviewer", "Read").input(input).id("t1");
+    assert_allowed(&call.run());
     let response = json!({"mtime_ns": 1_796_050_972_040_801_584u64});
-    let out = p
-        .subagent("reviewer", "Read")
-        .input(input)
-        .id("t1")
-        .post(response)
-        .run();
-    assert_allowed(&out);
+    assert_allowed(&call.post(response).run());
     let es = p.entries("s1");
     let allow = es.iter().find(|e| e["event"] == "allow").unwrap();
     assert_eq!(
@@ -263,18 +248,10 @@ fn raw_capture_of_a_deeply_nested_input_does_not_make_the_ledger_unreadable() {
     let nested = |levels: usize| (0..levels).fold(json!(1), |v, _| json!([v]));
     // 125 arrays inside `tool_input` inside the payload: 127 levels, which serde_json reads.
     let input = json!({"file_path": "/a", "deep": nested(125)});
-    let out = p
-        .subagent("reviewer", "Read")
-        .input(input.clone())
-        .id("t1")
-        .run();
-    assert_allowed(&out);
+    let read = |input: &Value, id: &str| p.subagent("reviewer", "Read").input(input.clone()).id(id);
+    assert_allowed(&read(&input, "t1").run());
     let shallow = json!({"file_path": "/b", "deep": nested(10)});
-    let out = p
-        .subagent("reviewer", "Read")
-        .input(shallow.clone())
-        .id("t2")
-        .run();
+    let out = read(&shallow, "t2").run();
     assert!(out.is_allow(), "the session must go on: {}", out.stdout);
     let es = p.entries("s1");
     let allows = of_event(&es, "allow");
@@ -297,12 +274,7 @@ fn a_checkpoint_rewritten_to_match_an_edited_ledger_is_not_trusted() {
     let mut bytes = std::fs::read(&path).unwrap();
     // The last digit of the timestamp of an entry in the middle.
     let line = bytes.len() / 2;
-    let at = line
-        + bytes[line..]
-            .windows(5)
-            .position(|w| w == b"\"ts\":")
-            .unwrap()
-        + 5;
+    let at = find_from(&bytes, line, b"\"ts\":") + 5;
     let end = at
         + bytes[at..]
             .iter()
@@ -661,4 +633,12 @@ fn a_session_start_on_a_tampered_ledger_warns_and_the_tool_call_is_still_denied(
     let out = reviewer_read(p.path(), "s1", "/y", "t9");
     assert_denied_with(&out, "ledger-unverifiable");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), tampered);
+}
+
+/// Where `needle` first stands in `bytes` at or after `from`.
+fn find_from(bytes: &[u8], from: usize, needle: &[u8]) -> usize {
+    from + bytes[from..]
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .unwrap()
 }

@@ -40,6 +40,7 @@
 //! Every subprocess has a deadline and is killed (with its process group) when it passes it.
 //! A whole run takes about 5 to 15 seconds.
 
+use attenu_hook::ops::EVENTS;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -127,14 +128,8 @@ fn fallback_snippet() -> Value {
         "onFailure": "block"
     }]}]);
     let mut hooks = serde_json::Map::new();
-    for event in [
-        "PreToolUse",
-        "PostToolUse",
-        "PostToolUseFailure",
-        "SubagentStart",
-        "SubagentStop",
-        "SessionEnd",
-    ] {
+    // Every event install wires but SessionStart.
+    for event in EVENTS.iter().filter(|&&e| e != "SessionStart") {
         hooks.insert(event.to_string(), handler.clone());
     }
     json!({ "hooks": hooks })

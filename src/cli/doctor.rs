@@ -1,14 +1,13 @@
 //! `attenu-hook doctor [DIR]`: checks the wiring, the command, permissions, configuration and
 //! ledgers; exit 1 when a required check fails.
 
-use super::project::{existing_dir, project_dir};
+use super::project::ProjectDir;
 use super::{fail, Exit};
-use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    #[arg(default_value = ".")]
-    dir: PathBuf,
+    #[command(flatten)]
+    dir: ProjectDir,
     /// Also count handlers running this command as attenu-hook's (a wrapper that
     /// `install --command` wired)
     #[arg(long)]
@@ -16,10 +15,10 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Exit {
-    if let Err(e) = existing_dir(&a.dir) {
-        return fail(e);
-    }
-    let root = project_dir(&a.dir);
+    let root = match a.dir.root() {
+        Ok(root) => root,
+        Err(e) => return fail(e),
+    };
     println!("project {}", root.display());
     let checks = match &a.command {
         Some(c) => crate::ops::doctor_for(&root, c),

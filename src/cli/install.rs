@@ -1,13 +1,13 @@
 //! `attenu-hook install [DIR]`: wires the hook into the project's settings.
 
-use super::project::{existing_dir, project_dir};
+use super::project::ProjectDir;
 use super::{fail, Exit};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    #[arg(default_value = ".")]
-    dir: PathBuf,
+    #[command(flatten)]
+    at: ProjectDir,
     /// Write .claude/settings.local.json instead
     #[arg(long)]
     local: bool,
@@ -17,10 +17,10 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Exit {
-    if let Err(e) = existing_dir(&a.dir) {
-        return fail(e);
-    }
-    let root = project_dir(&a.dir);
+    let root = match a.at.root() {
+        Ok(root) => root,
+        Err(e) => return fail(e),
+    };
     let command = a.command.as_deref();
     match crate::ops::install(&root, a.local, command) {
         Ok((path, changes)) if changes.is_empty() => {
@@ -40,7 +40,7 @@ pub fn run(a: Args) -> Exit {
                 "next: `attenu-hook doctor {}{}`",
                 path.parent()
                     .and_then(Path::parent)
-                    .unwrap_or(&a.dir)
+                    .unwrap_or(&a.at.dir)
                     .display(),
                 // A wrapper is not recognisable as attenu-hook by its name.
                 command

@@ -1,16 +1,15 @@
 //! `attenu-hook log`: the decisions as a readable table (or JSON lines).
 
-use super::project::state_project_dir;
+use super::project::SessionArgs;
 use super::{fail, Exit};
 use std::io::IsTerminal;
-use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
+// Here --session goes without a help text (in place: the completions keep their order).
+#[command(mut_args(|a| if a.get_id() == "session" { a.help(None::<&str>) } else { a }))]
 pub struct Args {
-    #[arg(long, value_name = "DIR", default_value = ".")]
-    project: PathBuf,
-    #[arg(long)]
-    session: Option<String>,
+    #[command(flatten)]
+    at: SessionArgs,
     /// Only this agent type ("main" for the main thread)
     #[arg(long)]
     agent: Option<String>,
@@ -24,11 +23,10 @@ pub struct Args {
 
 /// Exit 1 when a ledger shown cannot be verified.
 pub fn run(a: Args) -> Exit {
-    let read =
-        match crate::evidence::log::rows(&state_project_dir(&a.project), a.session.as_deref()) {
-            Ok(read) => read,
-            Err(e) => return fail(e),
-        };
+    let read = match crate::evidence::log::rows(&a.at.state_dir(), a.at.session()) {
+        Ok(read) => read,
+        Err(e) => return fail(e),
+    };
     let color = !a.json && std::io::stdout().is_terminal();
     for w in &read.unverified {
         eprintln!("attenu-hook: WARNING: {w}");

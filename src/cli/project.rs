@@ -46,14 +46,45 @@ pub fn state_project_dir(dir: &Path) -> PathBuf {
         .unwrap_or_else(|| project_dir(dir))
 }
 
-/// A directory argument that must exist.
-pub fn existing_dir(dir: &Path) -> Result<(), String> {
-    if dir.is_dir() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} is not a directory; pass the project's root directory",
-            dir.display()
-        ))
+/// `--project DIR` and `--session ID`: the session of the hook's state a command is about.
+#[derive(clap::Args, Debug)]
+pub struct SessionArgs {
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub project: PathBuf,
+    /// Session id (default: the most recently written session)
+    #[arg(long)]
+    pub session: Option<String>,
+}
+
+impl SessionArgs {
+    /// The project whose state is read ([`state_project_dir`]).
+    pub fn state_dir(&self) -> PathBuf {
+        state_project_dir(&self.project)
+    }
+
+    /// The session asked for; `None` means the most recently written one.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+}
+
+/// `[DIR]`: the project a command about declarations and wiring is for.
+#[derive(clap::Args, Debug)]
+pub struct ProjectDir {
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+}
+
+impl ProjectDir {
+    /// The project DIR is in ([`project_dir`]); DIR must be a directory.
+    pub fn root(&self) -> Result<PathBuf, String> {
+        if self.dir.is_dir() {
+            Ok(project_dir(&self.dir))
+        } else {
+            Err(format!(
+                "{} is not a directory; pass the project's root directory",
+                self.dir.display()
+            ))
+        }
     }
 }

@@ -1,18 +1,15 @@
 //! `attenu-hook prove`: a C2SP tlog-proof for one entry, which `attenu-hook verify PROOF
 //! --pub anchor.pub` checks without the rest of the session.
 
-use super::project::state_root;
+use super::project::{state_root, SessionArgs};
 use super::{fail, Exit};
 use crate::evidence::prove::{prove, Which};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    #[arg(long, value_name = "DIR", default_value = ".")]
-    project: PathBuf,
-    /// Session id (default: the most recently written session)
-    #[arg(long)]
-    session: Option<String>,
+    #[command(flatten)]
+    at: SessionArgs,
     /// The entry with this call_id (from `attenu-hook log --json`)
     #[arg(
         long,
@@ -30,7 +27,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Exit {
-    let root = match state_root(&a.project) {
+    let root = match state_root(&a.at.project) {
         Ok(r) => r,
         Err(e) => return fail(e),
     };
@@ -39,7 +36,7 @@ pub fn run(a: Args) -> Exit {
         (None, Some(s)) => Which::Seq(s),
         (None, None) => return fail("pass --call CALL_ID or --seq N"),
     };
-    let text = match prove(&root, a.session.as_deref(), which) {
+    let text = match prove(&root, a.at.session(), which) {
         Ok(t) => t,
         Err(e) => return fail(e),
     };

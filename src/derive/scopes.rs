@@ -408,22 +408,14 @@ mod tests {
             Declared::WholeTool(s, _) => s,
             other => panic!("{other:?}"),
         };
-        assert_eq!(
-            whole(declared_at("Bash(git status)", Site::AgentTools)),
-            ["exec.bash"]
-        );
-        assert_eq!(
-            whole(declared_at("Bash(rm *)", Site::AgentDisallowed)),
-            ["exec.bash"]
-        );
-        assert_eq!(
-            whole(declared_at("Read(./.env)", Site::AgentDisallowed)),
-            ["fs.read"]
-        );
-        assert_eq!(
-            whole(declared_at("Agent(ops)", Site::AgentDisallowed)),
-            ["agent.delegate.*"]
-        );
+        for (rule, site, scope) in [
+            ("Bash(git status)", Site::AgentTools, "exec.bash"),
+            ("Bash(rm *)", Site::AgentDisallowed, "exec.bash"),
+            ("Read(./.env)", Site::AgentDisallowed, "fs.read"),
+            ("Agent(ops)", Site::AgentDisallowed, "agent.delegate.*"),
+        ] {
+            assert_eq!(whole(declared_at(rule, site)), [scope], "{rule}");
+        }
         assert_eq!(
             declared_at("Agent(ops)", Site::AgentTools),
             Declared::Scopes(vec!["agent.delegate.ops".into()])

@@ -13,7 +13,7 @@
 
 use crate::ledger::canonical::{self, CanonicalError};
 use crate::ledger::chain;
-use serde::ser::{SerializeMap, SerializeSeq};
+use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 use std::borrow::Cow;
@@ -236,13 +236,7 @@ impl Serialize for Json<'_> {
             Json::Bool(b) => s.serialize_bool(*b),
             Json::Number(n) => n.serialize(s),
             Json::String(v) => s.serialize_str(v),
-            Json::Array(items) => {
-                let mut seq = s.serialize_seq(Some(items.len()))?;
-                for item in items {
-                    seq.serialize_element(item)?;
-                }
-                seq.end()
-            }
+            Json::Array(items) => s.collect_seq(items),
             Json::Object(m) => m.serialize(s),
         }
     }

@@ -151,12 +151,22 @@ impl<'d> Reader<'d> {
     }
 }
 
-impl<'de> DeserializeSeed<'de> for Reader<'_> {
-    type Value = Node<'de>;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Node<'de>, D::Error> {
-        d.deserialize_any(self)
-    }
+/// A seed that reads any JSON value with itself as the visitor, into `$value<'de>`.
+macro_rules! seed_of_any_value {
+    ($seed:ty => $value:ident) => {
+        impl<'de> DeserializeSeed<'de> for $seed {
+            type Value = $value<'de>;
+            fn deserialize<D: serde::Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<$value<'de>, D::Error> {
+                d.deserialize_any(self)
+            }
+        }
+    };
 }
+
+seed_of_any_value!(Reader<'_> => Node);
 
 impl<'de> Visitor<'de> for Reader<'_> {
     type Value = Node<'de>;
@@ -258,12 +268,7 @@ impl Strict<'_> {
     }
 }
 
-impl<'de> DeserializeSeed<'de> for Strict<'_> {
-    type Value = Json<'de>;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Json<'de>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
+seed_of_any_value!(Strict<'_> => Json);
 
 impl<'de> Visitor<'de> for Strict<'_> {
     type Value = Json<'de>;

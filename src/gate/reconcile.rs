@@ -36,20 +36,26 @@ pub enum ReconcileError {
     ResolvedMeanwhile { id: i64 },
 }
 
+/// What a new marker records: the call whose outcome could not be recorded, and why.
+#[derive(Debug, Clone, Copy)]
+pub struct NewMarker<'a> {
+    pub session_id: &'a str,
+    pub tool_use_id: Option<&'a str>,
+    pub tool: &'a str,
+    pub call_id: Option<&'a str>,
+    pub cause: &'a str,
+}
+
 /// Stores a marker; returns its id. Never retries the action itself.
 pub fn add_marker(
     attenu_dir: &Path,
-    session_id: &str,
-    tool_use_id: Option<&str>,
-    tool: &str,
-    call_id: Option<&str>,
-    cause: &str,
+    m: NewMarker<'_>,
     busy: std::time::Duration,
 ) -> Result<i64, DbError> {
     let conn = db::open_waiting(attenu_dir, busy)?;
     conn.execute(
         "INSERT INTO markers (created_ms, session_id, tool_use_id, tool, call_id, cause) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![time::now_ms() as i64, session_id, tool_use_id, tool, call_id, cause],
+        params![time::now_ms() as i64, m.session_id, m.tool_use_id, m.tool, m.call_id, m.cause],
     )?;
     Ok(conn.last_insert_rowid())
 }

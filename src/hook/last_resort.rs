@@ -3,6 +3,7 @@
 //! one that has run, a stop and a reconciliation marker for a person.
 
 use super::faults;
+use crate::gate::reconcile::NewMarker;
 use crate::protocol::Answer;
 use crate::reason::{Code, Reason};
 use std::path::{Path, PathBuf};
@@ -74,15 +75,14 @@ fn marker_in_time(c: &'static PostCall, what: &str) -> String {
         .name("attenu-marker".into())
         .spawn(move || {
             faults::stall("ATTENU_HOOK_TEST_MARKER_STALL_MS");
-            let _ = tx.send(store_marker(
-                &c.attenu,
-                &c.session_id,
-                c.tool_use_id.as_deref(),
-                &c.tool,
-                None,
-                &cause,
-                LAST_RESORT_BUSY,
-            ));
+            let m = NewMarker {
+                session_id: &c.session_id,
+                tool_use_id: c.tool_use_id.as_deref(),
+                tool: &c.tool,
+                call_id: None,
+                cause: &cause,
+            };
+            let _ = tx.send(store_marker(&c.attenu, m, LAST_RESORT_BUSY));
         });
     match spawned {
         Ok(_) => rx.recv_timeout(LAST_RESORT_WAIT).unwrap_or_else(|e| match e {
@@ -94,30 +94,14 @@ fn marker_in_time(c: &'static PostCall, what: &str) -> String {
 }
 
 /// Stores a reconciliation marker; says where it is, or why there is none, for the answer.
-pub(super) fn store_marker(
-    attenu: &Path,
-    session_id: &str,
-    tool_use_id: Option<&str>,
-    tool: &str,
-    call_id: Option<&str>,
-    cause: &str,
-    busy: Duration,
-) -> String {
-    match crate::gate::reconcile::add_marker(
-        attenu,
-        session_id,
-        tool_use_id,
-        tool,
-        call_id,
-        cause,
-        busy,
-    ) {
+pub(super) fn store_marker(attenu: &Path, marker: NewMarker<'_>, busy: Duration) -> String {
+    match crate::gate::reconcile::add_marker(attenu, marker, busy) {
         Ok(id) => {
             format!("reconciliation marker {id} was stored; see `attenu-hook reconcile list`")
         }
         Err(m) => format!(
             "no reconciliation marker could be stored either ({m}); note tool_use_id {} by hand",
-            tool_use_id.unwrap_or("?")
+            marker.tool_use_id.unwrap_or("?")
         ),
     }
 }

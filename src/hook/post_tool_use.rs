@@ -4,6 +4,7 @@
 use super::context::{store_reason, Ctx};
 use super::last_resort::store_marker;
 use crate::gate::authz;
+use crate::gate::reconcile::NewMarker;
 use crate::ledger::entry::{outcome_entry, BodyState, Entry, Position};
 use crate::ledger::store::{Ledger, Pending};
 use crate::protocol::{Answer, Event};
@@ -136,15 +137,14 @@ fn no_allowed_call(ctx: &Ctx<'_>, ledger: Ledger, failed: bool) -> Answer {
 /// reconciliation marker for a person. Never retried automatically.
 fn unrecorded_outcome(ctx: &Ctx<'_>, call_id: Option<&str>, cause: &str) -> Answer {
     let p = ctx.p;
-    let where_ = store_marker(
-        ctx.attenu,
-        &p.session_id,
-        p.tool_use_id.as_deref(),
-        &p.tool_name,
+    let m = NewMarker {
+        session_id: &p.session_id,
+        tool_use_id: p.tool_use_id.as_deref(),
+        tool: &p.tool_name,
         call_id,
         cause,
-        ctx.busy(),
-    );
+    };
+    let where_ = store_marker(ctx.attenu, m, ctx.busy());
     Answer::Stop(Reason::new(
         Code::OutcomeNotRecorded,
         format!(

@@ -269,10 +269,10 @@ struct Adapter {
     hook_path: &'static str,
 }
 
-/// An allowed call: held, or refused but not enforced (shadow and observe modes, the main
-/// thread without `enforce_main_thread`).
+/// The members an allow and a deny both start with: the call, where and in which mode it was
+/// decided.
 #[derive(Debug, Serialize)]
-pub struct Allow<'a> {
+struct Decided<'a> {
     ts: u64,
     chain_id: &'a str,
     node: &'a str,
@@ -280,6 +280,14 @@ pub struct Allow<'a> {
     tool: &'a str,
     call_id: String,
     mode: &'static str,
+}
+
+/// An allowed call: held, or refused but not enforced (shadow and observe modes, the main
+/// thread without `enforce_main_thread`).
+#[derive(Debug, Serialize)]
+pub struct Allow<'a> {
+    #[serde(flatten)]
+    decided: Decided<'a>,
     capture: &'static str,
     adapter: Adapter,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -297,13 +305,8 @@ pub struct Allow<'a> {
 /// An enforced refusal.
 #[derive(Debug, Serialize)]
 pub struct Deny<'a> {
-    ts: u64,
-    chain_id: &'a str,
-    node: &'a str,
-    scope: &'a str,
-    tool: &'a str,
-    call_id: String,
-    mode: &'static str,
+    #[serde(flatten)]
+    decided: Decided<'a>,
     /// The reference's reason vocabulary.
     reason: &'static str,
     reasons: [ReasonRecord; 1],
@@ -373,7 +376,15 @@ pub fn decision_entry<'a>(ruling: &'a Ruling, input: DecisionInput<'a>) -> Entry
         would_deny: None,
         reason_code: None,
     };
-    let mode = input.config.mode.as_str();
+    let decided = Decided {
+        ts: input.now_ms,
+        chain_id: input.at.chain_id,
+        node: input.at.node,
+        scope: &d.scope,
+        tool: &p.tool_name,
+        call_id: input.call_id,
+        mode: input.config.mode.as_str(),
+    };
     if d.held || !d.enforced {
         let hash = commit(&p.tool_input, input.at.salt);
         if let Some(r) = &d.reason {
@@ -385,13 +396,7 @@ pub fn decision_entry<'a>(ruling: &'a Ruling, input: DecisionInput<'a>) -> Entry
             });
         }
         return Entry::Allow(Allow {
-            ts: input.now_ms,
-            chain_id: input.at.chain_id,
-            node: input.at.node,
-            scope: &d.scope,
-            tool: &p.tool_name,
-            call_id: input.call_id,
-            mode,
+            decided,
             capture: "framework_post_hook",
             adapter: Adapter {
                 module: PRODUCER,
@@ -408,13 +413,7 @@ pub fn decision_entry<'a>(ruling: &'a Ruling, input: DecisionInput<'a>) -> Entry
     context.enforced = Some(true);
     context.reason_code = Some(r.code.as_str());
     Entry::Deny(Deny {
-        ts: input.now_ms,
-        chain_id: input.at.chain_id,
-        node: input.at.node,
-        scope: &d.scope,
-        tool: &p.tool_name,
-        call_id: input.call_id,
-        mode,
+        decided,
         reason: match r.code {
             Code::OutOfAuthority | Code::Unresolved | Code::SelfProtection => "scope_not_granted",
             _ => "no_authority",

@@ -295,26 +295,13 @@ impl Doc {
 
 impl serde::Serialize for Doc {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{SerializeMap, SerializeSeq};
         match self {
             Doc::Null => s.serialize_unit(),
             Doc::Bool(b) => s.serialize_bool(*b),
             Doc::Num(n) => n.serialize(s),
             Doc::Str(v) => s.serialize_str(v),
-            Doc::Arr(items) => {
-                let mut seq = s.serialize_seq(Some(items.len()))?;
-                for i in items {
-                    seq.serialize_element(i)?;
-                }
-                seq.end()
-            }
-            Doc::Obj(members) => {
-                let mut map = s.serialize_map(Some(members.len()))?;
-                for (k, v) in members {
-                    map.serialize_entry(k, v)?;
-                }
-                map.end()
-            }
+            Doc::Arr(items) => s.collect_seq(items),
+            Doc::Obj(members) => s.collect_map(members.iter().map(|(k, v)| (k, v))),
         }
     }
 }

@@ -361,6 +361,26 @@ pub fn files_named(dir: &Path, part: &str) -> Vec<PathBuf> {
     v
 }
 
+/// The paths below `dir`, relative to it, each with whether it is a directory: depth first,
+/// links not followed; an entry `skip` names is left out with everything below it.
+pub fn walk(dir: &Path, skip: impl Fn(&std::fs::DirEntry) -> bool) -> Vec<(PathBuf, bool)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if skip(&e) {
+                continue;
+            }
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+            if is_dir {
+                todo.push(e.path());
+            }
+            out.push((e.path().strip_prefix(dir).unwrap().to_path_buf(), is_dir));
+        }
+    }
+    out
+}
+
 /// Runs `mkfifo path`.
 pub fn mkfifo(path: &Path) {
     assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
@@ -506,14 +526,25 @@ pub fn hook(project: &Path, payload: &Value) -> Out {
 pub fn reviewer_read(project: &Path, session: &str, file_path: &str, tool_use_id: &str) -> Out {
     hook(
         project,
-        &pre(
-            session,
-            project,
-            Some("reviewer"),
-            "Read",
-            json!({ "file_path": file_path }),
-            tool_use_id,
-        ),
+        &reviewer_read_payload(project, session, file_path, tool_use_id),
+    )
+}
+
+/// [`reviewer_read`]'s PreToolUse payload.
+pub fn reviewer_read_payload(
+    project: &Path,
+    session: &str,
+    file_path: &str,
+    tool_use_id: &str,
+) -> Value {
+    let input = json!({ "file_path": file_path });
+    pre(
+        session,
+        project,
+        Some("reviewer"),
+        "Read",
+        input,
+        tool_use_id,
     )
 }
 
@@ -566,6 +597,23 @@ pub fn pre(
     }
     p
 }
+
+/// Every payload field the hook reads (`src/protocol/payload.rs`).
+pub const PAYLOAD_FIELDS: &[&str] = &[
+    "hook_event_name",
+    "session_id",
+    "cwd",
+    "permission_mode",
+    "agent_id",
+    "agent_type",
+    "tool_name",
+    "tool_input",
+    "tool_use_id",
+    "tool_response",
+    "error",
+    "is_interrupt",
+    "duration_ms",
+];
 
 pub fn event(session: &str, project: &Path, name: &str) -> Value {
     json!({"session_id": session, "cwd": project, "hook_event_name": name, "reason": "other"})

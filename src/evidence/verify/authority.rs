@@ -189,25 +189,32 @@ impl Authority {
     }
 }
 
+/// The elements of an optional array member (none when it is absent); any other kind of value
+/// is the error `not_array` makes of its kind.
+fn array_items<'v, 'a>(
+    v: Option<&'v Value<'a>>,
+    not_array: fn(&'static str) -> AuthorityError,
+) -> Result<&'v [Value<'a>], AuthorityError> {
+    match v {
+        None => Ok(&[]),
+        Some(Value::Array(items)) => Ok(items),
+        other => Err(not_array(kind(other))),
+    }
+}
+
 /// The scopes, each valid and held once, sorted.
 fn scopes_from_wire(v: Option<&Value>) -> Result<Vec<String>, AuthorityError> {
     let mut scopes: Vec<String> = Vec::new();
-    match v {
-        None => {}
-        Some(Value::Array(items)) => {
-            for s in items {
-                let s = s
-                    .as_str()
-                    .ok_or_else(|| AuthorityError::ScopeNotAString(kind(Some(s))))?;
-                if !valid_scope(s) {
-                    return Err(AuthorityError::InvalidScope(s.to_string()));
-                }
-                if !scopes.iter().any(|x| x == s) {
-                    scopes.push(s.to_string());
-                }
-            }
+    for s in array_items(v, AuthorityError::ScopesNotAnArray)? {
+        let s = s
+            .as_str()
+            .ok_or_else(|| AuthorityError::ScopeNotAString(kind(Some(s))))?;
+        if !valid_scope(s) {
+            return Err(AuthorityError::InvalidScope(s.to_string()));
         }
-        other => return Err(AuthorityError::ScopesNotAnArray(kind(other))),
+        if !scopes.iter().any(|x| x == s) {
+            scopes.push(s.to_string());
+        }
     }
     scopes.sort();
     Ok(scopes)
@@ -216,18 +223,12 @@ fn scopes_from_wire(v: Option<&Value>) -> Result<Vec<String>, AuthorityError> {
 /// The ceilings, one per key, sorted by key.
 fn ceilings_from_wire(v: Option<&Value>) -> Result<Vec<Ceiling>, AuthorityError> {
     let mut ceilings: Vec<Ceiling> = Vec::new();
-    match v {
-        None => {}
-        Some(Value::Array(items)) => {
-            for c in items {
-                let c = ceiling_from_wire(c)?;
-                if ceilings.iter().any(|x| x.key == c.key) {
-                    return Err(AuthorityError::DuplicateKey(c.key));
-                }
-                ceilings.push(c);
-            }
+    for c in array_items(v, AuthorityError::ConstraintsNotAnArray)? {
+        let c = ceiling_from_wire(c)?;
+        if ceilings.iter().any(|x| x.key == c.key) {
+            return Err(AuthorityError::DuplicateKey(c.key));
         }
-        other => return Err(AuthorityError::ConstraintsNotAnArray(kind(other))),
+        ceilings.push(c);
     }
     ceilings.sort_by(|a, b| a.key.cmp(&b.key));
     Ok(ceilings)

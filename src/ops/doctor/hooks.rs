@@ -44,6 +44,19 @@ pub(super) fn checks(dir: &Path, ours: &str) -> Vec<Check> {
     out
 }
 
+/// The settings file at `path` (shown as `shown`) as JSON: `None` when it does not exist, else
+/// what keeps doctor from reading it.
+fn settings_doc(path: &Path, shown: &str) -> Result<Option<Value>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {shown} ({e}); make it readable by this user, or doctor cannot say what it wires")),
+    };
+    serde_json::from_str(text.trim_start_matches('\u{feff}'))
+        .map(Some)
+        .map_err(|e| format!("{shown} is not valid JSON ({e}); fix it"))
+}
+
 /// Reads every settings file: our handlers (a command `ours` counts as ours), the switches
 /// that turn hooks off, and a check for each file it cannot read.
 fn read_settings(dir: &Path, ours: &str, out: &mut Vec<Check>) -> Found {
@@ -57,26 +70,11 @@ fn read_settings(dir: &Path, ours: &str, out: &mut Vec<Check>) -> Found {
         } else {
             path.display().to_string()
         };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                out.push(Check::new(
-                    CheckId::Settings,
-                    Severity::Fail,
-                    format!("cannot read {shown} ({e}); make it readable by this user, or doctor cannot say what it wires"),
-                ));
-                continue;
-            }
-        };
-        let doc = match serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')) {
-            Ok(d) => d,
-            Err(e) => {
-                out.push(Check::new(
-                    CheckId::Settings,
-                    Severity::Fail,
-                    format!("{shown} is not valid JSON ({e}); fix it"),
-                ));
+        let doc = match settings_doc(&path, &shown) {
+            Ok(Some(doc)) => doc,
+            Ok(None) => continue,
+            Err(detail) => {
+                out.push(Check::new(CheckId::Settings, Severity::Fail, detail));
                 continue;
             }
         };

@@ -33,114 +33,45 @@ fn scope_wildcards_cover_only_below_the_dot() {
 
 #[test]
 fn subsumption_compares_scopes_ceilings_and_ttl() {
-    let parent = authority(
-        json!({"scopes": ["crm.*", "mail.send"], "ttl": 3600, "constraints": [
+    let wire = json!({"scopes": ["crm.*", "mail.send"], "ttl": 3600, "constraints": [
         {"key": "max_rows", "max": 100},
         {"key": "region", "type": "allow", "one_of": ["eu", "us"]},
         {"key": "cmd", "type": "deny", "not_one_of": ["rm"]},
         {"key": "path", "type": "prefix", "prefix": "/srv/"},
-        {"key": "egress", "rank": "internal"}]}),
+        {"key": "egress", "rank": "internal"}]});
+    let parent = authority(wire.clone());
+    // A child with each ceiling narrowed; every case widens it again at one member.
+    let narrow = edited(
+        &wire,
+        &[
+            ("/scopes", json!(["crm.read"])),
+            ("/ttl", json!(60)),
+            ("/constraints/0/max", json!(10)),
+            ("/constraints/1/one_of", json!(["eu"])),
+            ("/constraints/4/rank", json!("none")),
+        ],
     );
-    let child = |scopes: Value,
-                 rows: Value,
-                 region: Value,
-                 deny: Value,
-                 prefix: &str,
-                 egress: &str,
-                 ttl: Value| {
-        authority(json!({"scopes": scopes, "ttl": ttl, "constraints": [
-            {"key": "max_rows", "max": rows},
-            {"key": "region", "type": "allow", "one_of": region},
-            {"key": "cmd", "type": "deny", "not_one_of": deny},
-            {"key": "path", "type": "prefix", "prefix": prefix},
-            {"key": "egress", "rank": egress}]}))
-    };
-    let ok = child(
-        json!(["crm.read"]),
-        json!(10),
-        json!(["eu"]),
-        json!(["rm", "dd"]),
-        "/srv/app/",
-        "none",
-        json!(60),
+    let ok = edited(
+        &narrow,
+        &[
+            ("/constraints/2/not_one_of", json!(["rm", "dd"])),
+            ("/constraints/3/prefix", json!("/srv/app/")),
+        ],
     );
-    assert!(ok.narrower_than(&parent).is_ok());
+    assert!(authority(ok).narrower_than(&parent).is_ok());
     assert!(parent.narrower_than(&parent).is_ok());
     let cases = [
-        child(
-            json!(["crm.*", "pay.x"]),
-            json!(10),
-            json!(["eu"]),
-            json!(["rm"]),
-            "/srv/",
-            "none",
-            json!(60),
-        ),
-        child(
-            json!(["crm.read"]),
-            json!(101),
-            json!(["eu"]),
-            json!(["rm"]),
-            "/srv/",
-            "none",
-            json!(60),
-        ),
-        child(
-            json!(["crm.read"]),
-            json!(10),
-            json!(["eu", "cn"]),
-            json!(["rm"]),
-            "/srv/",
-            "none",
-            json!(60),
-        ),
-        child(
-            json!(["crm.read"]),
-            json!(10),
-            json!(["eu"]),
-            json!([]),
-            "/srv/",
-            "none",
-            json!(60),
-        ),
-        child(
-            json!(["crm.read"]),
-            json!(10),
-            json!(["eu"]),
-            json!(["rm"]),
-            "/",
-            "none",
-            json!(60),
-        ),
-        child(
-            json!(["crm.read"]),
-            json!(10),
-            json!(["eu"]),
-            json!(["rm"]),
-            "/srv/",
-            "any",
-            json!(60),
-        ),
-        child(
-            json!(["crm.read"]),
-            json!(10),
-            json!(["eu"]),
-            json!(["rm"]),
-            "/srv/",
-            "none",
-            json!(7200),
-        ),
-        child(
-            json!(["crm.read"]),
-            json!(10),
-            json!(["eu"]),
-            json!(["rm"]),
-            "/srv/",
-            "none",
-            Value::Null,
-        ),
+        ("/scopes", json!(["crm.*", "pay.x"])),
+        ("/constraints/0/max", json!(101)),
+        ("/constraints/1/one_of", json!(["eu", "cn"])),
+        ("/constraints/2/not_one_of", json!([])),
+        ("/constraints/3/prefix", json!("/")),
+        ("/constraints/4/rank", json!("any")),
+        ("/ttl", json!(7200)),
+        ("/ttl", Value::Null),
     ];
-    for (i, c) in cases.iter().enumerate() {
+    for (i, (member, wider)) in cases.into_iter().enumerate() {
+        let c = authority(edited(&narrow, &[(member, wider)]));
         assert!(
             c.narrower_than(&parent).is_err(),
             "case {i} must be wider than its parent"
@@ -161,6 +92,15 @@ fn subsumption_compares_scopes_ceilings_and_ttl() {
         json!({"scopes": ["a.b"], "constraints": [{"key": "region", "type": "allow", "one_of": ["eu"], "field": "unused"}]}),
     );
     assert!(moved.narrower_than(&p).is_err());
+}
+
+/// `v` with the member at each JSON pointer replaced.
+fn edited(v: &Value, edits: &[(&str, Value)]) -> Value {
+    let mut v = v.clone();
+    for (pointer, new) in edits {
+        *v.pointer_mut(pointer).expect("the member exists") = new.clone();
+    }
+    v
 }
 
 #[test]
