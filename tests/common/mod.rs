@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod harness;
+pub mod faults;
+pub mod operator;
 pub mod snapshot;
 #[allow(unused_imports)]
 pub use harness::{need_reference_python, need_root, need_test_faults, need_tool, skip};
