@@ -5,6 +5,7 @@
 
 pub mod harness;
 pub mod faults;
+pub mod gated;
 pub mod operator;
 pub mod snapshot;
 #[allow(unused_imports)]
