@@ -3,9 +3,9 @@
 //! stdin (the way Claude Code runs it), assertions, and the operator commands.
 #![allow(dead_code)]
 
-pub mod harness;
 pub mod faults;
 pub mod gated;
+pub mod harness;
 pub mod operator;
 pub mod snapshot;
 #[allow(unused_imports)]
