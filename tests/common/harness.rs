@@ -13,7 +13,7 @@
 //! through Cargo's feature unification in every `cargo test` build, so the binary under test
 //! would no longer be the one `cargo build` ships.
 //!
-//! The output and the command line follow libtest's: `cargo test --test faults -- NAME`,
+//! The output and the command line follow libtest's: `cargo test --test crash -- NAME`,
 //! `--exact`, `--skip`, `--list`, `--test-threads`, `--include-ignored`; the output of a test
 //! is not captured (a test's own `eprintln!` shows as it runs).
 //!

@@ -1,0 +1,365 @@
+//! Crashes with real processes: SIGKILL at random moments, a panic and a stall past the
+//! deadline (before and after the tool ran), clock jumps, and a call racing an agent edit. Each
+//! ends in a deny (or a halt) with a reason, and nothing committed is lost.
+
+mod common;
+use common::faults::{feed, hook_with};
+use common::*;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn main() {
+    harness::run(tests![
+        sigkill_at_random_moments_never_loses_an_answered_decision_or_wedges_the_session,
+        concurrent_sigkills_leave_one_verifiable_chain,
+        a_panic_answers_with_a_deny_and_exit_2,
+        a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout,
+        a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker,
+        a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop,
+        a_clock_jump_changes_no_decision_and_breaks_no_chain,
+        a_clock_moved_past_an_authorizations_expiry_refuses_it,
+        a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lock
+    ]);
+}
+
+/// A tiny deterministic generator, so a failing run can be replayed.
+struct XorShift(u64);
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Starts the hook, kills it after `delay` (if still running); returns its stdout if it exited
+/// on its own.
+fn run_and_maybe_kill(project: &Path, payload: &Value, delay: Duration) -> Option<String> {
+    let mut child = Command::new(BIN)
+        .env("CLAUDE_PROJECT_DIR", project)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    feed(&mut child, payload);
+    std::thread::sleep(delay);
+    let _ = child.kill(); // SIGKILL; harmless if it already exited
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.code().is_some() && stdout.trim_start().starts_with('{')).then_some(stdout)
+}
+
+/// Twice the median duration of a normal call on this machine, in microseconds.
+fn call_span(project: &Path) -> u64 {
+    let mut times: Vec<u64> = (0..5)
+        .map(|i| {
+            let t = std::time::Instant::now();
+            project
+                .subagent("reviewer", "Read")
+                .session("warmup")
+                .id(&format!("w{i}"))
+                .run();
+            t.elapsed().as_micros() as u64
+        })
+        .collect();
+    times.sort();
+    (2 * times[2]).max(1000)
+}
+
+fn sigkill_at_random_moments_never_loses_an_answered_decision_or_wedges_the_session() {
+    let p = sample("sigkill");
+    let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+    let span = call_span(p.path());
+    let mut answered = Vec::new();
+    for i in 0..300 {
+        let id = format!("k{i}");
+        let (agent, tool) = if i % 3 == 0 {
+            ("reviewer", "Bash")
+        } else {
+            ("reviewer", "Read")
+        };
+        let payload = p
+            .subagent(agent, tool)
+            .input(json!({"file_path": format!("/f{i}"), "command": "ls"}))
+            .id(&id)
+            .value();
+        // Up to twice a call's duration here, so kills land before, during and after the work.
+        let delay = Duration::from_micros(rng.next() % span);
+        if let Some(out) = run_and_maybe_kill(p.path(), &payload, delay) {
+            answered.push((id, out));
+        }
+    }
+    assert!(
+        answered.len() > 20 && answered.len() < 300,
+        "the delays must both hit and miss: {} answered",
+        answered.len()
+    );
+    // The session is not wedged: the next call is decided normally.
+    let next = reviewer_read(p.path(), "s1", "/after", "after");
+    assert_allowed(&next);
+    // Every answered decision is on the ledger, with the verdict that was answered.
+    let es = p.entries("s1");
+    for (id, out) in &answered {
+        let e = es
+            .iter()
+            .find(|e| e["context"]["tool_use_id"] == id.as_str())
+            .unwrap_or_else(|| panic!("answered call {id} is missing from the ledger"));
+        let denied = out.contains("\"deny\"");
+        assert_eq!(
+            e["event"] == "deny",
+            denied,
+            "{id}: ledger says {} but the answer was {out}",
+            e["event"]
+        );
+    }
+    // And the whole ledger still exports and verifies.
+    let export = p.export("s1");
+    let bundle = export[0].clone();
+    let verify = p.verify_pinned(&bundle);
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+}
+
+fn concurrent_sigkills_leave_one_verifiable_chain() {
+    let p = sample("sigkill-par");
+    let span = call_span(p.path());
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let dir = p.path().to_path_buf();
+            std::thread::spawn(move || {
+                let mut rng = XorShift(0x1234_5678 + t);
+                for i in 0..40 {
+                    let payload = dir
+                        .read_by("reviewer", "/x")
+                        .id(&format!("c{t}-{i}"))
+                        .value();
+                    run_and_maybe_kill(&dir, &payload, Duration::from_micros(rng.next() % span));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_allowed(&reviewer_read(p.path(), "s1", "/x", "final"));
+    p.export("s1");
+}
+
+/// The reviewer's Read as t1, with one of the hook's test-only fault switches set.
+fn read_with_fault(p: &TempDir, fault: (&str, &str)) -> Out {
+    let call = p.subagent("reviewer", "Read").id("t1");
+    hook_with(&[], &[fault], p.path(), call.payload())
+}
+
+fn a_panic_answers_with_a_deny_and_exit_2() {
+    need_test_faults();
+    let p = sample("panic");
+    let out = read_with_fault(&p, ("ATTENU_HOOK_TEST_PANIC", "1"));
+    assert_eq!(out.code, 2);
+    assert_denied_with(&out, "internal-error");
+}
+
+fn a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout() {
+    need_test_faults();
+    let p = sample("stall");
+    write_config(p.path(), "deadline_ms = 300\n");
+    let started = std::time::Instant::now();
+    let out = read_with_fault(&p, ("ATTENU_HOOK_TEST_STALL_MS", "20000"));
+    assert_eq!(out.code, 2);
+    assert_denied_with(&out, "deadline-exceeded");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the deadline, not the stall, ended the process"
+    );
+}
+
+/// A PostToolUse or PostToolUseFailure comes after the tool ran: a PreToolUse deny there is
+/// ignored by Claude Code, so a panic or the deadline must stop Claude and leave a marker.
+fn a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker() {
+    need_test_faults();
+    for (case, env, event) in [
+        ("panic", ("ATTENU_HOOK_TEST_PANIC", "1"), "PostToolUse"),
+        (
+            "stall",
+            ("ATTENU_HOOK_TEST_STALL_MS", "20000"),
+            "PostToolUseFailure",
+        ),
+    ] {
+        let p = sample(&format!("post-{case}"));
+        write_config(p.path(), "deadline_ms = 300\n");
+        let mut payload = p
+            .read_by("reviewer", "/p/a")
+            .id("t1")
+            .post(json!({}))
+            .value();
+        payload["hook_event_name"] = json!(event);
+        let out = hook_with(&[], &[env], p.path(), &payload);
+        assert_eq!(
+            out.code, 0,
+            "{case}: a stop is JSON with exit 0: {}",
+            out.stdout
+        );
+        assert_eq!(out.json()["continue"], false, "{case}: {}", out.stdout);
+        let reason = out.json()["stopReason"].as_str().unwrap_or("").to_string();
+        let code = if case == "panic" {
+            "[internal-error]"
+        } else {
+            "[deadline-exceeded]"
+        };
+        assert!(
+            reason.contains(code) && reason.contains("reconciliation marker 1 was stored"),
+            "{case}: {reason}"
+        );
+        let list = reconcile_list(p.path(), &[]);
+        assert!(
+            list.stdout.contains("t1") && list.stdout.contains("Read"),
+            "{case}: {}",
+            list.stdout
+        );
+    }
+}
+
+fn a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop() {
+    need_test_faults();
+    let p = sample("post-marker-stuck");
+    let payload = p
+        .read_by("reviewer", "/p/a")
+        .id("t1")
+        .post(json!({}))
+        .value();
+    // A panic after the tool ran, while storing its marker stalls for 20 s: the stop must
+    // reach Claude Code without the marker, and say that none was stored.
+    let out = hook_with(
+        &[],
+        &[
+            ("ATTENU_HOOK_TEST_PANIC", "1"),
+            ("ATTENU_HOOK_TEST_MARKER_STALL_MS", "20000"),
+        ],
+        p.path(),
+        &payload,
+    );
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_eq!(out.json()["continue"], false, "{}", out.stdout);
+    let reason = out.json()["stopReason"].as_str().unwrap_or("").to_string();
+    assert!(
+        reason.contains("[internal-error]")
+            && reason.contains("no reconciliation marker could be stored in time either"),
+        "{reason}"
+    );
+    let list = reconcile_list(p.path(), &[]);
+    assert!(!list.stdout.contains("t1"), "{}", list.stdout);
+}
+
+/// Runs the hook under libfaketime with the clock moved by `offset` (e.g. "-2d", "+2h").
+/// Skips the test where `faketime` is missing.
+fn hook_at(offset: &str, project: &Path, payload: &Value) -> Out {
+    need_tool("faketime", "--help");
+    hook_with(&["faketime", "-f", offset], &[], project, payload)
+}
+
+fn a_clock_jump_changes_no_decision_and_breaks_no_chain() {
+    let p = sample("clock");
+    assert_allowed(&p.subagent("reviewer", "Read").id("now").run());
+    let back = hook_at(
+        "-2d",
+        p.path(),
+        &p.subagent("reviewer", "Read").id("back").value(),
+    );
+    assert!(back.is_allow(), "{}{}", back.stdout, back.stderr);
+    let fwd = hook_at(
+        "+400d",
+        p.path(),
+        &p.subagent("reviewer", "Bash").id("fwd").value(),
+    );
+    assert_denied_with(&fwd, "unresolved");
+    assert_allowed(&p.subagent("reviewer", "Read").id("after").run());
+    let es = p.entries("s1");
+    let ts = |id: &str| {
+        es.iter()
+            .find(|e| e["context"]["tool_use_id"] == id)
+            .unwrap()["ts"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(
+        ts("back") < ts("now") && ts("fwd") > ts("after"),
+        "the record shows the jump as it was, not corrected"
+    );
+    let export = p.export("s1");
+    let bundle = export[0].clone();
+    assert_eq!(p.verify_pinned(&bundle).code, 0);
+}
+
+fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
+    let (p, key) = gated_project("clock-gate", "Bash");
+    let input = json!({"command": "ls"});
+    let out = authorize(
+        p.path(),
+        &key,
+        &input,
+        &["--expires-in", "1h", "--uses", "2"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let late = hook_at(
+        "+2h",
+        p.path(),
+        &p.subagent("ops", "Bash")
+            .input(input.clone())
+            .id("late")
+            .value(),
+    );
+    assert_denied_with(&late, "gate-authorization-required");
+    assert_allowed(&p.subagent("ops", "Bash").input(input).id("ontime").run());
+}
+
+/// Regression: a process that derived the roster just before an agent edit, and took the
+/// ledger lock just after another process had opened the edit's chain, reopened the old
+/// derivation's chain (and decided with it), so chains flipped back and forth. The roster is
+/// now derived again under the lock when the current chain belongs to another derivation.
+fn a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lock() {
+    need_test_faults();
+    let p = sample("derive-race");
+    assert_allowed(&reviewer_read(p.path(), "s1", "/a", "t1"));
+    let handshake = p.path().join("handshake");
+    std::fs::create_dir(&handshake).unwrap();
+    let slow = {
+        let dir = p.path().to_path_buf();
+        let handshake = handshake.to_str().unwrap().to_string();
+        std::thread::spawn(move || {
+            hook_with(
+                &[],
+                &[("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK", &handshake)],
+                &dir,
+                &dir.read_by("reviewer", "/b").id("t2").value(),
+            )
+        })
+    };
+    // The slow call has derived (the reviewer holds Read) and waits before the lock.
+    let waited = std::time::Instant::now();
+    while !handshake.join("derived").exists() {
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "the slow call never derived"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::fs::write(
+        p.path().join(".claude/agents/reviewer.md"),
+        "---\nname: reviewer\ntools: Grep, Glob\n---\n",
+    )
+    .unwrap();
+    let out = reviewer_read(p.path(), "s1", "/c", "t3");
+    assert!(out.denied(), "the edit took Read away: {}", out.stdout);
+    std::fs::write(handshake.join("go"), b"").unwrap();
+    let out = slow.join().unwrap();
+    assert!(
+        out.denied(),
+        "the slow call decides with the derivation current when it holds the lock: {}",
+        out.stdout
+    );
+    let roots = of_event(&p.entries("s1"), "root").len();
+    assert_eq!(roots, 2, "no third chain reopening the old derivation");
+}
