@@ -11,7 +11,7 @@ mod common;
 mod s3;
 
 use attenu_hook::ship::{Store, Target};
-use common::{event, pre, session_start, Out, ProjectBuilder, TempDir, BIN};
+use common::{event, pre, session_start, Out, ProjectBuilder, TempDir};
 use s3::Garage;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -31,20 +31,6 @@ fn main() {
         a_directory_store_is_audited_the_same_way,
     ]);
 }
-
-/// Variables of the ambient environment that would point a shipper elsewhere.
-const AWS_VARS: &[&str] = &[
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_REGION",
-    "AWS_DEFAULT_REGION",
-    "AWS_ENDPOINT",
-    "AWS_ENDPOINT_URL",
-    "AWS_ENDPOINT_URL_S3",
-    "AWS_ALLOW_HTTP",
-    "AWS_PROFILE",
-];
 
 /// A project with a reviewer that may Read, shipping to `url` with a checkpoint every 4
 /// entries, and the store's environment for its hook processes and shippers.
@@ -67,18 +53,7 @@ impl Machine {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(BIN);
-        cmd.args(args)
-            .env(
-                "CLAUDE_CONFIG_DIR",
-                "/nonexistent/attenu-test-claude-config",
-            )
-            .env_remove("CLAUDE_PROJECT_DIR");
-        for v in AWS_VARS {
-            cmd.env_remove(v);
-        }
-        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
-        cmd
+        s3::isolated_command(args, &self.env)
     }
 
     /// One hook process, as Claude Code runs it, with the store's environment (so the
@@ -252,10 +227,15 @@ fn a_rollback_of_ledger_and_state_is_caught() {
     let (lp, sp) = m.ledger("s1");
     std::fs::write(&lp, ledger).unwrap();
     std::fs::write(&sp, state).unwrap();
-    m.reads("s1", 20..23);
+    goes_on_and_is_caught(&m, &url, 20..23);
+}
+
+/// The session goes on with `reads`, ends and ships; the audit must see its history change.
+fn goes_on_and_is_caught(m: &Machine, url: &str, reads: std::ops::Range<usize>) {
+    m.reads("s1", reads);
     m.end("s1");
     m.drain();
-    let (status, why) = m.status_of(&url, "s1");
+    let (status, why) = m.status_of(url, "s1");
     assert!(
         status == "rewritten" || status == "forked",
         "{status}: {why}"
@@ -270,14 +250,7 @@ fn a_chain_rewritten_from_genesis_is_caught() {
     std::fs::remove_file(lp).unwrap();
     std::fs::remove_file(sp).unwrap();
     // The same session goes on: a new chain from GENESIS, signed with the same key.
-    m.reads("s1", 30..33);
-    m.end("s1");
-    m.drain();
-    let (status, why) = m.status_of(&url, "s1");
-    assert!(
-        status == "rewritten" || status == "forked",
-        "{status}: {why}"
-    );
+    goes_on_and_is_caught(&m, &url, 30..33);
 }
 
 fn entries_cut_off_the_ledger_are_caught() {

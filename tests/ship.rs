@@ -32,20 +32,6 @@ fn main() {
     ]);
 }
 
-/// Variables of the ambient environment that would point a shipper elsewhere.
-const AWS_VARS: &[&str] = &[
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_REGION",
-    "AWS_DEFAULT_REGION",
-    "AWS_ENDPOINT",
-    "AWS_ENDPOINT_URL",
-    "AWS_ENDPOINT_URL_S3",
-    "AWS_ALLOW_HTTP",
-    "AWS_PROFILE",
-];
-
 /// A project whose `[ship] url` is `url`, with an empty outbox.
 fn project(tag: &str, url: &str) -> TempDir {
     let p = TempDir::new(tag);
@@ -115,19 +101,8 @@ fn pending(p: &Path) -> Vec<String> {
 }
 
 fn command(p: &Path, env: &[(String, String)], args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .arg("--project")
-        .arg(p)
-        .env(
-            "CLAUDE_CONFIG_DIR",
-            "/nonexistent/attenu-test-claude-config",
-        )
-        .env_remove("CLAUDE_PROJECT_DIR");
-    for v in AWS_VARS {
-        cmd.env_remove(v);
-    }
-    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    let mut cmd = s3::isolated_command(args, env);
+    cmd.arg("--project").arg(p);
     cmd
 }
 

@@ -226,3 +226,34 @@ impl Drop for Garage {
         self.stop();
     }
 }
+
+/// Variables of the ambient environment that would point a shipper elsewhere.
+pub const AWS_VARS: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ENDPOINT",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_ALLOW_HTTP",
+    "AWS_PROFILE",
+];
+
+/// The binary with `args`, in an environment of its own: no Claude Code config or project
+/// from the caller's, none of the caller's `AWS_*`, and `env` (the store's) instead.
+pub fn isolated_command(args: &[&str], env: &[(String, String)]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_attenu-hook"));
+    cmd.args(args)
+        .env(
+            "CLAUDE_CONFIG_DIR",
+            "/nonexistent/attenu-test-claude-config",
+        )
+        .env_remove("CLAUDE_PROJECT_DIR");
+    for v in AWS_VARS {
+        cmd.env_remove(v);
+    }
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    cmd
+}
