@@ -272,3 +272,18 @@ fn a_chain_closed_by_an_agent_edit_ships_its_last_entries() {
         "{checkpoints:?}"
     );
 }
+
+#[test]
+fn shipping_closes_a_session_even_with_export_on_stop_off() {
+    let (p, share) = shipping_project("ckpt-no-export", 1000);
+    let cfg = p.path().join(".attenu/config.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(&cfg, format!("export_on_stop = false\n{text}")).unwrap();
+    assert_allowed(&p.read_by("reviewer", "/p/a").id("t1").run());
+    let end = hook(p.path(), &event("s1", p.path(), "SessionEnd"));
+    assert_eq!(end.code, 0, "{}", end.stdout);
+    drain(p.path());
+    let keys = keys_under(share.path());
+    assert_eq!(of_kind(&keys, "bundle").len(), 1, "{keys:?}");
+    assert!(!of_kind(&keys, "checkpoint").is_empty(), "{keys:?}");
+}

@@ -54,9 +54,11 @@ pub(super) fn subagent_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     })
 }
 
-/// SubagentStop and SessionEnd: export the session's bundle (with `export_on_stop`).
+/// SubagentStop and SessionEnd: checkpoint and export the session's bundle (with
+/// `export_on_stop`, or with `[ship] url`, whose audit reads the closing bundle as the
+/// session's end).
 pub(super) fn stop(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
-    if !ctx.config.export_on_stop {
+    if !ctx.config.export_on_stop && ctx.config.ship.url.is_none() {
         return Ok(Answer::NoObjection);
     }
     let paths = SessionPaths::new(ctx.attenu, &ctx.p.session_id);
