@@ -32,16 +32,26 @@ pub fn leaf_of_hash(entry_hash_hex: &str) -> Option<Hash> {
     Some(tlog::leaf_hash(&bytes))
 }
 
-/// The tree over a chain's entries (each with its `hash`), in order.
-pub fn tree_of(entries: &[Value]) -> Result<Frontier, CheckpointError> {
-    let mut tree = Frontier::new();
-    for (index, e) in entries.iter().enumerate() {
-        let leaf = e
-            .get("hash")
+/// Each entry's leaf (each entry with its `hash`), in order.
+fn leaves(entries: &[Value]) -> impl Iterator<Item = Result<Hash, CheckpointError>> + '_ {
+    entries.iter().enumerate().map(|(index, e)| {
+        e.get("hash")
             .and_then(Value::as_str)
             .and_then(leaf_of_hash)
-            .ok_or(CheckpointError::EntryHash { index })?;
-        tree.append(leaf);
+            .ok_or(CheckpointError::EntryHash { index })
+    })
+}
+
+/// The leaves of a chain's entries, in order (for a proof, which needs them all).
+pub fn leaves_of(entries: &[Value]) -> Result<Vec<Hash>, CheckpointError> {
+    leaves(entries).collect()
+}
+
+/// The tree over a chain's entries, in order, without holding their leaves.
+pub fn tree_of(entries: &[Value]) -> Result<Frontier, CheckpointError> {
+    let mut tree = Frontier::new();
+    for leaf in leaves(entries) {
+        tree.append(leaf?);
     }
     Ok(tree)
 }

@@ -100,17 +100,8 @@ fn locate<'c>(
 
 /// The proof that `entries[index]` is in the tree of all of `entries`.
 pub fn proof_for(key: &AnchorKey, entries: &[Value], index: usize) -> Result<String, ProveError> {
-    let tree = checkpoint::tree_of(entries)?;
-    let leaves: Vec<tlog::Hash> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            e.get("hash")
-                .and_then(Value::as_str)
-                .and_then(leaf_of_hash)
-                .ok_or(checkpoint::CheckpointError::EntryHash { index: i })
-        })
-        .collect::<Result<_, _>>()?;
+    let leaves = checkpoint::leaves_of(entries)?;
+    let tree = tlog::Frontier::from_leaves(&leaves);
     let chain_id = entries[0]
         .get("chain_id")
         .and_then(Value::as_str)
