@@ -4,12 +4,7 @@
 
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
-
-/// The outbox of the state directory `attenu`.
-pub fn dir(attenu: &Path) -> PathBuf {
-    attenu.join("outbox")
-}
+use std::path::Path;
 
 /// Queues `bytes` as the object `key` (components `[A-Za-z0-9._-]`, joined by `/`). The file
 /// is written beside its place under a dot-name and renamed into it, durably, so the shipper
@@ -24,7 +19,7 @@ pub fn put(attenu: &Path, key: &str, bytes: &[u8]) -> io::Result<()> {
         ));
     }
     let (file, dirs) = components.split_last().expect("split always yields one");
-    let mut at = dir(attenu);
+    let mut at = attenu.join("outbox");
     ensure_dir(&at)?;
     for d in dirs {
         at.push(d);
@@ -33,11 +28,10 @@ pub fn put(attenu: &Path, key: &str, bytes: &[u8]) -> io::Result<()> {
     crate::fs::write_atomic(&at.join(file), bytes, true)
 }
 
+/// The shipper's key alphabet, and never a dot-name, which it takes for a file still being
+/// written.
 fn component_ok(c: &str) -> bool {
-    !c.is_empty()
-        && !c.starts_with('.')
-        && c.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    crate::ship::component_ok(c) && !c.starts_with('.')
 }
 
 /// `path` is a real directory (created 0700 when missing), not a link to one.
