@@ -17,17 +17,28 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Exit {
-    let head = std::fs::read(&a.bundle)
-        .ok()
-        .filter(|b| b.starts_with(crate::tlog::proof::HEADER.as_bytes()));
-    if let Some(bytes) = head {
-        return verify_proof(&a.bundle, &bytes, a.pub_key.as_deref(), a.json);
+    if is_proof(&a.bundle) {
+        return match std::fs::read(&a.bundle) {
+            Ok(bytes) => verify_proof(&a.bundle, &bytes, a.pub_key.as_deref(), a.json),
+            Err(e) => fail(format!("cannot read {}: {e}", a.bundle.display())),
+        };
     }
     Exit::from_code(crate::evidence::verify::run(
         &a.bundle,
         a.pub_key.as_deref(),
         a.json,
     ))
+}
+
+/// The file starts like a tlog-proof. Only its first line is read: a bundle is read once,
+/// by the verifier.
+fn is_proof(path: &Path) -> bool {
+    use std::io::Read;
+    let header = crate::tlog::proof::HEADER.as_bytes();
+    let mut head = vec![0u8; header.len()];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head == header)
 }
 
 /// A proof is checked only against a key the reviewer pins: the proof carries its own
