@@ -7,7 +7,7 @@ use super::context::Ctx;
 use crate::evidence::bundle::Written;
 use crate::evidence::checkpoint::{self, ObjectNames};
 use crate::evidence::{keys, outbox};
-use crate::ledger::store::{ChainInfo, CheckpointMark, Ledger};
+use crate::ledger::store::{CheckpointMark, Ledger};
 
 /// Why a checkpoint is made now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,26 +24,25 @@ pub(super) enum Occasion {
 pub(super) fn make(ctx: &Ctx<'_>, ledger: &mut Ledger, occasion: Occasion) -> Option<String> {
     ctx.config.ship.url.as_ref()?;
     let last = ledger.state.chains.len().checked_sub(1)?;
-    let unshipped = |c: &ChainInfo| c.entries > c.checkpointed.map_or(0, |m| m.size);
     let mut due: Vec<usize> = (0..last)
-        .filter(|&i| unshipped(&ledger.state.chains[i]))
+        .filter(|&i| ledger.state.chains[i].unshipped() > 0)
         .collect();
     let current = &ledger.state.chains[last];
-    let added = current.entries
-        - current
-            .checkpointed
-            .map_or(0, |m| m.size)
-            .min(current.entries);
     if match occasion {
-        Occasion::Always => added > 0 || current.checkpointed.is_none(),
-        Occasion::IfDue => added >= u64::from(ctx.config.ship.checkpoint_every),
+        Occasion::Always => current.unshipped() > 0 || current.checkpointed.is_none(),
+        Occasion::IfDue => current.unshipped() >= u64::from(ctx.config.ship.checkpoint_every),
     } {
         due.push(last);
     }
     if due.is_empty() {
         return None;
     }
-    let queued: Result<(), String> = due.into_iter().try_for_each(|i| queue(ctx, ledger, i));
+    let queued = keys::load_or_create(ctx.attenu)
+        .map_err(|e| e.to_string())
+        .and_then(|key| {
+            due.into_iter()
+                .try_for_each(|i| queue(ctx, ledger, &key, i))
+        });
     match queued {
         Ok(()) => {
             // The shipper runs on its own; if it cannot start, the next event starts one.
@@ -58,9 +57,13 @@ pub(super) fn make(ctx: &Ctx<'_>, ledger: &mut Ledger, occasion: Occasion) -> Op
 
 /// Signs chain `index`'s checkpoint and queues it, with the entries since its last one, then
 /// records it as queued in the sealed state.
-fn queue(ctx: &Ctx<'_>, ledger: &mut Ledger, index: usize) -> Result<(), String> {
+fn queue(
+    ctx: &Ctx<'_>,
+    ledger: &mut Ledger,
+    key: &keys::AnchorKey,
+    index: usize,
+) -> Result<(), String> {
     let chain = ledger.state.chains[index].clone();
-    let key = keys::load_or_create(ctx.attenu).map_err(|e| e.to_string())?;
     let (size, root) = (chain.tree.size(), chain.tree.root());
     let from = chain.checkpointed.unwrap_or(CheckpointMark {
         size: 0,
@@ -75,7 +78,7 @@ fn queue(ctx: &Ctx<'_>, ledger: &mut Ledger, index: usize) -> Result<(), String>
     let entries = ledger
         .read_range(from.offset, end)
         .map_err(|e| e.to_string())?;
-    let signed = checkpoint::sign(&key, &chain.chain_id, size, &root).map_err(|e| e.to_string())?;
+    let signed = checkpoint::sign(key, &chain.chain_id, size, &root).map_err(|e| e.to_string())?;
     let names = ObjectNames {
         kid: &key.kid,
         session: &ledger.paths.name,

@@ -65,6 +65,12 @@ impl ChainInfo {
         }
     }
 
+    /// Entries added since the last checkpoint queued for shipping.
+    pub fn unshipped(&self) -> u64 {
+        self.entries
+            .saturating_sub(self.checkpointed.map_or(0, |m| m.size))
+    }
+
     /// Adds an entry, by its own hash, to the chain's tree. A hash that is not 32 bytes of hex
     /// never comes from `chain::seal` or a verified chain.
     pub(super) fn grow_tree(&mut self, entry_hash: &str) -> Result<(), String> {
