@@ -25,5 +25,6 @@ pub mod policy;
 pub mod protocol;
 pub mod random;
 pub mod reason;
+pub mod report;
 pub mod ship;
 pub mod tlog;

@@ -1,12 +1,13 @@
 //! What the audit found: a status per chain and per session, a sentence saying why, and the
 //! checkpoints and bundle each chain has in the store with the store's own times. The JSON
-//! form is `{"sessions":[{"project","session","status","why","chains":[…]}]}`.
+//! form is `{"sessions":[{"project","session","status","why","chains":[…]}]}`, which
+//! `attenu-hook report` reads back.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A chain's or a session's status, ordered from best to worst (see the module docs of
 /// [`crate::audit`] for why this order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// A bundle verified under a pinned key extends every checkpoint shipped.
@@ -42,7 +43,7 @@ impl Status {
 }
 
 /// One problem (or the lack of one) found in a chain, with the sentence a reviewer reads.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     pub status: Status,
     pub why: String,
@@ -51,7 +52,7 @@ pub struct Finding {
 }
 
 /// A checkpoint as the store holds it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckpointView {
     pub size: u64,
     /// Lowercase hex.
@@ -63,7 +64,7 @@ pub struct CheckpointView {
 }
 
 /// One chain's verdict.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChainReport {
     pub chain_id: String,
     pub status: Status,
@@ -79,7 +80,7 @@ pub struct ChainReport {
 }
 
 /// One session's verdict: the worst of its chains.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SessionReport {
     /// The project's key id (`attenu-hook-<16 hex>`).
     pub project: String,
@@ -132,12 +133,12 @@ impl SessionReport {
 }
 
 /// The whole audit.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     /// Worst first, then by project and session.
     pub sessions: Vec<SessionReport>,
     /// Keys under the prefix that belong to no session of the layout.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stray: Vec<String>,
 }
 

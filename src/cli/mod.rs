@@ -15,6 +15,7 @@ mod project;
 mod prove;
 mod receipt;
 mod reconcile;
+mod report;
 mod ship;
 pub mod shipper;
 mod verify;
@@ -81,6 +82,11 @@ pub enum Command {
     },
     /// The decisions as a readable table
     Log(log::Args),
+    /// Write one self-contained HTML page for a reviewer from bundles (each verified, as
+    /// `verify` does) and audit JSON. Exit 0 valid under the pinned key, 1 invalid (or a
+    /// session fails the audit), 2 unusable input, 3 valid only under the anchor.pub beside a
+    /// bundle
+    Report(report::Args),
     /// Drain the outbox to [ship] url: exit 0 when it is empty afterwards, 1 when not, 2 when
     /// shipping is not configured
     Ship(ship::Args),
@@ -156,6 +162,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Man => docs::man(),
         Command::Reconcile { action } => reconcile::run(action),
         Command::Log(a) => log::run(a),
+        Command::Report(a) => report::run(a),
         // In the sibling binary (see `shipper`), so the hook's own stays lean.
         Command::Ship(_) | Command::Audit(_) => shipper::forward(),
     }

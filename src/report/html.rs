@@ -1,0 +1,287 @@
+//! The page: one HTML file with its stylesheet inline and no script, no link and no image, so
+//! it opens the same from a disk, a mail attachment or a printout. Every string from an input
+//! goes through [`esc`]; the page's own words are constants.
+
+use super::escape::text as esc;
+use super::model::{BundleView, KeyUsed, Source};
+use super::{fleet, sections, Input, Page};
+use std::fmt::Write as _;
+
+const STYLE: &str = include_str!("style.css");
+
+/// How the page judges its inputs, worst first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tone {
+    Bad,
+    Warn,
+    Good,
+}
+
+impl Tone {
+    pub fn class(self) -> &'static str {
+        match self {
+            Tone::Bad => "bad",
+            Tone::Warn => "warn",
+            Tone::Good => "good",
+        }
+    }
+}
+
+/// A bundle's verdict in words, and its tone: the verifier's `valid` and `key`, nothing else.
+pub fn verdict(b: &BundleView) -> (&'static str, Tone) {
+    match (b.report.valid, b.report.key) {
+        (false, _) => ("INVALID", Tone::Bad),
+        (true, "pinned") => ("VALID", Tone::Good),
+        (true, "hmac") => ("VALID under an HMAC test secret", Tone::Warn),
+        (true, _) => ("VALID, key NOT pinned", Tone::Warn),
+    }
+}
+
+pub fn render(page: &Page) -> String {
+    let mut out = String::with_capacity(64 * 1024);
+    let title = page_title(page);
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n\
+         <title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<main>\n",
+        esc(&title)
+    );
+    overall(&mut out, page);
+    for (i, input) in page.inputs.iter().enumerate() {
+        match input {
+            Input::Bundle(b) => sections::bundle(&mut out, i + 1, b),
+            Input::Audit(a) => fleet::render(&mut out, i + 1, a),
+        }
+    }
+    sources(&mut out, page);
+    limits(&mut out);
+    out.push_str(
+        "<footer>Written by <code>attenu-hook report</code> from the files listed above, and \
+         nothing else. Check it again with <code>attenu-hook verify BUNDLE --pub anchor.pub</code>.\
+         </footer>\n</main>\n</body>\n</html>\n",
+    );
+    out
+}
+
+fn page_title(page: &Page) -> String {
+    let sessions: Vec<&str> = page
+        .inputs
+        .iter()
+        .filter_map(|i| match i {
+            Input::Bundle(b) => b.chain.session.as_deref(),
+            Input::Audit(_) => None,
+        })
+        .collect();
+    match sessions.first() {
+        Some(s) if page.audits() == 0 => format!("attenu-hook report: session {s}"),
+        _ if page.audits() > 0 => "attenu-hook report: fleet audit".into(),
+        _ => "attenu-hook report".into(),
+    }
+}
+
+/// The verdict over every input, first on the page.
+fn overall(out: &mut String, page: &Page) {
+    let tone = page.tone();
+    let bundles: Vec<&BundleView> = page.bundles().collect();
+    let invalid = bundles.iter().filter(|b| !b.report.valid).count();
+    let unpinned = bundles
+        .iter()
+        .filter(|b| b.report.valid && b.report.key != "pinned")
+        .count();
+    let headline = match (bundles.len(), invalid, unpinned) {
+        (0, _, _) => String::new(),
+        (1, _, _) => verdict(bundles[0]).0.to_string(),
+        (n, 0, 0) => format!("VALID: all {n} bundles verify under the pinned key"),
+        (n, 0, u) => format!("VALID, key NOT pinned for {u} of {n} bundles"),
+        (n, i, _) => format!("INVALID: {i} of {n} bundles do not verify"),
+    };
+    let _ = write!(
+        out,
+        "<header class=\"verdict {}\" id=\"verdict\">\n<p class=\"kicker\">attenu-hook evidence report</p>\n",
+        tone.class()
+    );
+    if !headline.is_empty() {
+        let _ = writeln!(out, "<h1 data-verdict>{}</h1>", esc(&headline));
+    }
+    if !bundles.is_empty() {
+        summary(out, &bundles);
+    }
+    for b in &bundles {
+        key_statement(out, b, bundles.len() > 1);
+    }
+    for a in page.audits_iter() {
+        let failing = a
+            .report
+            .sessions
+            .iter()
+            .filter(|s| !s.status.passes())
+            .count();
+        let line = if failing == 0 {
+            format!(
+                "Fleet audit: every one of {} session(s) is complete or open.",
+                a.report.sessions.len()
+            )
+        } else {
+            format!(
+                "Fleet audit: {failing} of {} session(s) rewritten, forked, truncated or unverifiable.",
+                a.report.sessions.len()
+            )
+        };
+        let _ = writeln!(
+            out,
+            "<p class=\"fleet-verdict\" data-fleet-verdict>{}</p>",
+            esc(&line)
+        );
+    }
+    if invalid > 0 {
+        out.push_str(
+            "<p class=\"unproven-note\"><strong>Everything below about an invalid bundle is what \
+             its file says, NOT what happened:</strong> it is marked UNPROVEN.</p>\n",
+        );
+    }
+    out.push_str("</header>\n");
+}
+
+/// The counts over every bundle, as the entries say.
+fn summary(out: &mut String, bundles: &[&BundleView]) {
+    let sum = |f: fn(&BundleView) -> usize| bundles.iter().map(|b| f(b)).sum::<usize>();
+    let calls = sum(|b| b.totals.calls);
+    let allowed = sum(|b| b.totals.allowed + b.totals.unenforced);
+    let denied = sum(|b| b.totals.denied);
+    let open = sum(|b| b.report.calls.open.len());
+    let agents = bundles
+        .iter()
+        .flat_map(|b| b.nodes.iter().filter(|n| !n.is_root()).map(|n| &n.agent))
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let _ = writeln!(
+        out,
+        "<p class=\"summary\" data-summary>{calls} calls: {allowed} allowed, {denied} denied, {open} open; \
+         {agents} declared subagent(s){}</p>",
+        if bundles.len() > 1 {
+            format!(" in {} bundles", bundles.len())
+        } else {
+            String::new()
+        }
+    );
+}
+
+/// Which key the anchor was checked with, and what that is worth.
+fn key_statement(out: &mut String, b: &BundleView, several: bool) {
+    let name = if several {
+        format!("{}: ", esc(&b.source.path))
+    } else {
+        String::new()
+    };
+    let (class, words) = match b.report.key {
+        "pinned" => (
+            "key pinned",
+            format!(
+                "<strong>Key pinned</strong>: {name}signed by {}, the key you passed with <code>--pub</code>.",
+                key_words(&b.key)
+            ),
+        ),
+        "bundle-side" => (
+            "key unpinned",
+            format!(
+                "<strong>Key NOT pinned</strong>: {name}the signature was checked with {}, read from beside the bundle. \
+                 Whoever rewrote the bundle could have re-signed it and replaced that file. Pass the key \
+                 you trust: <code>attenu-hook report BUNDLE --pub anchor.pub --out report.html</code>.",
+                key_words(&b.key)
+            ),
+        ),
+        "hmac" => (
+            "key unpinned",
+            format!("<strong>HMAC test secret</strong>: {name}reference test vectors only."),
+        ),
+        _ => (
+            "key unpinned",
+            format!(
+                "<strong>No key</strong>: {name}the anchor signature was NOT checked, so a bundle \
+                 rewritten from its first entry would look consistent. Pass the project's anchor.pub \
+                 with <code>--pub</code>."
+            ),
+        ),
+    };
+    let _ = writeln!(out, "<p class=\"{class}\" data-key>{words}</p>");
+}
+
+fn key_words(k: &KeyUsed) -> String {
+    match (&k.kid, &k.file) {
+        (Some(kid), Some(file)) => format!("<code>{}</code> ({})", esc(kid), esc(file)),
+        (Some(kid), None) => format!("<code>{}</code>", esc(kid)),
+        (None, Some(file)) => esc(file),
+        (None, None) => "no key".into(),
+    }
+}
+
+/// Every input file with its size and hash, computed here from its bytes.
+fn sources(out: &mut String, page: &Page) {
+    out.push_str(
+        "<section id=\"sources\">\n<h2>Where this came from</h2>\n<p class=\"note\">Sizes and SHA-256 \
+         were computed from the files when this page was written; compare them with the files you \
+         were given (<code>sha256sum FILE</code>).</p>\n<table class=\"rows\">\n<thead><tr><th>file</th>\
+         <th>kind</th><th>bytes</th><th>SHA-256</th><th>details</th></tr></thead>\n<tbody>\n",
+    );
+    for input in &page.inputs {
+        let (source, kind, details) = match input {
+            Input::Bundle(b) => (&b.source, "bundle", bundle_details(b)),
+            Input::Audit(a) => (
+                &a.source,
+                "audit JSON",
+                "the output of <code>attenu-hook audit --json</code>, not signed".to_string(),
+            ),
+        };
+        source_row(out, source, kind, &details);
+    }
+    out.push_str("</tbody>\n</table>\n</section>\n");
+}
+
+fn bundle_details(b: &BundleView) -> String {
+    let mut d = String::new();
+    if let Some(c) = &b.chain.chain_id {
+        let _ = write!(d, "chain <code>{}</code>", esc(c));
+    }
+    if let Some(kid) = &b.chain.anchor_kid {
+        let _ = write!(d, "; anchor names key <code>{}</code>", esc(kid));
+    }
+    if let Some(f) = &b.key.file {
+        let _ = write!(d, "; checked with {}", esc(f));
+    }
+    if let Some(p) = &b.chain.producer {
+        let _ = write!(d, "; producer {} (claimed, not signed)", esc(p));
+    }
+    d
+}
+
+fn source_row(out: &mut String, s: &Source, kind: &str, details: &str) {
+    let _ = writeln!(
+        out,
+        "<tr><td data-label=\"file\"><code>{}</code></td><td data-label=\"kind\">{kind}</td>\
+         <td data-label=\"bytes\">{}</td><td data-label=\"SHA-256\"><code class=\"hash\">{}</code></td>\
+         <td data-label=\"details\">{details}</td></tr>",
+        esc(&s.path),
+        s.bytes,
+        esc(&s.sha256)
+    );
+}
+
+/// What no bundle can prove, said once for every page.
+fn limits(out: &mut String) {
+    out.push_str(
+        "<section id=\"limits\">\n<h2>What this page cannot prove</h2>\n<ul>\n\
+         <li>A valid bundle proves that these entries were written in this order, unchanged since, and \
+         signed by the key shown. It does not prove that the key was kept secret.</li>\n\
+         <li>Times are the recording machine's clock, not a trusted timestamp.</li>\n\
+         <li>Agent names and types are what Claude Code sent to the hook.</li>\n\
+         <li>An allowed call is not proof that the tool did anything; an outcome is what Claude Code \
+         reported after the call, not an observation of its effect.</li>\n\
+         <li>A call Claude Code refused itself never reached the hook and is not here; nor is \
+         anything done outside Claude Code.</li>\n\
+         <li>A bundle is one chain. How many chains the session had (<q>chain k of n</q>) is claimed \
+         by the bundle, not signed: count the bundles you were given, or run the fleet audit.</li>\n\
+         </ul>\n</section>\n",
+    );
+}

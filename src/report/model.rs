@@ -1,0 +1,461 @@
+//! What the page shows of one bundle, built from the verifier's [`Report`] and the bundle as
+//! the verifier's own reader ([`crate::evidence::strict`]) parsed it: the verdict, checks,
+//! failures and open calls are the verifier's, never recomputed here; the tree, the timeline
+//! and the denials are the entries as written, which the page calls proven only when the
+//! verdict is valid.
+
+use crate::evidence::doc::{Json, Members};
+use crate::evidence::verify::Report;
+use std::collections::{BTreeMap, HashMap};
+
+/// Calls listed one by one; every call is still counted.
+pub const MAX_LISTED_CALLS: usize = 2_000;
+/// Calls listed under one group of denials; the group still counts them all.
+pub const MAX_LISTED_PER_GROUP: usize = 20;
+
+/// One input file and what was computed from it here (not claimed by it).
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub path: String,
+    pub bytes: u64,
+    /// SHA-256 of the file's bytes, lowercase hex.
+    pub sha256: String,
+}
+
+/// The key the anchor was checked with.
+#[derive(Debug, Clone, Default)]
+pub struct KeyUsed {
+    /// The key file, when there was one.
+    pub file: Option<String>,
+    /// The kid computed from the key (`attenu-hook-<16 hex>`).
+    pub kid: Option<String>,
+}
+
+/// One bundle on the page.
+#[derive(Debug, Clone)]
+pub struct BundleView {
+    pub source: Source,
+    pub report: Report,
+    pub key: KeyUsed,
+    pub chain: ChainInfo,
+    pub nodes: Vec<NodeView>,
+    /// The first [`MAX_LISTED_CALLS`] decisions, in ledger order.
+    pub calls: Vec<CallView>,
+    pub totals: Totals,
+    /// Denials by agent and reason code, in that order.
+    pub denials: Vec<DenialGroup>,
+    /// Outcomes written by `reconcile resolve`.
+    pub resolutions: Vec<Resolution>,
+    /// Undeclared agent types seen on the root: (type, allowed, denied).
+    pub undeclared: Vec<(String, usize, usize)>,
+}
+
+/// What the bundle says about its chain and session.
+#[derive(Debug, Clone, Default)]
+pub struct ChainInfo {
+    pub chain_id: Option<String>,
+    pub session: Option<String>,
+    /// `chain.index`, bound to the chain id by the verifier.
+    pub index: Option<i64>,
+    /// `chain.of`: not bound by anything in the chain.
+    pub of: Option<i64>,
+    /// The kid the anchor names.
+    pub anchor_kid: Option<String>,
+    /// `producer` at the bundle's top level: outside the signature.
+    pub producer: Option<String>,
+    /// Rules the hook left to Claude Code (`context.unrepresented` of the root).
+    pub unrepresented: Vec<String>,
+    /// Problems the hook found in the declarations (`context.problems` of the root).
+    pub problems: Vec<String>,
+    pub first_at: Option<String>,
+    pub last_at: Option<String>,
+}
+
+/// One node of the session tree: the root (main thread) or a declared subagent.
+#[derive(Debug, Clone)]
+pub struct NodeView {
+    pub id: String,
+    pub agent: String,
+    pub parent: Option<String>,
+    pub scopes: Vec<String>,
+    pub declared_in: Option<String>,
+    pub invalid: Option<String>,
+    pub done: bool,
+    pub allowed: usize,
+    pub denied: usize,
+}
+
+impl NodeView {
+    pub fn is_root(&self) -> bool {
+        self.parent.is_none()
+    }
+}
+
+/// An `allow` or a `deny`, with its outcome when one is bound by call id.
+#[derive(Debug, Clone)]
+pub struct CallView {
+    pub index: usize,
+    pub seq: Option<i64>,
+    pub at: Option<String>,
+    pub node: Option<String>,
+    /// Who made it, as a reviewer reads it ([`who`]).
+    pub who: String,
+    pub tool: String,
+    pub scope: String,
+    pub decision: Decision,
+    /// Reason code and sentence: the deny's, or what an unenforced allow would have been.
+    pub reason: Option<(String, String)>,
+    pub call_id: Option<String>,
+    pub outcome: Option<OutcomeView>,
+    /// The verifier's state for an allowed call with no bound outcome.
+    pub open: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// Allowed without a claim of authority (`policy: "unlisted"`: shadow, observe, main thread).
+    AllowUnenforced,
+    Deny,
+}
+
+#[derive(Debug, Clone)]
+pub struct OutcomeView {
+    pub body_state: String,
+    pub duration_ms: Option<i64>,
+    pub error_code: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Totals {
+    pub calls: usize,
+    pub allowed: usize,
+    pub unenforced: usize,
+    pub denied: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct DenialGroup {
+    pub who: String,
+    pub code: String,
+    pub count: usize,
+    /// Up to [`MAX_LISTED_PER_GROUP`] of them: (index in the bundle, tool, sentence).
+    pub examples: Vec<(usize, String, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Resolution {
+    pub index: usize,
+    pub call_id: Option<String>,
+    pub outcome: String,
+    pub evidence: String,
+    pub marker: String,
+}
+
+/// The view of one verified bundle. `bundle` is the tree the verifier's reader built from the
+/// same bytes `report` was computed from.
+pub fn bundle_view(source: Source, report: Report, key: KeyUsed, bundle: &Json) -> BundleView {
+    let empty = Members::new();
+    let top = bundle.as_object().unwrap_or(&empty);
+    let entries: Vec<&Members> = match top.get("entries") {
+        Some(Json::Array(items)) => items.iter().filter_map(Json::as_object).collect(),
+        _ => Vec::new(),
+    };
+    let indexed: Vec<(usize, &Members)> = match top.get("entries") {
+        Some(Json::Array(items)) => items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.as_object().map(|e| (i, e)))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut nodes = read_nodes(&entries);
+    let open: HashMap<&str, &'static str> = report
+        .calls
+        .open
+        .iter()
+        .map(|c| (c.call_id.as_str(), c.state))
+        .collect();
+    let read = read_calls(&indexed, &mut nodes, &open);
+    BundleView {
+        chain: chain_info(top, &entries),
+        resolutions: read_resolutions(&indexed),
+        source,
+        report,
+        key,
+        nodes,
+        calls: read.calls,
+        totals: read.totals,
+        denials: read.denials,
+        undeclared: read
+            .undeclared
+            .into_iter()
+            .map(|(t, (a, d))| (t, a, d))
+            .collect(),
+    }
+}
+
+fn string(o: &Members, key: &str) -> Option<String> {
+    o.get(key).and_then(Json::as_str).map(str::to_string)
+}
+
+fn context<'m, 'a>(o: &'m Members<'a>) -> Option<&'m Members<'a>> {
+    o.get("context").and_then(Json::as_object)
+}
+
+fn ctx_string(o: &Members, key: &str) -> Option<String> {
+    context(o).and_then(|c| string(c, key))
+}
+
+fn strings(v: Option<&Json>) -> Vec<String> {
+    match v {
+        Some(Json::Array(items)) => items
+            .iter()
+            .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn chain_info(top: &Members, entries: &[&Members]) -> ChainInfo {
+    let chain = top.get("chain").and_then(Json::as_object);
+    let root = entries
+        .iter()
+        .find(|e| e.get("event").and_then(Json::as_str) == Some("root"));
+    let root_ctx = root.and_then(|r| context(r));
+    let ats: Vec<String> = entries.iter().filter_map(|e| ctx_string(e, "at")).collect();
+    ChainInfo {
+        chain_id: string(top, "chain_id"),
+        session: root.and_then(|r| ctx_string(r, "session_id")),
+        index: chain.and_then(|c| c.get("index")).and_then(Json::as_i64),
+        of: chain.and_then(|c| c.get("of")).and_then(Json::as_i64),
+        anchor_kid: top
+            .get("anchor")
+            .and_then(Json::as_object)
+            .and_then(|a| string(a, "kid")),
+        producer: top.get("producer").and_then(Json::as_object).map(|p| {
+            format!(
+                "{} {}",
+                string(p, "name").unwrap_or_default(),
+                string(p, "version").unwrap_or_default()
+            )
+        }),
+        unrepresented: strings(root_ctx.and_then(|c| c.get("unrepresented"))),
+        problems: strings(root_ctx.and_then(|c| c.get("problems"))),
+        first_at: ats.first().cloned(),
+        last_at: ats.last().cloned(),
+    }
+}
+
+fn read_nodes(entries: &[&Members]) -> Vec<NodeView> {
+    let mut nodes: Vec<NodeView> = Vec::new();
+    for e in entries {
+        let event = e.get("event").and_then(Json::as_str);
+        let (authority, parent) = match event {
+            Some("root") => ("authority", None),
+            Some("spawn") => ("granted", Some(string(e, "parent").unwrap_or_default())),
+            Some("done") => {
+                let id = string(e, "node");
+                if let Some(n) = nodes.iter_mut().find(|n| Some(&n.id) == id.as_ref()) {
+                    n.done = true;
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        let scopes = e
+            .get(authority)
+            .and_then(Json::as_object)
+            .map(|a| strings(a.get("scopes")))
+            .unwrap_or_default();
+        nodes.push(NodeView {
+            id: string(e, "node").unwrap_or_default(),
+            agent: string(e, "agent").unwrap_or_default(),
+            parent,
+            scopes,
+            declared_in: ctx_string(e, "declared_in"),
+            invalid: context(e)
+                .and_then(|c| c.get("invalid"))
+                .filter(|v| !v.is_null())
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)),
+            done: false,
+            allowed: 0,
+            denied: 0,
+        });
+    }
+    nodes
+}
+
+/// Who made a call: the subagent of its node, or on the root the main thread, or the
+/// undeclared agent type Claude Code named (recorded on the root, holding nothing).
+fn who(e: &Members, node: Option<&NodeView>) -> String {
+    let agent_type = ctx_string(e, "agent_type");
+    match (node, agent_type) {
+        (Some(n), _) if !n.is_root() => n.agent.clone(),
+        (_, Some(t)) => format!("{t} (undeclared)"),
+        (Some(_), None) => "main thread".into(),
+        (None, _) => "(unknown node)".into(),
+    }
+}
+
+#[derive(Default)]
+struct CallsRead {
+    calls: Vec<CallView>,
+    totals: Totals,
+    denials: Vec<DenialGroup>,
+    undeclared: BTreeMap<String, (usize, usize)>,
+}
+
+fn read_calls(
+    entries: &[(usize, &Members)],
+    nodes: &mut [NodeView],
+    open: &HashMap<&str, &'static str>,
+) -> CallsRead {
+    let mut read = CallsRead::default();
+    let (calls, totals) = (&mut read.calls, &mut read.totals);
+    let mut by_call_id: HashMap<String, usize> = HashMap::new();
+    let mut groups: BTreeMap<(String, String), DenialGroup> = BTreeMap::new();
+    for &(index, e) in entries {
+        let event = e.get("event").and_then(Json::as_str);
+        if event == Some("outcome") {
+            bind_outcome(e, &by_call_id, calls);
+            continue;
+        }
+        let decision = match event {
+            Some("allow") if e.get("policy").and_then(Json::as_str) == Some("unlisted") => {
+                Decision::AllowUnenforced
+            }
+            Some("allow") => Decision::Allow,
+            Some("deny") => Decision::Deny,
+            _ => continue,
+        };
+        let node_id = string(e, "node");
+        let node = nodes.iter_mut().find(|n| Some(&n.id) == node_id.as_ref());
+        let who = who(e, node.as_deref());
+        if node.as_ref().is_some_and(|n| n.is_root()) {
+            if let Some(t) = ctx_string(e, "agent_type") {
+                let c = read.undeclared.entry(t).or_default();
+                match decision {
+                    Decision::Deny => c.1 += 1,
+                    _ => c.0 += 1,
+                }
+            }
+        }
+        if let Some(n) = node {
+            match decision {
+                Decision::Deny => n.denied += 1,
+                _ => n.allowed += 1,
+            }
+        }
+        totals.calls += 1;
+        match decision {
+            Decision::Allow => totals.allowed += 1,
+            Decision::AllowUnenforced => totals.unenforced += 1,
+            Decision::Deny => totals.denied += 1,
+        }
+        let reason = reason_of(e, decision);
+        let tool = string(e, "tool").unwrap_or_default();
+        if decision == Decision::Deny {
+            let (code, message) = reason.clone().unwrap_or_default();
+            let g = groups
+                .entry((who.clone(), code.clone()))
+                .or_insert_with(|| DenialGroup {
+                    who: who.clone(),
+                    code,
+                    count: 0,
+                    examples: Vec::new(),
+                });
+            g.count += 1;
+            if g.examples.len() < MAX_LISTED_PER_GROUP {
+                g.examples.push((index, tool.clone(), message));
+            }
+        }
+        if calls.len() == MAX_LISTED_CALLS {
+            continue;
+        }
+        let call_id = string(e, "call_id");
+        if let Some(id) = &call_id {
+            by_call_id.entry(id.clone()).or_insert(calls.len());
+        }
+        calls.push(CallView {
+            index,
+            seq: e.get("seq").and_then(Json::as_i64),
+            at: ctx_string(e, "at"),
+            node: node_id,
+            who,
+            tool,
+            scope: string(e, "scope").unwrap_or_default(),
+            decision,
+            reason,
+            open: match (decision, &call_id) {
+                (Decision::Deny, _) | (_, None) => None,
+                (_, Some(id)) => open.get(id.as_str()).copied(),
+            },
+            call_id,
+            outcome: None,
+        });
+    }
+    read.denials = groups.into_values().collect();
+    read
+}
+
+/// The deny's first reason, or the would-deny of an unenforced allow.
+fn reason_of(e: &Members, decision: Decision) -> Option<(String, String)> {
+    let pair = |o: &Members| {
+        (
+            string(o, "code").unwrap_or_default(),
+            string(o, "message").unwrap_or_default(),
+        )
+    };
+    match decision {
+        Decision::Deny => match e.get("reasons") {
+            Some(Json::Array(rs)) => rs.iter().filter_map(Json::as_object).map(pair).next(),
+            _ => None,
+        }
+        .or_else(|| ctx_string(e, "reason_code").map(|c| (c, String::new()))),
+        Decision::AllowUnenforced => context(e)
+            .and_then(|c| c.get("would_deny"))
+            .and_then(Json::as_object)
+            .map(pair),
+        Decision::Allow => None,
+    }
+}
+
+/// An outcome's body state on the allow with its call id (the first outcome only: the
+/// verifier reports a second one as a failure).
+fn bind_outcome(e: &Members, by_call_id: &HashMap<String, usize>, calls: &mut [CallView]) {
+    let Some(i) = string(e, "call_id").and_then(|id| by_call_id.get(&id).copied()) else {
+        return;
+    };
+    let call = &mut calls[i];
+    if call.outcome.is_some() || call.decision == Decision::Deny {
+        return;
+    }
+    call.outcome = Some(OutcomeView {
+        body_state: string(e, "body_state").unwrap_or_default(),
+        duration_ms: e.get("duration_ms").and_then(Json::as_i64),
+        error_code: string(e, "error_code"),
+    });
+}
+
+fn read_resolutions(entries: &[(usize, &Members)]) -> Vec<Resolution> {
+    entries
+        .iter()
+        .filter(|(_, e)| e.get("event").and_then(Json::as_str) == Some("outcome"))
+        .filter_map(|&(index, e)| {
+            let r = context(e)?.get("reconciliation")?.as_object()?;
+            let field = |k: &str| {
+                r.get(k)
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                    .unwrap_or_default()
+            };
+            Some(Resolution {
+                index,
+                call_id: string(e, "call_id"),
+                outcome: field("outcome"),
+                evidence: field("evidence"),
+                marker: field("marker"),
+            })
+        })
+        .collect()
+}
