@@ -191,7 +191,6 @@ fn anchor_pub_of(bundle: &Path) -> PathBuf {
 }
 
 fn the_demos_session_renders_with_its_verdict_and_three_denials() {
-    let browser = chromium();
     let (t, bundle) = demo_session();
     let page = t.path().join("report.html");
     let key = anchor_pub_of(&bundle);
@@ -206,6 +205,7 @@ fn the_demos_session_renders_with_its_verdict_and_three_denials() {
     ] {
         assert!(!html.contains(outside), "the page holds {outside:?}");
     }
+    let browser = chromium();
     let dom = rendered_dom(&browser, &page);
     assert_eq!(text_of(&dom, "data-verdict"), "VALID", "{dom}");
     assert!(dom.contains("Key pinned"), "{dom}");
@@ -276,7 +276,6 @@ fn an_invalid_bundle_says_invalid_first_and_marks_the_rest_unproven() {
 }
 
 fn hostile_names_are_escaped_in_the_rendered_page() {
-    let browser = chromium();
     let p = sample("report-hostile");
     let hostile_agent = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>\"'&";
     let hostile_tool = "mcp__x__<b id=\"injected\">bold</b>";
@@ -302,6 +301,7 @@ fn hostile_names_are_escaped_in_the_rendered_page() {
         !html.contains("<script") && !html.contains("<img") && !html.contains("<b id"),
         "{html}"
     );
+    let browser = chromium();
     let dom = rendered_dom(&browser, &page);
     // Chromium parsed no element out of a name, and ran nothing.
     for injected in ["<script", "<img", "<b "] {
@@ -365,6 +365,7 @@ fn an_audit_renders_the_fleet_with_sessions_not_complete_first() {
         run.stderr
     );
     let dom = rendered_dom(&browser, &page);
+    assert_eq!(text_of(&dom, "data-verdict"), "AUDIT PASSED", "{dom}");
     assert_eq!(text_of(&dom, "data-count=\"sessions\""), "2");
     let open = dom
         .find("data-session-status=\"open\"")
@@ -380,6 +381,11 @@ fn an_audit_renders_the_fleet_with_sessions_not_complete_first() {
     let (run, _) = report(&[audit_json.to_str().unwrap()], &page);
     assert_eq!(run.code, 1, "{}", run.stderr);
     let dom = rendered_dom(&browser, &page);
+    assert_eq!(
+        text_of(&dom, "data-verdict"),
+        "AUDIT FAILED: 1 of 2 sessions",
+        "{dom}"
+    );
     let rewritten = dom.find("data-session-status=\"rewritten\"").unwrap();
     assert!(
         rewritten < dom.find("data-session-status=\"open\"").unwrap(),

@@ -143,7 +143,9 @@ fn chains(s: &SessionReport) -> String {
                 None => "; no closing bundle".into(),
             }
         );
-        for f in c.findings.iter().filter(|f| f.status != Status::Complete) {
+        let new =
+            |f: &&crate::audit::report::Finding| f.status != Status::Complete && f.why != s.why;
+        for f in c.findings.iter().filter(new) {
             let _ = write!(
                 out,
                 "<br><span class=\"finding\">{}: {}</span>",

@@ -56,7 +56,9 @@ pub fn render(page: &Page) -> String {
         }
     }
     sources(&mut out, page);
-    limits(&mut out);
+    if page.bundles().next().is_some() {
+        limits(&mut out);
+    }
     out.push_str(
         "<footer>Written by <code>attenu-hook report</code> from the files listed above, and \
          nothing else. Check it again with <code>attenu-hook verify BUNDLE --pub anchor.pub</code>.\
@@ -96,6 +98,11 @@ fn overall(out: &mut String, page: &Page) {
         (n, 0, 0) => format!("VALID: all {n} bundles verify under the pinned key"),
         (n, 0, u) => format!("VALID, key NOT pinned for {u} of {n} bundles"),
         (n, i, _) => format!("INVALID: {i} of {n} bundles do not verify"),
+    };
+    let headline = if headline.is_empty() {
+        audit_headline(page)
+    } else {
+        headline
     };
     let _ = write!(
         out,
@@ -166,6 +173,19 @@ fn summary(out: &mut String, bundles: &[&BundleView]) {
             String::new()
         }
     );
+}
+
+/// The headline of a page of audits only.
+fn audit_headline(page: &Page) -> String {
+    let sessions: Vec<_> = page
+        .audits_iter()
+        .flat_map(|a| &a.report.sessions)
+        .collect();
+    let failing = sessions.iter().filter(|s| !s.status.passes()).count();
+    match failing {
+        0 => "AUDIT PASSED".into(),
+        n => format!("AUDIT FAILED: {n} of {} sessions", sessions.len()),
+    }
 }
 
 /// Which key the anchor was checked with, and what that is worth.

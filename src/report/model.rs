@@ -312,72 +312,42 @@ fn read_calls(
     open: &HashMap<&str, &'static str>,
 ) -> CallsRead {
     let mut read = CallsRead::default();
-    let (calls, totals) = (&mut read.calls, &mut read.totals);
+    let node_at: HashMap<String, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.id.clone(), i))
+        .collect();
     let mut by_call_id: HashMap<String, usize> = HashMap::new();
     let mut groups: BTreeMap<(String, String), DenialGroup> = BTreeMap::new();
     for &(index, e) in entries {
         let event = e.get("event").and_then(Json::as_str);
         if event == Some("outcome") {
-            bind_outcome(e, &by_call_id, calls);
+            bind_outcome(e, &by_call_id, &mut read.calls);
             continue;
         }
-        let decision = match event {
-            Some("allow") if e.get("policy").and_then(Json::as_str) == Some("unlisted") => {
-                Decision::AllowUnenforced
-            }
-            Some("allow") => Decision::Allow,
-            Some("deny") => Decision::Deny,
-            _ => continue,
+        let Some(decision) = decision_of(e) else {
+            continue;
         };
         let node_id = string(e, "node");
-        let node = nodes.iter_mut().find(|n| Some(&n.id) == node_id.as_ref());
+        let node = node_id
+            .as_ref()
+            .and_then(|id| node_at.get(id))
+            .map(|&i| &mut nodes[i]);
         let who = who(e, node.as_deref());
-        if node.as_ref().is_some_and(|n| n.is_root()) {
-            if let Some(t) = ctx_string(e, "agent_type") {
-                let c = read.undeclared.entry(t).or_default();
-                match decision {
-                    Decision::Deny => c.1 += 1,
-                    _ => c.0 += 1,
-                }
-            }
-        }
-        if let Some(n) = node {
-            match decision {
-                Decision::Deny => n.denied += 1,
-                _ => n.allowed += 1,
-            }
-        }
-        totals.calls += 1;
-        match decision {
-            Decision::Allow => totals.allowed += 1,
-            Decision::AllowUnenforced => totals.unenforced += 1,
-            Decision::Deny => totals.denied += 1,
-        }
+        tally(&mut read, node, e, decision);
         let reason = reason_of(e, decision);
         let tool = string(e, "tool").unwrap_or_default();
         if decision == Decision::Deny {
-            let (code, message) = reason.clone().unwrap_or_default();
-            let g = groups
-                .entry((who.clone(), code.clone()))
-                .or_insert_with(|| DenialGroup {
-                    who: who.clone(),
-                    code,
-                    count: 0,
-                    examples: Vec::new(),
-                });
-            g.count += 1;
-            if g.examples.len() < MAX_LISTED_PER_GROUP {
-                g.examples.push((index, tool.clone(), message));
-            }
+            group_denial(&mut groups, &who, index, &tool, reason.clone());
         }
-        if calls.len() == MAX_LISTED_CALLS {
+        if read.calls.len() == MAX_LISTED_CALLS {
             continue;
         }
         let call_id = string(e, "call_id");
         if let Some(id) = &call_id {
-            by_call_id.entry(id.clone()).or_insert(calls.len());
+            by_call_id.entry(id.clone()).or_insert(read.calls.len());
         }
-        calls.push(CallView {
+        read.calls.push(CallView {
             index,
             seq: e.get("seq").and_then(Json::as_i64),
             at: ctx_string(e, "at"),
@@ -397,6 +367,64 @@ fn read_calls(
     }
     read.denials = groups.into_values().collect();
     read
+}
+
+fn decision_of(e: &Members) -> Option<Decision> {
+    match e.get("event").and_then(Json::as_str) {
+        Some("allow") if e.get("policy").and_then(Json::as_str) == Some("unlisted") => {
+            Some(Decision::AllowUnenforced)
+        }
+        Some("allow") => Some(Decision::Allow),
+        Some("deny") => Some(Decision::Deny),
+        _ => None,
+    }
+}
+
+/// Counts a decision for the whole chain, its node and, on the root, its undeclared type.
+fn tally(read: &mut CallsRead, node: Option<&mut NodeView>, e: &Members, decision: Decision) {
+    let denied = decision == Decision::Deny;
+    if let Some(n) = node {
+        if n.is_root() {
+            if let Some(t) = ctx_string(e, "agent_type") {
+                let c = read.undeclared.entry(t).or_default();
+                *(if denied { &mut c.1 } else { &mut c.0 }) += 1;
+            }
+        }
+        *(if denied {
+            &mut n.denied
+        } else {
+            &mut n.allowed
+        }) += 1;
+    }
+    let t = &mut read.totals;
+    t.calls += 1;
+    match decision {
+        Decision::Allow => t.allowed += 1,
+        Decision::AllowUnenforced => t.unenforced += 1,
+        Decision::Deny => t.denied += 1,
+    }
+}
+
+fn group_denial(
+    groups: &mut BTreeMap<(String, String), DenialGroup>,
+    who: &str,
+    index: usize,
+    tool: &str,
+    reason: Option<(String, String)>,
+) {
+    let (code, message) = reason.unwrap_or_default();
+    let g = groups
+        .entry((who.to_string(), code.clone()))
+        .or_insert_with(|| DenialGroup {
+            who: who.to_string(),
+            code,
+            count: 0,
+            examples: Vec::new(),
+        });
+    g.count += 1;
+    if g.examples.len() < MAX_LISTED_PER_GROUP {
+        g.examples.push((index, tool.to_string(), message));
+    }
 }
 
 /// The deny's first reason, or the would-deny of an unenforced allow.
