@@ -420,6 +420,8 @@ fn without_pub_the_key_is_not_pinned_and_without_any_key_it_is_invalid() {
         "{html}"
     );
     assert!(html.contains("<strong>Key NOT pinned</strong>"), "{html}");
+    // Each section about the session says what its proof rests on.
+    assert_eq!(count(&html, ">key not pinned</span>"), 4, "{html}");
     let alone = t.path().join("alone.json");
     std::fs::copy(&bundle, &alone).unwrap();
     let (run, html) = report(&[alone.to_str().unwrap()], &page);

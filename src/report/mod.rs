@@ -87,7 +87,7 @@ impl Page {
             || self.audits_iter().any(|a| !a.report.passes());
         if failed {
             Exit::CheckFailed
-        } else if self.bundles().any(|b| b.report.key != "pinned") {
+        } else if self.bundles().any(|b| b.report.key == "bundle-side") {
             Exit::ValidUnpinned
         } else {
             Exit::Success

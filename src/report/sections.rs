@@ -26,10 +26,10 @@ pub fn bundle(out: &mut String, n: usize, b: &BundleView) {
         esc(session),
     );
     checks(out, b);
-    let mark = if proven {
-        ""
-    } else {
-        " <span class=\"badge bad\">UNPROVEN</span>"
+    let mark = match (proven, b.report.key) {
+        (false, _) => " <span class=\"badge bad\">UNPROVEN</span>",
+        (true, "pinned") => "",
+        (true, _) => " <span class=\"badge warn\">key not pinned</span>",
     };
     tree(out, b, mark);
     timeline(out, b, mark);
@@ -411,7 +411,7 @@ fn open_calls(out: &mut String, b: &BundleView, mark: &str) {
             "<p class=\"note\">An open call was allowed, and no outcome is bound to it: it may have run, \
              or not. <code>attenu-hook reconcile list</code> on the recording machine shows what is known.</p>\n<ul>\n",
         );
-        for c in open {
+        for c in open.iter().take(MAX_LISTED_CALLS) {
             let why = if c.state == "unaccounted" {
                 "its allow promised an observed outcome and none is bound to it"
             } else {
@@ -426,6 +426,9 @@ fn open_calls(out: &mut String, b: &BundleView, mark: &str) {
                 esc(c.node.as_deref().unwrap_or("?")),
                 c.index
             );
+        }
+        if open.len() > MAX_LISTED_CALLS {
+            let _ = writeln!(out, "<li>… and {} more</li>", open.len() - MAX_LISTED_CALLS);
         }
         out.push_str("</ul>\n");
     }
