@@ -346,12 +346,7 @@ fn call_row(out: &mut String, c: &CallView) {
 /// `HH:MM:SS.mmm` of an RFC 3339 time as the hook writes it, else the text as written.
 fn short_time(at: Option<&str>) -> String {
     match at {
-        Some(a)
-            if a.len() == 24
-                && a.is_char_boundary(11)
-                && a.is_char_boundary(23)
-                && &a[10..11] == "T" =>
-        {
+        Some(a) if a.len() == 24 && a.is_ascii() && a.as_bytes()[10] == b'T' => {
             a[11..23].to_string()
         }
         Some(a) => a.to_string(),
@@ -448,4 +443,19 @@ fn open_calls(out: &mut String, b: &BundleView, mark: &str) {
         out.push_str("</ul>\n");
     }
     out.push_str("</section>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_time;
+
+    #[test]
+    fn a_time_as_the_hook_writes_it_is_shortened_and_anything_else_kept() {
+        assert_eq!(short_time(Some("2026-12-02T05:41:22.084Z")), "05:41:22.084");
+        // 24 bytes with a two-byte character across byte 10: kept as written, never cut.
+        let odd = "2026-12-0\u{e9}05:41:22.084Z";
+        assert_eq!(odd.len(), 24);
+        assert_eq!(short_time(Some(odd)), odd);
+        assert_eq!(short_time(None), "");
+    }
 }
