@@ -15,6 +15,8 @@ pub mod fleet;
 pub mod html;
 pub mod model;
 mod sections;
+#[cfg(test)]
+mod tests;
 
 use crate::evidence::strict;
 use crate::evidence::verify::{verify_bundle_bytes, AnchorKey, InputError};
