@@ -228,7 +228,7 @@ pub fn export_locked(
         let mut refused = None;
         let result = fs::write_atomic_with(&path, true, |w| {
             w.write_all(b"{\"entries\":[")?;
-            match copy_lines(ledger, info.start, end, w)? {
+            match copy_lines(ledger, info.start, end, CHUNK, w)? {
                 Ok(lines) if lines == info.entries => {}
                 Ok(_) => refused = Some(disagree(&ledger.paths, "a chain's length")),
                 Err(e) => refused = Some(e.into()),
@@ -272,30 +272,31 @@ fn first_line(ledger: &Ledger, start: u64, end: u64) -> Result<Vec<u8>, ExportEr
 }
 
 /// Copies the verified lines `start..end` into `w` as the members of a JSON array (each
-/// newline but the last becomes a comma): the number of lines, or why the ledger could not be
-/// read. An I/O error of `w` is the outer error.
+/// newline but the last becomes a comma), `chunk` bytes at a time: the number of lines, or why
+/// the ledger could not be read. An I/O error of `w` is the outer error.
 fn copy_lines(
     ledger: &Ledger,
     start: u64,
     end: u64,
+    chunk: u64,
     w: &mut dyn Write,
 ) -> std::io::Result<Result<u64, StoreError>> {
     let mut lines = 1u64;
     let mut at = start;
     while at < end {
-        let to = end.min(at + CHUNK);
-        let mut chunk = match ledger.read_range(at, to) {
+        let to = end.min(at + chunk);
+        let mut bytes = match ledger.read_range(at, to) {
             Ok(c) => c,
             Err(e) => return Ok(Err(e)),
         };
-        if to == end && chunk.last() == Some(&b'\n') {
-            chunk.pop();
+        if to == end && bytes.last() == Some(&b'\n') {
+            bytes.pop();
         }
-        for b in chunk.iter_mut().filter(|b| **b == b'\n') {
+        for b in bytes.iter_mut().filter(|b| **b == b'\n') {
             *b = b',';
             lines += 1;
         }
-        w.write_all(&chunk)?;
+        w.write_all(&bytes)?;
         at = to;
     }
     Ok(Ok(lines))
@@ -397,6 +398,47 @@ mod tests {
 
     fn entry(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()
+    }
+
+    /// Export copies the ledger a chunk at a time: whatever the chunk size, and wherever a
+    /// chunk ends (inside a line, on a newline), the copy is every line joined by commas.
+    #[test]
+    fn lines_are_copied_whole_whatever_the_chunk_size() {
+        let attenu = temp_attenu("chunks");
+        let key = keys::load_or_create(&attenu).unwrap();
+        let paths = SessionPaths::new(&attenu, "s1");
+        let mut ledger = Ledger::open(
+            paths,
+            key.checkpoint_mac_key(),
+            Instant::now() + Duration::from_secs(5),
+        )
+        .unwrap();
+        let mut entries = vec![entry(
+            json!({"event": "root", "chain_id": "c1", "node": "n0",
+            "params_salt": "00000000000000000000000000000000", "context": {"digest": "d"}}),
+        )];
+        for k in 0..6 {
+            entries.push(entry(
+                json!({"event": "deny", "chain_id": "c1", "node": "n0",
+                "scope": "fs.write", "detail": "x".repeat(k * 7)}),
+            ));
+        }
+        ledger.append(entries).unwrap();
+        let text = std::fs::read(&ledger.paths.ledger).unwrap();
+        let want: Vec<u8> = text[..text.len() - 1]
+            .iter()
+            .map(|&b| if b == b'\n' { b',' } else { b })
+            .collect();
+        for chunk in [1, 2, 7, 64, 333, 1 << 20] {
+            let mut out = Vec::new();
+            let lines = copy_lines(&ledger, 0, text.len() as u64, chunk, &mut out)
+                .unwrap()
+                .unwrap();
+            assert_eq!(lines, 7, "chunk {chunk}");
+            assert_eq!(out, want, "chunk {chunk}");
+        }
+        drop(ledger);
+        let _ = std::fs::remove_dir_all(attenu.parent().unwrap());
     }
 
     #[test]
