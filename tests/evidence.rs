@@ -136,7 +136,7 @@ fn open_lines_name_tool_agent_and_tool_use_id() {
 /// "bundle": the session's ledger, one ledger line, and JSON that is no bundle at all.
 #[test]
 fn a_ledger_or_other_json_is_unusable_input() {
-    let (p, _bundle) = exported_session("not-a-bundle");
+    let (p, bundle) = exported_session("not-a-bundle");
     let ledger = p.path().join(".attenu/ledger-s1.jsonl");
     let out = p.verify_pinned(ledger.to_str().unwrap());
     assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
@@ -173,6 +173,17 @@ fn a_ledger_or_other_json_is_unusable_input() {
             out.stderr
         );
     }
+    // A bundle cut short is not JSON: unusable, and not taken for a ledger.
+    let bytes = std::fs::read(&bundle).unwrap();
+    let short = p.path().join("short.json");
+    std::fs::write(&short, &bytes[..bytes.len() / 2]).unwrap();
+    let out = p.verify_pinned(short.to_str().unwrap());
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("the bundle is not JSON") && !out.stderr.contains("ledger ("),
+        "{}",
+        out.stderr
+    );
     // A bundle with its entries cut away is still a bundle, and invalid.
     let cut = p.path().join("cut.json");
     std::fs::write(&cut, r#"{"v": 2, "entries": []}"#).unwrap();

@@ -132,8 +132,11 @@ fn is_ledger_entry(members: &super::Obj) -> bool {
 }
 
 /// A ledger file is one entry per line, so it is not one JSON document: its first line is.
+/// Only a first line that ends is read (a bundle cut short, one line, is not parsed twice).
 fn first_line_is_ledger_entry(text: &str) -> bool {
-    let line = text.lines().next().unwrap_or("");
+    let Some((line, _)) = text.split_once('\n') else {
+        return false;
+    };
     serde_json::from_str::<serde_json::Value>(line)
         .ok()
         .and_then(|v| {
