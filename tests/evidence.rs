@@ -98,3 +98,94 @@ fn every_failure_name_is_stable_kebab_case_and_unique() {
         assert_eq!(FailureName::from_name(s), Some(*name));
     }
 }
+
+/// An OPEN line names the call the way a reviewer looks it up: its tool, its agent and Claude
+/// Code's tool_use_id; and the output says what "incomplete" binding means.
+#[test]
+fn open_lines_name_tool_agent_and_tool_use_id() {
+    let (p, bundle) = exported_session("open-line");
+    let out = p.verify_pinned(&bundle);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let open: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("OPEN "))
+        .collect();
+    assert!(
+        open.iter()
+            .any(|l| l.contains("(tool Read, agent reviewer, tool_use_id t2)")),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        open.iter()
+            .any(|l| l.contains("(tool Bash, agent session, tool_use_id t5)")),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(
+            "NOTE execution binding incomplete: the ledger does not show how everything ended"
+        ),
+        "{}",
+        out.stdout
+    );
+}
+
+/// The wrong file is unusable input (exit 2) with what to pass instead, never a verdict on a
+/// "bundle": the session's ledger, one ledger line, and JSON that is no bundle at all.
+#[test]
+fn a_ledger_or_other_json_is_unusable_input() {
+    let (p, bundle) = exported_session("not-a-bundle");
+    let ledger = p.path().join(".attenu/ledger-s1.jsonl");
+    let out = p.verify_pinned(ledger.to_str().unwrap());
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("session ledger") && out.stderr.contains("attenu-hook export"),
+        "{}",
+        out.stderr
+    );
+
+    let text = std::fs::read_to_string(&ledger).unwrap();
+    let one_line = p.path().join("one-entry.json");
+    std::fs::write(&one_line, text.lines().next().unwrap()).unwrap();
+    let out = p.verify_pinned(one_line.to_str().unwrap());
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("session ledger"), "{}", out.stderr);
+
+    for (name, doc, kind) in [
+        ("array.json", "[1, 2]", "it is an array"),
+        (
+            "settings.json",
+            r#"{"hooks": {}}"#,
+            "neither \"entries\" nor \"anchor\"",
+        ),
+        ("null.json", "null", "it is null"),
+    ] {
+        let path = p.path().join(name);
+        std::fs::write(&path, doc).unwrap();
+        let out = p.verify_pinned(path.to_str().unwrap());
+        assert_eq!(out.code, 2, "{name}: {}{}", out.stdout, out.stderr);
+        assert!(
+            out.stderr.contains("not an evidence bundle") && out.stderr.contains(kind),
+            "{name}: {}",
+            out.stderr
+        );
+    }
+    // A bundle cut short is not JSON: unusable, and not taken for a ledger.
+    let bytes = std::fs::read(&bundle).unwrap();
+    let short = p.path().join("short.json");
+    std::fs::write(&short, &bytes[..bytes.len() / 2]).unwrap();
+    let out = p.verify_pinned(short.to_str().unwrap());
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("the bundle is not JSON") && !out.stderr.contains("ledger ("),
+        "{}",
+        out.stderr
+    );
+    // A bundle with its entries cut away is still a bundle, and invalid.
+    let cut = p.path().join("cut.json");
+    std::fs::write(&cut, r#"{"v": 2, "entries": []}"#).unwrap();
+    assert_eq!(p.verify_pinned(cut.to_str().unwrap()).code, 1);
+}

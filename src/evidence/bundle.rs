@@ -20,6 +20,7 @@ use crate::ledger::canonical::CanonicalError;
 use crate::ledger::chain::{self, hex};
 use crate::ledger::store::{Ledger, SessionPaths, StoreError};
 use serde_json::{json, Map, Value};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -170,20 +171,24 @@ pub fn bundle_path(base: &Path, index: usize) -> PathBuf {
     base.with_file_name(format!("{stem}.chain{index}{ext}"))
 }
 
+/// Export reads the ledger this many bytes at a time: it holds one chunk, never the file.
+const CHUNK: u64 = 4 << 20;
+
 /// Exports every chain of a locked, verified ledger.
 ///
 /// The ledger was verified when it was opened, under the lock export still holds: from GENESIS,
 /// or through the sealed checkpoint that proves the file is byte for byte the one verified
 /// (see `ledger::store`). The chains' heads, lengths and offsets come from that verified
 /// state, so export neither parses nor re-hashes the entries: it signs what the hook itself
-/// would append to, and copies the lines, which are already canonical JSON, byte for byte.
+/// would append to, and copies the lines, which are already canonical JSON, byte for byte,
+/// a chunk at a time straight into the bundle file (only the root line is parsed).
 pub fn export_locked(
     ledger: &Ledger,
     key: &AnchorKey,
     out: Option<&Path>,
 ) -> Result<Vec<Written>, ExportError> {
-    let bytes = ledger.read_verified()?;
     let chains = &ledger.state.chains;
+    let file_len = ledger.state.stamp.len;
     let base = out.map(Path::to_path_buf).unwrap_or_else(|| {
         ledger
             .paths
@@ -193,22 +198,12 @@ pub fn export_locked(
     let of = chains.len();
     let mut written = Vec::with_capacity(of);
     for (i, info) in chains.iter().enumerate() {
-        let end = chains.get(i + 1).map_or(bytes.len() as u64, |c| c.start);
-        let span = usize::try_from(info.start)
-            .ok()
-            .zip(usize::try_from(end).ok())
-            .and_then(|(a, b)| bytes.get(a..b))
-            .ok_or_else(|| disagree(&ledger.paths, "a chain's offsets"))?;
-        let lines: Vec<&[u8]> = span
-            .strip_suffix(b"\n")
-            .unwrap_or(span)
-            .split(|&b| b == b'\n')
-            .collect();
-        if span.is_empty() || lines.len() as u64 != info.entries {
-            return Err(disagree(&ledger.paths, "a chain's length"));
+        let end = chains.get(i + 1).map_or(file_len, |c| c.start);
+        if info.start >= end || end > file_len {
+            return Err(disagree(&ledger.paths, "a chain's offsets"));
         }
         // The root line names the chain and, after the first, the chain before it.
-        let root: Value = serde_json::from_slice(lines[0])
+        let root: Value = serde_json::from_slice(&first_line(ledger, info.start, end)?)
             .map_err(|_| disagree(&ledger.paths, "a chain's root"))?;
         if root.get("chain_id").and_then(Value::as_str) != Some(info.chain_id.as_str()) {
             return Err(disagree(&ledger.paths, "a chain's id"));
@@ -217,10 +212,10 @@ pub fn export_locked(
             .pointer("/context/previous_chain")
             .cloned()
             .unwrap_or(Value::Null);
-        let anchor = sign_anchor(&info.chain_id, lines.len(), &info.head, key)?;
+        let anchor = sign_anchor(&info.chain_id, info.entries as usize, &info.head, key)?;
         // The verified state's tree: export re-hashes nothing.
-        let root = info.tree.root();
-        let signed = checkpoint::sign(key, &info.chain_id, info.tree.size(), &root)?;
+        let tree_root = info.tree.root();
+        let signed = checkpoint::sign(key, &info.chain_id, info.tree.size(), &tree_root)?;
         let rest = serde_json::to_vec(&envelope(
             &info.chain_id,
             anchor,
@@ -229,28 +224,82 @@ pub fn export_locked(
             previous,
             &signed,
         ))?;
-        let mut text = Vec::with_capacity(span.len() + rest.len() + 16);
-        text.extend_from_slice(b"{\"entries\":[");
-        for (j, line) in lines.iter().enumerate() {
-            if j > 0 {
-                text.push(b',');
-            }
-            text.extend_from_slice(line);
-        }
-        text.extend_from_slice(b"],");
-        text.extend_from_slice(&rest[1..]);
         let path = bundle_path(&base, i + 1);
-        if let Err(source) = fs::write_atomic(&path, &text, true) {
+        let mut refused = None;
+        let result = fs::write_atomic_with(&path, true, |w| {
+            w.write_all(b"{\"entries\":[")?;
+            match copy_lines(ledger, info.start, end, CHUNK, w)? {
+                Ok(lines) if lines == info.entries => {}
+                Ok(_) => refused = Some(disagree(&ledger.paths, "a chain's length")),
+                Err(e) => refused = Some(e.into()),
+            }
+            if refused.is_some() {
+                return Err(std::io::Error::other("export refused"));
+            }
+            w.write_all(b"],")?;
+            w.write_all(&rest[1..])
+        });
+        if let Some(e) = refused {
+            return Err(e);
+        }
+        if let Err(source) = result {
             return Err(ExportError::Write { path, source });
         }
         written.push(Written {
             path,
             chain_id: info.chain_id.clone(),
-            entries: lines.len(),
-            root,
+            entries: info.entries as usize,
+            root: tree_root,
         });
     }
     Ok(written)
+}
+
+/// The first line of the verified bytes `start..end`, without its newline.
+fn first_line(ledger: &Ledger, start: u64, end: u64) -> Result<Vec<u8>, ExportError> {
+    let mut window = 1u64 << 16;
+    loop {
+        let to = end.min(start + window);
+        let bytes = ledger.read_range(start, to)?;
+        if let Some(n) = bytes.iter().position(|&b| b == b'\n') {
+            return Ok(bytes[..n].to_vec());
+        }
+        if to == end {
+            return Ok(bytes);
+        }
+        window *= 2;
+    }
+}
+
+/// Copies the verified lines `start..end` into `w` as the members of a JSON array (each
+/// newline but the last becomes a comma), `chunk` bytes at a time: the number of lines, or why
+/// the ledger could not be read. An I/O error of `w` is the outer error.
+fn copy_lines(
+    ledger: &Ledger,
+    start: u64,
+    end: u64,
+    chunk: u64,
+    w: &mut dyn Write,
+) -> std::io::Result<Result<u64, StoreError>> {
+    let mut lines = 1u64;
+    let mut at = start;
+    while at < end {
+        let to = end.min(at + chunk);
+        let mut bytes = match ledger.read_range(at, to) {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        };
+        if to == end && bytes.last() == Some(&b'\n') {
+            bytes.pop();
+        }
+        for b in bytes.iter_mut().filter(|b| **b == b'\n') {
+            *b = b',';
+            lines += 1;
+        }
+        w.write_all(&bytes)?;
+        at = to;
+    }
+    Ok(Ok(lines))
 }
 
 /// The verified state and the file disagree: never sign in that case.
@@ -349,6 +398,47 @@ mod tests {
 
     fn entry(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()
+    }
+
+    /// Export copies the ledger a chunk at a time: whatever the chunk size, and wherever a
+    /// chunk ends (inside a line, on a newline), the copy is every line joined by commas.
+    #[test]
+    fn lines_are_copied_whole_whatever_the_chunk_size() {
+        let attenu = temp_attenu("chunks");
+        let key = keys::load_or_create(&attenu).unwrap();
+        let paths = SessionPaths::new(&attenu, "s1");
+        let mut ledger = Ledger::open(
+            paths,
+            key.checkpoint_mac_key(),
+            Instant::now() + Duration::from_secs(5),
+        )
+        .unwrap();
+        let mut entries = vec![entry(
+            json!({"event": "root", "chain_id": "c1", "node": "n0",
+            "params_salt": "00000000000000000000000000000000", "context": {"digest": "d"}}),
+        )];
+        for k in 0..6 {
+            entries.push(entry(
+                json!({"event": "deny", "chain_id": "c1", "node": "n0",
+                "scope": "fs.write", "detail": "x".repeat(k * 7)}),
+            ));
+        }
+        ledger.append(entries).unwrap();
+        let text = std::fs::read(&ledger.paths.ledger).unwrap();
+        let want: Vec<u8> = text[..text.len() - 1]
+            .iter()
+            .map(|&b| if b == b'\n' { b',' } else { b })
+            .collect();
+        for chunk in [1, 2, 7, 64, 333, 1 << 20] {
+            let mut out = Vec::new();
+            let lines = copy_lines(&ledger, 0, text.len() as u64, chunk, &mut out)
+                .unwrap()
+                .unwrap();
+            assert_eq!(lines, 7, "chunk {chunk}");
+            assert_eq!(out, want, "chunk {chunk}");
+        }
+        drop(ledger);
+        let _ = std::fs::remove_dir_all(attenu.parent().unwrap());
     }
 
     #[test]

@@ -29,6 +29,43 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> 
     replace_atomic(path, bytes, durable, None)
 }
 
+/// [`write_atomic`] for a file too large to hold: `write` fills the temporary file (0600)
+/// through a buffer, then it is fsynced (when `durable`) and renamed into place. On any error
+/// the temporary file is removed and `path` is untouched.
+pub fn write_atomic_with(
+    path: &Path,
+    durable: bool,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let tmp = temp_beside(path);
+    let result = (|| {
+        let f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(O_NOFOLLOW)
+            .open(&tmp)?;
+        let mut w = io::BufWriter::with_capacity(1 << 20, f);
+        write(&mut w)?;
+        let f = w.into_inner().map_err(io::IntoInnerError::into_error)?;
+        if durable {
+            f.sync_all()?;
+        }
+        drop(f);
+        fs::rename(&tmp, path)?;
+        if durable {
+            if let Some(parent) = path.parent() {
+                let _ = sync_dir(parent);
+            }
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
 /// What a replaced file keeps of the one it replaces: its permission bits, owner and group.
 #[derive(Debug, Clone, Copy)]
 pub struct Keep {

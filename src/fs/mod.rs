@@ -13,7 +13,9 @@ pub mod durable;
 pub mod open;
 pub mod state_dir;
 
-pub use atomic::{create_exclusive, replace_keeping, temp_beside, write_atomic, Keep};
+pub use atomic::{
+    create_exclusive, replace_keeping, temp_beside, write_atomic, write_atomic_with, Keep,
+};
 pub use durable::{new_name_durable_with_file, sync_dir};
 pub use open::{
     check_owned_regular, check_regular_file, current_uid, open_append, open_owned,

@@ -153,6 +153,8 @@ struct Walk<'a> {
     /// Nodes with a `done`.
     finalized: HashSet<&'a str>,
     revoked: HashMap<String, usize>,
+    /// Each node's `agent`, as its first root or spawn names it (allows do not carry it).
+    agents: HashMap<&'a str, &'a str>,
 }
 
 impl<'a> Walk<'a> {
@@ -161,7 +163,7 @@ impl<'a> Walk<'a> {
         let node = e.get("node").and_then(Value::as_str);
         match ev {
             Some("root") => {
-                self.define(node);
+                self.define(e, node);
                 let salt_ok = e
                     .get("params_salt")
                     .and_then(Value::as_str)
@@ -178,7 +180,7 @@ impl<'a> Walk<'a> {
                     );
                 }
             }
-            Some("spawn") => self.define(node),
+            Some("spawn") => self.define(e, node),
             Some("done") => {
                 if let Some(n) = node {
                     self.finalized.insert(n);
@@ -208,10 +210,13 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn define(&mut self, node: Option<&'a str>) {
+    fn define(&mut self, e: &'a Obj<'a>, node: Option<&'a str>) {
         if let Some(n) = node {
             if !self.nodes.contains(&n) {
                 self.nodes.push(n);
+            }
+            if let Some(agent) = e.get("agent").and_then(Value::as_str) {
+                self.agents.entry(n).or_insert(agent);
             }
         }
     }
@@ -366,10 +371,22 @@ impl<'a> Walk<'a> {
                         .or_default() += 1;
                     "unaccounted"
                 };
+            let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
             summary.open.push(OpenCall {
                 call_id: cid.to_string(),
                 state,
-                node: al.get("node").and_then(Value::as_str).map(str::to_string),
+                node: text(al.get("node")),
+                tool: text(al.get("tool")),
+                agent: al
+                    .get("node")
+                    .and_then(Value::as_str)
+                    .and_then(|n| self.agents.get(n))
+                    .map(|a| a.to_string()),
+                tool_use_id: text(
+                    al.get("context")
+                        .and_then(Value::as_object)
+                        .and_then(|c| c.get("tool_use_id")),
+                ),
                 index: ai,
                 seq: seq_value(al.get("seq")),
             });

@@ -17,6 +17,18 @@ pub enum InputError {
          `attenu-hook export` never writes one that deep, so this file was made or changed by something else"
     )]
     TooDeep(String),
+    #[error(
+        "this is a session ledger (one JSON entry per line), not a bundle; a ledger carries no signed \
+         anchor to verify. Export it first: `attenu-hook export --project DIR --session ID`, then \
+         verify the bundle-<session>.json it writes"
+    )]
+    Ledger,
+    /// What the file holds instead (`an array`, `an object with no "entries" or "anchor"`...).
+    #[error(
+        "the file is JSON but not an evidence bundle (it is {0}); pass the bundle-<session>.json file \
+         `attenu-hook export` wrote, or a proof from `attenu-hook prove`"
+    )]
+    NotABundle(String),
     #[error(transparent)]
     BadKey(#[from] KeyError),
 }
@@ -61,10 +73,13 @@ pub(super) fn verify_parsed<'b>(
         let msg = e.to_string();
         if msg.starts_with("recursion limit exceeded") {
             InputError::TooDeep(msg)
+        } else if first_line_is_ledger_entry(text) {
+            InputError::Ledger
         } else {
             InputError::NotJson(msg)
         }
     })?;
+    not_a_bundle(&parsed.value)?;
     let mut report = verify_bundle_with(&parsed.value, key, parsed.entry_hashes);
     if let Some(dup) = parsed.duplicate {
         // Found while reading, so reported first.
@@ -87,6 +102,51 @@ pub(super) fn verify_parsed<'b>(
         report.valid = false;
     }
     Ok((report, parsed.value))
+}
+
+/// A bundle is an object with `entries` or an `anchor`; anything else is the wrong file, not a
+/// tampered bundle (exit 2, with what to pass instead). A bundle that lost both members is
+/// indistinguishable from one, and says so.
+fn not_a_bundle(value: &Value) -> Result<(), InputError> {
+    let Some(members) = value.as_object() else {
+        return Err(InputError::NotABundle(
+            super::json::kind(Some(value)).into(),
+        ));
+    };
+    if members.contains_key("entries") || members.contains_key("anchor") {
+        return Ok(());
+    }
+    if is_ledger_entry(members) {
+        return Err(InputError::Ledger);
+    }
+    Err(InputError::NotABundle(
+        "an object with neither \"entries\" nor \"anchor\"".into(),
+    ))
+}
+
+/// An object with a ledger entry's own members (`event`, `prev_hash`, `hash`).
+fn is_ledger_entry(members: &super::Obj) -> bool {
+    ["event", "prev_hash", "hash"]
+        .iter()
+        .all(|k| members.contains_key(k))
+}
+
+/// A ledger file is one entry per line, so it is not one JSON document: its first line is.
+/// Only a first line that ends is read (a bundle cut short, one line, is not parsed twice).
+fn first_line_is_ledger_entry(text: &str) -> bool {
+    let Some((line, _)) = text.split_once('\n') else {
+        return false;
+    };
+    serde_json::from_str::<serde_json::Value>(line)
+        .ok()
+        .and_then(|v| {
+            v.as_object().map(|o| {
+                ["event", "prev_hash", "hash"]
+                    .iter()
+                    .all(|k| o.contains_key(*k))
+            })
+        })
+        .unwrap_or(false)
 }
 
 /// Reads an `anchor.pub` file: the recipe's JSON form `{"alg":"EdDSA","kid":...,"public_key":

@@ -11,6 +11,7 @@ pub fn render_text(report: &Report, key_file: Option<&Path>) -> String {
     let mut out = String::new();
     failure_lines(&mut out, report);
     open_call_lines(&mut out, report);
+    incomplete_line(&mut out, report);
     key_line(&mut out, report, key_file);
     verdict_line(&mut out, report);
     out
@@ -37,7 +38,7 @@ fn failure_lines(out: &mut String, report: &Report) {
     }
 }
 
-/// `OPEN state call c on node n (entry i): why`.
+/// `OPEN state call c (tool t, agent a, tool_use_id u) on node n (entry i): why`.
 fn open_call_lines(out: &mut String, report: &Report) {
     for c in &report.calls.open {
         let why = if c.state == "unaccounted" {
@@ -50,14 +51,39 @@ fn open_call_lines(out: &mut String, report: &Report) {
             .as_deref()
             .map(shown_str)
             .unwrap_or_else(|| "?".into());
+        let shown_or =
+            |v: &Option<String>| v.as_deref().map(shown_str).unwrap_or_else(|| "-".into());
         let _ = writeln!(
             out,
-            "OPEN {} call {} on node {node} (entry {}): {why}",
+            "OPEN {} call {} (tool {}, agent {}, tool_use_id {}) on node {node} (entry {}): {why}",
             c.state,
             shown_str(&c.call_id),
+            shown_or(&c.tool),
+            shown_or(&c.agent),
+            shown_or(&c.tool_use_id),
             c.index
         );
     }
+}
+
+/// What "execution binding incomplete" means, in the output that says it.
+fn incomplete_line(out: &mut String, report: &Report) {
+    if report.checks.execution_binding != "incomplete" {
+        return;
+    }
+    let open = report.calls.open.len();
+    let calls = if open == 0 {
+        String::new()
+    } else {
+        format!("{open} allowed call(s) listed as OPEN above have no recorded outcome, or ")
+    };
+    let _ = writeln!(
+        out,
+        "NOTE execution binding incomplete: the ledger does not show how everything ended: {calls}an agent \
+         neither finished (no done entry) nor was revoked. That is what a session still running, or a \
+         call cut short before its PostToolUse, leaves; it is not a failure and proves no tampering, but \
+         those calls' effects are not evidenced"
+    );
 }
 
 /// Which key checked the anchor, and a warning when it proves less than a pinned one.

@@ -94,6 +94,11 @@ pub struct OpenCall {
     /// `unobserved` or `unaccounted`.
     pub state: &'static str,
     pub node: Option<String>,
+    /// The allow's `tool`, `agent` and `context.tool_use_id` (Claude Code's id for the call),
+    /// when they are strings: what a reviewer looks the call up by.
+    pub tool: Option<String>,
+    pub agent: Option<String>,
+    pub tool_use_id: Option<String>,
     pub index: usize,
     pub seq: Option<i64>,
 }
