@@ -17,7 +17,10 @@ fn main() {
         install_as_root_keeps_the_files_owner,
         install_by_the_files_owner_works_whatever_its_group,
         install_by_the_files_owner_works_whatever_its_group_in_a_user_namespace,
-        install_keeps_one_handler_per_event_and_recognises_its_own_command
+        install_keeps_one_handler_per_event_and_recognises_its_own_command,
+        install_wiring_works_unchanged_in_a_second_clone_on_another_path,
+        install_from_path_wires_the_name_and_replaces_an_old_absolute_path,
+        install_warns_when_told_to_wire_a_machine_path_into_shared_settings
     ]);
 }
 
@@ -194,7 +197,14 @@ fn install_warns_when_claude_code_would_not_run_the_hook() {
     let dir = p.path().to_str().unwrap();
     let out = cli(&["install", dir, "--command", BIN]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+    // (The one warning is that BIN is this machine's path: the settings file is shared.)
+    assert!(
+        !out.stderr
+            .lines()
+            .any(|l| l.contains("warning") && !l.contains("exists on this machine only")),
+        "{}",
+        out.stderr
+    );
     // Nor for a wrapper whose name is not attenu-hook's: it is the command just wired.
     let w = sample("install-wrapper");
     let wrapper = w.path().join("guard.sh");
@@ -207,7 +217,14 @@ fn install_warns_when_claude_code_would_not_run_the_hook() {
         wrapper.to_str().unwrap(),
     ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+    // (The one warning is that BIN is this machine's path: the settings file is shared.)
+    assert!(
+        !out.stderr
+            .lines()
+            .any(|l| l.contains("warning") && !l.contains("exists on this machine only")),
+        "{}",
+        out.stderr
+    );
     // The next step it prints recognises the wrapper too.
     let next = out
         .stdout
@@ -444,5 +461,226 @@ fn install_keeps_one_handler_per_event_and_recognises_its_own_command() {
             .contains("attenu-hook is wired 2 times for PreToolUse"),
         "{}",
         out.stdout
+    );
+}
+
+/// PATH without attenu-hook: only the system's directories.
+const BARE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// Runs `command` as Claude Code runs a hook command: `sh -c`, with `CLAUDE_PROJECT_DIR` the
+/// project's root and the event on stdin, from the project directory.
+fn run_as_claude_code(
+    command: &str,
+    project: &std::path::Path,
+    path: &str,
+    event: &serde_json::Value,
+) -> Out {
+    use std::io::Write;
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", command])
+        .env("CLAUDE_PROJECT_DIR", project)
+        .env("PATH", path)
+        .current_dir(project)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(event.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Regression (issue 28): install wrote this machine's absolute path into the shared
+/// settings.json, so a teammate's clone (another path) had every call blocked. Now, without
+/// attenu-hook on PATH, it wires `"$CLAUDE_PROJECT_DIR"/.claude/hooks/attenu-hook` (the
+/// snippet's command) and makes that a git-ignored link; a git clone at another path, after
+/// its developer runs `install` once (which leaves the settings alone), runs the hook.
+fn install_wiring_works_unchanged_in_a_second_clone_on_another_path() {
+    need_tool("git", "--version");
+    let scratch = TempDir::new("clones");
+    let a = scratch.path().join("a");
+    std::fs::create_dir_all(a.join(".claude/agents")).unwrap();
+    std::fs::write(
+        a.join(".claude/agents/worker.md"),
+        "---\nname: worker\ndescription: w\ntools: Read\n---\n",
+    )
+    .unwrap();
+    let path = std::path::Path::new(BARE_PATH);
+    let out = cli_with(&["install", a.to_str().unwrap()], &[("PATH", path)]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_contains(
+        &out.stdout,
+        &[
+            "linked .claude/hooks/attenu-hook",
+            "each runs `attenu-hook install` once",
+        ],
+    );
+    let text = std::fs::read_to_string(a.join(".claude/settings.json")).unwrap();
+    assert!(
+        !text.contains(a.to_str().unwrap()) && !text.contains(BIN),
+        "settings.json names a path of this machine:\n{text}"
+    );
+    let snippet: serde_json::Value =
+        serde_json::from_str(include_str!("../settings.snippet.json")).unwrap();
+    let wired = settings(&a);
+    for e in attenu_hook::ops::EVENTS {
+        assert_eq!(
+            wired["hooks"][e], snippet["hooks"][e],
+            "{e}: install and settings.snippet.json differ"
+        );
+    }
+    assert!(
+        std::fs::symlink_metadata(a.join(".claude/hooks/attenu-hook"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+
+    git(&a, &["init", "-q"]);
+    git(&a, &["add", "-A"]);
+    git(&a, &["commit", "-qm", "wire attenu-hook"]);
+    let tracked = std::process::Command::new("git")
+        .args(["ls-files"])
+        .current_dir(&a)
+        .output()
+        .unwrap();
+    let tracked = String::from_utf8_lossy(&tracked.stdout).into_owned();
+    assert!(
+        tracked.contains(".claude/settings.json")
+            && !tracked.lines().any(|l| l == ".claude/hooks/attenu-hook"),
+        "the link must be git-ignored: {tracked}"
+    );
+    git(scratch.path(), &["clone", "-q", "a", "b"]);
+    std::fs::rename(&a, scratch.path().join("gone")).unwrap();
+    let b = scratch.path().join("b");
+    let command = wired["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Before its developer runs install, the clone's hook is missing: blocked, not allowed.
+    let call = Call::pre(&b, None, "Read")
+        .input(json!({"file_path": "/x"}))
+        .value();
+    assert_ne!(run_as_claude_code(&command, &b, BARE_PATH, &call).code, 0);
+    let before = std::fs::read(b.join(".claude/settings.json")).unwrap();
+    let out = cli_with(&["install", b.to_str().unwrap()], &[("PATH", path)]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_contains(
+        &out.stdout,
+        &["nothing changed in it", "linked .claude/hooks/attenu-hook"],
+    );
+    assert_eq!(
+        std::fs::read(b.join(".claude/settings.json")).unwrap(),
+        before,
+        "settings.json unchanged"
+    );
+    let out = run_as_claude_code(&command, &b, BARE_PATH, &call);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "{}", "{}", out.stderr);
+    let subagent = Call::pre(&b, Some("worker"), "Bash")
+        .input(json!({"command": "ls"}))
+        .id("t2")
+        .value();
+    assert_denied_with(
+        &run_as_claude_code(&command, &b, BARE_PATH, &subagent),
+        "unresolved",
+    );
+    assert!(
+        b.join(".attenu").is_dir(),
+        "the hook recorded into the clone's own .attenu/"
+    );
+}
+
+/// With attenu-hook on PATH (the README's `cargo install`), install wires the name, and an
+/// absolute path an older install wrote into settings.json is replaced by it.
+fn install_from_path_wires_the_name_and_replaces_an_old_absolute_path() {
+    let scratch = TempDir::new("onpath");
+    let bin = scratch.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(BIN, bin.join("attenu-hook")).unwrap();
+    let path = format!("{}:{BARE_PATH}", bin.display());
+    let p = TempDir::new("onpath-project");
+    write_settings(
+        p.path(),
+        "settings.json",
+        &json!({"hooks": {"PreToolUse": [{"hooks": [handler(BIN)]}]}}),
+    );
+    let out = cli_with(
+        &["install", p.path().to_str().unwrap()],
+        &[("PATH", std::path::Path::new(&path))],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_contains(
+        &out.stdout,
+        &[
+            "PreToolUse: set the attenu-hook handler's command to `attenu-hook`",
+            "a path only this machine has",
+        ],
+    );
+    let text = std::fs::read_to_string(p.path().join(".claude/settings.json")).unwrap();
+    assert!(!text.contains(BIN), "{text}");
+    assert!(
+        !p.path().join(".claude/hooks").exists(),
+        "no link is needed with attenu-hook on PATH"
+    );
+    let call = Call::pre(p.path(), None, "Read")
+        .input(json!({"file_path": "/x"}))
+        .value();
+    let out = run_as_claude_code("attenu-hook", p.path(), &path, &call);
+    assert_eq!((out.code, out.stdout.trim()), (0, "{}"), "{}", out.stderr);
+}
+
+/// `--command /abs/path` into the shared settings.json is what the operator asked for, but it
+/// works on this machine only: install says so, and points to `--local`.
+fn install_warns_when_told_to_wire_a_machine_path_into_shared_settings() {
+    let p = TempDir::new("machine-path");
+    let dir = p.path().to_str().unwrap();
+    let out = cli(&["install", dir, "--command", BIN]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_contains(&out.stderr, &["exists on this machine only", "--local"]);
+    let p = TempDir::new("machine-path-local");
+    let out = cli(&[
+        "install",
+        p.path().to_str().unwrap(),
+        "--local",
+        "--command",
+        BIN,
+    ]);
+    assert!(
+        !out.stderr.contains("exists on this machine only"),
+        "{}",
+        out.stderr
     );
 }

@@ -1,7 +1,7 @@
 //! The settings document `install` edits ([`Doc`], which keeps a person's member order) and
 //! the merge that brings its hook block to what the hook needs.
 
-use super::wiring::{is_ours, restricting_matcher, EVENTS, TIMEOUT_S};
+use super::wiring::{is_ours, machine_specific, restricting_matcher, EVENTS, TIMEOUT_S};
 use serde_json::Value;
 use std::path::Path;
 
@@ -47,6 +47,41 @@ pub fn merge(
         merge_event(groups, event, command, explicit, project, &mut changes)?;
     }
     Ok(changes)
+}
+
+/// Rewrites each of our handlers whose command is this machine's absolute path (what `install`
+/// wrote before it wired commit-safe commands) to `command`; returns what changed. Only for the
+/// shared `settings.json`, and only when the operator did not pass `--command`.
+pub fn replace_machine_paths(settings: &mut Doc, command: &str, project: &Path) -> Vec<String> {
+    let mut changes = Vec::new();
+    let Some(hooks) = settings.member_mut("hooks") else {
+        return changes;
+    };
+    for event in EVENTS {
+        let Some(Doc::Arr(groups)) = hooks.member_mut(event) else {
+            continue;
+        };
+        for group in groups {
+            let Some(Doc::Arr(handlers)) = group.member_mut("hooks") else {
+                continue;
+            };
+            for h in handlers {
+                let v = h.to_value();
+                let Some(current) = v.get("command").and_then(Value::as_str) else {
+                    continue;
+                };
+                if is_ours(&v, command, project)
+                    && machine_specific(current)
+                    && h.set("command", Doc::Str(command.into())).is_some()
+                {
+                    changes.push(format!(
+                        "{event}: set the attenu-hook handler's command to `{command}` (was `{current}`, a path only this machine has)"
+                    ));
+                }
+            }
+        }
+    }
+    changes
 }
 
 /// A group's matcher and which of its handlers are ours.
@@ -111,9 +146,20 @@ fn merge_event(
         Doc::Arr(vec![handler_doc(command)]),
     )]));
     changes.push(format!(
-        "{event}: added the attenu-hook handler (no matcher: every tool)"
+        "{event}: added the attenu-hook handler (no matcher: {})",
+        what_it_sees(event)
     ));
     Ok(())
+}
+
+/// What a handler without a matcher sees of an event: tool events are calls, the others not.
+fn what_it_sees(event: &str) -> &'static str {
+    match event {
+        "SessionStart" => "every session start",
+        "SessionEnd" => "every session end",
+        "SubagentStart" | "SubagentStop" => "every agent type",
+        _ => "every tool call",
+    }
 }
 
 /// Our handlers [`remove_others`] took out of an event's groups.
