@@ -21,7 +21,8 @@ fn main() {
         completions_and_man_page_come_from_the_cli_definition,
         install_and_doctor_find_the_project_root_and_refuse_a_missing_directory,
         doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2,
-        declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu
+        declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu,
+        hook_mode_on_a_terminal_says_so_at_once_and_blocks
     ]);
 }
 
@@ -373,4 +374,40 @@ fn declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu() {
         "{}",
         out.stdout
     );
+}
+
+/// Regression (issue 28): `attenu-hook` run by hand, stdin a terminal, waited out its 8 s
+/// deadline and then denied with `deadline-exceeded`. It now says at once what hook mode reads
+/// and what to run instead, and still answers with a block Claude Code honours (exit 2).
+/// `script` (util-linux) gives the hook a terminal on stdin.
+fn hook_mode_on_a_terminal_says_so_at_once_and_blocks() {
+    need_tool("script", "--version");
+    let p = sample("tty");
+    let transcript = p.path().join("typescript");
+    // `-e`: script exits with the hook's status. The terminal never sends anything, so a hook
+    // that read it would wait out its deadline and say `deadline-exceeded` instead.
+    let out = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", BIN])
+        .arg(&transcript)
+        .current_dir(p.path())
+        .env("CLAUDE_PROJECT_DIR", p.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let seen = std::fs::read_to_string(&transcript).unwrap_or_default()
+        + &String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{seen}");
+    assert_contains(
+        &seen,
+        &[
+            "stdin is a terminal",
+            "one Claude Code event",
+            "attenu-hook doctor",
+            "--derive",
+            "attenu-hook log",
+            "--help",
+            "[payload-invalid]",
+        ],
+    );
+    assert!(!seen.contains("deadline-exceeded"), "{seen}");
 }
