@@ -22,7 +22,8 @@ fn main() {
         install_and_doctor_find_the_project_root_and_refuse_a_missing_directory,
         doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2,
         declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu,
-        hook_mode_on_a_terminal_says_so_at_once_and_blocks
+        hook_mode_on_a_terminal_says_so_at_once_and_blocks,
+        a_broken_agent_file_is_named_with_its_error_in_the_deny
     ]);
 }
 
@@ -410,4 +411,49 @@ fn hook_mode_on_a_terminal_says_so_at_once_and_blocks() {
         ],
     );
     assert!(!seen.contains("deadline-exceeded"), "{seen}");
+}
+
+/// Regression (issue 28): an agent file too broken to yield a name declared nothing, and its
+/// agent's calls were denied as `undeclared-agent`, naming neither the file nor the error.
+fn a_broken_agent_file_is_named_with_its_error_in_the_deny() {
+    let p = ProjectBuilder::new("broken-agent")
+        .agent("reviewer", "description: reviews\ntools: Read")
+        .agent_file("fixer.md", "---\nname: fixer\ndescription: fixes\n")
+        .agent_file("tabbed.md", "---\n\tname: tabbed\ndescription: x\n---\n")
+        .build();
+    let out = p.read_by("fixer", "/x").run();
+    assert_denied_saying_all(
+        &out,
+        &[
+            "[agent-declaration-invalid]",
+            ".claude/agents/fixer.md",
+            "not closed by `---`",
+        ],
+    );
+    let out = p.read_by("tabbed", "/x").id("t2").run();
+    assert_denied_saying_all(
+        &out,
+        &[
+            "[agent-declaration-invalid]",
+            ".claude/agents/tabbed.md",
+            "not valid YAML",
+        ],
+    );
+    // A type no file is named for: still undeclared, and told which files are broken.
+    let out = p.read_by("Explore", "/x").id("t3").run();
+    assert_denied_saying_all(
+        &out,
+        &[
+            "[undeclared-agent]",
+            ".claude/agents/fixer.md (the frontmatter block is not closed",
+            ".claude/agents/tabbed.md (",
+        ],
+    );
+    // A project whose agent files are sound says nothing of broken files.
+    let q = ProjectBuilder::new("sound-agents")
+        .agent("reviewer", "description: reviews\ntools: Read")
+        .build();
+    let out = q.read_by("Explore", "/x").run();
+    assert_denied_with(&out, "undeclared-agent");
+    assert!(!out.stdout.contains("broken"), "{}", out.stdout);
 }

@@ -32,7 +32,19 @@ pub struct Roster {
     pub agents: BTreeMap<String, AgentAuthority>,
     pub unrepresented: Vec<String>,
     pub problems: Vec<String>,
+    /// Agent files that declare no agent because they are broken: a call by the type one was
+    /// meant to declare is told which file and why, not only that the type is undeclared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub broken_files: Vec<BrokenFile>,
     pub digest: String,
+}
+
+/// An agent file no agent could be derived from, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BrokenFile {
+    /// Its path from the project's root.
+    pub file: String,
+    pub error: String,
 }
 
 /// `scope` is covered by a held pattern and by no excluded one.
