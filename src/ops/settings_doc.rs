@@ -1,7 +1,9 @@
 //! The settings document `install` edits ([`Doc`], which keeps a person's member order) and
 //! the merge that brings its hook block to what the hook needs.
 
-use super::wiring::{is_ours, machine_specific, restricting_matcher, EVENTS, TIMEOUT_S};
+use super::wiring::{
+    is_ours, machine_specific, restricting_matcher, what_it_sees, EVENTS, TIMEOUT_S,
+};
 use serde_json::Value;
 use std::path::Path;
 
@@ -150,16 +152,6 @@ fn merge_event(
         what_it_sees(event)
     ));
     Ok(())
-}
-
-/// What a handler without a matcher sees of an event: tool events are calls, the others not.
-fn what_it_sees(event: &str) -> &'static str {
-    match event {
-        "SessionStart" => "every session start",
-        "SessionEnd" => "every session end",
-        "SubagentStart" | "SubagentStop" => "every agent type",
-        _ => "every tool call",
-    }
 }
 
 /// Our handlers [`remove_others`] took out of an event's groups.

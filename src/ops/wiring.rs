@@ -66,6 +66,16 @@ pub(super) fn restricting_matcher(matcher: Option<&Value>) -> Option<String> {
     }
 }
 
+/// What a handler without a matcher sees of an event: tool events are calls, the others not.
+pub(super) fn what_it_sees(event: &str) -> &'static str {
+    match event {
+        "SessionStart" => "every session start",
+        "SessionEnd" => "every session end",
+        "SubagentStart" | "SubagentStop" => "every agent type",
+        _ => "every tool call",
+    }
+}
+
 /// Whether two paths name the same file (after links).
 fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::metadata(a), std::fs::metadata(b)) {
