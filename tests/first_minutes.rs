@@ -239,6 +239,33 @@ fn install_warns_when_told_to_wire_a_machine_path_into_shared_settings() {
         "{}",
         out.stderr
     );
+    // A wrapper wired earlier with --command is the operator's choice: a plain install keeps
+    // it, and says again that it works on this machine only.
+    let w = TempDir::new("machine-path-wrapper");
+    let guard = w.path().join("guard");
+    std::os::unix::fs::symlink(BIN, &guard).unwrap();
+    let dir = w.path().to_str().unwrap();
+    assert_eq!(
+        cli(&["install", dir, "--command", guard.to_str().unwrap()]).code,
+        0
+    );
+    let before = std::fs::read(w.path().join(".claude/settings.json")).unwrap();
+    let out = cli_with(
+        &["install", dir],
+        &[("PATH", std::path::Path::new(BARE_PATH))],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_contains(
+        &out.stderr,
+        &[
+            "which --command wired earlier",
+            "exists on this machine only",
+        ],
+    );
+    assert_eq!(
+        std::fs::read(w.path().join(".claude/settings.json")).unwrap(),
+        before
+    );
 }
 
 /// Regression (issue 28): install said "every tool" for SessionStart, SubagentStart and the

@@ -26,22 +26,18 @@ pub fn run(a: Args) -> Exit {
         Ok(done) => done,
         Err(e) => return fail(e),
     };
-    let (in_file, beside): (Vec<_>, Vec<_>) = done
-        .changes
-        .iter()
-        .partition(|c| !c.contains(crate::ops::PROJECT_LINK) && !c.contains(".gitignore"));
-    if in_file.is_empty() {
+    if done.changes.is_empty() {
         println!(
             "{} already wires attenu-hook for every event it needs; nothing changed in it",
             done.path.display()
         );
     } else {
         println!("updated {}:", done.path.display());
-        for c in in_file {
+        for c in &done.changes {
             println!("  {c}");
         }
     }
-    for c in beside {
+    for c in &done.beside {
         println!("{c}");
     }
     if done.linked {
@@ -51,7 +47,7 @@ pub fn run(a: Args) -> Exit {
             crate::ops::LINKED_COMMAND
         );
     }
-    if !done.changes.is_empty() {
+    if !done.changes.is_empty() || !done.beside.is_empty() {
         println!(
             "next: `attenu-hook doctor {}{}`",
             done.path

@@ -60,7 +60,10 @@ fn link_target(target: &Option<PathBuf>) -> String {
 #[derive(Debug)]
 pub struct Installed {
     pub path: PathBuf,
+    /// What changed in the settings file.
     pub changes: Vec<String>,
+    /// What changed beside it: the per-developer link and its `.gitignore`.
+    pub beside: Vec<String>,
     pub warnings: Vec<String>,
     /// The per-developer link [`PROJECT_LINK`] was made or is used: other clones need theirs.
     pub linked: bool,
@@ -112,8 +115,11 @@ pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<Install
     let explicit = command.is_some();
     let command = command.map(str::to_string).unwrap_or_else(default_command);
     let mut changes = merge(&mut doc, &command, explicit, dir)?;
+    let mut kept = Vec::new();
     if !explicit && !local {
-        changes.extend(replace_machine_paths(&mut doc, &command, dir));
+        let (replaced, wrappers) = replace_machine_paths(&mut doc, &command, dir);
+        changes.extend(replaced);
+        kept = wrappers;
     }
     if !changes.is_empty() {
         let text = serde_json::to_string_pretty(&doc).expect("JSON") + "\n";
@@ -126,11 +132,23 @@ pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<Install
             }
         })?;
     }
-    let linked = command.trim() == LINKED_COMMAND;
-    if linked {
-        changes.extend(link_this_executable(dir)?);
-    }
+    // The link only when the settings run it (a wrapper kept from earlier does not).
+    let linked = super::wiring::handlers_in(&doc.to_value()).any(|(_, _, h)| {
+        h.get("command")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|c| c.trim() == LINKED_COMMAND)
+    });
+    let beside = match linked {
+        true => link_this_executable(dir)?,
+        false => vec![],
+    };
     let mut warnings = Vec::new();
+    for k in kept {
+        warnings.push(format!(
+            "{} runs `{k}`, which --command wired earlier: a path that exists on this machine only, so committed, it blocks every call of a teammate without that file (\"onFailure\": \"block\"). Move it to settings.local.json (`attenu-hook install --local --command ...`), or put the wrapper inside the project and wire it as \"$CLAUDE_PROJECT_DIR\"/<path>",
+            path.display()
+        ));
+    }
     if !local && machine_specific(&command) {
         warnings.push(format!(
             "{} now runs `{command}`, a path that exists on this machine only; committed, it blocks every call of a teammate without that file (\"onFailure\": \"block\"). Wire it with `--local` instead, or leave out --command: install then wires `attenu-hook` from PATH, or {LINKED_COMMAND} through a git-ignored link",
@@ -140,6 +158,7 @@ pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<Install
     Ok(Installed {
         path,
         changes,
+        beside,
         warnings,
         linked,
     })

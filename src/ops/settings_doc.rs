@@ -1,6 +1,7 @@
 //! The settings document `install` edits ([`Doc`], which keeps a person's member order) and
 //! the merge that brings its hook block to what the hook needs.
 
+use super::shell::split_command;
 use super::wiring::{
     is_ours, machine_specific, restricting_matcher, what_it_sees, EVENTS, TIMEOUT_S,
 };
@@ -51,13 +52,19 @@ pub fn merge(
     Ok(changes)
 }
 
-/// Rewrites each of our handlers whose command is this machine's absolute path (what `install`
-/// wrote before it wired commit-safe commands) to `command`; returns what changed. Only for the
-/// shared `settings.json`, and only when the operator did not pass `--command`.
-pub fn replace_machine_paths(settings: &mut Doc, command: &str, project: &Path) -> Vec<String> {
-    let mut changes = Vec::new();
+/// Our handlers whose command is this machine's absolute path. One that names an
+/// `attenu-hook` executable (what `install` wrote before it wired commit-safe commands) is
+/// rewritten to `command`; a wrapper the operator chose with `--command` is kept. Returns what
+/// changed and the commands kept. Only for the shared `settings.json`, and only when the
+/// operator did not pass `--command`.
+pub fn replace_machine_paths(
+    settings: &mut Doc,
+    command: &str,
+    project: &Path,
+) -> (Vec<String>, Vec<String>) {
+    let (mut changes, mut kept) = (Vec::new(), Vec::new());
     let Some(hooks) = settings.member_mut("hooks") else {
-        return changes;
+        return (changes, kept);
     };
     for event in EVENTS {
         let Some(Doc::Arr(groups)) = hooks.member_mut(event) else {
@@ -72,18 +79,24 @@ pub fn replace_machine_paths(settings: &mut Doc, command: &str, project: &Path) 
                 let Some(current) = v.get("command").and_then(Value::as_str) else {
                     continue;
                 };
-                if is_ours(&v, command, project)
-                    && machine_specific(current)
-                    && h.set("command", Doc::Str(command.into())).is_some()
-                {
+                if !machine_specific(current) || !is_ours(&v, command, project) {
+                    continue;
+                }
+                let (program, _) = split_command(current);
+                let by_name = Path::new(&program)
+                    .file_name()
+                    .is_some_and(|n| n == "attenu-hook");
+                if by_name && h.set("command", Doc::Str(command.into())).is_some() {
                     changes.push(format!(
                         "{event}: set the attenu-hook handler's command to `{command}` (was `{current}`, a path only this machine has)"
                     ));
+                } else if !kept.iter().any(|k| k == current) {
+                    kept.push(current.to_string());
                 }
             }
         }
     }
-    changes
+    (changes, kept)
 }
 
 /// A group's matcher and which of its handlers are ours.
