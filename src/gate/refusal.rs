@@ -116,13 +116,24 @@ pub(super) fn explain(
         }
     }
     // One for another input that would otherwise allow the call: which fields differ.
+    let near: Vec<&Row> = rows.iter().filter(|r| live(r) && bound_here(r)).collect();
+    Ok(input_differs(call, jcs, &near, salt))
+}
+
+/// The refusal naming the fields in which the call's input differs from the nearest of
+/// `near` (usable authorizations of its tool for other inputs); `None` when there is none.
+fn input_differs(
+    call: &ClaimCall<'_>,
+    jcs: &[u8],
+    near: &[&Row],
+    salt: impl Fn(&Row) -> Option<String>,
+) -> Option<Reason> {
     let input = serde_json::from_slice::<Value>(jcs).unwrap_or(Value::Null);
-    let nearest = rows
+    let nearest = near
         .iter()
-        .filter(|r| live(r) && bound_here(r))
         .map(|r| (differing_fields(r, salt(r).as_deref(), &input), r))
         .min_by_key(|(fields, _)| fields.as_ref().map_or(usize::MAX, Vec::len));
-    Ok(nearest.map(|(fields, r)| {
+    nearest.map(|(fields, r)| {
         let which = match fields {
             Some(f) if !f.is_empty() => format!(
                 "its {} differ{} (the values are not shown)",
@@ -138,7 +149,7 @@ pub(super) fn explain(
                 call.tool, r.id
             ),
         )
-    }))
+    })
 }
 
 /// The refusal for an authorization of this input whose uses are all gone.

@@ -142,19 +142,8 @@ pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<Install
         true => link_this_executable(dir)?,
         false => vec![],
     };
-    let mut warnings = Vec::new();
-    for k in kept {
-        warnings.push(format!(
-            "{} runs `{k}`, which --command wired earlier: a path that exists on this machine only, so committed, it blocks every call of a teammate without that file (\"onFailure\": \"block\"). Move it to settings.local.json (`attenu-hook install --local --command ...`), or put the wrapper inside the project and wire it as \"$CLAUDE_PROJECT_DIR\"/<path>",
-            path.display()
-        ));
-    }
-    if !local && machine_specific(&command) {
-        warnings.push(format!(
-            "{} now runs `{command}`, a path that exists on this machine only; committed, it blocks every call of a teammate without that file (\"onFailure\": \"block\"). Wire it with `--local` instead, or leave out --command: install then wires `attenu-hook` from PATH, or {LINKED_COMMAND} through a git-ignored link",
-            path.display()
-        ));
-    }
+    let shared = (!local).then_some(command.as_str());
+    let warnings = machine_path_warnings(&path, &kept, shared);
     Ok(Installed {
         path,
         changes,
@@ -162,6 +151,26 @@ pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<Install
         warnings,
         linked,
     })
+}
+
+/// What to tell the operator about this machine's paths in the shared settings file at
+/// `path`: the wrappers `kept` from an earlier `--command`, and `wired` (the `--command` just
+/// written to it, `None` for settings.local.json).
+fn machine_path_warnings(path: &Path, kept: &[String], wired: Option<&str>) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for k in kept {
+        warnings.push(format!(
+            "{} runs `{k}`, which --command wired earlier: a path that exists on this machine only, so committed, it blocks every call of a teammate without that file (\"onFailure\": \"block\"). Move it to settings.local.json (`attenu-hook install --local --command ...`), or put the wrapper inside the project and wire it as \"$CLAUDE_PROJECT_DIR\"/<path>",
+            path.display()
+        ));
+    }
+    if let Some(command) = wired.filter(|c| machine_specific(c)) {
+        warnings.push(format!(
+            "{} now runs `{command}`, a path that exists on this machine only; committed, it blocks every call of a teammate without that file (\"onFailure\": \"block\"). Wire it with `--local` instead, or leave out --command: install then wires `attenu-hook` from PATH, or {LINKED_COMMAND} through a git-ignored link",
+            path.display()
+        ));
+    }
+    warnings
 }
 
 /// Makes [`PROJECT_LINK`] a symbolic link to this executable (this developer's, git-ignored
