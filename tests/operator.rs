@@ -452,6 +452,15 @@ fn a_broken_agent_file_is_named_with_its_error_in_the_deny() {
             "not valid YAML",
         ],
     );
+    // SubagentStart tells the user the same, when the agent starts.
+    let mut start = event("s1", p.path(), "SubagentStart");
+    start["agent_type"] = json!("fixer");
+    start["agent_id"] = json!("a-fixer");
+    let out = hook(p.path(), &start);
+    assert_contains(
+        &out.stdout,
+        &[".claude/agents/fixer.md is broken", "not closed by `---`"],
+    );
     // A type no file is named for: still undeclared, and told which files are broken.
     let out = p.read_by("Explore", "/x").id("t3").run();
     assert_denied_saying_all(

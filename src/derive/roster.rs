@@ -64,6 +64,16 @@ impl AgentAuthority {
 }
 
 impl Roster {
+    /// The broken agent file named for subagent type `ty` (`.claude/agents/<ty>.md`, in any
+    /// folder), taken to be the declaration it was meant to be.
+    pub fn broken_file_for(&self, ty: &str) -> Option<&BrokenFile> {
+        self.broken_files.iter().find(|f| {
+            std::path::Path::new(&f.file)
+                .file_stem()
+                .is_some_and(|s| s == ty)
+        })
+    }
+
     /// Does the session root hold `scope` (does the project declare it for anyone)?
     pub fn declared_anywhere(&self, scope: &str) -> bool {
         holds(&self.root, &self.root_excluded, scope)

@@ -150,10 +150,7 @@ fn subagent_outcome(
 /// (so it declares nothing), the deny names it: the one named for the type is taken to be its
 /// declaration, any other is mentioned.
 fn undeclared(roster: &Roster, ty: &str) -> Reason {
-    let named_for = |f: &&crate::derive::roster::BrokenFile| {
-        Path::new(&f.file).file_stem().is_some_and(|s| s == ty)
-    };
-    if let Some(f) = roster.broken_files.iter().find(named_for) {
+    if let Some(f) = roster.broken_file_for(ty) {
         return Reason::new(
             Code::AgentDeclarationInvalid,
             format!("subagent type '{ty}' is not declared: its agent file {} is broken ({}), so it declares nothing and '{ty}' holds nothing until it is fixed (`attenu-hook --derive` lists the problems)", f.file, f.error),
