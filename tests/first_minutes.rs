@@ -203,6 +203,7 @@ fn install_from_path_wires_the_name_and_replaces_an_old_absolute_path() {
         &[
             "PreToolUse: set the attenu-hook handler's command to `attenu-hook`",
             "a path only this machine has",
+            "runs `attenu-hook` from PATH, in every clone",
         ],
     );
     let text = std::fs::read_to_string(p.path().join(".claude/settings.json")).unwrap();

@@ -42,9 +42,15 @@ pub fn run(a: Args) -> Exit {
     }
     if done.linked {
         println!(
-            "note: {} runs {} in every clone; the link is per developer, so each runs `attenu-hook install` once in their clone (it leaves the settings as they are), or puts attenu-hook on PATH (`cargo install --locked`)",
+            "note: {} runs {} in every clone; the link is per developer, so each runs `attenu-hook install` once in their clone (it leaves the settings as they are), or puts attenu-hook on PATH (`cargo install --locked --path .` in attenu-hook's source)",
             done.path.display(),
             crate::ops::LINKED_COMMAND
+        );
+    }
+    if done.on_path && !done.changes.is_empty() {
+        println!(
+            "note: {} runs `attenu-hook` from PATH, in every clone: each developer puts it on theirs (`cargo install --locked --path .` in attenu-hook's source)",
+            done.path.display()
         );
     }
     if !done.changes.is_empty() || !done.beside.is_empty() {

@@ -67,6 +67,8 @@ pub struct Installed {
     pub warnings: Vec<String>,
     /// The per-developer link [`PROJECT_LINK`] was made or is used: other clones need theirs.
     pub linked: bool,
+    /// The settings run `attenu-hook` from PATH: every developer needs it on theirs.
+    pub on_path: bool,
 }
 
 /// `attenu-hook install [DIR] [--local] [--command CMD]`, with `dir` the project's root (the
@@ -133,11 +135,7 @@ pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<Install
         })?;
     }
     // The link only when the settings run it (a wrapper kept from earlier does not).
-    let linked = super::wiring::handlers_in(&doc.to_value()).any(|(_, _, h)| {
-        h.get("command")
-            .and_then(serde_json::Value::as_str)
-            .is_some_and(|c| c.trim() == LINKED_COMMAND)
-    });
+    let (linked, on_path) = (runs(&doc, LINKED_COMMAND), runs(&doc, "attenu-hook"));
     let beside = match linked {
         true => link_this_executable(dir)?,
         false => vec![],
@@ -150,6 +148,16 @@ pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<Install
         beside,
         warnings,
         linked,
+        on_path,
+    })
+}
+
+/// Whether a handler of the settings `doc` runs exactly `command`.
+fn runs(doc: &Doc, command: &str) -> bool {
+    super::wiring::handlers_in(&doc.to_value()).any(|(_, _, h)| {
+        h.get("command")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|c| c.trim() == command)
     })
 }
 
