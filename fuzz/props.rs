@@ -271,6 +271,7 @@ fn clone_decl(d: &Declarations) -> Declarations {
         allow: d.allow.clone(),
         deny: d.deny.clone(),
         problems: d.problems.clone(),
+        broken_files: d.broken_files.clone(),
     }
 }
 

@@ -36,6 +36,10 @@ pub enum Code {
 
     // The decision-bound gate.
     GateAuthorizationRequired,
+    GateAuthorizationUsedUp,
+    GateAuthorizationExpired,
+    GateAuthorizationBoundElsewhere,
+    GateInputDiffers,
     GateReplay,
     GateStoreFailed,
 
@@ -67,6 +71,10 @@ impl Code {
         Code::DeadlineExceeded,
         Code::InternalError,
         Code::GateAuthorizationRequired,
+        Code::GateAuthorizationUsedUp,
+        Code::GateAuthorizationExpired,
+        Code::GateAuthorizationBoundElsewhere,
+        Code::GateInputDiffers,
         Code::GateReplay,
         Code::GateStoreFailed,
         Code::OutcomeNotRecorded,
@@ -96,6 +104,10 @@ impl Code {
             Code::DeadlineExceeded => "deadline-exceeded",
             Code::InternalError => "internal-error",
             Code::GateAuthorizationRequired => "gate-authorization-required",
+            Code::GateAuthorizationUsedUp => "gate-authorization-used-up",
+            Code::GateAuthorizationExpired => "gate-authorization-expired",
+            Code::GateAuthorizationBoundElsewhere => "gate-authorization-bound-elsewhere",
+            Code::GateInputDiffers => "gate-input-differs",
             Code::GateReplay => "gate-replay",
             Code::GateStoreFailed => "gate-store-failed",
             Code::OutcomeNotRecorded => "outcome-not-recorded",
@@ -111,7 +123,12 @@ impl Code {
             Code::Unresolved | Code::UndeclaredAgent | Code::AgentDeclarationInvalid => {
                 Some("unresolved")
             }
-            Code::GateAuthorizationRequired => Some("held_pending_grant"),
+            // Every gate refusal: the call waits on a human's grant.
+            Code::GateAuthorizationRequired
+            | Code::GateAuthorizationUsedUp
+            | Code::GateAuthorizationExpired
+            | Code::GateAuthorizationBoundElsewhere
+            | Code::GateInputDiffers => Some("held_pending_grant"),
             _ => None,
         }
     }

@@ -311,7 +311,7 @@ fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
             .id("late")
             .value(),
     );
-    assert_denied_with(&late, "gate-authorization-required");
+    assert_denied_with(&late, "gate-authorization-expired");
     assert_allowed(&p.subagent("ops", "Bash").input(input).id("ontime").run());
 }
 

@@ -15,7 +15,11 @@ fn one_use_then_denial() {
     assert_denied_with(&before, "gate-authorization-required");
     let out = authorize(p.path(), &key, &input, &[]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(out.stdout.trim().len(), 32, "prints the authorization id");
+    assert_eq!(
+        authorization_id(&out).len(),
+        32,
+        "prints the authorization id"
+    );
     assert_allowed(&ops_bash(&p, &input, "t1"));
     assert!(
         ops_bash(&p, &input, "t2").denied(),
@@ -199,10 +203,7 @@ fn gate_database_is_private() {
 fn a_use_counter_raised_in_the_database_gives_no_more_uses() {
     let (p, key) = gated("gate-counter");
     let input = json!({"command": "deploy"});
-    let id = authorize(p.path(), &key, &input, &[])
-        .stdout
-        .trim()
-        .to_string();
+    let id = authorization_id(&authorize(p.path(), &key, &input, &[]));
     let conn = attenu_hook::gate::db::open(&p.path().join(".attenu")).unwrap();
     conn.execute(
         "UPDATE authorizations SET uses_left = 5 WHERE id = ?1",
@@ -415,4 +416,131 @@ fn a_scope_gated_for_one_agent_type_is_gated_for_that_agent_only() {
         "{}",
         out.reason()
     );
+}
+
+/// Regression (issue 28): every gate refusal read `gate-authorization-required`, whether the
+/// authorization was used up, expired, bound elsewhere or for another input. Each now has its
+/// code, naming the authorization; an input that differs names the fields, never a value.
+#[test]
+fn a_gate_refusal_says_why_the_nearest_authorization_did_not_allow_the_call() {
+    let (p, key) = gated("gate-why");
+    let input = json!({"command": "deploy --prod", "timeout": 5});
+    assert_denied_with(&ops_bash(&p, &input, "t0"), "gate-authorization-required");
+    let first = authorization_id(&authorize(p.path(), &key, &input, &[]));
+    assert_allowed(&ops_bash(&p, &input, "t1"));
+    assert_denied_saying_all(
+        &ops_bash(&p, &input, "t2"),
+        &[
+            "[gate-authorization-used-up]",
+            &first,
+            "1 earlier call took its use",
+        ],
+    );
+
+    let id = authorization_id(&authorize(p.path(), &key, &input, &["--uses", "2"]));
+    let changed = json!({"command": "deploy --prod --force", "timeout": 5, "description": "x"});
+    let out = ops_bash(&p, &changed, "t3");
+    assert_denied_saying_all(
+        &out,
+        &[
+            "[gate-input-differs]",
+            &id,
+            "`command`, `description` differ",
+            "values are not shown",
+        ],
+    );
+    assert!(!out.reason().contains("--prod"), "{}", out.reason());
+
+    let other = json!({"command": "migrate"});
+    authorize(p.path(), &key, &other, &["--session", "s9"]);
+    assert_denied_saying_all(
+        &ops_bash(&p, &other, "t4"),
+        &[
+            "[gate-authorization-bound-elsewhere]",
+            "session_id s9",
+            "this call is in s1",
+        ],
+    );
+    let rollback = json!({"command": "rollback"});
+    authorize(p.path(), &key, &rollback, &["--agent", "builder"]);
+    assert_denied_saying_all(
+        &ops_bash(&p, &rollback, "t5"),
+        &[
+            "[gate-authorization-bound-elsewhere]",
+            "agent_type 'builder'",
+            "by 'ops'",
+        ],
+    );
+
+    let brief = json!({"command": "ls"});
+    authorize(p.path(), &key, &brief, &["--expires-in", "1s"]);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_denied_saying_all(
+        &ops_bash(&p, &brief, "t6"),
+        &["[gate-authorization-expired]", "expired at"],
+    );
+    // Each is on the ledger as a gate refusal, waiting on a grant.
+    for e in of_event(&p.entries("s1"), "deny") {
+        assert_eq!(e["disposition"], "held_pending_grant", "{e}");
+    }
+}
+
+/// Regression (issue 28): `authorize` printed a bare id, and nothing listed what was left.
+/// It now labels each line, and `authorize --list` shows every authorization's uses left,
+/// state, expiry and bindings, never its input.
+#[test]
+fn authorize_labels_what_it_prints_and_lists_the_uses_left() {
+    let (p, key) = gated("gate-list");
+    let dir = p.path().to_str().unwrap();
+    let empty = cli(&["authorize", "--project", dir, "--list"]);
+    assert_eq!(empty.code, 0, "{}", empty.stderr);
+    assert_contains(&empty.stdout, &["no authorizations"]);
+    let input = json!({"command": "deploy --prod"});
+    let out = authorize(p.path(), &key, &input, &["--uses", "2", "--agent", "ops"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_contains(
+        &out.stdout,
+        &[
+            "authorization: ",
+            "tool:          Bash",
+            "reviewer:      alice",
+            "uses:          2",
+            "expires:       20",
+            "bound to:      agent type ops",
+        ],
+    );
+    let id = authorization_id(&out);
+    assert_allowed(&ops_bash(&p, &input, "t1"));
+    let list = cli(&["authorize", "--project", dir, "--list"]);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    let row = list
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("{}", list.stdout));
+    assert_contains(row, &["Bash", "alice", "1/2", "usable", "agent type ops"]);
+    assert!(
+        !list.stdout.contains("deploy"),
+        "no input is shown: {}",
+        list.stdout
+    );
+    let json = cli(&["authorize", "--project", dir, "--list", "--json"]);
+    let v: Value = serde_json::from_str(json.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (
+            v["id"].as_str(),
+            v["uses_left"].as_i64(),
+            v["state"].as_str()
+        ),
+        (Some(id.as_str()), Some(1), Some("usable"))
+    );
+    assert_allowed(&ops_bash(&p, &input, "t2"));
+    let list = cli(&["authorize", "--project", dir, "--list"]);
+    assert_contains(&list.stdout, &["0/2", "used up"]);
+    // Host only: a subagent cannot run it.
+    let out = p
+        .bash_by("ops", "attenu-hook authorize --list")
+        .id("t3")
+        .run();
+    assert_denied_with(&out, "self-protection");
 }

@@ -165,7 +165,7 @@ fn doctor_counts_the_attenu_hook_plugin_only_where_claude_code_would_load_it() {
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert!(
         out.stdout
-            .contains("every tool (the plugin attenu-hook@team-tools)")
+            .contains("every tool call (the plugin attenu-hook@team-tools)")
             && out
                 .stdout
                 .contains("bin/attenu-hook (the plugin attenu-hook@team-tools)"),

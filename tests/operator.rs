@@ -21,7 +21,11 @@ fn main() {
         completions_and_man_page_come_from_the_cli_definition,
         install_and_doctor_find_the_project_root_and_refuse_a_missing_directory,
         doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2,
-        declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu
+        declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu,
+        hook_mode_on_a_terminal_says_so_at_once_and_blocks,
+        a_broken_agent_file_is_named_with_its_error_in_the_deny,
+        log_fits_the_terminal_lists_sessions_and_summarises,
+        log_without_state_says_what_is_missing
     ]);
 }
 
@@ -180,13 +184,19 @@ fn doctor_fails_on_unsafe_permissions_and_a_broken_ledger() {
 /// The log table with times replaced, so it can be compared with the snapshot.
 /// `log`'s output, which must succeed, with its times masked.
 fn normalised_log(args: &[&str]) -> String {
-    let out = cli(args);
+    normalised_log_at(args, "")
+}
+
+/// [`normalised_log`] with `COLUMNS` set to `columns` ("": unset, as in a pipe).
+fn normalised_log_at(args: &[&str], columns: &str) -> String {
+    let out = cli_with(args, &[("COLUMNS", std::path::Path::new(columns))]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     mask(&out.stdout, &[])
 }
 
-fn log_output_matches_the_snapshot() {
-    let p = sample("log");
+/// The project `log`'s snapshots are of: one session of a reviewer, Explore and the main thread.
+fn log_project(tag: &str) -> TempDir {
+    let p = sample(tag);
     let sid = "0b5f1c2e-log-snapshot";
     reviewer_read(p.path(), sid, "/x", "t1");
     p.subagent("reviewer", "Read")
@@ -210,6 +220,11 @@ fn log_output_matches_the_snapshot() {
         .input(json!({"command": "ls"}))
         .id("t4")
         .run();
+    p
+}
+
+fn log_output_matches_the_snapshot() {
+    let p = log_project("log");
     let dir = p.path().to_str().unwrap();
     let table = normalised_log(&["log", "--project", dir]);
     assert_snapshot("log.txt", &table);
@@ -373,4 +388,157 @@ fn declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu() {
         "{}",
         out.stdout
     );
+}
+
+/// Regression (issue 28): `attenu-hook` run by hand, stdin a terminal, waited out its 8 s
+/// deadline and then denied with `deadline-exceeded`. It now says at once what hook mode reads
+/// and what to run instead, and still answers with a block Claude Code honours (exit 2).
+/// `script` (util-linux) gives the hook a terminal on stdin.
+fn hook_mode_on_a_terminal_says_so_at_once_and_blocks() {
+    need_tool("script", "--version");
+    let p = sample("tty");
+    let transcript = p.path().join("typescript");
+    // `-e`: script exits with the hook's status. The terminal never sends anything, so a hook
+    // that read it would wait out its deadline and say `deadline-exceeded` instead.
+    let out = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", BIN])
+        .arg(&transcript)
+        .current_dir(p.path())
+        .env("CLAUDE_PROJECT_DIR", p.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let seen = std::fs::read_to_string(&transcript).unwrap_or_default()
+        + &String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{seen}");
+    assert_contains(
+        &seen,
+        &[
+            "stdin is a terminal",
+            "one Claude Code event",
+            "attenu-hook doctor",
+            "--derive",
+            "attenu-hook log",
+            "--help",
+            "[payload-invalid]",
+        ],
+    );
+    assert!(!seen.contains("deadline-exceeded"), "{seen}");
+}
+
+/// Regression (issue 28): an agent file too broken to yield a name declared nothing, and its
+/// agent's calls were denied as `undeclared-agent`, naming neither the file nor the error.
+fn a_broken_agent_file_is_named_with_its_error_in_the_deny() {
+    let p = ProjectBuilder::new("broken-agent")
+        .agent("reviewer", "description: reviews\ntools: Read")
+        .agent_file("fixer.md", "---\nname: fixer\ndescription: fixes\n")
+        .agent_file("tabbed.md", "---\n\tname: tabbed\ndescription: x\n---\n")
+        .build();
+    let out = p.read_by("fixer", "/x").run();
+    assert_denied_saying_all(
+        &out,
+        &[
+            "[agent-declaration-invalid]",
+            ".claude/agents/fixer.md",
+            "not closed by `---`",
+        ],
+    );
+    let out = p.read_by("tabbed", "/x").id("t2").run();
+    assert_denied_saying_all(
+        &out,
+        &[
+            "[agent-declaration-invalid]",
+            ".claude/agents/tabbed.md",
+            "not valid YAML",
+        ],
+    );
+    // SubagentStart tells the user the same, when the agent starts.
+    let mut start = event("s1", p.path(), "SubagentStart");
+    start["agent_type"] = json!("fixer");
+    start["agent_id"] = json!("a-fixer");
+    let out = hook(p.path(), &start);
+    assert_contains(
+        &out.stdout,
+        &[".claude/agents/fixer.md is broken", "not closed by `---`"],
+    );
+    // A type no file is named for: still undeclared, and told which files are broken.
+    let out = p.read_by("Explore", "/x").id("t3").run();
+    assert_denied_saying_all(
+        &out,
+        &[
+            "[undeclared-agent]",
+            ".claude/agents/fixer.md (the frontmatter block is not closed",
+            ".claude/agents/tabbed.md (",
+        ],
+    );
+    // A project whose agent files are sound says nothing of broken files.
+    let q = ProjectBuilder::new("sound-agents")
+        .agent("reviewer", "description: reviews\ntools: Read")
+        .build();
+    let out = q.read_by("Explore", "/x").run();
+    assert_denied_with(&out, "undeclared-agent");
+    assert!(!out.stdout.contains("broken"), "{}", out.stdout);
+}
+
+/// Regression (issue 28): `log` wrapped every row past 100 columns, with a 36-column session
+/// field even for `s1`, and had no overview. With `COLUMNS` it fits the width, the reason
+/// wrapping under its column; `--sessions` lists the sessions, `--summary` tallies each agent.
+fn log_fits_the_terminal_lists_sessions_and_summarises() {
+    let p = log_project("log-width");
+    reviewer_read(p.path(), "s1", "/y", "t9");
+    let dir = p.path().to_str().unwrap();
+    let narrow = normalised_log_at(
+        &[
+            "log",
+            "--project",
+            dir,
+            "--session",
+            "0b5f1c2e-log-snapshot",
+        ],
+        "100",
+    );
+    assert!(narrow.lines().all(|l| l.chars().count() <= 100), "{narrow}");
+    assert_snapshot("log-100-columns.txt", &narrow);
+    let all = normalised_log(&["log", "--project", dir]);
+    assert!(
+        all.lines().any(|l| l.contains("  s1  ")),
+        "s1 is shown whole, in a narrow column: {all}"
+    );
+    assert_snapshot(
+        "log-summary.txt",
+        &normalised_log(&["log", "--project", dir, "--summary"]),
+    );
+    assert_snapshot(
+        "log-sessions.txt",
+        &normalised_log(&["log", "--project", dir, "--sessions"]),
+    );
+    let json = normalised_log(&["log", "--project", dir, "--summary", "--json"]);
+    let reviewer: Value = json
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["key"] == "reviewer")
+        .unwrap();
+    assert_eq!(
+        (reviewer["calls"].as_u64(), reviewer["deny"].as_u64()),
+        (Some(3), Some(1))
+    );
+    assert_eq!(reviewer["deny_reasons"]["out-of-authority"], 1);
+    let sessions = normalised_log(&["log", "--project", dir, "--sessions", "--json"]);
+    assert_eq!(sessions.lines().count(), 2, "{sessions}");
+}
+
+/// Regression (issue 28): `log` in a project the hook has not run in printed a raw OS error.
+fn log_without_state_says_what_is_missing() {
+    let p = sample("log-no-state");
+    let out = cli(&["log", "--project", p.path().to_str().unwrap()]);
+    assert_ne!(out.code, 0);
+    assert_contains(
+        &out.stderr,
+        &[
+            "has no .attenu/ directory",
+            "recorded nothing here yet",
+            "attenu-hook doctor",
+        ],
+    );
+    assert!(!out.stderr.contains("os error"), "{}", out.stderr);
 }

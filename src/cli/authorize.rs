@@ -1,4 +1,5 @@
-//! `attenu-hook authorize` (host only): issues a signed authorization for one exact tool call.
+//! `attenu-hook authorize` (host only): issues a signed authorization for one exact tool call,
+//! or (`--list`) shows the project's authorizations and the uses each has left.
 
 use super::project::state_project_dir;
 use super::{fail, Exit};
@@ -11,18 +12,24 @@ use std::path::PathBuf;
 pub struct Args {
     #[arg(long, value_name = "DIR", default_value = ".")]
     project: PathBuf,
+    /// List the project's authorizations: tool, reviewer, uses left, expiry, bindings
+    #[arg(long, conflicts_with_all = ["tool", "input", "reviewer", "key"])]
+    list: bool,
+    /// One JSON object per line (with --list)
+    #[arg(long, requires = "list")]
+    json: bool,
     /// The exact tool name, as Claude Code sends it (e.g. Bash, mcp__payments__refund)
-    #[arg(long)]
-    tool: String,
+    #[arg(long, required_unless_present = "list")]
+    tool: Option<String>,
     /// The complete tool_input as JSON; bound by the SHA-256 of its RFC 8785 form
-    #[arg(long, value_name = "JSON")]
-    input: String,
+    #[arg(long, value_name = "JSON", required_unless_present = "list")]
+    input: Option<String>,
     /// A reviewer named in [gate] reviewers
-    #[arg(long)]
-    reviewer: String,
+    #[arg(long, required_unless_present = "list")]
+    reviewer: Option<String>,
     /// The reviewer's key file (from `attenu-hook keygen`)
-    #[arg(long, value_name = "FILE")]
-    key: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "list")]
+    key: Option<PathBuf>,
     #[arg(long, default_value_t = 1)]
     uses: u32,
     /// Seconds, or 90s, 10m, 2h, 1d
@@ -37,7 +44,17 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Exit {
-    let input: Value = match serde_json::from_str(&a.input) {
+    let root = state_project_dir(&a.project);
+    if a.list {
+        return list(&root, a.json);
+    }
+    // clap requires these without --list.
+    let (Some(tool), Some(input), Some(reviewer), Some(key)) =
+        (&a.tool, &a.input, &a.reviewer, &a.key)
+    else {
+        return fail("--tool, --input, --reviewer and --key are required (or --list)");
+    };
+    let input: Value = match serde_json::from_str(input) {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => return fail("--input must be the tool_input JSON object"),
         Err(e) => return fail(format!("--input is not valid JSON: {e}")),
@@ -46,29 +63,92 @@ pub fn run(a: Args) -> Exit {
         Ok(ms) => ms,
         Err(e) => return fail(e),
     };
-    let root = state_project_dir(&a.project);
     let config = match crate::config::load(&root.join(".attenu")) {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
     let req = authz::Request {
-        tool: &a.tool,
+        tool,
         input: &input,
-        reviewer: &a.reviewer,
-        key_path: &a.key,
+        reviewer,
+        key_path: key,
         uses: a.uses,
         expires_in_ms,
         session: a.session.as_deref(),
         agent: a.agent.as_deref(),
     };
     match authz::authorize(&root, &config, &req) {
-        Ok(id) => {
-            warn_if_never_asked(&config, &a.tool, &input, a.agent.as_deref());
-            println!("{id}");
+        Ok((id, expires_ms)) => {
+            warn_if_never_asked(&config, tool, &input, a.agent.as_deref());
+            let expires = crate::clock::rfc3339_ms(expires_ms);
+            println!("authorization: {id}");
+            println!("tool:          {tool} (this exact input)");
+            println!("reviewer:      {reviewer}");
+            println!("uses:          {}", a.uses);
+            println!("expires:       {expires}");
+            println!(
+                "bound to:      {}",
+                bindings(a.session.as_deref(), a.agent.as_deref())
+            );
             Exit::Success
         }
         Err(e) => fail(e),
     }
+}
+
+/// What an authorization is bound to besides its tool and input.
+fn bindings(session: Option<&str>, agent: Option<&str>) -> String {
+    match (session, agent) {
+        (None, None) => "any session, any caller".into(),
+        (Some(s), None) => format!("session {s}, any caller"),
+        (None, Some(a)) => format!("agent type {a}, any session"),
+        (Some(s), Some(a)) => format!("session {s}, agent type {a}"),
+    }
+}
+
+/// `authorize --list`: each authorization, newest first, with what is left of it.
+fn list(root: &std::path::Path, json: bool) -> Exit {
+    let all = match authz::list(root) {
+        Ok(all) => all,
+        Err(e) => return fail(e),
+    };
+    let now = crate::clock::now_ms() as i64;
+    if json {
+        for s in &all {
+            let mut v = serde_json::to_value(s).expect("JSON");
+            v["state"] = s.state(now).into();
+            println!("{v}");
+        }
+        return Exit::Success;
+    }
+    if all.is_empty() {
+        println!("no authorizations in {}", root.join(".attenu").display());
+        return Exit::Success;
+    }
+    let wt = all.iter().map(|s| s.tool.len()).max().unwrap_or(0).max(4);
+    let wr = all
+        .iter()
+        .map(|s| s.reviewer.len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    println!(
+        "{:<32}  {:<wt$}  {:<wr$}  {:>9}  {:<8}  {:<24}  bound to",
+        "authorization", "tool", "reviewer", "uses left", "state", "expires"
+    );
+    for s in &all {
+        println!(
+            "{:<32}  {:<wt$}  {:<wr$}  {:>9}  {:<8}  {:<24}  {}",
+            s.id,
+            s.tool,
+            s.reviewer,
+            format!("{}/{}", s.uses_left.max(0), s.uses),
+            s.state(now),
+            crate::clock::rfc3339_ms(s.expires_ms.max(0) as u64),
+            bindings(s.session_id.as_deref(), s.agent_type.as_deref())
+        );
+    }
+    Exit::Success
 }
 
 /// An authorization for a scope the gate never asks about is stored all the same (the host

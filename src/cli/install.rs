@@ -11,7 +11,7 @@ pub struct Args {
     /// Write .claude/settings.local.json instead
     #[arg(long)]
     local: bool,
-    /// The command to wire (default: attenu-hook on PATH, else this executable)
+    /// The command to wire (default: attenu-hook on PATH, else "$CLAUDE_PROJECT_DIR"/.claude/hooks/attenu-hook, a git-ignored link to this executable)
     #[arg(long)]
     command: Option<String>,
 }
@@ -22,37 +22,57 @@ pub fn run(a: Args) -> Exit {
         Err(e) => return fail(e),
     };
     let command = a.command.as_deref();
-    match crate::ops::install(&root, a.local, command) {
-        Ok((path, changes)) if changes.is_empty() => {
-            println!(
-                "{} already wires attenu-hook for every event; nothing changed",
-                path.display()
-            );
-            warn_if_not_run(&root, command);
-            Exit::Success
+    let done = match crate::ops::install(&root, a.local, command) {
+        Ok(done) => done,
+        Err(e) => return fail(e),
+    };
+    if done.changes.is_empty() {
+        println!(
+            "{} already wires attenu-hook for every event it needs; nothing changed in it",
+            done.path.display()
+        );
+    } else {
+        println!("updated {}:", done.path.display());
+        for c in &done.changes {
+            println!("  {c}");
         }
-        Ok((path, changes)) => {
-            println!("updated {}:", path.display());
-            for c in changes {
-                println!("  {c}");
-            }
-            println!(
-                "next: `attenu-hook doctor {}{}`",
-                path.parent()
-                    .and_then(Path::parent)
-                    .unwrap_or(&a.at.dir)
-                    .display(),
-                // A wrapper is not recognisable as attenu-hook by its name.
-                command
-                    .filter(|c| *c != crate::ops::default_command())
-                    .map(|c| format!(" --command '{}'", c.replace('\'', "'\\''")))
-                    .unwrap_or_default()
-            );
-            warn_if_not_run(&root, command);
-            Exit::Success
-        }
-        Err(e) => fail(e),
     }
+    for c in &done.beside {
+        println!("{c}");
+    }
+    if done.linked {
+        println!(
+            "note: {} runs {} in every clone; the link is per developer, so each runs `attenu-hook install` once in their clone (it leaves the settings as they are), or puts attenu-hook on PATH (`cargo install --locked --path .` in attenu-hook's source)",
+            done.path.display(),
+            crate::ops::LINKED_COMMAND
+        );
+    }
+    if done.on_path && !done.changes.is_empty() {
+        println!(
+            "note: {} runs `attenu-hook` from PATH, in every clone: each developer puts it on theirs (`cargo install --locked --path .` in attenu-hook's source)",
+            done.path.display()
+        );
+    }
+    if !done.changes.is_empty() || !done.beside.is_empty() {
+        println!(
+            "next: `attenu-hook doctor {}{}`",
+            done.path
+                .parent()
+                .and_then(Path::parent)
+                .unwrap_or(&a.at.dir)
+                .display(),
+            // A wrapper is not recognisable as attenu-hook by its name.
+            command
+                .filter(|c| *c != crate::ops::default_command())
+                .map(|c| format!(" --command '{}'", c.replace('\'', "'\\''")))
+                .unwrap_or_default()
+        );
+    }
+    for w in &done.warnings {
+        eprintln!("attenu-hook: warning: {w}");
+    }
+    warn_if_not_run(&root, command);
+    Exit::Success
 }
 
 /// After `install`: what would still keep Claude Code from running the handler it wrote (hooks

@@ -1,4 +1,5 @@
-//! `attenu-hook log`: the decisions as a readable table (or JSON lines).
+//! `attenu-hook log`: the decisions as a readable table fitted to the terminal (or JSON
+//! lines), a list of sessions, or a per-agent summary.
 
 use super::project::SessionArgs;
 use super::{fail, Exit};
@@ -19,6 +20,12 @@ pub struct Args {
     /// One JSON object per line
     #[arg(long)]
     json: bool,
+    /// One line per session: its whole id, first and last time, calls, allows, denials, agents
+    #[arg(long, conflicts_with = "summary")]
+    sessions: bool,
+    /// Per agent: calls, allows, and denials by reason code
+    #[arg(long)]
+    summary: bool,
 }
 
 /// Exit 1 when a ledger shown cannot be verified.
@@ -37,10 +44,47 @@ pub fn run(a: Args) -> Exit {
         .filter(|r| a.agent.as_deref().is_none_or(|agent| r.agent == agent))
         .filter(|r| !a.denied || r.decision == "DENY" || r.decision == "would-deny")
         .collect();
-    print!("{}", crate::evidence::log::render(&rows, a.json, color));
+    use crate::evidence::log;
+    let text = if a.summary {
+        log::render_summary(&rows, a.json)
+    } else if a.sessions {
+        log::render_sessions(&rows, a.json)
+    } else {
+        log::render(&rows, a.json, color, width())
+    };
+    print!("{text}");
     if read.unverified.is_empty() {
         Exit::Success
     } else {
         Exit::CheckFailed
     }
+}
+
+/// The width to fit the table to: `COLUMNS` when set, else the terminal's (`stty size`), else
+/// 80 on a terminal; `None` (one line per row) when stdout is not a terminal.
+fn width() -> Option<usize> {
+    let columns = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok());
+    if let Some(c) = columns.filter(|&c: &usize| c > 0) {
+        return Some(c);
+    }
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let asked = std::fs::File::open("/dev/tty").ok().and_then(|tty| {
+        std::process::Command::new("stty")
+            .arg("size")
+            .stdin(tty)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+    });
+    let cols = asked.and_then(|o| {
+        String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+    });
+    Some(cols.filter(|&c: &usize| c > 0).unwrap_or(80))
 }

@@ -73,14 +73,18 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff)
-    Man,
+    /// Print the man page (roff), or write it and one page per command into --dir
+    Man {
+        /// Write attenu-hook.1 and attenu-hook-<command>.1 here (e.g. ~/.local/share/man/man1)
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
     /// Reconciliation markers left by outcomes that could not be recorded
     Reconcile {
         #[command(subcommand)]
         action: reconcile::Action,
     },
-    /// The decisions as a readable table
+    /// The decisions as a table fitted to the terminal; --sessions lists sessions, --summary tallies each agent
     Log(log::Args),
     /// Write one self-contained HTML page for a reviewer from bundles (each verified, as
     /// `verify` does) and audit JSON. Exit 0 valid under the pinned key, 1 invalid (or a
@@ -159,7 +163,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Install(a) => install::run(a),
         Command::Doctor(a) => doctor::run(a),
         Command::Completions { shell } => docs::completions(shell),
-        Command::Man => docs::man(),
+        Command::Man { dir } => docs::man(dir.as_deref()),
         Command::Reconcile { action } => reconcile::run(action),
         Command::Log(a) => log::run(a),
         Command::Report(a) => report::run(a),

@@ -22,6 +22,7 @@ pub struct Declarations {
     pub allow: Vec<String>,
     pub deny: Vec<String>,
     pub problems: Vec<String>,
+    pub broken_files: Vec<super::roster::BrokenFile>,
 }
 
 /// Reads agent files and settings; an unreadable settings file is the only project-wide error.
@@ -88,6 +89,10 @@ fn read_agent_file(
             decl.problems.push(format!(
                 "{rel}: cannot be read ({e}); no agent is derived from it"
             ));
+            decl.broken_files.push(super::roster::BrokenFile {
+                file: rel,
+                error: format!("cannot be read: {e}"),
+            });
             return;
         }
     };
@@ -108,6 +113,10 @@ fn read_agent_file(
         }) => {
             decl.problems
                 .push(format!("{rel}: {message}; no agent is derived from it"));
+            decl.broken_files.push(super::roster::BrokenFile {
+                file: rel,
+                error: message,
+            });
             return;
         }
     };

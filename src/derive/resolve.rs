@@ -47,6 +47,7 @@ pub fn resolve(decl: Declarations) -> Roster {
         agents,
         unrepresented,
         problems: decl.problems,
+        broken_files: decl.broken_files,
         digest,
     }
 }

@@ -32,7 +32,19 @@ pub struct Roster {
     pub agents: BTreeMap<String, AgentAuthority>,
     pub unrepresented: Vec<String>,
     pub problems: Vec<String>,
+    /// Agent files that declare no agent because they are broken: a call by the type one was
+    /// meant to declare is told which file and why, not only that the type is undeclared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub broken_files: Vec<BrokenFile>,
     pub digest: String,
+}
+
+/// An agent file no agent could be derived from, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BrokenFile {
+    /// Its path from the project's root.
+    pub file: String,
+    pub error: String,
 }
 
 /// `scope` is covered by a held pattern and by no excluded one.
@@ -52,6 +64,16 @@ impl AgentAuthority {
 }
 
 impl Roster {
+    /// The broken agent file named for subagent type `ty` (`.claude/agents/<ty>.md`, in any
+    /// folder), taken to be the declaration it was meant to be.
+    pub fn broken_file_for(&self, ty: &str) -> Option<&BrokenFile> {
+        self.broken_files.iter().find(|f| {
+            std::path::Path::new(&f.file)
+                .file_stem()
+                .is_some_and(|s| s == ty)
+        })
+    }
+
     /// Does the session root hold `scope` (does the project declare it for anyone)?
     pub fn declared_anywhere(&self, scope: &str) -> bool {
         holds(&self.root, &self.root_excluded, scope)

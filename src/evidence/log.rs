@@ -14,6 +14,9 @@ pub struct Row {
     pub scope: String,
     pub decision: String,
     pub reason: String,
+    /// The reason's code alone (empty for an allow or an outcome), for the summary.
+    #[serde(skip)]
+    pub code: String,
 }
 
 /// What `log` read: the rows, and one warning for every ledger that does not verify (its rows
@@ -27,6 +30,8 @@ pub struct Read {
 /// Why `log` has nothing to show.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
+    #[error("{} has no .attenu/ directory, so the hook has recorded nothing here yet: it makes .attenu/ at the first event of a session Claude Code runs it in. Run `attenu-hook doctor` to check the wiring, or pass --project DIR", .project.display())]
+    NoState { project: PathBuf },
     #[error("cannot list {}: {source}; is this the project root?", .dir.display())]
     List {
         dir: PathBuf,
@@ -44,9 +49,14 @@ pub enum LogError {
 pub fn rows(project: &Path, session: Option<&str>) -> Result<Read, LogError> {
     let attenu = project.join(".attenu");
     let mut files: Vec<_> = std::fs::read_dir(&attenu)
-        .map_err(|source| LogError::List {
-            dir: attenu.clone(),
-            source,
+        .map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => LogError::NoState {
+                project: project.into(),
+            },
+            _ => LogError::List {
+                dir: attenu.clone(),
+                source,
+            },
         })?
         .flatten()
         .map(|e| e.path())
@@ -115,26 +125,28 @@ fn row(e: &Value) -> Option<Row> {
     let ctx = e.get("context");
     let c = |k: &str| s(ctx.and_then(|c| c.get(k)));
     let event = e.get("event")?.as_str()?;
-    let (decision, reason) = match event {
+    let (decision, code, message) = match event {
         "allow" if e.get("policy").is_some() => (
             "would-deny".to_string(),
-            format!(
-                "[{}] {}",
-                s(ctx.and_then(|c| c.pointer("/would_deny/code"))),
-                s(ctx.and_then(|c| c.pointer("/would_deny/message")))
-            ),
+            s(ctx.and_then(|c| c.pointer("/would_deny/code"))),
+            s(ctx.and_then(|c| c.pointer("/would_deny/message"))),
         ),
-        "allow" => ("allow".to_string(), String::new()),
+        "allow" => ("allow".to_string(), String::new(), String::new()),
         "deny" => (
             "DENY".to_string(),
-            format!(
-                "[{}] {}",
-                c("reason_code"),
-                s(e.pointer("/reasons/0/message"))
-            ),
+            c("reason_code"),
+            s(e.pointer("/reasons/0/message")),
         ),
-        "outcome" => (format!("outcome:{}", s(e.get("body_state"))), String::new()),
+        "outcome" => (
+            format!("outcome:{}", s(e.get("body_state"))),
+            String::new(),
+            String::new(),
+        ),
         _ => return None,
+    };
+    let reason = match decision.as_str() {
+        "DENY" | "would-deny" => format!("[{code}] {message}"),
+        _ => String::new(),
     };
     let agent = match (ctx.and_then(|c| c.get("agent_id")), c("agent_type")) {
         (Some(_), t) if !t.is_empty() => t,
@@ -157,26 +169,33 @@ fn row(e: &Value) -> Option<Row> {
         scope: s(e.get("scope")),
         decision,
         reason,
+        code,
     })
 }
 
-/// The table (or JSON lines). Colours only when `color`.
-pub fn render(rows: &[Row], json: bool, color: bool) -> String {
+/// The table (or JSON lines). Colours only when `color`; with a `width` (the terminal's), a
+/// reason wraps within it, under its own column.
+pub fn render(rows: &[Row], json: bool, color: bool, width: Option<usize>) -> String {
     if json {
         return rows
             .iter()
             .map(|r| serde_json::to_string(r).expect("JSON") + "\n")
             .collect();
     }
+    let short = short_sessions(rows);
+    let len = |t: &str| t.chars().count();
     let w = |f: &dyn Fn(&Row) -> usize, min: usize| rows.iter().map(f).max().unwrap_or(0).max(min);
-    let (wa, wt, ws, wd) = (
-        w(&|r| r.agent.len(), 5),
-        w(&|r| r.tool.len(), 4),
-        w(&|r| r.scope.len(), 5),
-        w(&|r| r.decision.len(), 8),
+    let (wtime, wsess, wa, wt, ws, wd) = (
+        w(&|r| len(&r.time), 4),
+        w(&|r| len(&short[r.session.as_str()]), 7),
+        w(&|r| len(&r.agent), 5),
+        w(&|r| len(&r.tool), 4),
+        w(&|r| len(&r.scope), 5),
+        w(&|r| len(&r.decision), 8),
     );
+    let indent = wtime + wsess + wa + wt + ws + wd + 6 * 2;
     let mut out = format!(
-        "{:<24}  {:<36}  {:<wa$}  {:<wt$}  {:<ws$}  {:<wd$}  reason\n",
+        "{:<wtime$}  {:<wsess$}  {:<wa$}  {:<wt$}  {:<ws$}  {:<wd$}  reason\n",
         "time", "session", "agent", "tool", "scope", "decision"
     );
     for r in rows {
@@ -187,12 +206,315 @@ pub fn render(rows: &[Row], json: bool, color: bool) -> String {
             (true, "allow") => format!("\x1b[32m{d}\x1b[0m"),
             _ => d,
         };
+        let (lines, under) = wrap(&r.reason, width, indent);
         let line = format!(
-            "{:<24}  {:<36}  {:<wa$}  {:<wt$}  {:<ws$}  {d}  {}",
-            r.time, r.session, r.agent, r.tool, r.scope, r.reason
+            "{:<wtime$}  {:<wsess$}  {:<wa$}  {:<wt$}  {:<ws$}  {d}  {}",
+            r.time,
+            short[r.session.as_str()],
+            r.agent,
+            r.tool,
+            r.scope,
+            lines.first().map(String::as_str).unwrap_or("")
+        );
+        out.push_str(line.trim_end());
+        out.push('\n');
+        for more in lines.iter().skip(1) {
+            out.push_str(&format!("{:under$}{more}\n", ""));
+        }
+    }
+    out
+}
+
+/// The reason's lines: one when there is no width; else wrapped at words to what is left of
+/// the width after the other columns, or, when that is under 40 columns, on lines of their own
+/// below the row, indented by 4 (then the first is empty).
+fn wrap(text: &str, width: Option<usize>, indent: usize) -> (Vec<String>, usize) {
+    let Some(width) = width else {
+        return (vec![text.to_string()], indent);
+    };
+    let (room, indent, below) = match width.saturating_sub(indent) {
+        room if room >= 40 => (room, indent, false),
+        _ => (width.saturating_sub(4).max(20), 4, true),
+    };
+    let mut lines = Vec::new();
+    if below && !text.is_empty() {
+        lines.push(String::new());
+    }
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > room {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    lines.push(line);
+    (lines, indent)
+}
+
+/// Each session id as the table shows it: whole when short, else the shortest prefix (8
+/// characters at least) that tells the sessions shown apart, with `…`. `log --sessions`
+/// lists them whole.
+fn short_sessions(rows: &[Row]) -> std::collections::HashMap<&str, String> {
+    let ids: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.session.as_str()).collect();
+    let longest = ids.iter().map(|i| i.chars().count()).max().unwrap_or(0);
+    let unique_at = |n: usize| {
+        let prefixes: std::collections::BTreeSet<String> =
+            ids.iter().map(|i| i.chars().take(n).collect()).collect();
+        prefixes.len() == ids.len()
+    };
+    let n = (8..longest).find(|&n| unique_at(n)).unwrap_or(longest);
+    ids.iter()
+        .map(|&i| {
+            let shown = if i.chars().count() > n.max(12) {
+                i.chars().take(n).collect::<String>() + "…"
+            } else {
+                i.to_string()
+            };
+            (i, shown)
+        })
+        .collect()
+}
+
+/// One line of `log --summary` or `log --sessions`: calls (decisions, not outcomes) and how
+/// they were answered.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Tally {
+    /// The agent type (`--summary`) or the session id (`--sessions`).
+    pub key: String,
+    pub calls: usize,
+    pub allow: usize,
+    pub deny: usize,
+    pub would_deny: usize,
+    /// Enforced denials by reason code.
+    pub deny_reasons: std::collections::BTreeMap<String, usize>,
+    /// Denials not enforced (main thread, shadow mode) by reason code.
+    pub would_deny_reasons: std::collections::BTreeMap<String, usize>,
+    /// `--sessions`: the first and last time, and the agents seen.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub first: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub last: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<String>,
+}
+
+impl Tally {
+    fn add(&mut self, r: &Row) {
+        if self.first.is_empty() || r.time < self.first {
+            self.first.clone_from(&r.time);
+        }
+        if r.time > self.last {
+            self.last.clone_from(&r.time);
+        }
+        if !self.agents.contains(&r.agent) {
+            self.agents.push(r.agent.clone());
+        }
+        let reasons = match r.decision.as_str() {
+            "allow" => {
+                self.allow += 1;
+                None
+            }
+            "DENY" => {
+                self.deny += 1;
+                Some(&mut self.deny_reasons)
+            }
+            "would-deny" => {
+                self.would_deny += 1;
+                Some(&mut self.would_deny_reasons)
+            }
+            _ => return,
+        };
+        self.calls += 1;
+        if let Some(by) = reasons {
+            *by.entry(r.code.clone()).or_default() += 1;
+        }
+    }
+}
+
+/// The rows tallied by `key` (agent type or session), in key order; outcomes count nothing.
+pub fn tally(rows: &[Row], key: impl Fn(&Row) -> &str) -> Vec<Tally> {
+    let mut by: std::collections::BTreeMap<String, Tally> = std::collections::BTreeMap::new();
+    for r in rows {
+        let k = key(r);
+        by.entry(k.to_string())
+            .or_insert_with(|| Tally {
+                key: k.to_string(),
+                ..Tally::default()
+            })
+            .add(r);
+    }
+    by.into_values().collect()
+}
+
+/// `log --summary`: per agent, its calls, allows and denials by reason; then the total.
+pub fn render_summary(rows: &[Row], json: bool) -> String {
+    let mut t = tally(rows, |r| &r.agent);
+    for a in &mut t {
+        a.first.clear();
+        a.last.clear();
+        a.agents.clear();
+    }
+    if json {
+        return t
+            .iter()
+            .map(|a| serde_json::to_string(a).expect("JSON") + "\n")
+            .collect();
+    }
+    let mut total = Tally {
+        key: "total".into(),
+        ..Tally::default()
+    };
+    for a in &t {
+        total.calls += a.calls;
+        total.allow += a.allow;
+        total.deny += a.deny;
+        total.would_deny += a.would_deny;
+    }
+    let wa = t
+        .iter()
+        .map(|a| a.key.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let mut out = format!(
+        "{:<wa$}  {:>5}  {:>5}  {:>5}  {:>10}  denied for\n",
+        "agent", "calls", "allow", "deny", "would-deny"
+    );
+    for a in t.iter().chain([&total]) {
+        let reasons: Vec<String> = a
+            .deny_reasons
+            .iter()
+            .map(|(c, n)| format!("{c} {n}"))
+            .chain(
+                a.would_deny_reasons
+                    .iter()
+                    .map(|(c, n)| format!("{c} {n} (not enforced)")),
+            )
+            .collect();
+        let line = format!(
+            "{:<wa$}  {:>5}  {:>5}  {:>5}  {:>10}  {}",
+            a.key,
+            a.calls,
+            a.allow,
+            a.deny,
+            a.would_deny,
+            reasons.join(", ")
         );
         out.push_str(line.trim_end());
         out.push('\n');
     }
     out
+}
+
+/// `log --sessions`: each session, whole id, with its first and last time, calls and agents.
+pub fn render_sessions(rows: &[Row], json: bool) -> String {
+    let mut t = tally(rows, |r| &r.session);
+    t.sort_by(|a, b| (&a.first, &a.key).cmp(&(&b.first, &b.key)));
+    if json {
+        return t
+            .iter()
+            .map(|s| {
+                let mut v = serde_json::to_value(s).expect("JSON");
+                if let Some(o) = v.as_object_mut() {
+                    let key = o.remove("key").unwrap_or_default();
+                    o.insert("session".into(), key);
+                }
+                serde_json::to_string(&v).expect("JSON") + "\n"
+            })
+            .collect();
+    }
+    let ws = t
+        .iter()
+        .map(|s| s.key.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(7);
+    let wt = t
+        .iter()
+        .map(|s| s.first.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let mut out = format!(
+        "{:<ws$}  {:<wt$}  {:<wt$}  {:>5}  {:>5}  {:>5}  {:>10}  agents\n",
+        "session", "first", "last", "calls", "allow", "deny", "would-deny"
+    );
+    for s in &t {
+        out.push_str(&format!(
+            "{:<ws$}  {:<wt$}  {:<wt$}  {:>5}  {:>5}  {:>5}  {:>10}  {}\n",
+            s.key,
+            s.first,
+            s.last,
+            s.calls,
+            s.allow,
+            s.deny,
+            s.would_deny,
+            s.agents.join(", ")
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(session: &str, agent: &str, decision: &str, code: &str) -> Row {
+        Row {
+            time: "2026-01-01T00:00:00.000Z".into(),
+            session: session.into(),
+            agent: agent.into(),
+            tool: "Read".into(),
+            scope: "fs.read".into(),
+            decision: decision.into(),
+            reason: if code.is_empty() {
+                String::new()
+            } else {
+                format!("[{code}] one two three four five six seven eight nine ten")
+            },
+            code: code.into(),
+        }
+    }
+
+    #[test]
+    fn sessions_are_shortened_to_a_prefix_that_tells_them_apart() {
+        let rows = [
+            row("s1", "main", "allow", ""),
+            row("0b5f1c2e-aaaa-0000", "main", "allow", ""),
+            row("0b5f1c2e-bbbb-0000", "main", "allow", ""),
+        ];
+        let short = short_sessions(&rows);
+        assert_eq!(short["s1"], "s1");
+        assert_eq!(short["0b5f1c2e-aaaa-0000"], "0b5f1c2e-a…");
+        assert_eq!(short["0b5f1c2e-bbbb-0000"], "0b5f1c2e-b…");
+    }
+
+    #[test]
+    fn a_reason_wraps_within_the_width_under_its_column() {
+        let rows = [row("s1", "reviewer", "DENY", "out-of-authority")];
+        let text = render(&rows, false, false, Some(80));
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        assert!(text.lines().count() > 2, "{text}");
+        let one = render(&rows, false, false, None);
+        assert_eq!(one.lines().count(), 2, "{one}");
+    }
+
+    #[test]
+    fn the_summary_counts_calls_not_outcomes_and_denials_by_reason() {
+        let rows = [
+            row("s1", "reviewer", "allow", ""),
+            row("s1", "reviewer", "outcome:returned", ""),
+            row("s1", "reviewer", "DENY", "out-of-authority"),
+            row("s1", "reviewer", "DENY", "out-of-authority"),
+            row("s1", "main", "would-deny", "unresolved"),
+        ];
+        let t = tally(&rows, |r| &r.agent);
+        assert_eq!(t[1].key, "reviewer");
+        assert_eq!((t[1].calls, t[1].allow, t[1].deny), (3, 1, 2));
+        assert_eq!(t[1].deny_reasons["out-of-authority"], 2);
+        assert_eq!(t[0].would_deny_reasons["unresolved"], 1);
+    }
 }

@@ -167,12 +167,12 @@ pub(super) fn reviewer_key(config: &Config, name: &str) -> Result<VerifyingKey, 
     })
 }
 
-/// Creates and stores an authorization; returns its id.
+/// Creates and stores an authorization; returns its id and when it expires (ms).
 pub fn authorize(
     project: &Path,
     config: &Config,
     req: &Request<'_>,
-) -> Result<String, AuthorizeError> {
+) -> Result<(String, u64), AuthorizeError> {
     let expected = reviewer_key(config, req.reviewer)?;
     let key = keys::load(req.key_path)?;
     if key.verifying() != expected {
@@ -210,12 +210,73 @@ pub fn authorize(
     let sig = hex(&key.sign(signed.as_bytes()));
     let conn = db::open(&project.join(".attenu"))?;
     conn.execute(
-        "INSERT INTO authorizations (id, reviewer, tool, input_digest, uses_left, expires_ms, session_id, agent_type, created_ms, signed, sig)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        params![id, req.reviewer, req.tool, doc["input_digest"].as_str(), req.uses, expires_ms as i64, req.session, req.agent, now as i64, signed, sig],
+        "INSERT INTO authorizations (id, reviewer, tool, input_digest, uses_left, expires_ms, session_id, agent_type, created_ms, signed, sig, field_digests)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        params![id, req.reviewer, req.tool, doc["input_digest"].as_str(), req.uses, expires_ms as i64, req.session, req.agent, now as i64, signed, sig, super::refusal::field_digests(req.input, &salt)],
     )
     .map_err(AuthorizeError::Store)?;
-    Ok(id)
+    Ok((id, expires_ms))
+}
+
+/// One stored authorization as `authorize --list` shows it (never its input: only the tool).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Standing {
+    pub id: String,
+    pub tool: String,
+    pub reviewer: String,
+    /// The uses the reviewer signed, and those the database has left.
+    pub uses: i64,
+    pub uses_left: i64,
+    pub expires_ms: i64,
+    pub session_id: Option<String>,
+    pub agent_type: Option<String>,
+    pub created_ms: i64,
+}
+
+impl Standing {
+    /// `usable`, `used up` or `expired`, at `now`.
+    pub fn state(&self, now: i64) -> &'static str {
+        if self.uses_left <= 0 {
+            "used up"
+        } else if self.expires_ms <= now {
+            "expired"
+        } else {
+            "usable"
+        }
+    }
+}
+
+/// Every authorization in the project's gate database, newest first; none when there is no
+/// database yet (and this does not create one).
+pub fn list(project: &Path) -> Result<Vec<Standing>, DbError> {
+    let attenu = project.join(".attenu");
+    if !crate::fs::check_regular_file(&attenu.join(db::FILE))? {
+        return Ok(vec![]);
+    }
+    let conn = db::open(&attenu)?;
+    let mut stmt = conn.prepare(
+        "SELECT id, tool, reviewer, signed, uses_left, expires_ms, session_id, agent_type, created_ms
+           FROM authorizations ORDER BY created_ms DESC, id",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        let signed: String = r.get(3)?;
+        let uses = serde_json::from_str::<Value>(&signed)
+            .ok()
+            .and_then(|d| d["uses"].as_i64())
+            .unwrap_or(0);
+        Ok(Standing {
+            id: r.get(0)?,
+            tool: r.get(1)?,
+            reviewer: r.get(2)?,
+            uses,
+            uses_left: r.get(4)?,
+            expires_ms: r.get(5)?,
+            session_id: r.get(6)?,
+            agent_type: r.get(7)?,
+            created_ms: r.get(8)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 #[cfg(test)]

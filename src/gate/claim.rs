@@ -141,6 +141,12 @@ fn claim_inner(
             }
         }
     }
+    // Which refusal it is, when an authorization nearly allows the call; one refused for
+    // another reason (a signature) is named as it is.
+    let near = match refusals.is_empty() {
+        true => super::refusal::explain(&tx, call, &jcs, now)?,
+        false => None,
+    };
     if how == Use::Consume {
         tx.execute(
             "UPDATE claims SET result = 'denied' WHERE tool_use_id = ?1",
@@ -148,7 +154,7 @@ fn claim_inner(
         )?;
         tx.commit()?;
     }
-    Ok(no_authorization(call.tool, &refusals))
+    Ok(near.map_or_else(|| no_authorization(call.tool, &refusals), Verdict::Denied))
 }
 
 /// The denial when no authorization allows a call to `tool`, naming why each one for its

@@ -19,7 +19,8 @@ CREATE TABLE IF NOT EXISTS authorizations (
     agent_type TEXT,
     created_ms INTEGER NOT NULL,
     signed TEXT NOT NULL,
-    sig TEXT NOT NULL
+    sig TEXT NOT NULL,
+    field_digests TEXT
 );
 CREATE TABLE IF NOT EXISTS claims (
     tool_use_id TEXT PRIMARY KEY,
@@ -55,7 +56,7 @@ CREATE TABLE IF NOT EXISTS markers (
 ";
 
 /// `PRAGMA user_version` of the current schema.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 /// Columns added after the first schema, for databases created before them.
 const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
@@ -63,6 +64,9 @@ const ADDED_COLUMNS: &[(&str, &str, &str)] = &[
     ("markers", "binding", "TEXT"),
     // The random salt of a receipt's payload commitment.
     ("receipts", "payload_salt", "TEXT"),
+    // An authorization's per-field input commitments, which name the fields a refused
+    // call's input differs in (`refusal.rs`).
+    ("authorizations", "field_digests", "TEXT"),
 ];
 
 /// Brings a database created by an earlier build to the current schema, once, under SQLite's

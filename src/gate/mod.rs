@@ -10,6 +10,7 @@ pub mod claim;
 pub mod db;
 pub mod receipt;
 pub mod reconcile;
+pub mod refusal;
 
 use crate::clock as time;
 use crate::evidence::keys;

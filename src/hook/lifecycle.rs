@@ -50,7 +50,10 @@ pub(super) fn subagent_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     Ok(if roster.agents.contains_key(ty) {
         Answer::NoObjection
     } else {
-        Answer::message(format!("subagent type '{ty}' is not declared in .claude/agents/; every tool call it makes will be denied"))
+        Answer::message(match roster.broken_file_for(ty) {
+            Some(f) => format!("subagent type '{ty}' is not declared: its agent file {} is broken ({}); every tool call it makes will be denied until it is fixed", f.file, f.error),
+            None => format!("subagent type '{ty}' is not declared in .claude/agents/; every tool call it makes will be denied"),
+        })
     })
 }
 

@@ -35,6 +35,15 @@ fn claim_answer() -> bool {
 /// ends with its answer.
 pub fn run() -> Exit {
     let started = Instant::now();
+    // A person who runs `attenu-hook` by hand would otherwise wait out the deadline for an
+    // event that never comes, then read `deadline-exceeded`.
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        claim_answer();
+        return emit(&Answer::DenyAndBlock(Reason::new(
+            Code::PayloadInvalid,
+            "stdin is a terminal: hook mode reads one Claude Code event (JSON) on stdin and answers it; Claude Code runs it so. By hand, try `attenu-hook doctor`, `attenu-hook --derive`, `attenu-hook log` or `attenu-hook --help`",
+        )));
+    }
     let (tx, rx) = mpsc::channel::<Instant>();
     let watchdog = std::thread::Builder::new()
         .name("attenu-deadline".into())

@@ -2,9 +2,9 @@
 //! `settings.local.json`), changing only what the hook needs.
 
 use super::plugins::{installed_plugin_hooks, plugins_on, PluginOn};
-use super::settings_doc::{merge, Doc, MergeError};
+use super::settings_doc::{merge, replace_machine_paths, Doc, MergeError};
 use super::shell::shell_quote;
-use super::wiring::default_command;
+use super::wiring::{default_command, machine_specific, LINKED_COMMAND, PROJECT_LINK};
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -55,15 +55,27 @@ fn link_target(target: &Option<PathBuf>) -> String {
         .unwrap_or_default()
 }
 
+/// What `install` did: the settings file, what changed in it and beside it, and what the
+/// operator must hear (a command that works on this machine only).
+#[derive(Debug)]
+pub struct Installed {
+    pub path: PathBuf,
+    /// What changed in the settings file.
+    pub changes: Vec<String>,
+    /// What changed beside it: the per-developer link and its `.gitignore`.
+    pub beside: Vec<String>,
+    pub warnings: Vec<String>,
+    /// The per-developer link [`PROJECT_LINK`] was made or is used: other clones need theirs.
+    pub linked: bool,
+    /// The settings run `attenu-hook` from PATH: every developer needs it on theirs.
+    pub on_path: bool,
+}
+
 /// `attenu-hook install [DIR] [--local] [--command CMD]`, with `dir` the project's root (the
 /// CLI finds it). Writes only when something changes, atomically, keeping the file's mode, group
 /// and (run as root, which it is only in a project root owns) owner; a settings file that is a
 /// symbolic link is refused, never written through or replaced.
-pub fn install(
-    dir: &Path,
-    local: bool,
-    command: Option<&str>,
-) -> Result<(PathBuf, Vec<String>), InstallError> {
+pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<Installed, InstallError> {
     if !dir.is_dir() {
         return Err(InstallError::NotADirectory(dir.into()));
     }
@@ -104,7 +116,13 @@ pub fn install(
     let mut doc = parse_settings(&path, text)?;
     let explicit = command.is_some();
     let command = command.map(str::to_string).unwrap_or_else(default_command);
-    let changes = merge(&mut doc, &command, explicit, dir)?;
+    let mut changes = merge(&mut doc, &command, explicit, dir)?;
+    let mut kept = Vec::new();
+    if !explicit && !local {
+        let (replaced, wrappers) = replace_machine_paths(&mut doc, &command, dir);
+        changes.extend(replaced);
+        kept = wrappers;
+    }
     if !changes.is_empty() {
         let text = serde_json::to_string_pretty(&doc).expect("JSON") + "\n";
         // The old file's mode (a private settings.local.json stays private) and owner (one
@@ -116,7 +134,155 @@ pub fn install(
             }
         })?;
     }
-    Ok((path, changes))
+    // The link only when the settings run it (a wrapper kept from earlier does not).
+    let (linked, on_path) = (runs(&doc, LINKED_COMMAND), runs(&doc, "attenu-hook"));
+    let beside = match linked {
+        true => link_this_executable(dir)?,
+        false => vec![],
+    };
+    let shared = (!local).then_some(command.as_str());
+    let warnings = machine_path_warnings(&path, &kept, shared);
+    Ok(Installed {
+        path,
+        changes,
+        beside,
+        warnings,
+        linked,
+        on_path,
+    })
+}
+
+/// Whether a handler of the settings `doc` runs exactly `command`.
+fn runs(doc: &Doc, command: &str) -> bool {
+    super::wiring::handlers_in(&doc.to_value()).any(|(_, _, h)| {
+        h.get("command")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|c| c.trim() == command)
+    })
+}
+
+/// What to tell the operator about this machine's paths in the shared settings file at
+/// `path`: the wrappers `kept` from an earlier `--command`, and `wired` (the `--command` just
+/// written to it, `None` for settings.local.json).
+fn machine_path_warnings(path: &Path, kept: &[String], wired: Option<&str>) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for k in kept {
+        warnings.push(format!(
+            "{} runs `{k}`, which --command wired earlier: a path that exists on this machine only, so committed, it blocks every call of a teammate without that file (\"onFailure\": \"block\"). Move it to settings.local.json (`attenu-hook install --local --command ...`), or put the wrapper inside the project and wire it as \"$CLAUDE_PROJECT_DIR\"/<path>",
+            path.display()
+        ));
+    }
+    if let Some(command) = wired.filter(|c| machine_specific(c)) {
+        warnings.push(format!(
+            "{} now runs `{command}`, a path that exists on this machine only; committed, it blocks every call of a teammate without that file (\"onFailure\": \"block\"). Wire it with `--local` instead, or leave out --command: install then wires `attenu-hook` from PATH, or {LINKED_COMMAND} through a git-ignored link",
+            path.display()
+        ));
+    }
+    warnings
+}
+
+/// Makes [`PROJECT_LINK`] a symbolic link to this executable (this developer's, git-ignored
+/// by `.claude/hooks/.gitignore`), unless it is a file the project keeps there itself.
+fn link_this_executable(dir: &Path) -> Result<Vec<String>, InstallError> {
+    let hooks = dir.join(".claude/hooks");
+    match std::fs::symlink_metadata(&hooks) {
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(InstallError::SymbolicLink {
+                target: std::fs::read_link(&hooks).ok(),
+                path: hooks,
+            })
+        }
+        Ok(m) if !m.is_dir() => return Err(InstallError::NotADirectory(hooks)),
+        Ok(_) => {}
+        Err(_) => std::fs::create_dir(&hooks).map_err(|source| InstallError::CreateDir {
+            path: hooks.clone(),
+            source,
+        })?,
+    }
+    let link = dir.join(PROJECT_LINK);
+    let exe = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .map_err(|source| InstallError::Resolve {
+            path: "the running executable".into(),
+            source,
+        })?;
+    let mut changes = Vec::new();
+    let write = |source| InstallError::Write {
+        path: link.clone(),
+        source,
+    };
+    match std::fs::symlink_metadata(&link) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            std::os::unix::fs::symlink(&exe, &link).map_err(write)?;
+            changes.push(format!(
+                "linked {PROJECT_LINK} to {} (this developer's link, git-ignored)",
+                exe.display()
+            ));
+        }
+        Err(source) => return Err(InstallError::Inspect { path: link, source }),
+        Ok(m) if m.file_type().is_symlink() => {
+            let was = std::fs::read_link(&link).ok();
+            if was.as_deref() != Some(exe.as_path()) {
+                // A new link renamed over the old one: the path never names nothing.
+                let tmp = hooks.join(format!(".attenu-hook.{}.tmp", std::process::id()));
+                let _ = std::fs::remove_file(&tmp);
+                std::os::unix::fs::symlink(&exe, &tmp).map_err(write)?;
+                std::fs::rename(&tmp, &link).map_err(write)?;
+                changes.push(format!(
+                    "linked {PROJECT_LINK} to {} (was {})",
+                    exe.display(),
+                    was.map(|w| w.display().to_string()).unwrap_or_default()
+                ));
+            }
+        }
+        // A file the project keeps there (a shim of its own, committed): it is theirs.
+        Ok(_) => return Ok(changes),
+    }
+    changes.extend(ignore_the_link(&hooks)?);
+    Ok(changes)
+}
+
+/// Makes sure `.claude/hooks/.gitignore` lists the link, which names a path on this machine.
+fn ignore_the_link(hooks: &Path) -> Result<Option<String>, InstallError> {
+    let path = hooks.join(".gitignore");
+    let text = match std::fs::symlink_metadata(&path) {
+        Ok(m) if !m.is_file() => return Ok(None),
+        Ok(_) => std::fs::read_to_string(&path).map_err(|source| InstallError::Read {
+            path: path.clone(),
+            source,
+        })?,
+        Err(_) => String::new(),
+    };
+    if text
+        .lines()
+        .any(|l| l.trim().trim_start_matches('/') == "attenu-hook")
+    {
+        return Ok(None);
+    }
+    let mut new = text;
+    if !new.is_empty() && !new.ends_with('\n') {
+        new.push('\n');
+    }
+    new.push_str(
+        "# attenu-hook install: a per-developer link to this machine's binary\n/attenu-hook\n",
+    );
+    let keep = crate::fs::Keep {
+        mode: 0o644,
+        uid: None,
+        gid: None,
+    };
+    crate::fs::replace_keeping(&path, new.as_bytes(), keep).map_err(|source| {
+        InstallError::Write {
+            path: path.clone(),
+            source,
+        }
+    })?;
+    Ok(Some(format!(
+        "{}: git-ignores the link",
+        path.strip_prefix(hooks.parent().and_then(Path::parent).unwrap_or(hooks))
+            .unwrap_or(&path)
+            .display()
+    )))
 }
 
 /// The settings file's text (`None` when there is none yet) and what its replacement keeps.
@@ -199,9 +365,13 @@ fn parse_settings(path: &Path, text: Option<String>) -> Result<Doc, InstallError
 /// `/tmp`, where no one else can rename root's entries). As `dir` is canonical, these are all
 /// the directories on the way, and none of them is a link.
 fn unsafe_for_root(dir: &Path) -> Option<(String, String)> {
-    let places = [(dir.to_path_buf(), false), (dir.join(".claude"), false)]
-        .into_iter()
-        .chain(dir.ancestors().skip(1).map(|a| (a.to_path_buf(), true)));
+    let places = [
+        (dir.to_path_buf(), false),
+        (dir.join(".claude"), false),
+        (dir.join(".claude/hooks"), false),
+    ]
+    .into_iter()
+    .chain(dir.ancestors().skip(1).map(|a| (a.to_path_buf(), true)));
     for (path, is_above) in places {
         let Ok(m) = std::fs::symlink_metadata(&path) else {
             continue;

@@ -17,8 +17,10 @@ mod shell;
 mod wiring;
 
 pub use doctor::{doctor, doctor_for, Check, CheckId, Severity};
-pub use install::{install, InstallError};
+pub use install::{install, InstallError, Installed};
 pub use settings_doc::{merge, Doc, MergeError};
 pub use settings_files::user_config_dir;
 pub use shell::resolve_command;
-pub use wiring::{default_command, EVENTS, TIMEOUT_S};
+pub use wiring::{
+    default_command, machine_specific, EVENTS, LINKED_COMMAND, PROJECT_LINK, TIMEOUT_S,
+};

@@ -1,7 +1,10 @@
 //! The settings document `install` edits ([`Doc`], which keeps a person's member order) and
 //! the merge that brings its hook block to what the hook needs.
 
-use super::wiring::{is_ours, restricting_matcher, EVENTS, TIMEOUT_S};
+use super::shell::split_command;
+use super::wiring::{
+    is_ours, machine_specific, restricting_matcher, what_it_sees, EVENTS, TIMEOUT_S,
+};
 use serde_json::Value;
 use std::path::Path;
 
@@ -47,6 +50,53 @@ pub fn merge(
         merge_event(groups, event, command, explicit, project, &mut changes)?;
     }
     Ok(changes)
+}
+
+/// Our handlers whose command is this machine's absolute path. One that names an
+/// `attenu-hook` executable (what `install` wrote before it wired commit-safe commands) is
+/// rewritten to `command`; a wrapper the operator chose with `--command` is kept. Returns what
+/// changed and the commands kept. Only for the shared `settings.json`, and only when the
+/// operator did not pass `--command`.
+pub fn replace_machine_paths(
+    settings: &mut Doc,
+    command: &str,
+    project: &Path,
+) -> (Vec<String>, Vec<String>) {
+    let (mut changes, mut kept) = (Vec::new(), Vec::new());
+    let Some(hooks) = settings.member_mut("hooks") else {
+        return (changes, kept);
+    };
+    for event in EVENTS {
+        let Some(Doc::Arr(groups)) = hooks.member_mut(event) else {
+            continue;
+        };
+        for group in groups {
+            let Some(Doc::Arr(handlers)) = group.member_mut("hooks") else {
+                continue;
+            };
+            for h in handlers {
+                let v = h.to_value();
+                let Some(current) = v.get("command").and_then(Value::as_str) else {
+                    continue;
+                };
+                if !machine_specific(current) || !is_ours(&v, command, project) {
+                    continue;
+                }
+                let (program, _) = split_command(current);
+                let by_name = Path::new(&program)
+                    .file_name()
+                    .is_some_and(|n| n == "attenu-hook");
+                if by_name && h.set("command", Doc::Str(command.into())).is_some() {
+                    changes.push(format!(
+                        "{event}: set the attenu-hook handler's command to `{command}` (was `{current}`, a path only this machine has)"
+                    ));
+                } else if !kept.iter().any(|k| k == current) {
+                    kept.push(current.to_string());
+                }
+            }
+        }
+    }
+    (changes, kept)
 }
 
 /// A group's matcher and which of its handlers are ours.
@@ -111,7 +161,8 @@ fn merge_event(
         Doc::Arr(vec![handler_doc(command)]),
     )]));
     changes.push(format!(
-        "{event}: added the attenu-hook handler (no matcher: every tool)"
+        "{event}: added the attenu-hook handler (no matcher: {})",
+        what_it_sees(event)
     ));
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! Finding attenu-hook's handlers in a hooks document (a settings file, or a plugin's hooks
 //! file), and whether one makes Claude Code wait for the hook on every call of its event.
 
-use super::shell::{resolve_command, shell_quote, split_command, which};
+use super::shell::{resolve_command, split_command, which};
 use serde_json::Value;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -66,6 +66,16 @@ pub(super) fn restricting_matcher(matcher: Option<&Value>) -> Option<String> {
     }
 }
 
+/// What a handler without a matcher sees of an event: tool events are calls, the others not.
+pub(super) fn what_it_sees(event: &str) -> &'static str {
+    match event {
+        "SessionStart" => "every session start",
+        "SessionEnd" => "every session end",
+        "SubagentStart" | "SubagentStop" => "every agent type",
+        _ => "every tool call",
+    }
+}
+
 /// Whether two paths name the same file (after links).
 fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::metadata(a), std::fs::metadata(b)) {
@@ -74,14 +84,30 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// The command to wire: `attenu-hook` when it is on PATH, else this executable's absolute path.
+/// Where `install` links this executable when `attenu-hook` is not on PATH: a per-developer
+/// link inside the project, git-ignored, that the committed wiring reaches through
+/// `$CLAUDE_PROJECT_DIR` in every clone.
+pub const PROJECT_LINK: &str = ".claude/hooks/attenu-hook";
+
+/// The command that runs [`PROJECT_LINK`], as `settings.snippet.json` writes it. Claude Code
+/// runs hook commands through a shell with `CLAUDE_PROJECT_DIR` set to the project's root.
+pub const LINKED_COMMAND: &str = "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/attenu-hook";
+
+/// The command to wire, one that works unchanged in every clone of the project (so safe in a
+/// committed `settings.json`): `attenu-hook` when it is on PATH, else [`LINKED_COMMAND`].
 pub fn default_command() -> String {
     if which("attenu-hook").is_some() {
         return "attenu-hook".into();
     }
-    std::env::current_exe()
-        .map(|p| shell_quote(&p.display().to_string()))
-        .unwrap_or_else(|_| "attenu-hook".into())
+    LINKED_COMMAND.into()
+}
+
+/// Whether a handler command names a file by this machine's absolute path (or `~`): in a
+/// shared settings file it runs nothing on a teammate's machine, and with `"onFailure":
+/// "block"` every one of their calls is blocked.
+pub fn machine_specific(command: &str) -> bool {
+    let (program, _) = split_command(command);
+    program.starts_with('/') || program.starts_with('~')
 }
 
 /// Every handler of the events the hook needs in a hooks document (a settings file, or a

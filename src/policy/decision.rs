@@ -83,7 +83,7 @@ pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &
             (None, outcome)
         }
         Actor::Subagent(ty) => match roster.agents.get(ty) {
-            None => (None, Err(undeclared(ty))),
+            None => (None, Err(undeclared(roster, ty))),
             Some(agent) => {
                 let outcome =
                     subagent_outcome(roster, agent, ty, &actor, call, &scope, project_root);
@@ -146,15 +146,34 @@ fn subagent_outcome(
     }
 }
 
-/// A subagent type the roster does not declare holds nothing.
-fn undeclared(ty: &str) -> Reason {
+/// A subagent type the roster does not declare holds nothing. When an agent file is broken
+/// (so it declares nothing), the deny names it: the one named for the type is taken to be its
+/// declaration, any other is mentioned.
+fn undeclared(roster: &Roster, ty: &str) -> Reason {
+    if let Some(f) = roster.broken_file_for(ty) {
+        return Reason::new(
+            Code::AgentDeclarationInvalid,
+            format!("subagent type '{ty}' is not declared: its agent file {} is broken ({}), so it declares nothing and '{ty}' holds nothing until it is fixed (`attenu-hook --derive` lists the problems)", f.file, f.error),
+        );
+    }
+    let broken = match roster.broken_files.as_slice() {
+        [] => String::new(),
+        files => format!(
+            "; these agent files are broken and declare nothing, if one is meant to declare it: {}",
+            files
+                .iter()
+                .map(|f| format!("{} ({})", f.file, f.error))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     Reason::new(
         Code::UndeclaredAgent,
         if ty.is_empty() {
             "a subagent call arrived without an agent_type, so no permission set can apply; it holds nothing".to_string()
         } else {
             format!(
-                "subagent type '{ty}' is not declared in .claude/agents/, so it holds nothing; declare it there, or name it under [agents] in .attenu/config.toml"
+                "subagent type '{ty}' is not declared in .claude/agents/, so it holds nothing; declare it there, or name it under [agents] in .attenu/config.toml{broken}"
             )
         },
     )

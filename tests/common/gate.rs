@@ -47,6 +47,16 @@ pub fn authorize(p: &Path, key: &Path, input: &Value, extra: &[&str]) -> Out {
     cli(&args)
 }
 
+/// The id `authorize` printed, on its `authorization:` line.
+pub fn authorization_id(out: &Out) -> String {
+    out.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("authorization:"))
+        .unwrap_or_else(|| panic!("no `authorization:` line in {}", out.stdout))
+        .trim()
+        .to_string()
+}
+
 /// `reconcile list --project P` (and `extra` after it).
 pub fn reconcile_list(p: &Path, extra: &[&str]) -> Out {
     let mut args = vec!["reconcile", "list", "--project", p.to_str().unwrap()];

@@ -199,7 +199,7 @@ fn wired_check(event: &str, mine: &[&Wired], ignored: usize) -> Check {
         Some(w) => check(
             Severity::Ok,
             format!(
-                "timeout {}s, onFailure {}, every tool ({})",
+                "timeout {}s, onFailure {}, {} ({})",
                 w.handler
                     .get("timeout")
                     .and_then(Value::as_u64)
@@ -208,6 +208,7 @@ fn wired_check(event: &str, mine: &[&Wired], ignored: usize) -> Check {
                     .get("onFailure")
                     .and_then(Value::as_str)
                     .unwrap_or("unset"),
+                crate::ops::wiring::what_it_sees(event),
                 match &w.plugin {
                     Some(p) => format!("the plugin {}", p.key),
                     None => format!("{} settings", w.scope),

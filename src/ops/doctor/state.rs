@@ -13,14 +13,15 @@ use std::path::Path;
 pub(super) fn checks(dir: &Path) -> Vec<Check> {
     let mut out = Vec::new();
     let attenu = dir.join(".attenu");
-    match config::load(&attenu) {
+    let loaded = config::load(&attenu);
+    match &loaded {
         Ok(c) => {
             out.push(Check::new(
                 CheckId::Config,
                 Severity::Ok,
                 "valid (or defaults)",
             ));
-            out.extend(reviewer_check(&attenu, &c));
+            out.extend(reviewer_check(&attenu, c));
         }
         Err(e) => out.push(Check::new(
             CheckId::Config,
@@ -28,21 +29,35 @@ pub(super) fn checks(dir: &Path) -> Vec<Check> {
             format!("{e}; every call would be denied until it is fixed"),
         )),
     }
-    match config::load(&attenu)
-        .map_err(|e| e.to_string())
-        .and_then(|c| derive_project(dir, &c.agents).map_err(|e| e.to_string()))
-    {
+    // An invalid configuration is the config check's to report, once; the derivation is
+    // still checked, without the configuration's [agents].
+    let (agents, note) = match &loaded {
+        Ok(c) => (c.agents.clone(), ""),
+        Err(_) => (
+            Default::default(),
+            " (without [agents] of the invalid configuration)",
+        ),
+    };
+    match derive_project(dir, &agents) {
         Ok(r) if r.problems.is_empty() => out.push(Check::new(
             CheckId::Derive,
             Severity::Ok,
-            format!("{} agents, digest {}", r.agents.len(), &r.digest[..12]),
+            format!(
+                "{} agents, digest {}{note}",
+                r.agents.len(),
+                &r.digest[..12]
+            ),
         )),
         Ok(r) => out.push(Check::new(
             CheckId::Derive,
             Severity::Warn,
-            format!("{} problem(s): {}", r.problems.len(), r.problems.join("; ")),
+            format!(
+                "{} problem(s){note}: {}",
+                r.problems.len(),
+                r.problems.join("; ")
+            ),
         )),
-        Err(e) => out.push(Check::new(CheckId::Derive, Severity::Fail, e)),
+        Err(e) => out.push(Check::new(CheckId::Derive, Severity::Fail, e.to_string())),
     }
     if attenu.exists() {
         out.extend(permission_checks(&attenu));
