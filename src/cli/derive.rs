@@ -15,7 +15,7 @@ pub fn run(dir: &Path, human: bool) -> Exit {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    match derive_project(&root, &config.agents) {
+    match derive_project(&root, &config.agents, config.derive.session_pool.as_deref()) {
         Ok(r) if human => {
             print!("{}", human_roster(&root, &r));
             Exit::Success

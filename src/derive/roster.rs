@@ -33,6 +33,9 @@ pub struct Roster {
     pub unrepresented: Vec<String>,
     pub problems: Vec<String>,
     pub digest: String,
+    /// Why each agent holds what it holds, for the deny hints (not in the digest).
+    #[serde(default)]
+    pub why: super::provenance::Provenance,
 }
 
 /// `scope` is covered by a held pattern and by no excluded one.

@@ -30,8 +30,10 @@ pub(super) fn checks(dir: &Path) -> Vec<Check> {
     }
     match config::load(&attenu)
         .map_err(|e| e.to_string())
-        .and_then(|c| derive_project(dir, &c.agents).map_err(|e| e.to_string()))
-    {
+        .and_then(|c| {
+            derive_project(dir, &c.agents, c.derive.session_pool.as_deref())
+                .map_err(|e| e.to_string())
+        }) {
         Ok(r) if r.problems.is_empty() => out.push(Check::new(
             CheckId::Derive,
             Severity::Ok,
