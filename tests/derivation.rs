@@ -202,3 +202,159 @@ fn derive_human_is_pinned() {
         &mask(&out.stdout, &[(p.dir(), "<project>")]),
     );
 }
+
+/// Each way a subagent can lack a tool, through the binary: the deny names the one change
+/// that would allow the call, with the file to make it in, and the original name of a scope
+/// that had to be encoded.
+#[test]
+fn each_deny_names_the_one_change_that_would_allow_it() {
+    let p = ProjectBuilder::new("hints")
+        .agent("helper", "description: inherits\ndisallowedTools: Grep")
+        .agent("lister", "tools: Read")
+        .agent_file(
+            "pse.md",
+            "---\nname: Python Security Expert\ntools: Read\n---\n",
+        )
+        .settings(json!({"permissions": {"allow": ["Glob"], "deny": ["WebFetch"]}}))
+        .build();
+    let table: &[(&str, &str, Value, &str, &[&str])] = &[
+        (
+            "helper",
+            "Bash",
+            json!({"command": "ls"}),
+            "unresolved",
+            &[
+                "it inherits the session pool (.claude/agents/helper.md gives it no `tools` list)",
+                "add Bash to permissions.allow in .claude/settings.json",
+                "or give it a `tools:` line in .claude/agents/helper.md that lists Bash",
+            ],
+        ),
+        (
+            "helper",
+            "Grep",
+            json!({"pattern": "x"}),
+            "unresolved",
+            &[
+                "`disallowedTools` in .claude/agents/helper.md has Grep",
+                "remove Grep from disallowedTools there",
+                "; and it inherits the session pool",
+                "add Grep to permissions.allow",
+            ],
+        ),
+        (
+            "lister",
+            "Glob",
+            json!({"pattern": "*"}),
+            "out-of-authority",
+            &["its `tools` in .claude/agents/lister.md does not list Glob", "add Glob to that agent's `tools` there"],
+        ),
+        (
+            "lister",
+            "WebFetch",
+            json!({"url": "https://x"}),
+            "unresolved",
+            &["permissions.deny in .claude/settings.json has WebFetch, which denies it to the whole session"],
+        ),
+        (
+            "lister",
+            "MultiEdit",
+            json!({}),
+            "unresolved",
+            &["MultiEdit needs tool.x---4dulti-45dit (MultiEdit)", "add MultiEdit to that agent's `tools`"],
+        ),
+        (
+            "lister",
+            "Agent",
+            json!({"subagent_type": "Python Security Expert", "prompt": "x"}),
+            "out-of-authority",
+            &[
+                "agent.delegate.x---50ython-20-53ecurity-20-45xpert (Python Security Expert)",
+                "add Agent(Python Security Expert) to that agent's `tools`",
+            ],
+        ),
+    ];
+    for (i, (agent, tool, input, code, texts)) in table.iter().enumerate() {
+        let out = p
+            .subagent(agent, tool)
+            .input(input.clone())
+            .id(&format!("t{i}"))
+            .run();
+        assert_denied_with(&out, code);
+        assert_denied_saying_all(&out, texts);
+    }
+    assert_allowed(
+        &p.subagent("helper", "Glob")
+            .input(json!({"pattern": "*"}))
+            .id("ok")
+            .run(),
+    );
+}
+
+/// `[derive] session_pool` is what an agent without `tools` holds: no longer what an unrelated
+/// agent file lists, still minus `permissions.deny`, and a deny names the key to change. A bad
+/// entry denies every call, naming the key.
+#[test]
+fn a_configured_session_pool_is_what_inheriting_agents_hold() {
+    let p = ProjectBuilder::new("pool")
+        .agent("helper", "description: inherits")
+        .agent("payer", "tools: mcp__pay, Read")
+        .settings(json!({"permissions": {"allow": ["Glob"], "deny": ["Grep"]}}))
+        .config("[derive]\nsession_pool = [\"Read\", \"Grep\", \"Bash(git *)\"]\n")
+        .build();
+    let call = |agent: &str, tool: &str, input: Value, id: &str| {
+        p.subagent(agent, tool).input(input).id(id).run()
+    };
+    assert_allowed(&call("helper", "Read", json!({"file_path": "/x"}), "t1"));
+    assert_allowed(&call(
+        "helper",
+        "Bash",
+        json!({"command": "git status"}),
+        "t2",
+    ));
+    let mcp = call("helper", "mcp__pay__charge", json!({}), "t3");
+    assert_denied_with(&mcp, "out-of-authority");
+    assert_denied_saying(
+        &mcp,
+        "[derive] session_pool in .attenu/config.toml names without mcp__pay__charge; add mcp__pay__charge to session_pool there",
+    );
+    let glob = call("helper", "Glob", json!({"pattern": "*"}), "t4");
+    assert_denied_saying(&glob, "names without Glob");
+    assert_denied_saying(
+        &call("helper", "Grep", json!({"pattern": "x"}), "t5"),
+        "permissions.deny in .claude/settings.json has Grep",
+    );
+    assert_allowed(&call("payer", "mcp__pay__charge", json!({}), "t6"));
+    let derived = cli(&["--derive", "--json", p.dir()]);
+    assert_eq!(derived.code, 0, "{}", derived.stderr);
+    let d: Value = serde_json::from_str(&derived.stdout).unwrap();
+    assert_eq!(d["agents"]["helper"], json!(["exec.bash", "fs.read"]));
+    assert!(d["unrepresented"].as_array().unwrap().iter().any(|u| u
+        .as_str()
+        .unwrap()
+        .starts_with("[derive] session_pool Bash(git *)")));
+    // A bad value fails closed, naming the key.
+    write_config(p.path(), "[derive]\nsession_pool = [\"*\"]\n");
+    let bad = call("payer", "Read", json!({"file_path": "/x"}), "t7");
+    assert_denied_with(&bad, "config-invalid");
+    assert_denied_saying(&bad, "[derive] session_pool has '*'");
+}
+
+/// The pool is part of the roster cache's key: changing it takes effect on the next call
+/// even when the files are settled and the roster is cached.
+#[test]
+fn a_session_pool_edit_takes_effect_with_a_cached_roster() {
+    let p = ProjectBuilder::new("poolcache")
+        .agent("helper", "description: inherits")
+        .agent("other", "tools: Read, Bash")
+        .build();
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    assert_allowed(&p.bash_by("helper", "ls").id("t1").run());
+    assert!(p.path().join(".attenu/roster.cache").exists());
+    write_config(p.path(), "[derive]\nsession_pool = [\"Read\"]\n");
+    // `other` lists Bash, which no longer reaches `helper`.
+    assert_denied_with(
+        &p.bash_by("helper", "ls").id("t2").run(),
+        "out-of-authority",
+    );
+    assert_allowed(&p.read_by("helper", "/x").id("t3").run());
+}

@@ -33,6 +33,9 @@ pub struct RuleAt {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Provenance {
     pub pool: PoolSource,
+    /// `[derive] session_pool` in scopes, before any denial (empty unless configured).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub configured: BTreeSet<String>,
     /// Agents with no `tools` line (or `tools: *`): they hold the pool.
     pub inheriting: BTreeSet<String>,
     /// Scope → the `permissions.deny` rule that takes it.
@@ -98,8 +101,12 @@ pub fn changes_for_agent(roster: &Roster, name: &str, scope: &str) -> Vec<Change
         }));
     }
     if why.inheriting.contains(name) {
-        // Without a denial, an inheriting agent lacks only what the pool lacks.
-        if out.is_empty() {
+        // After a settings denial the derived pool is not known (only the root is kept).
+        let in_pool = match why.pool {
+            PoolSource::Configured => why.configured.iter().any(|p| covers(p, scope)),
+            PoolSource::Derived => roster.root.iter().any(|p| covers(p, scope)),
+        };
+        if !in_pool && (why.pool == PoolSource::Configured || why.deny_of(scope).is_none()) {
             out.push(Change::AddToPool {
                 pool: why.pool,
                 file: agent.source.clone(),
@@ -282,7 +289,13 @@ mod tests {
             (
                 "takes",
                 "exec.monitor",
-                vec![Change::RemoveDisallowed(rule("Bash(rm *)", &at("takes")))],
+                vec![
+                    Change::RemoveDisallowed(rule("Bash(rm *)", &at("takes"))),
+                    Change::AddToPool {
+                        pool: PoolSource::Derived,
+                        file: at("takes"),
+                    },
+                ],
             ),
             (
                 "both",

@@ -27,7 +27,7 @@ pub fn resolve(decl: Declarations) -> Roster {
     } else {
         subtract(&pool, &operator.deny)
     };
-    let inherited = configured.map(|c| subtract(&c, &operator.deny));
+    let inherited = configured.as_ref().map(|c| subtract(c, &operator.deny));
     let inherited = if operator.deny_all {
         &root
     } else {
@@ -35,6 +35,7 @@ pub fn resolve(decl: Declarations) -> Roster {
     };
     let root_excluded = excluded_within(&root, &operator.deny);
     let mut why = provenance::record(&decl);
+    why.configured = configured.unwrap_or_default();
     let agents: BTreeMap<String, AgentAuthority> = decl
         .agents
         .into_iter()
