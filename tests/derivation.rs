@@ -4,6 +4,7 @@
 mod common;
 use common::*;
 use serde_json::{json, Value};
+use std::path::Path;
 
 #[test]
 fn a_project_no_other_test_saw_is_derived_and_decided() {
@@ -195,7 +196,10 @@ fn derive_human_is_pinned() {
         .agent_file("broken.md", "---\nname: broken\n  tools: Read\n---\n")
         .settings(json!({"permissions": {"allow": ["Read", "Grep", "Glob", "WebFetch", "mcp__pay", "Bash(npm run lint)"], "deny": ["Read(./.env)", "NotebookEdit"]}}))
         .build();
-    let out = cli(&["--derive", p.dir(), "--human"]);
+    let out = cli_with(
+        &["--derive", p.dir(), "--human"],
+        &[("COLUMNS", Path::new("100"))],
+    );
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert_snapshot(
         "derive-human.txt",
@@ -357,4 +361,49 @@ fn a_session_pool_edit_takes_effect_with_a_cached_roster() {
         "out-of-authority",
     );
     assert_allowed(&p.read_by("helper", "/x").id("t3").run());
+}
+
+/// A large roster where most agents inherit: `--derive --human` groups them by what they hold,
+/// summarizes delegation, keeps to the width, and shows encoded names as written.
+#[test]
+fn derive_human_groups_a_large_roster_and_fits_the_width() {
+    let mut b = ProjectBuilder::new("derive-big")
+        .agent("noshell", "description: x\ndisallowedTools: Bash")
+        .agent("lister", "tools: Read, Grep, MultiEdit, Agent(helper-0)")
+        .agent_file(
+            "pse.md",
+            "---\nname: Python Security Expert\ntools: Read, mcp__GitHub__CreateIssue\n---\n",
+        )
+        .settings(
+            json!({"permissions": {"allow": ["Read", "Bash", "Glob"], "deny": ["WebFetch"]}}),
+        );
+    for i in 0..40 {
+        b = b.agent(&format!("helper-{i}"), "description: inherits");
+    }
+    let p = b.build();
+    let out = cli_with(
+        &["--derive", p.dir(), "--human"],
+        &[("COLUMNS", Path::new("80"))],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let text = mask(&out.stdout, &[(p.dir(), "<project>")]);
+    assert!(
+        text.lines().all(|l| l.chars().count() <= 80),
+        "a line is wider than COLUMNS:\n{text}"
+    );
+    assert!(text.lines().count() < 50, "{text}");
+    assert!(!text.contains('\x1b'), "no colour off a terminal");
+    assert_snapshot("derive-human-inherit.txt", &text);
+    let json = cli(&["--derive", "--json", p.dir()]);
+    let d: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(d["inheritance"]["inheriting"].as_array().unwrap().len(), 41);
+    assert_eq!(
+        d["inheritance"]["pool"]["fs.read"]["allow"],
+        json!([".claude/settings.json"])
+    );
+    assert_eq!(d["names"]["tool.x---4dulti-45dit"], "MultiEdit");
+    assert_eq!(
+        d["names"]["agent.delegate.x---50ython-20-53ecurity-20-45xpert"],
+        "Python Security Expert"
+    );
 }

@@ -5,6 +5,7 @@
 mod audit;
 mod authorize;
 pub mod derive;
+mod derive_human;
 mod docs;
 mod doctor;
 mod export;
@@ -21,7 +22,6 @@ mod verify;
 
 pub use crate::protocol::Exit;
 use clap::{Parser, Subcommand};
-pub use derive::human_roster;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 

@@ -12,6 +12,7 @@
 pub mod cache;
 pub mod compat;
 pub mod declarations;
+pub mod explain;
 pub mod frontmatter;
 pub mod provenance;
 pub mod readable;
@@ -44,6 +45,17 @@ pub fn derive_project(
     session_pool: Option<&[String]>,
 ) -> Result<Roster, DeriveError> {
     derive_from(root, list_agent_files(root)?, extra_agents, session_pool)
+}
+
+/// [`derive_project`], with the account of the pool that `--derive` and `doctor` print.
+pub fn explain_project(
+    root: &Path,
+    extra_agents: &BTreeMap<String, Vec<String>>,
+    session_pool: Option<&[String]>,
+) -> Result<(Roster, explain::Account), DeriveError> {
+    let decl = declarations(root, list_agent_files(root)?, extra_agents, session_pool)?;
+    let account = explain::Account::of(&decl);
+    Ok((resolve(decl), account))
 }
 
 /// [`derive_project`] from the agent files [`list_agent_files`] found.

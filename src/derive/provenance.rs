@@ -70,15 +70,26 @@ pub enum Change {
 }
 
 impl Provenance {
-    /// The `permissions.deny` rule that takes `scope`, if one does.
-    fn deny_of(&self, scope: &str) -> Option<Change> {
+    /// The `permissions.deny` rule that takes `scope`, if one does (`*` for a deny of all).
+    pub fn deny_rule(&self, scope: &str) -> Option<RuleAt> {
         if let Some(file) = &self.deny_all {
-            return Some(Change::RemoveDenyAll(file.clone()));
+            return Some(RuleAt {
+                rule: "*".into(),
+                file: file.clone(),
+            });
         }
         self.denied
             .iter()
             .find(|(p, _)| covers(p, scope))
-            .map(|(_, r)| Change::RemoveDeny(r.clone()))
+            .map(|(_, r)| r.clone())
+    }
+
+    fn deny_of(&self, scope: &str) -> Option<Change> {
+        self.deny_rule(scope)
+            .map(|r| match (r.rule.as_str(), &self.deny_all) {
+                ("*", Some(_)) => Change::RemoveDenyAll(r.file),
+                _ => Change::RemoveDeny(r),
+            })
     }
 }
 
