@@ -407,3 +407,50 @@ fn derive_human_groups_a_large_roster_and_fits_the_width() {
         "Python Security Expert"
     );
 }
+
+/// `doctor` names the agents that inherit, what the pool holds and why, and warns where that
+/// surprises: an empty pool, or an entry only another agent's file lists.
+#[test]
+fn doctor_explains_inheritance() {
+    let line = |p: &TempDir| {
+        let out = cli(&["doctor", p.path().to_str().unwrap()]);
+        out.stdout
+            .lines()
+            .find(|l| l.contains(" inherit "))
+            .unwrap_or_else(|| panic!("no inherit check:\n{}", out.stdout))
+            .to_string()
+    };
+    let empty = ProjectBuilder::new("doc-empty")
+        .agent("a", "description: x")
+        .agent("b", "description: y")
+        .build();
+    let l = line(&empty);
+    assert!(l.starts_with("warn"), "{l}");
+    assert_contains(
+        &l,
+        &[
+            "2 agent(s) without a `tools` list (a, b)",
+            "empty session pool",
+            "permissions.allow",
+        ],
+    );
+    let borrowed = ProjectBuilder::new("doc-borrowed")
+        .agent("helper", "description: x")
+        .agent("payer", "tools: mcp__pay")
+        .settings(json!({"permissions": {"allow": ["Read"]}}))
+        .build();
+    let l = line(&borrowed);
+    assert!(l.starts_with("warn"), "{l}");
+    assert_contains(&l, &["mcp.pay.* (tools of payer)", "[derive] session_pool"]);
+    let written = ProjectBuilder::new("doc-written")
+        .agent("helper", "description: x")
+        .agent("payer", "tools: mcp__pay")
+        .config("[derive]\nsession_pool = [\"Read\", \"Grep\"]\n")
+        .build();
+    let l = line(&written);
+    assert!(l.starts_with("ok"), "{l}");
+    assert_contains(&l, &["from [derive] session_pool): fs.grep, fs.read"]);
+    // Nothing is said when every agent lists its tools.
+    let out = cli(&["doctor", sample("doc-none").path().to_str().unwrap()]);
+    assert!(!out.stdout.contains(" inherit "), "{}", out.stdout);
+}
