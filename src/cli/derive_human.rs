@@ -284,29 +284,54 @@ fn few(names: &[String], max: usize) -> String {
 /// `text` wrapped at its spaces into lines of at most `width` (a word longer than a line
 /// stands alone), each indented by `indent`.
 fn words(text: &str, indent: usize, width: usize) -> String {
+    let tokens: Vec<String> = text
+        .split(' ')
+        .filter(|w| !w.is_empty())
+        .map(String::from)
+        .collect();
+    fill(&tokens, indent, width)
+}
+
+/// `items` joined with ", " in lines of at most `width`, each indented by `indent`. An item
+/// is broken (at its spaces) only when it is longer than a line.
+fn wrap(items: &[String], indent: usize, width: usize) -> String {
+    let room = width.saturating_sub(indent);
+    let mut tokens = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let piece = if i + 1 < items.len() {
+            format!("{item},")
+        } else {
+            item.clone()
+        };
+        if piece.chars().count() <= room {
+            tokens.push(piece);
+        } else {
+            tokens.extend(piece.split(' ').filter(|w| !w.is_empty()).map(String::from));
+        }
+    }
+    fill(&tokens, indent, width)
+}
+
+/// `tokens` separated by spaces, greedily in lines of at most `width`, indented by `indent`.
+fn fill(tokens: &[String], indent: usize, width: usize) -> String {
     let mut out = String::new();
     let mut line = String::new();
     let room = width.saturating_sub(indent);
-    for word in text.split(' ').filter(|w| !w.is_empty()) {
+    for token in tokens {
         let len = line.chars().count();
-        if len > 0 && len + 1 + word.chars().count() > room {
+        if len > 0 && len + 1 + token.chars().count() > room {
             out.push_str(&format!("{}{line}\n", " ".repeat(indent)));
             line.clear();
         }
         if !line.is_empty() {
             line.push(' ');
         }
-        line.push_str(word);
+        line.push_str(token);
     }
     if !line.is_empty() {
         out.push_str(&format!("{}{line}\n", " ".repeat(indent)));
     }
     out
-}
-
-/// `items` joined with ", ", wrapped as [`words`] wraps.
-fn wrap(items: &[String], indent: usize, width: usize) -> String {
-    words(&items.join(", "), indent, width)
 }
 
 /// `name` in a column `col` wide, then `items` wrapped beside it (below it when it is wider).
@@ -342,6 +367,14 @@ mod tests {
         assert!(text.lines().all(|l| l.chars().count() <= 60), "{text}");
         assert!(text.starts_with("  agent   fs.scope0, "), "{text}");
         assert!(text.lines().skip(1).all(|l| l.starts_with("          fs.")));
+        let names: Vec<String> = (0..12).map(|i| format!("Agent {i} Expert")).collect();
+        let text = wrap(&names, 4, 40);
+        assert!(text.lines().all(|l| l.chars().count() <= 40), "{text}");
+        assert!(
+            text.lines()
+                .all(|l| l.trim_end().ends_with("Expert,") || l.ends_with("Expert")),
+            "{text}"
+        );
         let long = labelled("a-very-long-agent-name", 6, &items[..1], 60);
         assert_eq!(long, "  a-very-long-agent-name\n          fs.scope0\n");
         assert_eq!(labelled("x", 3, &[], 60), "  x\n");
