@@ -292,6 +292,10 @@ fn each_deny_names_the_one_change_that_would_allow_it() {
             .id("ok")
             .run(),
     );
+    // The log shows the encoded scope with the name as written.
+    let log = cli(&["log", "--project", p.dir()]);
+    assert_eq!(log.code, 0, "{}", log.stderr);
+    assert_contains(&log.stdout, &["tool.x---4dulti-45dit (MultiEdit)"]);
 }
 
 /// `[derive] session_pool` is what an agent without `tools` holds: no longer what an unrelated

@@ -34,7 +34,7 @@ pub fn original(scope: &str) -> Option<String> {
     if !segs.iter().any(|s| decoded(s).is_some()) {
         return None;
     }
-    let name = |s: &str| decoded(s).unwrap_or_else(|| s.to_string());
+    let name = |s: &str| decoded(s).map_or_else(|| s.to_string(), |n| printable(&n));
     Some(match segs.as_slice() {
         ["tool", t] => name(t),
         ["agent", "delegate", a] => name(a),
@@ -42,6 +42,20 @@ pub fn original(scope: &str) -> Option<String> {
         ["mcp", srv, t] => format!("mcp__{}__{}", name(srv), name(t)),
         _ => segs.iter().map(|s| name(s)).collect::<Vec<_>>().join("."),
     })
+}
+
+/// `name` with its control characters (a terminal escape in a hostile name) written as
+/// `\u{1b}`, so showing it beside a scope can never drive the reader's terminal.
+fn printable(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// `scope`, followed by its original name in parentheses when it has an encoded segment.
@@ -55,7 +69,7 @@ pub fn scope(scope: &str) -> String {
 /// The agent name a delegation scope names (decoded), if `scope` is one.
 pub fn delegated_agent(scope: &str) -> Option<String> {
     let seg = scope.strip_prefix("agent.delegate.")?;
-    (seg != "*").then(|| decoded(seg).unwrap_or_else(|| seg.to_string()))
+    (seg != "*").then(|| decoded(seg).map_or_else(|| seg.to_string(), |n| printable(&n)))
 }
 
 #[cfg(test)]
@@ -100,6 +114,8 @@ mod tests {
             assert_eq!(decoded(odd), None, "{odd}");
         }
         assert_eq!(decoded(&segment("é ü")).as_deref(), Some("é ü"));
+        let hostile = scope_for_call("Evil\u{1b}[2J", &json!({}));
+        assert_eq!(original(&hostile).as_deref(), Some("Evil\\u{1b}[2J"));
     }
 
     fn scope_of(s: &str) -> String {
