@@ -142,7 +142,7 @@ fn subagent_outcome(
         } else if code == Code::OutOfAuthority {
             format!("which the project declares but not for subagent '{ty}'")
         } else {
-            format!("which nothing in the project declares, so subagent '{ty}' does not hold it")
+            format!("which the session does not hold, so neither does subagent '{ty}'")
         };
         Err(Reason::new(
             code,
@@ -175,7 +175,7 @@ fn unresolved_for_session(roster: &Roster, call: &Call<'_>, scope: &str) -> Reas
     Reason::new(
         Code::Unresolved,
         format!(
-            "{} needs {}, which nothing in the project declares, so the session does not hold it: {}",
+            "{} needs {}, which the session does not hold: {}",
             call.tool_name,
             readable::scope(scope),
             hint::for_session(roster, call.tool_name, scope)

@@ -67,7 +67,7 @@ fn check(r: &Roster, account: &Account) -> Check {
         CheckId::Inherit,
         Severity::Warn,
         format!(
-            "{who} inherit {} only because another agent's file lists it; name the pool in [derive] session_pool in .attenu/config.toml (or give them `tools` lists) so an unrelated file cannot widen them",
+            "{who} inherit a session pool that holds {} only because another agent's file lists it; name the pool in [derive] session_pool in .attenu/config.toml (or give them `tools` lists) so an unrelated file cannot widen them",
             few(&borrowed, 4)
         ),
     )
