@@ -3,7 +3,7 @@
 //! hook's deny hints use the compact [`super::provenance`] record instead).
 
 use super::frontmatter::AgentFile;
-use super::provenance::{denial_map, inherits, PoolSource};
+use super::provenance::{denial_map, PoolSource};
 use super::scopes::{covers, declared_at, Declared, Site};
 use super::Declarations;
 use std::collections::{BTreeMap, BTreeSet};
@@ -93,15 +93,6 @@ fn listed(a: &AgentFile) -> BTreeSet<String> {
         .collect()
 }
 
-/// The agents of `decl` that inherit the pool, by name.
-pub fn inheriting(decl: &Declarations) -> Vec<String> {
-    decl.agents
-        .iter()
-        .filter(|(_, (_, f))| f.as_ref().is_ok_and(inherits))
-        .map(|(n, _)| n.clone())
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,7 +133,6 @@ mod tests {
         assert_eq!(acc.pool["fs.read"].agents, ["b"]);
         assert_eq!(acc.pool["fs.grep"].allow, [".claude/settings.local.json"]);
         assert_eq!(acc.pool["mcp.pay.*"].agents, ["a"]);
-        assert_eq!(inheriting(&d), ["c"]);
         d.session_pool = Some(vec!["Glob".into(), "Bash(git *)".into()]);
         let acc = Account::of(&d);
         assert_eq!(acc.source, PoolSource::Configured);

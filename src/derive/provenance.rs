@@ -356,4 +356,75 @@ mod tests {
             [Change::RemoveDenyAll(".claude/settings.local.json".into())]
         );
     }
+
+    /// `[derive] session_pool`: what an inheriting agent (or `tools: *`) holds, minus the
+    /// settings' and its own denials; it joins the root; agents with a list are unchanged.
+    #[test]
+    fn a_configured_pool_replaces_the_derived_one() {
+        let mut d = Declarations::default();
+        for (n, t) in [
+            (
+                "inherits",
+                "---\nname: inherits\ndisallowedTools: Glob\n---\n",
+            ),
+            ("star", "---\nname: star\ntools: '*'\n---\n"),
+            ("lists", "---\nname: lists\ntools: Bash, mcp__pay\n---\n"),
+        ] {
+            d.agents.insert(
+                n.into(),
+                (
+                    format!("{n}.md"),
+                    frontmatter::parse_agent(t).map_err(|e| e.message),
+                ),
+            );
+        }
+        d.allow = vec!["WebSearch".into()];
+        d.deny = vec!["Grep".into()];
+        d.session_pool = Some(vec![
+            "Read".into(),
+            "Grep".into(),
+            "Glob".into(),
+            "Agent(lists)".into(),
+        ]);
+        let r = resolve(d);
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        assert_eq!(
+            r.agents["inherits"].scopes,
+            set(&["agent.delegate.lists", "fs.read"])
+        );
+        assert_eq!(
+            r.agents["star"].scopes,
+            set(&["agent.delegate.lists", "fs.glob", "fs.read"])
+        );
+        assert_eq!(r.agents["lists"].scopes, set(&["exec.bash", "mcp.pay.*"]));
+        for s in ["fs.read", "fs.glob", "net.search", "exec.bash"] {
+            assert!(r.root.contains(s), "{s} in the root: {:?}", r.root);
+        }
+        assert!(!r.root.contains("fs.grep"));
+        assert_eq!(r.why.pool, PoolSource::Configured);
+        assert_eq!(
+            changes_for_agent(&r, "inherits", "net.search"),
+            [Change::AddToPool {
+                pool: PoolSource::Configured,
+                file: "inherits.md".into()
+            }]
+        );
+        assert_eq!(
+            changes_for_agent(&r, "inherits", "fs.grep"),
+            [Change::RemoveDeny(rule("Grep", ".claude/settings.json"))]
+        );
+        // A deny of everything leaves the configured pool empty too.
+        let mut d = Declarations::default();
+        d.agents.insert(
+            "i".into(),
+            (
+                "i.md".into(),
+                frontmatter::parse_agent("---\nname: i\n---\n").map_err(|e| e.message),
+            ),
+        );
+        d.deny = vec!["*".into()];
+        d.session_pool = Some(vec!["Read".into()]);
+        let r = resolve(d);
+        assert!(r.root.is_empty() && r.agents["i"].scopes.is_empty());
+    }
 }
