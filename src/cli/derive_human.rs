@@ -22,14 +22,25 @@ impl Style {
     /// `COLUMNS` (or 100) wide; coloured when stdout is a terminal, `NO_COLOR` is unset or
     /// empty and `TERM` is not `dumb`.
     pub fn for_stdout() -> Style {
-        let width = std::env::var("COLUMNS")
-            .ok()
+        Style::from(
+            std::io::stdout().is_terminal(),
+            std::env::var("COLUMNS").ok().as_deref(),
+            std::env::var_os("NO_COLOR").as_deref(),
+            std::env::var("TERM").ok().as_deref(),
+        )
+    }
+
+    fn from(
+        tty: bool,
+        columns: Option<&str>,
+        no_color: Option<&std::ffi::OsStr>,
+        term: Option<&str>,
+    ) -> Style {
+        let width = columns
             .and_then(|c| c.trim().parse().ok())
             .filter(|w| *w >= 40)
             .unwrap_or(100);
-        let colour = std::io::stdout().is_terminal()
-            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-            && std::env::var("TERM").map_or(true, |t| t != "dumb");
+        let colour = tty && no_color.is_none_or(|v| v.is_empty()) && term != Some("dumb");
         Style { width, colour }
     }
 
@@ -397,6 +408,36 @@ mod tests {
         assert_eq!(held(0), None);
         let any = delegation(|_| true, &refs).unwrap();
         assert_eq!(any, "may delegate to every agent (8)");
+    }
+
+    #[test]
+    fn width_and_colour_come_from_the_terminal_and_the_environment() {
+        use std::ffi::OsStr;
+        let of =
+            |tty, cols, nc: Option<&str>, term| Style::from(tty, cols, nc.map(OsStr::new), term);
+        assert_eq!(
+            of(true, None, None, Some("xterm")),
+            Style {
+                width: 100,
+                colour: true
+            }
+        );
+        assert_eq!(
+            of(false, Some("80"), None, None),
+            Style {
+                width: 80,
+                colour: false
+            }
+        );
+        assert!(!of(true, None, Some("1"), None).colour, "NO_COLOR");
+        assert!(
+            of(true, None, Some(""), None).colour,
+            "an empty NO_COLOR is unset"
+        );
+        assert!(!of(true, None, None, Some("dumb")).colour);
+        for odd in ["", "x", "12", "-5"] {
+            assert_eq!(of(false, Some(odd), None, None).width, 100, "{odd}");
+        }
     }
 
     #[test]
