@@ -76,9 +76,21 @@ fn a_narrow_denial_under_a_wider_grant_is_enforced_and_recorded() {
     );
     let call = |tool: &str, id: &str| p.subagent("ops", tool).id(id).run();
     assert_allowed(&call("mcp__pay__charge", "t1"));
-    for (tool, id) in [("mcp__pay__refund", "t2"), ("mcp__pay__wipe", "t3")] {
+    for (tool, id, says) in [
+        (
+            "mcp__pay__refund",
+            "t2",
+            "`disallowedTools` in .claude/agents/ops.md has mcp__pay__refund",
+        ),
+        (
+            "mcp__pay__wipe",
+            "t3",
+            "permissions.deny in .claude/settings.json has mcp__pay__wipe",
+        ),
+    ] {
         let out = call(tool, id);
-        assert!(out.denied(), "{tool}: {}", out.stdout);
+        assert_denied_with(&out, "out-of-authority");
+        assert_denied_saying_all(&out, &["holds only outside a narrower denial", says]);
     }
     // The main thread is recorded, not enforced, by default: what settings deny would be.
     p.main_thread("mcp__pay__wipe").id("t4").run();
