@@ -270,6 +270,9 @@ fn clone_decl(d: &Declarations) -> Declarations {
         agents: d.agents.clone(),
         allow: d.allow.clone(),
         deny: d.deny.clone(),
+        allow_from: d.allow_from.clone(),
+        deny_from: d.deny_from.clone(),
+        session_pool: d.session_pool.clone(),
         problems: d.problems.clone(),
         broken_files: d.broken_files.clone(),
     }

@@ -44,9 +44,20 @@ pub struct Config {
     /// `Explore`, plugin agents), each with the tool rules it may hold. Undeclared types not
     /// named here hold nothing.
     pub agents: BTreeMap<String, Vec<String>>,
+    pub derive: DeriveConfig,
     pub gate: GateConfig,
     pub privacy: PrivacyConfig,
     pub ship: ShipConfig,
+}
+
+/// `[derive]`: how the permission sets are derived (docs/DERIVATION.md).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeriveConfig {
+    /// The tool rules an agent without `tools` (or with `tools: *`) holds, written down
+    /// instead of derived from `permissions.allow` and the other agents' lists. Read like an
+    /// agent's `tools` line; `permissions.deny` and the agent's `disallowedTools` still apply.
+    pub session_pool: Option<Vec<String>>,
 }
 
 /// `[ship]`: where checkpoints and bundles go beyond the machine (`src/ship/`).
@@ -123,6 +134,7 @@ impl Default for Config {
             lock_timeout_ms: 3000,
             deadline_ms: 8000,
             agents: BTreeMap::new(),
+            derive: DeriveConfig::default(),
             gate: GateConfig::default(),
             privacy: PrivacyConfig::default(),
             ship: ShipConfig::default(),
@@ -164,6 +176,9 @@ pub enum ConfigError {
     ShipUrl(String),
     #[error("ship.checkpoint_every must be between 1 and 100000")]
     CheckpointEvery,
+    /// A `[derive] session_pool` entry that names no tool; `why` says what to write.
+    #[error("[derive] session_pool has '{entry}', which {why}")]
+    SessionPool { entry: String, why: String },
 }
 
 /// Loads the configuration of the project whose state directory is `attenu_dir`. No file means
@@ -234,6 +249,9 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
             }
         }
     }
+    for entry in c.derive.session_pool.iter().flatten() {
+        session_pool_entry(entry)?;
+    }
     if let Some(url) = &c.ship.url {
         crate::ship::Target::parse(url).map_err(ConfigError::ShipUrl)?;
     }
@@ -248,9 +266,53 @@ fn validate(c: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// One `[derive] session_pool` entry must name tools: an entry read as nothing would leave
+/// the pool other than the operator wrote it, so it is an error (every call is then denied).
+fn session_pool_entry(entry: &str) -> Result<(), ConfigError> {
+    use crate::derive::scopes::{declared_at, Declared, Site};
+    let why = match declared_at(entry, Site::AgentTools) {
+        Declared::Scopes(s) | Declared::WholeTool(s, _) if !s.is_empty() => return Ok(()),
+        Declared::Scopes(_) | Declared::WholeTool(..) => "is empty; remove it",
+        Declared::All => "means every tool and cannot be a pool; list the tools, or remove session_pool to derive the pool from the files",
+        Declared::Unrepresented(_) => "is not a tool rule (for example Read, Bash(git *), mcp__github or Agent(reviewer))",
+    };
+    Err(ConfigError::SessionPool {
+        entry: entry.to_string(),
+        why: why.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_pool_names_tools_or_is_an_error() {
+        let load = |t: &str| {
+            let c: Config = toml::from_str(t).map_err(|e| e.to_string())?;
+            validate(&c).map(|()| c.derive).map_err(|e| e.to_string())
+        };
+        assert_eq!(load("").unwrap().session_pool, None);
+        let ok =
+            load("[derive]\nsession_pool = [\"Read\", \"Bash(git *)\", \"mcp__gh\", \"Agent(a)\"]");
+        assert_eq!(ok.unwrap().session_pool.unwrap().len(), 4);
+        assert_eq!(
+            load("[derive]\nsession_pool = []").unwrap().session_pool,
+            Some(vec![])
+        );
+        for (bad, says) in [
+            ("session_pool = [\"*\"]", "every tool"),
+            ("session_pool = [\"Read(\"]", "not a tool rule"),
+            ("session_pool = [\"Not A Tool\"]", "not a tool rule"),
+            ("session_pool = [\" \"]", "is empty"),
+            ("session_pool = \"Read\"", "invalid type"),
+            ("session_pool = [1]", "invalid type"),
+            ("sesion_pool = [\"Read\"]", "unknown field"),
+        ] {
+            let e = load(&format!("[derive]\n{bad}")).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn a_gate_pattern_that_matches_no_call_is_an_error_not_a_silent_ungate() {

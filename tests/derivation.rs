@@ -4,6 +4,7 @@
 mod common;
 use common::*;
 use serde_json::{json, Value};
+use std::path::Path;
 
 #[test]
 fn a_project_no_other_test_saw_is_derived_and_decided() {
@@ -75,9 +76,21 @@ fn a_narrow_denial_under_a_wider_grant_is_enforced_and_recorded() {
     );
     let call = |tool: &str, id: &str| p.subagent("ops", tool).id(id).run();
     assert_allowed(&call("mcp__pay__charge", "t1"));
-    for (tool, id) in [("mcp__pay__refund", "t2"), ("mcp__pay__wipe", "t3")] {
+    for (tool, id, says) in [
+        (
+            "mcp__pay__refund",
+            "t2",
+            "`disallowedTools` in .claude/agents/ops.md has mcp__pay__refund",
+        ),
+        (
+            "mcp__pay__wipe",
+            "t3",
+            "permissions.deny in .claude/settings.json has mcp__pay__wipe",
+        ),
+    ] {
         let out = call(tool, id);
-        assert!(out.denied(), "{tool}: {}", out.stdout);
+        assert_denied_with(&out, "out-of-authority");
+        assert_denied_saying_all(&out, &["holds only outside a narrower denial", says]);
     }
     // The main thread is recorded, not enforced, by default: what settings deny would be.
     p.main_thread("mcp__pay__wipe").id("t4").run();
@@ -195,10 +208,265 @@ fn derive_human_is_pinned() {
         .agent_file("broken.md", "---\nname: broken\n  tools: Read\n---\n")
         .settings(json!({"permissions": {"allow": ["Read", "Grep", "Glob", "WebFetch", "mcp__pay", "Bash(npm run lint)"], "deny": ["Read(./.env)", "NotebookEdit"]}}))
         .build();
-    let out = cli(&["--derive", p.dir(), "--human"]);
+    let out = cli_with(
+        &["--derive", p.dir(), "--human"],
+        &[("COLUMNS", Path::new("100"))],
+    );
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert_snapshot(
         "derive-human.txt",
         &mask(&out.stdout, &[(p.dir(), "<project>")]),
     );
+}
+
+/// Each way a subagent can lack a tool, through the binary: the deny names the one change
+/// that would allow the call, with the file to make it in, and the original name of a scope
+/// that had to be encoded.
+#[test]
+fn each_deny_names_the_one_change_that_would_allow_it() {
+    let p = ProjectBuilder::new("hints")
+        .agent("helper", "description: inherits\ndisallowedTools: Grep")
+        .agent("lister", "tools: Read")
+        .agent_file(
+            "pse.md",
+            "---\nname: Python Security Expert\ntools: Read\n---\n",
+        )
+        .settings(json!({"permissions": {"allow": ["Glob"], "deny": ["WebFetch"]}}))
+        .build();
+    let table: &[(&str, &str, Value, &str, &[&str])] = &[
+        (
+            "helper",
+            "Bash",
+            json!({"command": "ls"}),
+            "unresolved",
+            &[
+                "it inherits the session pool (.claude/agents/helper.md gives it no `tools` list)",
+                "add Bash to permissions.allow in .claude/settings.json",
+                "or give it a `tools:` line in .claude/agents/helper.md that lists Bash",
+            ],
+        ),
+        (
+            "helper",
+            "Grep",
+            json!({"pattern": "x"}),
+            "unresolved",
+            &[
+                "`disallowedTools` in .claude/agents/helper.md has Grep",
+                "remove Grep from disallowedTools there",
+                "; and it inherits the session pool",
+                "add Grep to permissions.allow",
+            ],
+        ),
+        (
+            "lister",
+            "Glob",
+            json!({"pattern": "*"}),
+            "out-of-authority",
+            &["its `tools` in .claude/agents/lister.md does not list Glob", "add Glob to that agent's `tools` there"],
+        ),
+        (
+            "lister",
+            "WebFetch",
+            json!({"url": "https://x"}),
+            "unresolved",
+            &["permissions.deny in .claude/settings.json has WebFetch, which denies it to the whole session"],
+        ),
+        (
+            "lister",
+            "MultiEdit",
+            json!({}),
+            "unresolved",
+            &["MultiEdit needs tool.x---4dulti-45dit (MultiEdit)", "add MultiEdit to that agent's `tools`"],
+        ),
+        (
+            "lister",
+            "Agent",
+            json!({"subagent_type": "Python Security Expert", "prompt": "x"}),
+            "out-of-authority",
+            &[
+                "agent.delegate.x---50ython-20-53ecurity-20-45xpert (Python Security Expert)",
+                "add Agent(Python Security Expert) to that agent's `tools`",
+            ],
+        ),
+    ];
+    for (i, (agent, tool, input, code, texts)) in table.iter().enumerate() {
+        let out = p
+            .subagent(agent, tool)
+            .input(input.clone())
+            .id(&format!("t{i}"))
+            .run();
+        assert_denied_with(&out, code);
+        assert_denied_saying_all(&out, texts);
+    }
+    assert_allowed(
+        &p.subagent("helper", "Glob")
+            .input(json!({"pattern": "*"}))
+            .id("ok")
+            .run(),
+    );
+    // The log shows the encoded scope with the name as written.
+    let log = cli(&["log", "--project", p.dir()]);
+    assert_eq!(log.code, 0, "{}", log.stderr);
+    assert_contains(&log.stdout, &["tool.x---4dulti-45dit (MultiEdit)"]);
+}
+
+/// `[derive] session_pool` is what an agent without `tools` holds: no longer what an unrelated
+/// agent file lists, still minus `permissions.deny`, and a deny names the key to change. A bad
+/// entry denies every call, naming the key.
+#[test]
+fn a_configured_session_pool_is_what_inheriting_agents_hold() {
+    let p = ProjectBuilder::new("pool")
+        .agent("helper", "description: inherits")
+        .agent("payer", "tools: mcp__pay, Read")
+        .settings(json!({"permissions": {"allow": ["Glob"], "deny": ["Grep"]}}))
+        .config("[derive]\nsession_pool = [\"Read\", \"Grep\", \"Bash(git *)\"]\n")
+        .build();
+    let call = |agent: &str, tool: &str, input: Value, id: &str| {
+        p.subagent(agent, tool).input(input).id(id).run()
+    };
+    assert_allowed(&call("helper", "Read", json!({"file_path": "/x"}), "t1"));
+    assert_allowed(&call(
+        "helper",
+        "Bash",
+        json!({"command": "git status"}),
+        "t2",
+    ));
+    let mcp = call("helper", "mcp__pay__charge", json!({}), "t3");
+    assert_denied_with(&mcp, "out-of-authority");
+    assert_denied_saying(
+        &mcp,
+        "[derive] session_pool in .attenu/config.toml names without mcp__pay__charge; add mcp__pay__charge to session_pool there",
+    );
+    let glob = call("helper", "Glob", json!({"pattern": "*"}), "t4");
+    assert_denied_saying(&glob, "names without Glob");
+    assert_denied_saying(
+        &call("helper", "Grep", json!({"pattern": "x"}), "t5"),
+        "permissions.deny in .claude/settings.json has Grep",
+    );
+    assert_allowed(&call("payer", "mcp__pay__charge", json!({}), "t6"));
+    let derived = cli(&["--derive", "--json", p.dir()]);
+    assert_eq!(derived.code, 0, "{}", derived.stderr);
+    let d: Value = serde_json::from_str(&derived.stdout).unwrap();
+    assert_eq!(d["agents"]["helper"], json!(["exec.bash", "fs.read"]));
+    assert!(d["unrepresented"].as_array().unwrap().iter().any(|u| u
+        .as_str()
+        .unwrap()
+        .starts_with("[derive] session_pool Bash(git *)")));
+    // A bad value fails closed, naming the key.
+    write_config(p.path(), "[derive]\nsession_pool = [\"*\"]\n");
+    let bad = call("payer", "Read", json!({"file_path": "/x"}), "t7");
+    assert_denied_with(&bad, "config-invalid");
+    assert_denied_saying(&bad, "[derive] session_pool has '*'");
+}
+
+/// The pool is part of the roster cache's key: changing it takes effect on the next call
+/// even when the files are settled and the roster is cached.
+#[test]
+fn a_session_pool_edit_takes_effect_with_a_cached_roster() {
+    let p = ProjectBuilder::new("poolcache")
+        .agent("helper", "description: inherits")
+        .agent("other", "tools: Read, Bash")
+        .build();
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    assert_allowed(&p.bash_by("helper", "ls").id("t1").run());
+    assert!(p.path().join(".attenu/roster.cache").exists());
+    write_config(p.path(), "[derive]\nsession_pool = [\"Read\"]\n");
+    // `other` lists Bash, which no longer reaches `helper`.
+    assert_denied_with(
+        &p.bash_by("helper", "ls").id("t2").run(),
+        "out-of-authority",
+    );
+    assert_allowed(&p.read_by("helper", "/x").id("t3").run());
+}
+
+/// A large roster where most agents inherit: `--derive --human` groups them by what they hold,
+/// summarizes delegation, keeps to the width, and shows encoded names as written.
+#[test]
+fn derive_human_groups_a_large_roster_and_fits_the_width() {
+    let mut b = ProjectBuilder::new("derive-big")
+        .agent("noshell", "description: x\ndisallowedTools: Bash")
+        .agent("lister", "tools: Read, Grep, MultiEdit, Agent(helper-0)")
+        .agent_file(
+            "pse.md",
+            "---\nname: Python Security Expert\ntools: Read, mcp__GitHub__CreateIssue\n---\n",
+        )
+        .settings(
+            json!({"permissions": {"allow": ["Read", "Bash", "Glob"], "deny": ["WebFetch"]}}),
+        );
+    for i in 0..40 {
+        b = b.agent(&format!("helper-{i}"), "description: inherits");
+    }
+    let p = b.build();
+    let out = cli_with(
+        &["--derive", p.dir(), "--human"],
+        &[("COLUMNS", Path::new("80"))],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let text = mask(&out.stdout, &[(p.dir(), "<project>")]);
+    assert!(
+        text.lines().all(|l| l.chars().count() <= 80),
+        "a line is wider than COLUMNS:\n{text}"
+    );
+    assert!(text.lines().count() < 50, "{text}");
+    assert!(!text.contains('\x1b'), "no colour off a terminal");
+    assert_snapshot("derive-human-inherit.txt", &text);
+    let json = cli(&["--derive", "--json", p.dir()]);
+    let d: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(d["inheritance"]["inheriting"].as_array().unwrap().len(), 41);
+    assert_eq!(
+        d["inheritance"]["pool"]["fs.read"]["allow"],
+        json!([".claude/settings.json"])
+    );
+    assert_eq!(d["names"]["tool.x---4dulti-45dit"], "MultiEdit");
+    assert_eq!(
+        d["names"]["agent.delegate.x---50ython-20-53ecurity-20-45xpert"],
+        "Python Security Expert"
+    );
+}
+
+/// `doctor` names the agents that inherit, what the pool holds and why, and warns where that
+/// surprises: an empty pool, or an entry only another agent's file lists.
+#[test]
+fn doctor_explains_inheritance() {
+    let line = |p: &TempDir| {
+        let out = cli(&["doctor", p.path().to_str().unwrap()]);
+        out.stdout
+            .lines()
+            .find(|l| l.contains(" inherit "))
+            .unwrap_or_else(|| panic!("no inherit check:\n{}", out.stdout))
+            .to_string()
+    };
+    let empty = ProjectBuilder::new("doc-empty")
+        .agent("a", "description: x")
+        .agent("b", "description: y")
+        .build();
+    let l = line(&empty);
+    assert!(l.starts_with("warn"), "{l}");
+    assert_contains(
+        &l,
+        &[
+            "2 agent(s) without a `tools` list (a, b)",
+            "empty session pool",
+            "permissions.allow",
+        ],
+    );
+    let borrowed = ProjectBuilder::new("doc-borrowed")
+        .agent("helper", "description: x")
+        .agent("payer", "tools: mcp__pay")
+        .settings(json!({"permissions": {"allow": ["Read"]}}))
+        .build();
+    let l = line(&borrowed);
+    assert!(l.starts_with("warn"), "{l}");
+    assert_contains(&l, &["mcp.pay.* (tools of payer)", "[derive] session_pool"]);
+    let written = ProjectBuilder::new("doc-written")
+        .agent("helper", "description: x")
+        .agent("payer", "tools: mcp__pay")
+        .config("[derive]\nsession_pool = [\"Read\", \"Grep\"]\n")
+        .build();
+    let l = line(&written);
+    assert!(l.starts_with("ok"), "{l}");
+    assert_contains(&l, &["from [derive] session_pool): fs.grep, fs.read"]);
+    // Nothing is said when every agent lists its tools.
+    let out = cli(&["doctor", sample("doc-none").path().to_str().unwrap()]);
+    assert!(!out.stdout.contains(" inherit "), "{}", out.stdout);
 }

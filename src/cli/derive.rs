@@ -1,9 +1,13 @@
-//! `attenu-hook --derive [DIR]`: the permission sets derived from the project.
+//! `attenu-hook --derive [DIR]`: the permission sets derived from the project, with the
+//! account of inheritance (who inherits the session pool, what it holds and why).
 
+use super::derive_human::{render, Style};
 use super::project::project_dir;
 use super::{fail, Exit};
-use crate::derive::{derive_project, Roster};
-use serde_json::Value;
+use crate::derive::explain::Account;
+use crate::derive::{explain_project, readable, Roster};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 pub fn run(dir: &Path, human: bool) -> Exit {
@@ -15,14 +19,20 @@ pub fn run(dir: &Path, human: bool) -> Exit {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
-    match derive_project(&root, &config.agents) {
-        Ok(r) if human => {
-            print!("{}", human_roster(&root, &r));
+    let pool = config.derive.session_pool.as_deref();
+    match explain_project(&root, &config.agents, pool) {
+        Ok((r, account)) if human => {
+            print!("{}", render(&root, &r, &account, Style::for_stdout()));
             Exit::Success
         }
-        Ok(r) => {
+        Ok((r, account)) => {
             let mut doc = r.to_json();
             doc["project"] = Value::from(root.display().to_string());
+            doc["inheritance"] = inheritance(&r, &account);
+            let names = original_names(&r);
+            if !names.is_empty() {
+                doc["names"] = json!(names);
+            }
             println!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
             Exit::Success
         }
@@ -30,57 +40,27 @@ pub fn run(dir: &Path, human: bool) -> Exit {
     }
 }
 
-/// The `--derive --human` table.
-pub fn human_roster(root: &Path, r: &Roster) -> String {
-    let mut s = format!(
-        "project  {}\ndigest   {}\n\nsession root\n",
-        root.display(),
-        r.digest
-    );
-    for scope in &r.root {
-        s.push_str(&format!("  {scope}\n"));
-    }
-    if !r.root_excluded.is_empty() {
-        s.push_str(&format!("  except {}\n", joined(&r.root_excluded)));
-    }
-    let width = r
-        .agents
+/// `inheritance` in the JSON: the pool's source, the agents that hold it, each entry with
+/// what put it there, and the entries `permissions.deny` takes.
+fn inheritance(r: &Roster, account: &Account) -> Value {
+    let denied: BTreeMap<&String, Value> = account
+        .pool
         .keys()
-        .map(|k| k.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(5);
-    s.push_str("\nagent");
-    s.push_str(&" ".repeat(width - 5 + 2));
-    s.push_str("scopes\n");
-    for (name, a) in &r.agents {
-        let scopes = match &a.invalid {
-            Some(why) => format!("(holds nothing: {why})"),
-            None if a.scopes.is_empty() => "(none)".into(),
-            None => joined(&a.scopes),
-        };
-        let scopes = if a.excluded.is_empty() {
-            scopes
-        } else {
-            format!("{scopes} (except {})", joined(&a.excluded))
-        };
-        s.push_str(&format!("{name:<width$}  {scopes}\n"));
-    }
-    if !r.unrepresented.is_empty() {
-        s.push_str("\nunrepresented (argument-scoped rules, left to Claude Code)\n");
-        for u in &r.unrepresented {
-            s.push_str(&format!("  {u}\n"));
-        }
-    }
-    if !r.problems.is_empty() {
-        s.push_str("\nproblems\n");
-        for p in &r.problems {
-            s.push_str(&format!("  {p}\n"));
-        }
-    }
-    s
+        .filter_map(|s| r.why.deny_rule(s).map(|d| (s, json!(d))))
+        .collect();
+    json!({
+        "pool_source": account.source,
+        "inheriting": r.why.inheriting,
+        "pool": account.pool,
+        "denied": denied,
+    })
 }
 
-fn joined<'a>(items: impl IntoIterator<Item = &'a String>) -> String {
-    items.into_iter().cloned().collect::<Vec<_>>().join(", ")
+/// Every encoded scope in the roster → the name it was written as.
+fn original_names(r: &Roster) -> BTreeMap<String, String> {
+    r.root
+        .iter()
+        .chain(r.agents.values().flat_map(|a| a.scopes.iter()))
+        .filter_map(|s| readable::original(s).map(|o| (s.clone(), o)))
+        .collect()
 }

@@ -5,6 +5,7 @@
 mod audit;
 mod authorize;
 pub mod derive;
+mod derive_human;
 mod docs;
 mod doctor;
 mod export;
@@ -22,7 +23,6 @@ mod verify;
 
 pub use crate::protocol::Exit;
 use clap::{Parser, Subcommand};
-pub use derive::human_roster;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -105,9 +105,31 @@ pub fn main() -> u8 {
     if std::env::args_os().len() <= 1 {
         return crate::hook::run().code();
     }
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(derive_dir_first(std::env::args_os().collect()));
     exit_2_when_output_fails();
     run(cli).code()
+}
+
+/// `--derive --json DIR` as `--derive DIR --json`: `--derive` takes an optional value, so
+/// clap would read `--json` as the end of it and `DIR` as a stray argument.
+fn derive_dir_first(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let Some(at) = args.iter().position(|a| a == "--derive") else {
+        return args;
+    };
+    let flags = args[at + 1..]
+        .iter()
+        .take_while(|a| *a == "--json" || *a == "--human")
+        .count();
+    let dir = at + 1 + flags;
+    if flags > 0
+        && args
+            .get(dir)
+            .is_some_and(|a| !a.to_string_lossy().starts_with('-'))
+    {
+        let d = args.remove(dir);
+        args.insert(at + 1, d);
+    }
+    args
 }
 
 /// `println!` panics when stdout cannot be written (`attenu-hook doctor | head -1` closes the
@@ -169,5 +191,45 @@ pub fn run(cli: Cli) -> Exit {
         Command::Report(a) => report::run(a),
         // In the sibling binary (see `shipper`), so the hook's own stays lean.
         Command::Ship(_) | Command::Audit(_) => shipper::forward(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::derive_dir_first;
+
+    #[test]
+    fn the_derive_directory_may_follow_the_format_flags() {
+        let of = |v: &[&str]| -> Vec<String> {
+            derive_dir_first(v.iter().map(|s| s.into()).collect())
+                .into_iter()
+                .map(|s| s.into_string().unwrap())
+                .collect()
+        };
+        for (given, read) in [
+            (
+                &["x", "--derive", "--json", "d"][..],
+                &["x", "--derive", "d", "--json"][..],
+            ),
+            (
+                &["x", "--derive", "--human", "--json", "d"],
+                &["x", "--derive", "d", "--human", "--json"],
+            ),
+            (
+                &["x", "--derive", "d", "--json"],
+                &["x", "--derive", "d", "--json"],
+            ),
+            (&["x", "--derive", "--json"], &["x", "--derive", "--json"]),
+            (
+                &["x", "--derive", "--json", "--x"],
+                &["x", "--derive", "--json", "--x"],
+            ),
+            (
+                &["x", "verify", "b", "--json"],
+                &["x", "verify", "b", "--json"],
+            ),
+        ] {
+            assert_eq!(of(given), read, "{given:?}");
+        }
     }
 }

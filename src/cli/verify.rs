@@ -79,7 +79,7 @@ fn verify_proof(path: &Path, bytes: &[u8], pub_key: Option<&Path>, json: bool) -
                 };
                 println!(
                     "VALID: entry {} of {} in {}, under the checkpoint signed by {kid}: {} {} scope {} call {}",
-                    p.index, p.size, p.origin, field("event"), field("tool"), field("scope"), field("call_id")
+                    p.index, p.size, p.origin, field("event"), field("tool"), crate::derive::readable::scope(&field("scope")), field("call_id")
                 );
             }
             Err(e) => println!("INVALID: {e}"),

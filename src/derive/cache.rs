@@ -37,7 +37,7 @@ const HEADER: &str = "attenu-roster v1 ";
 const SEAL_DOMAIN: &[u8] = b"attenu-hook roster cache v1\n";
 /// Bumped whenever derivation would give another roster for the same files, so a cache
 /// written by an older build of the same version is not read.
-const DERIVATION_RULES: u32 = 5;
+const DERIVATION_RULES: u32 = 6;
 /// How old every input must be before its derivation is cached.
 pub const SETTLE: Duration = Duration::from_secs(2);
 /// A cache file larger than this is not read (a roster of 2,000 agents is far smaller).
@@ -49,33 +49,39 @@ const MAX_CACHE_BYTES: u64 = 4 << 20;
 pub fn derive_cached(
     root: &Path,
     extra_agents: &BTreeMap<String, Vec<String>>,
+    session_pool: Option<&[String]>,
     attenu_dir: &Path,
     mac_key: &[u8; 32],
 ) -> Result<Roster, DeriveError> {
-    derive_cached_at(root, extra_agents, attenu_dir, mac_key, SystemTime::now())
+    let configured = (extra_agents, session_pool);
+    derive_cached_at(root, configured, attenu_dir, mac_key, SystemTime::now())
 }
+
+/// What the configuration adds to the files: `[agents]` and `[derive] session_pool`.
+type Configured<'a> = (&'a BTreeMap<String, Vec<String>>, Option<&'a [String]>);
 
 fn derive_cached_at(
     root: &Path,
-    extra_agents: &BTreeMap<String, Vec<String>>,
+    (extra_agents, session_pool): Configured<'_>,
     attenu_dir: &Path,
     mac_key: &[u8; 32],
     now: SystemTime,
 ) -> Result<Roster, DeriveError> {
     let files = list_agent_files(root)?;
-    let Some(before) = stamp(root, &files, extra_agents, now) else {
-        return derive_from(root, files, extra_agents);
+    let configured = (extra_agents, session_pool);
+    let Some(before) = stamp(root, &files, configured, now) else {
+        return derive_from(root, files, extra_agents, session_pool);
     };
     let path = attenu_dir.join(CACHE_FILE);
     if let Some(roster) = read(&path, mac_key, &before.key) {
         return Ok(roster);
     }
-    let roster = derive_from(root, files.clone(), extra_agents)?;
+    let roster = derive_from(root, files.clone(), extra_agents, session_pool)?;
     if before.settled {
         let after = list_agent_files(root)
             .ok()
             .filter(|again| *again == files)
-            .and_then(|_| stamp(root, &files, extra_agents, now));
+            .and_then(|_| stamp(root, &files, configured, now));
         if after.is_some_and(|a| a.key == before.key) {
             write(&path, mac_key, &before.key, &roster);
         }
@@ -93,7 +99,7 @@ struct Stamp {
 fn stamp(
     root: &Path,
     files: &[PathBuf],
-    extra_agents: &BTreeMap<String, Vec<String>>,
+    (extra_agents, session_pool): Configured<'_>,
     now: SystemTime,
 ) -> Option<Stamp> {
     let settled_before = now.checked_sub(SETTLE)?;
@@ -142,6 +148,7 @@ fn stamp(
         "producer": env!("CARGO_PKG_VERSION"),
         "inputs": inputs,
         "configured_agents": extra_agents,
+        "session_pool": session_pool,
     });
     let key = crate::ledger::chain::hex(&Sha256::digest(doc.to_string().as_bytes()));
     Some(Stamp { key, settled })
@@ -235,11 +242,13 @@ mod tests {
     /// The cache key of the project's inputs as they are now, once settled.
     fn key_of(root: &Path) -> String {
         let files = list_agent_files(root).unwrap();
-        stamp(root, &files, &BTreeMap::new(), later()).unwrap().key
+        stamp(root, &files, (&BTreeMap::new(), None), later())
+            .unwrap()
+            .key
     }
 
     fn derive(root: &Path, attenu: &Path, now: SystemTime) -> Roster {
-        derive_cached_at(root, &BTreeMap::new(), attenu, &KEY, now).unwrap()
+        derive_cached_at(root, (&BTreeMap::new(), None), attenu, &KEY, now).unwrap()
     }
 
     #[test]
@@ -287,9 +296,9 @@ mod tests {
     fn an_agent_file_gone_between_listing_and_stamping_is_not_cached() {
         let (root, attenu) = project();
         let mut files = list_agent_files(&root).unwrap();
-        assert!(stamp(&root, &files, &BTreeMap::new(), later()).is_some());
+        assert!(stamp(&root, &files, (&BTreeMap::new(), None), later()).is_some());
         files.push(root.join(".claude/agents/vanished.md"));
-        assert!(stamp(&root, &files, &BTreeMap::new(), later()).is_none());
+        assert!(stamp(&root, &files, (&BTreeMap::new(), None), later()).is_none());
         assert!(!attenu.join(CACHE_FILE).exists());
         std::fs::remove_dir_all(&root).unwrap();
     }

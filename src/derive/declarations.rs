@@ -21,6 +21,13 @@ pub struct Declarations {
     pub agents: BTreeMap<String, (String, Result<frontmatter::AgentFile, String>)>,
     pub allow: Vec<String>,
     pub deny: Vec<String>,
+    /// The settings file (`settings.json`, `settings.local.json`) of each `allow` and `deny`
+    /// entry, by index: the deny hints and `--derive` name it.
+    pub allow_from: Vec<String>,
+    pub deny_from: Vec<String>,
+    /// `[derive] session_pool` from the configuration: when set, the pool inheriting agents
+    /// hold instead of the one derived from the files.
+    pub session_pool: Option<Vec<String>>,
     pub problems: Vec<String>,
     pub broken_files: Vec<super::roster::BrokenFile>,
 }
@@ -213,8 +220,14 @@ pub fn parse_settings(text: &str, label: &str, decl: &mut Declarations) -> Resul
         };
         for item in list {
             match (item.as_str(), is_deny) {
-                (Some(s), false) => decl.allow.push(s.to_string()),
-                (Some(s), true) => decl.deny.push(s.to_string()),
+                (Some(s), false) => {
+                    decl.allow.push(s.to_string());
+                    decl.allow_from.push(label.to_string());
+                }
+                (Some(s), true) => {
+                    decl.deny.push(s.to_string());
+                    decl.deny_from.push(label.to_string());
+                }
                 // Skipping an allow only narrows; skipping a deny would widen, so it is an error.
                 (None, false) => decl.problems.push(format!(".claude/{label}: permissions.allow has a non-string entry {item}; ignored")),
                 (None, true) => {

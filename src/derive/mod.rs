@@ -12,7 +12,10 @@
 pub mod cache;
 pub mod compat;
 pub mod declarations;
+pub mod explain;
 pub mod frontmatter;
+pub mod provenance;
+pub mod readable;
 pub mod resolve;
 pub mod roster;
 pub mod scopes;
@@ -34,12 +37,25 @@ pub enum DeriveError {
 }
 
 /// Reads and resolves the declarations of the project at `root`. `extra_agents` are agent
-/// types named in configuration (for example a built-in `Explore`), each with its tool list.
+/// types named in configuration (for example a built-in `Explore`), each with its tool list;
+/// `session_pool` is `[derive] session_pool`, the pool inheriting agents hold when it is set.
 pub fn derive_project(
     root: &Path,
     extra_agents: &BTreeMap<String, Vec<String>>,
+    session_pool: Option<&[String]>,
 ) -> Result<Roster, DeriveError> {
-    derive_from(root, list_agent_files(root)?, extra_agents)
+    derive_from(root, list_agent_files(root)?, extra_agents, session_pool)
+}
+
+/// [`derive_project`], with the account of the pool that `--derive` and `doctor` print.
+pub fn explain_project(
+    root: &Path,
+    extra_agents: &BTreeMap<String, Vec<String>>,
+    session_pool: Option<&[String]>,
+) -> Result<(Roster, explain::Account), DeriveError> {
+    let decl = declarations(root, list_agent_files(root)?, extra_agents, session_pool)?;
+    let account = explain::Account::of(&decl);
+    Ok((resolve(decl), account))
 }
 
 /// [`derive_project`] from the agent files [`list_agent_files`] found.
@@ -47,8 +63,25 @@ fn derive_from(
     root: &Path,
     files: Vec<PathBuf>,
     extra_agents: &BTreeMap<String, Vec<String>>,
+    session_pool: Option<&[String]>,
 ) -> Result<Roster, DeriveError> {
+    Ok(resolve(declarations(
+        root,
+        files,
+        extra_agents,
+        session_pool,
+    )?))
+}
+
+/// The declarations [`derive_from`] resolves: the files' and the configuration's.
+fn declarations(
+    root: &Path,
+    files: Vec<PathBuf>,
+    extra_agents: &BTreeMap<String, Vec<String>>,
+    session_pool: Option<&[String]>,
+) -> Result<Declarations, DeriveError> {
     let mut decl = read_declarations_from(root, files)?;
+    decl.session_pool = session_pool.map(<[String]>::to_vec);
     for (name, tools) in extra_agents {
         if decl.agents.contains_key(name) {
             decl.problems.push(format!(
@@ -68,5 +101,5 @@ fn derive_from(
         decl.agents
             .insert(name.clone(), (".attenu/config.toml".into(), Ok(file)));
     }
-    Ok(resolve(decl))
+    Ok(decl)
 }

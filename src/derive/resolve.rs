@@ -8,20 +8,34 @@
 
 use super::roster::digest_of;
 use super::scopes::{covers, declared_at, delegate_scope, Declared, Site};
-use super::{compat, frontmatter, AgentAuthority, Declarations, Roster};
+use super::{compat, frontmatter, provenance, AgentAuthority, Declarations, Roster};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Resolves gathered declarations into a [`Roster`].
 pub fn resolve(decl: Declarations) -> Roster {
     let mut unrepresented = Vec::new();
     let operator = Operator::read(&decl, &mut unrepresented);
-    let pool = session_pool(operator.allow.clone(), &decl);
+    let mut pool = session_pool(operator.allow.clone(), &decl);
+    // `[derive] session_pool`: what inheriting agents hold, within the root like everything.
+    let configured = decl.session_pool.as_ref().map(|rules| {
+        let label = "[derive] session_pool";
+        scopes_of(rules, Site::AgentTools, false, label, &mut unrepresented).0
+    });
+    pool.extend(configured.iter().flatten().cloned());
     let root = if operator.deny_all {
         BTreeSet::new()
     } else {
         subtract(&pool, &operator.deny)
     };
+    let inherited = configured.as_ref().map(|c| subtract(c, &operator.deny));
+    let inherited = if operator.deny_all {
+        &root
+    } else {
+        inherited.as_ref().unwrap_or(&root)
+    };
     let root_excluded = excluded_within(&root, &operator.deny);
+    let mut why = provenance::record(&decl);
+    why.configured = configured.unwrap_or_default();
     let agents: BTreeMap<String, AgentAuthority> = decl
         .agents
         .into_iter()
@@ -33,7 +47,21 @@ pub fn resolve(decl: Declarations) -> Roster {
                     invalid: Some(why),
                     source,
                 },
-                Ok(a) => agent_authority(&name, &a, source, &root, &operator, &mut unrepresented),
+                Ok(a) => {
+                    let (authority, removed) = agent_authority(
+                        &name,
+                        &a,
+                        source,
+                        inherited,
+                        &root,
+                        &operator,
+                        &mut unrepresented,
+                    );
+                    if !removed.is_empty() {
+                        why.listed_removed.insert(name.clone(), removed);
+                    }
+                    authority
+                }
             };
             (name, authority)
         })
@@ -49,6 +77,7 @@ pub fn resolve(decl: Declarations) -> Roster {
         problems: decl.problems,
         broken_files: decl.broken_files,
         digest,
+        why,
     }
 }
 
@@ -110,15 +139,18 @@ fn session_pool(mut pool: BTreeSet<String>, decl: &Declarations) -> BTreeSet<Str
     pool
 }
 
-/// Pass 2: one readable agent against the resolved root.
+/// Pass 2: one readable agent against the resolved root, and the scopes its `tools` line
+/// lists that a denial removed (for the deny hints). `inherited` is what an agent without
+/// `tools` holds: the root, or the configured session pool.
 fn agent_authority(
     name: &str,
     a: &frontmatter::AgentFile,
     source: String,
+    inherited: &BTreeSet<String>,
     root: &BTreeSet<String>,
     operator: &Operator,
     unrepresented: &mut Vec<String>,
-) -> AgentAuthority {
+) -> (AgentAuthority, BTreeSet<String>) {
     let (denied, _) = scopes_of(
         &a.disallowed,
         Site::AgentDisallowed,
@@ -126,9 +158,9 @@ fn agent_authority(
         &format!("{name}: disallowedTools"),
         unrepresented,
     );
-    let remaining = subtract(root, &denied);
+    let mut removed = BTreeSet::new();
     let scopes = match &a.tools {
-        None => remaining,
+        None => subtract(inherited, &denied),
         Some(tools) => {
             let (own, all) = scopes_of(
                 tools,
@@ -138,24 +170,27 @@ fn agent_authority(
                 unrepresented,
             );
             if all {
-                remaining
+                subtract(inherited, &denied)
             } else {
                 // Within the root: a tool the operator denies is removed here too.
-                subtract(&own, &denied)
+                let held: BTreeSet<String> = subtract(&own, &denied)
                     .into_iter()
                     .filter(|s| root.iter().any(|p| covers(p, s)))
-                    .collect()
+                    .collect();
+                removed = own.difference(&held).cloned().collect();
+                held
             }
         }
     };
     let all_denied: BTreeSet<String> = denied.union(&operator.deny).cloned().collect();
     let excluded = excluded_within(&scopes, &all_denied);
-    AgentAuthority {
+    let authority = AgentAuthority {
         scopes,
         excluded,
         invalid: None,
         source,
-    }
+    };
+    (authority, removed)
 }
 
 /// The scopes `rules` declare at `site`, and whether one of them is `*`. What cannot be

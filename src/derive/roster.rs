@@ -37,6 +37,9 @@ pub struct Roster {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub broken_files: Vec<BrokenFile>,
     pub digest: String,
+    /// Why each agent holds what it holds, for the deny hints (not in the digest).
+    #[serde(default)]
+    pub why: super::provenance::Provenance,
 }
 
 /// An agent file no agent could be derived from, and why.

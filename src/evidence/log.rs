@@ -166,7 +166,8 @@ fn row(e: &Value) -> Option<Row> {
         session: c("session_id"),
         agent,
         tool: s(e.get("tool")),
-        scope: s(e.get("scope")),
+        // An encoded name (`tool.x---4dulti-45dit`) with the name as written beside it.
+        scope: crate::derive::readable::scope(&s(e.get("scope"))),
         decision,
         reason,
         code,

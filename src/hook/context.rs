@@ -50,6 +50,7 @@ impl Ctx<'_> {
         cache::derive_cached(
             self.project,
             &self.config.agents,
+            self.config.derive.session_pool.as_deref(),
             self.attenu,
             &self.mac_key()?,
         )

@@ -3,11 +3,12 @@
 use crate::config::{Config, Mode};
 use crate::derive::compat::{self, canonical_tool};
 use crate::derive::scopes::{delegate_scope, scope_for_call, DELEGATION_TOOL};
-use crate::derive::{AgentAuthority, Roster};
+use crate::derive::{readable, AgentAuthority, Roster};
 use crate::reason::{Code, Reason};
 use serde_json::Value;
 use std::path::Path;
 
+use super::hint;
 use super::self_protection::self_protection;
 
 /// Who made the call.
@@ -78,15 +79,14 @@ pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &
             let outcome = if roster.declared_anywhere(&scope) {
                 Ok(())
             } else {
-                Err(missing(Code::Unresolved, call, &scope, &actor))
+                Err(unresolved_for_session(roster, call, &scope))
             };
             (None, outcome)
         }
         Actor::Subagent(ty) => match roster.agents.get(ty) {
             None => (None, Err(undeclared(roster, ty))),
             Some(agent) => {
-                let outcome =
-                    subagent_outcome(roster, agent, ty, &actor, call, &scope, project_root);
+                let outcome = subagent_outcome(roster, agent, ty, call, &scope, project_root);
                 (Some(ty.clone()), outcome)
             }
         },
@@ -113,13 +113,12 @@ pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &
     }
 }
 
-/// Whether the declared subagent `ty` (the `actor`, declared as `agent`) may make `call`,
+/// Whether the declared subagent `ty` (declared as `agent`) may make `call`,
 /// which needs `scope`.
 fn subagent_outcome(
     roster: &Roster,
     agent: &AgentAuthority,
     ty: &str,
-    actor: &Actor,
     call: &Call<'_>,
     scope: &str,
     project_root: &Path,
@@ -131,18 +130,29 @@ fn subagent_outcome(
         ))
     } else if agent.holds(scope) {
         self_protection(call, project_root).map_or(Ok(()), Err)
-    } else if agent.excludes(scope) {
+    } else {
+        let excluded = agent.excludes(scope);
+        let code = if excluded || roster.declared_anywhere(scope) {
+            Code::OutOfAuthority
+        } else {
+            Code::Unresolved
+        };
+        let held = if excluded {
+            format!("which subagent '{ty}' holds only outside a narrower denial")
+        } else if code == Code::OutOfAuthority {
+            format!("which the project declares but not for subagent '{ty}'")
+        } else {
+            format!("which the session does not hold, so neither does subagent '{ty}'")
+        };
         Err(Reason::new(
-            Code::OutOfAuthority,
+            code,
             format!(
-                "{} needs {scope}, which subagent '{ty}' holds only outside a narrower denial ({}'s disallowedTools or permissions.deny in .claude/settings.json); remove that denial if it should have it",
-                call.tool_name, agent.source
+                "{} needs {}, {held}: {}",
+                call.tool_name,
+                readable::scope(scope),
+                hint::for_agent(roster, ty, call.tool_name, scope)
             ),
         ))
-    } else if roster.declared_anywhere(scope) {
-        Err(missing(Code::OutOfAuthority, call, scope, actor))
-    } else {
-        Err(missing(Code::Unresolved, call, scope, actor))
     }
 }
 
@@ -179,25 +189,17 @@ fn undeclared(roster: &Roster, ty: &str) -> Reason {
     )
 }
 
-/// Why `actor` does not hold `scope`: declared for others ([`Code::OutOfAuthority`]), or
-/// declared nowhere.
-fn missing(code: Code, call: &Call<'_>, scope: &str, actor: &Actor) -> Reason {
-    let who = match actor {
-        Actor::MainThread => "the session".to_string(),
-        Actor::Subagent(t) => format!("subagent '{t}'"),
-    };
-    let msg = match code {
-        Code::OutOfAuthority => format!(
-            "{} needs {scope}, which the project declares but not for {who}; add {} to its `tools` in .claude/agents/ if it should have it",
+/// Why the session's main thread does not hold `scope`: nothing declares it for the session.
+fn unresolved_for_session(roster: &Roster, call: &Call<'_>, scope: &str) -> Reason {
+    Reason::new(
+        Code::Unresolved,
+        format!(
+            "{} needs {}, which the session does not hold: {}",
             call.tool_name,
-            canonical_tool(call.tool_name)
+            readable::scope(scope),
+            hint::for_session(roster, call.tool_name, scope)
         ),
-        _ => format!(
-            "{} needs {scope}, which nothing in .claude/agents/ or .claude/settings.json declares, so {who} does not hold it",
-            call.tool_name
-        ),
-    };
-    Reason::new(code, msg)
+    )
 }
 
 /// The scope of an `Agent` call whose `subagent_type` names a declared agent only in another

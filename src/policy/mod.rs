@@ -9,6 +9,7 @@
 
 pub mod decision;
 pub mod glob;
+pub mod hint;
 pub mod self_protection;
 
 pub use decision::{decide, Actor, Call, Decision};

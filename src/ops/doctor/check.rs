@@ -20,6 +20,8 @@ pub enum CheckId {
     GateReviewers,
     /// The roster derives without problems.
     Derive,
+    /// What the agents without a `tools` list inherit, and from where.
+    Inherit,
     /// `.attenu/` does not exist yet.
     State,
     /// `.attenu/` is a directory only its owner can use.
@@ -47,6 +49,7 @@ impl CheckId {
             CheckId::Config => "config",
             CheckId::GateReviewers => "gate-reviewers",
             CheckId::Derive => "derive",
+            CheckId::Inherit => "inherit",
             CheckId::State => "state",
             CheckId::PermStateDir => "perm-state-dir",
             CheckId::PermFile => "perm-file",

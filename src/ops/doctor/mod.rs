@@ -3,6 +3,7 @@
 
 mod check;
 mod hooks;
+mod inherit;
 mod ship;
 mod state;
 
@@ -21,6 +22,7 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
 pub fn doctor_for(dir: &Path, ours: &str) -> Vec<Check> {
     let mut out = hooks::checks(dir, ours);
     out.extend(state::checks(dir));
+    out.extend(inherit::checks(dir));
     out.extend(ship::checks(dir));
     out
 }

@@ -30,15 +30,16 @@ pub(super) fn checks(dir: &Path) -> Vec<Check> {
         )),
     }
     // An invalid configuration is the config check's to report, once; the derivation is
-    // still checked, without the configuration's [agents].
-    let (agents, note) = match &loaded {
-        Ok(c) => (c.agents.clone(), ""),
+    // still checked, without the configuration's [agents] and session pool.
+    let (agents, pool, note) = match &loaded {
+        Ok(c) => (c.agents.clone(), c.derive.session_pool.clone(), ""),
         Err(_) => (
             Default::default(),
-            " (without [agents] of the invalid configuration)",
+            None,
+            " (without the invalid configuration's [agents] and [derive])",
         ),
     };
-    match derive_project(dir, &agents) {
+    match derive_project(dir, &agents, pool.as_deref()) {
         Ok(r) if r.problems.is_empty() => out.push(Check::new(
             CheckId::Derive,
             Severity::Ok,
