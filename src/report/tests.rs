@@ -24,9 +24,13 @@ fn malformed_bundles_render_as_invalid_without_markup_from_them() {
                "reasons": [x, {"code": 7, "message": null}], "granted": {"scopes": [x, 3, null]},
                "authority": "none", "parent": x, "agent": x, "body_state": 5})
     };
+    // What is not a bundle at all is unusable input (exit 2, no page), as for `verify`.
+    for not_a_bundle in [json!({}), json!([]), json!({"v": 2})] {
+        let bytes = serde_json::to_vec(&not_a_bundle).unwrap();
+        let read = read_input("in.json", &bytes, &AnchorKey::None, KeyUsed::default());
+        assert!(read.is_err(), "{not_a_bundle} was read as a bundle");
+    }
     let docs = [
-        json!({}),
-        json!([]),
         json!({"entries": "none"}),
         json!({"entries": [1, null, "s", [x]]}),
         json!({"v": 2, "chain_id": x, "chain": {"index": x, "of": -1}, "producer": x,
