@@ -382,6 +382,9 @@ fn doctor_reports_an_invalid_configuration_once() {
     let derive = out.stdout.lines().find(|l| l.contains(" derive ")).unwrap();
     assert_contains(
         derive,
-        &["broken.md", "without [agents] of the invalid configuration"],
+        &[
+            "broken.md",
+            "without the invalid configuration's [agents] and [derive]",
+        ],
     );
 }
