@@ -13,12 +13,18 @@
 //! * an **HMAC** with the checkpoint key, so a file this hook did not write is never read as
 //!   a roster (it is derived again and the file replaced).
 //!
+//! The roster is stored in a compact binary form ([`codec`]), not JSON: each distinct scope
+//! set once, agents naming theirs by number. A roster of 200 agents that inherit the session
+//! pool holds one set of ~200 scopes, where JSON held 200 copies and parsed them every call.
+//!
 //! The one edit a stamp cannot see is a second write within one timestamp tick of the first
 //! that leaves the size unchanged. So a derivation is cached only when every input's mtime and
 //! ctime is at least [`SETTLE`] old (git's rule for "racily clean" entries): a later write then
 //! gets a later time and a different stamp. Until then every call derives from the files. The
 //! inputs are stamped again after they were read, and the roster is cached only if nothing
 //! moved in between (a symlink or directory swapped while derivation read through it).
+
+mod codec;
 
 use super::{derive_from, list_agent_files, DeriveError, Roster};
 use crate::fs;
@@ -32,15 +38,16 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The cache file, in the state directory.
 pub const CACHE_FILE: &str = "roster.cache";
-const HEADER: &str = "attenu-roster v1 ";
+const HEADER: &str = "attenu-roster v2 ";
 /// Sealed before the body, so no other file sealed with the same key reads as a roster.
-const SEAL_DOMAIN: &[u8] = b"attenu-hook roster cache v1\n";
+const SEAL_DOMAIN: &[u8] = b"attenu-hook roster cache v2\n";
 /// Bumped whenever derivation would give another roster for the same files, so a cache
 /// written by an older build of the same version is not read.
 const DERIVATION_RULES: u32 = 5;
 /// How old every input must be before its derivation is cached.
 pub const SETTLE: Duration = Duration::from_secs(2);
-/// A cache file larger than this is not read (a roster of 2,000 agents is far smaller).
+/// A cache file larger than this is not read (a roster of 2,000 agents is far smaller: each
+/// distinct scope set is stored once, see [`codec`]).
 const MAX_CACHE_BYTES: u64 = 4 << 20;
 
 /// [`super::derive_project`], reusing the sealed roster in `attenu_dir` while its inputs are
@@ -158,28 +165,29 @@ fn seal(mac_key: &[u8; 32], body: &[u8]) -> Option<Hmac<Sha256>> {
 /// a valid seal) and was derived from exactly the inputs named by `key`.
 fn read(path: &Path, mac_key: &[u8; 32], key: &str) -> Option<Roster> {
     let (bytes, _) = fs::read_owned(path, MAX_CACHE_BYTES).ok()??;
-    let text = String::from_utf8(bytes).ok()?;
-    let (tag, body) = text.strip_prefix(HEADER)?.split_once('\n')?;
-    let tag = crate::ledger::chain::unhex(tag)?;
-    seal(mac_key, body.as_bytes())?.verify_slice(&tag).ok()?;
-    #[derive(serde::Deserialize)]
-    struct Cached {
-        key: String,
-        roster: Roster,
-    }
-    let cached: Cached = serde_json::from_str(body).ok()?;
-    (cached.key == key).then_some(cached.roster)
+    let body = bytes.strip_prefix(HEADER.as_bytes())?;
+    let (tag, body) = body.split_at_checked(64)?;
+    let body = body.strip_prefix(b"\n")?;
+    let tag = crate::ledger::chain::unhex(std::str::from_utf8(tag).ok()?)?;
+    seal(mac_key, body)?.verify_slice(&tag).ok()?;
+    let (cached_key, roster) = codec::decode(body)?;
+    (cached_key == key).then_some(roster)
 }
 
 /// Replaces the cache (atomically, so a concurrent reader sees the old file or the new one).
 /// Not made durable: a cache lost in a crash is derived again.
 fn write(path: &Path, mac_key: &[u8; 32], key: &str, roster: &Roster) {
-    let body = json!({"key": key, "roster": roster}).to_string();
-    let Some(mac) = seal(mac_key, body.as_bytes()) else {
+    let body = codec::encode(key, roster);
+    let Some(mac) = seal(mac_key, &body) else {
         return;
     };
     let tag = crate::ledger::chain::hex(&mac.finalize().into_bytes());
-    let _ = fs::write_atomic(path, format!("{HEADER}{tag}\n{body}").as_bytes(), false);
+    let mut file = Vec::with_capacity(HEADER.len() + 65 + body.len());
+    file.extend_from_slice(HEADER.as_bytes());
+    file.extend_from_slice(tag.as_bytes());
+    file.push(b'\n');
+    file.extend_from_slice(&body);
+    let _ = fs::write_atomic(path, &file, false);
 }
 
 #[cfg(test)]
@@ -300,10 +308,15 @@ mod tests {
         let cache = attenu.join(CACHE_FILE);
         let honest = derive(&root, &attenu, later());
         let key = key_of(&root);
-        // A roster widened in place: the seal no longer matches.
-        let text = std::fs::read_to_string(&cache).unwrap();
-        let widened = text.replace("\"fs.grep\"", "\"exec.bash\"");
-        assert_ne!(widened, text);
+        // A roster changed in place into another well-formed one (its Grep now a scope it
+        // never held): only the seal stops it.
+        let text = std::fs::read(&cache).unwrap();
+        let at = text.windows(7).position(|w| w == b"fs.grep").unwrap();
+        let mut widened = text.clone();
+        widened[at..at + 7].copy_from_slice(b"fs.hack");
+        let body = &widened[HEADER.len() + 65..];
+        let (_, forged) = codec::decode(body).expect("still a well-formed body");
+        assert!(forged.agents["reviewer"].scopes.contains("fs.hack"));
         std::fs::write(&cache, &widened).unwrap();
         assert_eq!(read(&cache, &KEY, &key), None);
         // Sealed with another key.
@@ -313,7 +326,7 @@ mod tests {
         // Derivation goes back to the files and replaces the file.
         std::fs::write(&cache, &widened).unwrap();
         assert_eq!(derive(&root, &attenu, later()), honest);
-        assert_eq!(std::fs::read_to_string(&cache).unwrap(), text);
+        assert_eq!(std::fs::read(&cache).unwrap(), text);
         // A symlink in its place is never followed.
         std::fs::remove_file(&cache).unwrap();
         std::os::unix::fs::symlink(root.join("elsewhere"), &cache).unwrap();

@@ -7,7 +7,7 @@
 //! set is within the root by construction (`meet(session, derived)`).
 
 use super::roster::digest_of;
-use super::scopes::{covers, declared_at, delegate_scope, Declared, Site};
+use super::scopes::{covers, declared_at, delegate_scope, Declared, Scopes, Site};
 use super::{compat, frontmatter, AgentAuthority, Declarations, Roster};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,11 +16,12 @@ pub fn resolve(decl: Declarations) -> Roster {
     let mut unrepresented = Vec::new();
     let operator = Operator::read(&decl, &mut unrepresented);
     let pool = session_pool(operator.allow.clone(), &decl);
-    let root = if operator.deny_all {
+    let root: Scopes = if operator.deny_all {
         BTreeSet::new()
     } else {
         subtract(&pool, &operator.deny)
-    };
+    }
+    .into();
     let root_excluded = excluded_within(&root, &operator.deny);
     let agents: BTreeMap<String, AgentAuthority> = decl
         .agents
@@ -28,7 +29,7 @@ pub fn resolve(decl: Declarations) -> Roster {
         .map(|(name, (source, file))| {
             let authority = match file {
                 Err(why) => AgentAuthority {
-                    scopes: BTreeSet::new(),
+                    scopes: Scopes::default(),
                     excluded: BTreeSet::new(),
                     invalid: Some(why),
                     source,
@@ -40,6 +41,7 @@ pub fn resolve(decl: Declarations) -> Roster {
         .collect();
     unrepresented.sort();
     unrepresented.dedup();
+    let agents = share_equal_sets(agents);
     let digest = digest_of(&root, &root_excluded, &agents);
     Roster {
         root,
@@ -114,7 +116,7 @@ fn agent_authority(
     name: &str,
     a: &frontmatter::AgentFile,
     source: String,
-    root: &BTreeSet<String>,
+    root: &Scopes,
     operator: &Operator,
     unrepresented: &mut Vec<String>,
 ) -> AgentAuthority {
@@ -125,9 +127,16 @@ fn agent_authority(
         &format!("{name}: disallowedTools"),
         unrepresented,
     );
-    let remaining = subtract(root, &denied);
+    // Shared with the root when nothing is taken away: see `Scopes`.
+    let remaining = || -> Scopes {
+        if denied.is_empty() {
+            root.clone()
+        } else {
+            subtract(root, &denied).into()
+        }
+    };
     let scopes = match &a.tools {
-        None => remaining,
+        None => remaining(),
         Some(tools) => {
             let (own, all) = scopes_of(
                 tools,
@@ -137,13 +146,14 @@ fn agent_authority(
                 unrepresented,
             );
             if all {
-                remaining
+                remaining()
             } else {
                 // Within the root: a tool the operator denies is removed here too.
                 subtract(&own, &denied)
                     .into_iter()
                     .filter(|s| root.iter().any(|p| covers(p, s)))
-                    .collect()
+                    .collect::<BTreeSet<String>>()
+                    .into()
             }
         }
     };
@@ -155,6 +165,24 @@ fn agent_authority(
         invalid: None,
         source,
     }
+}
+
+/// Agents whose sets are equal share one (agents with the same `disallowedTools`), so the
+/// roster, its cache and its digest hold each distinct set once.
+fn share_equal_sets(
+    mut agents: BTreeMap<String, AgentAuthority>,
+) -> BTreeMap<String, AgentAuthority> {
+    let mut distinct: Vec<Scopes> = Vec::new();
+    for a in agents.values_mut() {
+        match distinct
+            .iter()
+            .find(|d| d.same(&a.scopes) || **d == a.scopes)
+        {
+            Some(d) => a.scopes = d.clone(),
+            None => distinct.push(a.scopes.clone()),
+        }
+    }
+    agents
 }
 
 /// The scopes `rules` declare at `site`, and whether one of them is `*`. What cannot be
