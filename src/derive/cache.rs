@@ -29,9 +29,9 @@ mod codec;
 use super::{derive_from, list_agent_files, DeriveError, Roster};
 use crate::fs;
 use hmac::{Hmac, Mac};
-use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -43,7 +43,7 @@ const HEADER: &str = "attenu-roster v2 ";
 const SEAL_DOMAIN: &[u8] = b"attenu-hook roster cache v2\n";
 /// Bumped whenever derivation would give another roster for the same files, so a cache
 /// written by an older build of the same version is not read.
-const DERIVATION_RULES: u32 = 5;
+const DERIVATION_RULES: u32 = 6;
 /// How old every input must be before its derivation is cached.
 pub const SETTLE: Duration = Duration::from_secs(2);
 /// A cache file larger than this is not read (a roster of 2,000 agents is far smaller: each
@@ -105,14 +105,36 @@ fn stamp(
 ) -> Option<Stamp> {
     let settled_before = now.checked_sub(SETTLE)?;
     let mut settled = true;
+    // Every input goes into the key as its path and stamp, each field length-prefixed or of
+    // fixed width, so no two sets of inputs give the same bytes; hashed as they come.
+    let mut key = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        key.update((bytes.len() as u64).to_le_bytes());
+        key.update(bytes);
+    };
+    let configured = serde_json::to_string(extra_agents).ok()?;
+    for head in [
+        &b"attenu roster inputs v2"[..],
+        &DERIVATION_RULES.to_le_bytes(),
+        env!("CARGO_PKG_VERSION").as_bytes(),
+        configured.as_bytes(),
+    ] {
+        field(head);
+    }
     // `None` (no caching) when an input cannot be stamped, or an agent file the listing found
     // is gone; an absent settings file is stamped as absent.
-    let mut of = |path: &Path, may_be_absent: bool| -> Option<serde_json::Value> {
-        let rel = path.strip_prefix(root).unwrap_or(path).to_string_lossy();
+    let mut of = |path: &Path, may_be_absent: bool| -> Option<()> {
+        field(
+            path.strip_prefix(root)
+                .unwrap_or(path)
+                .as_os_str()
+                .as_bytes(),
+        );
         let m = match std::fs::metadata(path) {
             Ok(m) => m,
             Err(e) if may_be_absent && e.kind() == std::io::ErrorKind::NotFound => {
-                return Some(json!([rel, null]))
+                field(b"absent");
+                return Some(());
             }
             Err(_) => return None,
         };
@@ -124,33 +146,33 @@ fn stamp(
                 settled = false;
             }
         }
-        Some(json!([
-            rel,
+        let mut st = [0u8; 56];
+        for (k, v) in [
             m.dev(),
             m.ino(),
             m.size(),
-            m.mtime(),
-            m.mtime_nsec(),
-            m.ctime(),
-            m.ctime_nsec()
-        ]))
+            m.mtime() as u64,
+            m.mtime_nsec() as u64,
+            m.ctime() as u64,
+            m.ctime_nsec() as u64,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            st[k * 8..k * 8 + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        field(&st);
+        Some(())
     };
-    let mut inputs = Vec::with_capacity(files.len() + 2);
     for f in files {
-        inputs.push(of(f, false)?);
+        of(f, false)?;
     }
     let claude = root.join(".claude");
     for name in ["settings.json", "settings.local.json"] {
-        inputs.push(of(&claude.join(name), true)?);
+        of(&claude.join(name), true)?;
     }
-    let doc = json!({
-        "v": 1,
-        "rules": DERIVATION_RULES,
-        "producer": env!("CARGO_PKG_VERSION"),
-        "inputs": inputs,
-        "configured_agents": extra_agents,
-    });
-    let key = crate::ledger::chain::hex(&Sha256::digest(doc.to_string().as_bytes()));
+    drop(of);
+    let key = crate::ledger::chain::hex(&key.finalize());
     Some(Stamp { key, settled })
 }
 

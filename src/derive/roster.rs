@@ -82,10 +82,11 @@ impl Roster {
 }
 
 /// The digest of a roster's permission sets (not of its notes), as the ledger records it: the
-/// SHA-256 of the RFC 8785 form of `{"root", "agents": {name: {"scopes", "invalid"}}}`.
-/// Written straight to bytes, each shared set once: with `n` agents inheriting the root, the
-/// document has `n` copies of it, and building it as a JSON tree cost more than the rest of
-/// the derivation.
+/// SHA-256 of the RFC 8785 form of `{"root", "agents": {name: {"scopes", "invalid"}}}`, where
+/// an agent holding exactly the root's set has `"scopes": "root"` rather than a copy of it.
+/// With `n` agents inheriting the root, copies made the document (and its hashing) grow with
+/// `n²`. Written straight to bytes; a roster whose agents all hold sets of their own keeps the
+/// digest it had before.
 pub(super) fn digest_of(
     root: &Scopes,
     root_excluded: &BTreeSet<String>,
@@ -124,6 +125,10 @@ pub(super) fn digest_of(
             Some(why) => canonical::write_string(why, &mut out),
         }
         out.extend_from_slice(b",\"scopes\":");
+        if a.scopes == *root {
+            out.extend_from_slice(b"\"root\"}");
+            continue;
+        }
         match written.iter().find(|(s, _)| s.same(&a.scopes)) {
             Some((_, at)) => out.extend_from_within(at.clone()),
             None => {
@@ -148,10 +153,15 @@ pub(super) fn digest_of(
 mod tests {
     use super::*;
 
-    /// The digest as it was defined before it was written straight to bytes: a JSON tree.
+    /// The digest's definition, as a JSON tree.
     fn digest_by_tree(r: &Roster) -> String {
         let agent_doc = |a: &AgentAuthority| {
-            let mut d = json!({"scopes": a.scopes, "invalid": a.invalid});
+            let scopes = if a.scopes == r.root {
+                json!("root")
+            } else {
+                json!(a.scopes)
+            };
+            let mut d = json!({"scopes": scopes, "invalid": a.invalid});
             if !a.excluded.is_empty() {
                 d["excluded"] = json!(a.excluded);
             }
@@ -181,10 +191,11 @@ mod tests {
             .iter()
             .enumerate()
         {
-            let scopes = if i % 2 == 0 {
-                root.clone()
-            } else {
-                set(&["fs.read"]).into()
+            // Shared with the root, equal to it without being shared, or a set of its own.
+            let scopes = match i % 3 {
+                0 => root.clone(),
+                1 => (*root).clone().into(),
+                _ => set(&["fs.read"]).into(),
             };
             let excluded = if i == 1 {
                 set(&["mcp.pay.refund"])
