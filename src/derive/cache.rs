@@ -171,7 +171,6 @@ fn stamp(
     for name in ["settings.json", "settings.local.json"] {
         of(&claude.join(name), true)?;
     }
-    drop(of);
     let key = crate::ledger::chain::hex(&key.finalize());
     Some(Stamp { key, settled })
 }
