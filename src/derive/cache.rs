@@ -59,7 +59,27 @@ pub fn derive_cached(
     attenu_dir: &Path,
     mac_key: &[u8; 32],
 ) -> Result<Roster, DeriveError> {
+    derive_cached_at(root, extra_agents, attenu_dir, mac_key, SystemTime::now()).map(|(r, _)| r)
+}
+
+/// [`derive_cached`], with the key of the inputs it was derived from (`None` when an input
+/// could not be stamped), for [`inputs_key`] to compare with later.
+pub fn derive_cached_keyed(
+    root: &Path,
+    extra_agents: &BTreeMap<String, Vec<String>>,
+    attenu_dir: &Path,
+    mac_key: &[u8; 32],
+) -> Result<(Roster, Option<String>), DeriveError> {
     derive_cached_at(root, extra_agents, attenu_dir, mac_key, SystemTime::now())
+}
+
+/// The key of the project's inputs as they are now: the listing and every input's stamp.
+/// Equal to an earlier key when no input was added, removed, replaced or written since, but
+/// for a write within one timestamp tick of the earlier stamp that kept the size (see
+/// [`SETTLE`]).
+pub fn inputs_key(root: &Path, extra_agents: &BTreeMap<String, Vec<String>>) -> Option<String> {
+    let files = list_agent_files(root).ok()?;
+    stamp(root, &files, extra_agents, SystemTime::now()).map(|s| s.key)
 }
 
 fn derive_cached_at(
@@ -68,14 +88,14 @@ fn derive_cached_at(
     attenu_dir: &Path,
     mac_key: &[u8; 32],
     now: SystemTime,
-) -> Result<Roster, DeriveError> {
+) -> Result<(Roster, Option<String>), DeriveError> {
     let files = list_agent_files(root)?;
     let Some(before) = stamp(root, &files, extra_agents, now) else {
-        return derive_from(root, files, extra_agents);
+        return derive_from(root, files, extra_agents).map(|r| (r, None));
     };
     let path = attenu_dir.join(CACHE_FILE);
     if let Some(roster) = read(&path, mac_key, &before.key) {
-        return Ok(roster);
+        return Ok((roster, Some(before.key)));
     }
     let roster = derive_from(root, files.clone(), extra_agents)?;
     if before.settled {
@@ -87,7 +107,7 @@ fn derive_cached_at(
             write(&path, mac_key, &before.key, &roster);
         }
     }
-    Ok(roster)
+    Ok((roster, Some(before.key)))
 }
 
 /// What the inputs are: a key naming them, and whether they are old enough to cache.
@@ -268,7 +288,9 @@ mod tests {
     }
 
     fn derive(root: &Path, attenu: &Path, now: SystemTime) -> Roster {
-        derive_cached_at(root, &BTreeMap::new(), attenu, &KEY, now).unwrap()
+        derive_cached_at(root, &BTreeMap::new(), attenu, &KEY, now)
+            .unwrap()
+            .0
     }
 
     #[test]

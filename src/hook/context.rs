@@ -21,6 +21,8 @@ pub(super) struct Ctx<'a> {
     pub deadline: Instant,
     /// Read once per call: it seals the roster cache and the ledger checkpoint.
     pub mac_key: std::cell::OnceCell<[u8; 32]>,
+    /// The key of the inputs the last [`Ctx::roster`] was derived from.
+    pub derived_from: std::cell::RefCell<Option<String>>,
 }
 
 impl Ctx<'_> {
@@ -47,7 +49,7 @@ impl Ctx<'_> {
     }
 
     pub fn roster(&self) -> Result<Roster, Reason> {
-        cache::derive_cached(
+        let (roster, key) = cache::derive_cached_keyed(
             self.project,
             &self.config.agents,
             self.attenu,
@@ -56,7 +58,15 @@ impl Ctx<'_> {
         .map_err(|e| match e {
             DeriveError::SettingsInvalid(m) => Reason::new(Code::SettingsInvalid, m),
             DeriveError::DeclarationsUnreadable(m) => Reason::new(Code::DeclarationsUnreadable, m),
-        })
+        })?;
+        *self.derived_from.borrow_mut() = key;
+        Ok(roster)
+    }
+
+    /// Whether the inputs still have the stamps the last [`Ctx::roster`] read them with.
+    fn inputs_unchanged(&self) -> bool {
+        let before = self.derived_from.borrow().clone();
+        before.is_some() && cache::inputs_key(self.project, &self.config.agents) == before
     }
 
     pub fn open_ledger(&self) -> Result<Ledger, Reason> {
@@ -145,14 +155,16 @@ impl ChainTarget {
 /// the lock; if the current chain was opened for another derivation, another process may
 /// have seen a newer edit meanwhile, so it is derived again under the lock (otherwise a
 /// process that derived just before an edit would reopen the old derivation's chain after
-/// the new one, and chains would flip back and forth).
+/// the new one, and chains would flip back and forth). When no input was touched since it was
+/// derived (the listing and every stamp are the same), deriving again would read the same
+/// files, so the roster stands: an edit's first call derives once, not twice.
 pub(super) fn roster_under_lock(
     ctx: &Ctx<'_>,
     ledger: &Ledger,
     roster: Roster,
 ) -> Result<Roster, Reason> {
     match ledger.current() {
-        Some(c) if c.digest != roster.digest => ctx.roster(),
+        Some(c) if c.digest != roster.digest && !ctx.inputs_unchanged() => ctx.roster(),
         _ => Ok(roster),
     }
 }
