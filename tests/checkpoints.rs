@@ -62,7 +62,7 @@ fn checkpoints_go_out_at_session_start_on_a_deny_and_every_n_entries() {
     );
     drain(p.path());
     let after_start = keys_under(share.path());
-    // Root and two spawns: one checkpoint of 3 entries, with the entries it commits to.
+    // The root: one checkpoint of 1 entry, with the entries it commits to.
     assert_eq!(
         of_kind(&after_start, "checkpoint").len(),
         1,
@@ -71,16 +71,15 @@ fn checkpoints_go_out_at_session_start_on_a_deny_and_every_n_entries() {
     assert!(
         after_start
             .iter()
-            .any(|k| k.contains("/entries/00000000000000000000-00000000000000000003-")),
+            .any(|k| k.contains("/entries/00000000000000000000-00000000000000000001-")),
         "{after_start:?}"
     );
-    // Two allowed reads: not yet due.
+    // The reviewer's first read (its spawn and the decision): not yet due.
     assert_allowed(&p.read_by("reviewer", "/p/a").id("t1").run());
-    assert_allowed(&p.read_by("reviewer", "/p/b").id("t2").run());
     drain(p.path());
     assert_eq!(of_kind(&keys_under(share.path()), "checkpoint").len(), 1);
-    // The third is.
-    assert_allowed(&p.read_by("reviewer", "/p/c").id("t3").run());
+    // The second is: three entries since the last checkpoint.
+    assert_allowed(&p.read_by("reviewer", "/p/b").id("t2").run());
     drain(p.path());
     assert_eq!(of_kind(&keys_under(share.path()), "checkpoint").len(), 2);
     // A deny always is.
@@ -89,7 +88,7 @@ fn checkpoints_go_out_at_session_start_on_a_deny_and_every_n_entries() {
     let keys = keys_under(share.path());
     let checkpoints = of_kind(&keys, "checkpoint");
     assert_eq!(checkpoints.len(), 3, "{keys:?}");
-    // Entries objects cover 0..7 without a gap, and each note names its chain and size.
+    // Entries objects cover 0..5 without a gap, and each note names its chain and size.
     assert_eq!(of_kind(&keys, "entries").len(), 3);
     let last = std::fs::read_to_string(share.path().join(checkpoints.last().unwrap())).unwrap();
     let lines: Vec<&str> = last.lines().collect();
@@ -97,7 +96,7 @@ fn checkpoints_go_out_at_session_start_on_a_deny_and_every_n_entries() {
         lines[0].starts_with("attenu-hook/attenu-hook-") && lines[0].contains("/cc-s1-"),
         "{last}"
     );
-    assert_eq!(lines[1], "7");
+    assert_eq!(lines[1], "5");
     assert!(lines[4].starts_with("— attenu-hook-"), "{last}");
     // SessionEnd: the closing bundle.
     let end = hook(p.path(), &event("s1", p.path(), "SessionEnd"));
@@ -176,7 +175,7 @@ fn prove_gives_a_one_entry_proof_that_verify_checks_against_the_pinned_key() {
     let out = p.verify_pinned(proof.to_str().unwrap());
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(
-        out.stdout.starts_with("VALID: entry 4 of 5 ") && out.stdout.contains("deny Bash"),
+        out.stdout.starts_with("VALID: entry 3 of 4 ") && out.stdout.contains("deny Bash"),
         "{}",
         out.stdout
     );
@@ -193,13 +192,13 @@ fn prove_gives_a_one_entry_proof_that_verify_checks_against_the_pinned_key() {
     let out = cli(&["verify", proof.to_str().unwrap()]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     // Another position, or the entry edited inside the proof: caught.
-    let moved = text.replacen("index 4\n", "index 3\n", 1);
+    let moved = text.replacen("index 3\n", "index 2\n", 1);
     assert_ne!(moved, text);
     let parsed = attenu_hook::tlog::TlogProof::parse(&text).unwrap();
     let entry = String::from_utf8(parsed.extra().unwrap().to_vec()).unwrap();
     assert!(entry.contains("\"tool\":\"Bash\""), "{entry}");
     let edited =
-        attenu_hook::tlog::TlogProof::new(4, parsed.path().to_vec(), parsed.signed_checkpoint())
+        attenu_hook::tlog::TlogProof::new(3, parsed.path().to_vec(), parsed.signed_checkpoint())
             .unwrap()
             .with_extra(
                 entry
@@ -249,8 +248,8 @@ fn a_chain_closed_by_an_agent_edit_ships_its_last_entries() {
         0
     );
     assert_allowed(&p.read_by("reviewer", "/p/a").id("t1").run());
-    // The edit opens a new chain at the next call; the old one's fourth entry must not stay
-    // on the machine only.
+    // The edit opens a new chain at the next call; the old one's third entry (root, spawn,
+    // allow) must not stay on the machine only.
     let agent = p.path().join(".claude/agents/reviewer.md");
     let text = std::fs::read_to_string(&agent).unwrap();
     std::fs::write(
@@ -268,7 +267,7 @@ fn a_chain_closed_by_an_agent_edit_ships_its_last_entries() {
     assert!(
         first_chain
             .iter()
-            .any(|k| k.contains("/checkpoint/00000000000000000004-")),
+            .any(|k| k.contains("/checkpoint/00000000000000000003-")),
         "{checkpoints:?}"
     );
 }

@@ -208,8 +208,9 @@ fn both_verifiers_reject_tampered_copies() {
             .unwrap();
 
     let mut changed = original.clone();
-    assert_eq!(changed["entries"][3]["event"], "allow");
-    changed["entries"][3]["tool"] = json!("Bash");
+    // Root, the reviewer's spawn, then its first decision.
+    assert_eq!(changed["entries"][2]["event"], "allow");
+    changed["entries"][2]["tool"] = json!("Bash");
     assert_both_reject(&py, p.path(), &changed, "field-changed");
 
     let mut removed = original.clone();
@@ -261,7 +262,8 @@ fn sixteen_processes_exporting_and_appending_at_once_leave_one_key_and_valid_bun
     let bundles = export(p.path(), "s1");
     let ours = p.verify_pinned(bundles[0].to_str().unwrap());
     assert_eq!(ours.code, 0, "{}", ours.stdout);
-    assert_eq!(p.entries("s1").len(), 3 + 16 + 8);
+    // The root, the reviewer's one spawn, every decision.
+    assert_eq!(p.entries("s1").len(), 2 + 16 + 8);
     // Everything above ran; without the reference verifier its check alone is reported missing.
     let py = need_reference_python();
     assert_reference_accepts(&py, p.path(), &bundles[0]);

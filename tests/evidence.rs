@@ -57,8 +57,8 @@ fn transcript(title: &str, out: &Out) -> String {
 fn verify_text_is_pinned() {
     let (p, bundle) = exported_session("verify-text");
     let edited = tampered(&bundle, "edited", |doc| {
-        assert_eq!(doc["entries"][3]["event"], "allow", "{}", doc["entries"][3]);
-        doc["entries"][3]["tool"] = json!("Bash");
+        assert_eq!(doc["entries"][2]["event"], "allow", "{}", doc["entries"][2]);
+        doc["entries"][2]["tool"] = json!("Bash");
     });
     let mut text = transcript("verify BUNDLE", &cli(&["verify", &bundle]));
     text += &transcript("verify BUNDLE --pub KEY", &p.verify_pinned(&bundle));

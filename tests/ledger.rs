@@ -37,9 +37,9 @@ fn a_tampered_ledger_is_refused_and_left_untouched() {
 #[test]
 fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
     let p = sample("bigtamper");
-    // 300 entries, one hook process each, so the checkpoint (not a full re-verify) is what
-    // every call trusts before the edits.
-    let call = after_reads(p.path(), 297);
+    // 300 entries (the root, the reviewer's spawn, 298 decisions), one hook process each, so
+    // the checkpoint (not a full re-verify) is what every call trusts before the edits.
+    let call = after_reads(p.path(), 298);
     let path = p.ledger("s1");
     assert_eq!(line_starts(&std::fs::read(&path).unwrap()).len(), 300);
     edits_of_first_middle_and_last_line_are_caught(&path, &call);

@@ -472,7 +472,7 @@ fn several_chains_and_an_audit_go_on_one_page() {
     assert_eq!(count(&html, "<article class=\"bundle\""), 2);
     assert_eq!(count(&html, "<article class=\"fleet\""), 1);
     assert!(
-        html.contains("2 calls: 1 allowed, 1 denied, 1 open; 2 declared subagent(s) in 2 bundles"),
+        html.contains("2 calls: 1 allowed, 1 denied, 1 open; 1 subagent(s) seen in 2 bundles"),
         "{html}"
     );
 }

@@ -13,6 +13,10 @@
 //! * an **HMAC** with the checkpoint key, so a file this hook did not write is never read as
 //!   a roster (it is derived again and the file replaced).
 //!
+//! The roster is stored in a compact binary form ([`codec`]), not JSON: each distinct scope
+//! set once, agents naming theirs by number. A roster of 200 agents that inherit the session
+//! pool holds one set of ~200 scopes, where JSON held 200 copies and parsed them every call.
+//!
 //! The one edit a stamp cannot see is a second write within one timestamp tick of the first
 //! that leaves the size unchanged. So a derivation is cached only when every input's mtime and
 //! ctime is at least [`SETTLE`] old (git's rule for "racily clean" entries): a later write then
@@ -20,27 +24,30 @@
 //! inputs are stamped again after they were read, and the roster is cached only if nothing
 //! moved in between (a symlink or directory swapped while derivation read through it).
 
+mod codec;
+
 use super::{derive_from, list_agent_files, DeriveError, Roster};
 use crate::fs;
 use hmac::{Hmac, Mac};
-use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The cache file, in the state directory.
 pub const CACHE_FILE: &str = "roster.cache";
-const HEADER: &str = "attenu-roster v1 ";
+const HEADER: &str = "attenu-roster v2 ";
 /// Sealed before the body, so no other file sealed with the same key reads as a roster.
-const SEAL_DOMAIN: &[u8] = b"attenu-hook roster cache v1\n";
+const SEAL_DOMAIN: &[u8] = b"attenu-hook roster cache v2\n";
 /// Bumped whenever derivation would give another roster for the same files, so a cache
 /// written by an older build of the same version is not read.
-const DERIVATION_RULES: u32 = 6;
+const DERIVATION_RULES: u32 = 7;
 /// How old every input must be before its derivation is cached.
 pub const SETTLE: Duration = Duration::from_secs(2);
-/// A cache file larger than this is not read (a roster of 2,000 agents is far smaller).
+/// A cache file larger than this is not read (a roster of 2,000 agents is far smaller: each
+/// distinct scope set is stored once, see [`codec`]).
 const MAX_CACHE_BYTES: u64 = 4 << 20;
 
 /// [`super::derive_project`], reusing the sealed roster in `attenu_dir` while its inputs are
@@ -48,33 +55,51 @@ const MAX_CACHE_BYTES: u64 = 4 << 20;
 /// means deriving from the files.
 pub fn derive_cached(
     root: &Path,
-    extra_agents: &BTreeMap<String, Vec<String>>,
-    session_pool: Option<&[String]>,
+    configured: Configured<'_>,
     attenu_dir: &Path,
     mac_key: &[u8; 32],
 ) -> Result<Roster, DeriveError> {
-    let configured = (extra_agents, session_pool);
-    derive_cached_at(root, configured, attenu_dir, mac_key, SystemTime::now())
+    derive_cached_at(root, configured, attenu_dir, mac_key, SystemTime::now()).map(|(r, _)| r)
 }
 
 /// What the configuration adds to the files: `[agents]` and `[derive] session_pool`.
-type Configured<'a> = (&'a BTreeMap<String, Vec<String>>, Option<&'a [String]>);
+pub type Configured<'a> = (&'a BTreeMap<String, Vec<String>>, Option<&'a [String]>);
+
+/// [`derive_cached`], with the key of the inputs it was derived from (`None` when an input
+/// could not be stamped), for [`inputs_key`] to compare with later.
+pub fn derive_cached_keyed(
+    root: &Path,
+    configured: Configured<'_>,
+    attenu_dir: &Path,
+    mac_key: &[u8; 32],
+) -> Result<(Roster, Option<String>), DeriveError> {
+    derive_cached_at(root, configured, attenu_dir, mac_key, SystemTime::now())
+}
+
+/// The key of the project's inputs as they are now: the listing and every input's stamp.
+/// Equal to an earlier key when no input was added, removed, replaced or written since, but
+/// for a write within one timestamp tick of the earlier stamp that kept the size (see
+/// [`SETTLE`]).
+pub fn inputs_key(root: &Path, configured: Configured<'_>) -> Option<String> {
+    let files = list_agent_files(root).ok()?;
+    stamp(root, &files, configured, SystemTime::now()).map(|s| s.key)
+}
 
 fn derive_cached_at(
     root: &Path,
-    (extra_agents, session_pool): Configured<'_>,
+    configured: Configured<'_>,
     attenu_dir: &Path,
     mac_key: &[u8; 32],
     now: SystemTime,
-) -> Result<Roster, DeriveError> {
+) -> Result<(Roster, Option<String>), DeriveError> {
+    let (extra_agents, session_pool) = configured;
     let files = list_agent_files(root)?;
-    let configured = (extra_agents, session_pool);
     let Some(before) = stamp(root, &files, configured, now) else {
-        return derive_from(root, files, extra_agents, session_pool);
+        return derive_from(root, files, extra_agents, session_pool).map(|r| (r, None));
     };
     let path = attenu_dir.join(CACHE_FILE);
     if let Some(roster) = read(&path, mac_key, &before.key) {
-        return Ok(roster);
+        return Ok((roster, Some(before.key)));
     }
     let roster = derive_from(root, files.clone(), extra_agents, session_pool)?;
     if before.settled {
@@ -86,7 +111,7 @@ fn derive_cached_at(
             write(&path, mac_key, &before.key, &roster);
         }
     }
-    Ok(roster)
+    Ok((roster, Some(before.key)))
 }
 
 /// What the inputs are: a key naming them, and whether they are old enough to cache.
@@ -104,14 +129,36 @@ fn stamp(
 ) -> Option<Stamp> {
     let settled_before = now.checked_sub(SETTLE)?;
     let mut settled = true;
+    // Every input goes into the key as its path and stamp, each field length-prefixed or of
+    // fixed width, so no two sets of inputs give the same bytes; hashed as they come.
+    let mut key = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        key.update((bytes.len() as u64).to_le_bytes());
+        key.update(bytes);
+    };
+    let configured = serde_json::to_string(&(extra_agents, session_pool)).ok()?;
+    for head in [
+        &b"attenu roster inputs v2"[..],
+        &DERIVATION_RULES.to_le_bytes(),
+        env!("CARGO_PKG_VERSION").as_bytes(),
+        configured.as_bytes(),
+    ] {
+        field(head);
+    }
     // `None` (no caching) when an input cannot be stamped, or an agent file the listing found
     // is gone; an absent settings file is stamped as absent.
-    let mut of = |path: &Path, may_be_absent: bool| -> Option<serde_json::Value> {
-        let rel = path.strip_prefix(root).unwrap_or(path).to_string_lossy();
+    let mut of = |path: &Path, may_be_absent: bool| -> Option<()> {
+        field(
+            path.strip_prefix(root)
+                .unwrap_or(path)
+                .as_os_str()
+                .as_bytes(),
+        );
         let m = match std::fs::metadata(path) {
             Ok(m) => m,
             Err(e) if may_be_absent && e.kind() == std::io::ErrorKind::NotFound => {
-                return Some(json!([rel, null]))
+                field(b"absent");
+                return Some(());
             }
             Err(_) => return None,
         };
@@ -123,34 +170,32 @@ fn stamp(
                 settled = false;
             }
         }
-        Some(json!([
-            rel,
+        let mut st = [0u8; 56];
+        for (k, v) in [
             m.dev(),
             m.ino(),
             m.size(),
-            m.mtime(),
-            m.mtime_nsec(),
-            m.ctime(),
-            m.ctime_nsec()
-        ]))
+            m.mtime() as u64,
+            m.mtime_nsec() as u64,
+            m.ctime() as u64,
+            m.ctime_nsec() as u64,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            st[k * 8..k * 8 + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        field(&st);
+        Some(())
     };
-    let mut inputs = Vec::with_capacity(files.len() + 2);
     for f in files {
-        inputs.push(of(f, false)?);
+        of(f, false)?;
     }
     let claude = root.join(".claude");
     for name in ["settings.json", "settings.local.json"] {
-        inputs.push(of(&claude.join(name), true)?);
+        of(&claude.join(name), true)?;
     }
-    let doc = json!({
-        "v": 1,
-        "rules": DERIVATION_RULES,
-        "producer": env!("CARGO_PKG_VERSION"),
-        "inputs": inputs,
-        "configured_agents": extra_agents,
-        "session_pool": session_pool,
-    });
-    let key = crate::ledger::chain::hex(&Sha256::digest(doc.to_string().as_bytes()));
+    let key = crate::ledger::chain::hex(&key.finalize());
     Some(Stamp { key, settled })
 }
 
@@ -165,28 +210,29 @@ fn seal(mac_key: &[u8; 32], body: &[u8]) -> Option<Hmac<Sha256>> {
 /// a valid seal) and was derived from exactly the inputs named by `key`.
 fn read(path: &Path, mac_key: &[u8; 32], key: &str) -> Option<Roster> {
     let (bytes, _) = fs::read_owned(path, MAX_CACHE_BYTES).ok()??;
-    let text = String::from_utf8(bytes).ok()?;
-    let (tag, body) = text.strip_prefix(HEADER)?.split_once('\n')?;
-    let tag = crate::ledger::chain::unhex(tag)?;
-    seal(mac_key, body.as_bytes())?.verify_slice(&tag).ok()?;
-    #[derive(serde::Deserialize)]
-    struct Cached {
-        key: String,
-        roster: Roster,
-    }
-    let cached: Cached = serde_json::from_str(body).ok()?;
-    (cached.key == key).then_some(cached.roster)
+    let body = bytes.strip_prefix(HEADER.as_bytes())?;
+    let (tag, body) = body.split_at_checked(64)?;
+    let body = body.strip_prefix(b"\n")?;
+    let tag = crate::ledger::chain::unhex(std::str::from_utf8(tag).ok()?)?;
+    seal(mac_key, body)?.verify_slice(&tag).ok()?;
+    let (cached_key, roster) = codec::decode(body)?;
+    (cached_key == key).then_some(roster)
 }
 
 /// Replaces the cache (atomically, so a concurrent reader sees the old file or the new one).
 /// Not made durable: a cache lost in a crash is derived again.
 fn write(path: &Path, mac_key: &[u8; 32], key: &str, roster: &Roster) {
-    let body = json!({"key": key, "roster": roster}).to_string();
-    let Some(mac) = seal(mac_key, body.as_bytes()) else {
+    let body = codec::encode(key, roster);
+    let Some(mac) = seal(mac_key, &body) else {
         return;
     };
     let tag = crate::ledger::chain::hex(&mac.finalize().into_bytes());
-    let _ = fs::write_atomic(path, format!("{HEADER}{tag}\n{body}").as_bytes(), false);
+    let mut file = Vec::with_capacity(HEADER.len() + 65 + body.len());
+    file.extend_from_slice(HEADER.as_bytes());
+    file.extend_from_slice(tag.as_bytes());
+    file.push(b'\n');
+    file.extend_from_slice(&body);
+    let _ = fs::write_atomic(path, &file, false);
 }
 
 #[cfg(test)]
@@ -248,7 +294,9 @@ mod tests {
     }
 
     fn derive(root: &Path, attenu: &Path, now: SystemTime) -> Roster {
-        derive_cached_at(root, (&BTreeMap::new(), None), attenu, &KEY, now).unwrap()
+        derive_cached_at(root, (&BTreeMap::new(), None), attenu, &KEY, now)
+            .unwrap()
+            .0
     }
 
     #[test]
@@ -309,10 +357,15 @@ mod tests {
         let cache = attenu.join(CACHE_FILE);
         let honest = derive(&root, &attenu, later());
         let key = key_of(&root);
-        // A roster widened in place: the seal no longer matches.
-        let text = std::fs::read_to_string(&cache).unwrap();
-        let widened = text.replace("\"fs.grep\"", "\"exec.bash\"");
-        assert_ne!(widened, text);
+        // A roster changed in place into another well-formed one (its Grep now a scope it
+        // never held): only the seal stops it.
+        let text = std::fs::read(&cache).unwrap();
+        let at = text.windows(7).position(|w| w == b"fs.grep").unwrap();
+        let mut widened = text.clone();
+        widened[at..at + 7].copy_from_slice(b"fs.hack");
+        let body = &widened[HEADER.len() + 65..];
+        let (_, forged) = codec::decode(body).expect("still a well-formed body");
+        assert!(forged.agents["reviewer"].scopes.contains("fs.hack"));
         std::fs::write(&cache, &widened).unwrap();
         assert_eq!(read(&cache, &KEY, &key), None);
         // Sealed with another key.
@@ -322,7 +375,7 @@ mod tests {
         // Derivation goes back to the files and replaces the file.
         std::fs::write(&cache, &widened).unwrap();
         assert_eq!(derive(&root, &attenu, later()), honest);
-        assert_eq!(std::fs::read_to_string(&cache).unwrap(), text);
+        assert_eq!(std::fs::read(&cache).unwrap(), text);
         // A symlink in its place is never followed.
         std::fs::remove_file(&cache).unwrap();
         std::os::unix::fs::symlink(root.join("elsewhere"), &cache).unwrap();

@@ -7,7 +7,7 @@
 //! set is within the root by construction (`meet(session, derived)`).
 
 use super::roster::digest_of;
-use super::scopes::{covers, declared_at, delegate_scope, Declared, Site};
+use super::scopes::{covers, declared_at, delegate_scope, Declared, Scopes, Site};
 use super::{compat, frontmatter, provenance, AgentAuthority, Declarations, Roster};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -22,16 +22,16 @@ pub fn resolve(decl: Declarations) -> Roster {
         scopes_of(rules, Site::AgentTools, false, label, &mut unrepresented).0
     });
     pool.extend(configured.iter().flatten().cloned());
-    let root = if operator.deny_all {
+    let root: Scopes = if operator.deny_all {
         BTreeSet::new()
     } else {
         subtract(&pool, &operator.deny)
-    };
-    let inherited = configured.as_ref().map(|c| subtract(c, &operator.deny));
-    let inherited = if operator.deny_all {
-        &root
-    } else {
-        inherited.as_ref().unwrap_or(&root)
+    }
+    .into();
+    // Inheriting agents share the root's set unless a pool is configured.
+    let inherited: Scopes = match &configured {
+        Some(c) if !operator.deny_all => subtract(c, &operator.deny).into(),
+        _ => root.clone(),
     };
     let root_excluded = excluded_within(&root, &operator.deny);
     let mut why = provenance::record(&decl);
@@ -42,7 +42,7 @@ pub fn resolve(decl: Declarations) -> Roster {
         .map(|(name, (source, file))| {
             let authority = match file {
                 Err(why) => AgentAuthority {
-                    scopes: BTreeSet::new(),
+                    scopes: Scopes::default(),
                     excluded: BTreeSet::new(),
                     invalid: Some(why),
                     source,
@@ -52,7 +52,7 @@ pub fn resolve(decl: Declarations) -> Roster {
                         &name,
                         &a,
                         source,
-                        inherited,
+                        &inherited,
                         &root,
                         &operator,
                         &mut unrepresented,
@@ -68,6 +68,7 @@ pub fn resolve(decl: Declarations) -> Roster {
         .collect();
     unrepresented.sort();
     unrepresented.dedup();
+    let agents = share_equal_sets(agents);
     let digest = digest_of(&root, &root_excluded, &agents);
     Roster {
         root,
@@ -146,8 +147,8 @@ fn agent_authority(
     name: &str,
     a: &frontmatter::AgentFile,
     source: String,
-    inherited: &BTreeSet<String>,
-    root: &BTreeSet<String>,
+    inherited: &Scopes,
+    root: &Scopes,
     operator: &Operator,
     unrepresented: &mut Vec<String>,
 ) -> (AgentAuthority, BTreeSet<String>) {
@@ -159,8 +160,16 @@ fn agent_authority(
         unrepresented,
     );
     let mut removed = BTreeSet::new();
+    // Shared with the inherited set when nothing is taken away: see `Scopes`.
+    let remaining = || -> Scopes {
+        if denied.is_empty() {
+            inherited.clone()
+        } else {
+            subtract(inherited, &denied).into()
+        }
+    };
     let scopes = match &a.tools {
-        None => subtract(inherited, &denied),
+        None => remaining(),
         Some(tools) => {
             let (own, all) = scopes_of(
                 tools,
@@ -170,7 +179,7 @@ fn agent_authority(
                 unrepresented,
             );
             if all {
-                subtract(inherited, &denied)
+                remaining()
             } else {
                 // Within the root: a tool the operator denies is removed here too.
                 let held: BTreeSet<String> = subtract(&own, &denied)
@@ -178,7 +187,7 @@ fn agent_authority(
                     .filter(|s| root.iter().any(|p| covers(p, s)))
                     .collect();
                 removed = own.difference(&held).cloned().collect();
-                held
+                held.into()
             }
         }
     };
@@ -191,6 +200,24 @@ fn agent_authority(
         source,
     };
     (authority, removed)
+}
+
+/// Agents whose sets are equal share one (agents with the same `disallowedTools`), so the
+/// roster, its cache and its digest hold each distinct set once.
+fn share_equal_sets(
+    mut agents: BTreeMap<String, AgentAuthority>,
+) -> BTreeMap<String, AgentAuthority> {
+    let mut distinct: Vec<Scopes> = Vec::new();
+    for a in agents.values_mut() {
+        match distinct
+            .iter()
+            .find(|d| d.same(&a.scopes) || **d == a.scopes)
+        {
+            Some(d) => a.scopes = d.clone(),
+            None => distinct.push(a.scopes.clone()),
+        }
+    }
+    agents
 }
 
 /// The scopes `rules` declare at `site`, and whether one of them is `*`. What cannot be

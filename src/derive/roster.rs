@@ -1,7 +1,7 @@
 //! The derived permission sets ([`Roster`], one [`AgentAuthority`] per agent), the queries the
 //! decision asks of them, and the digest that records which roster a decision was made under.
 
-use super::scopes::covers;
+use super::scopes::{covers, Scopes};
 use crate::ledger::{canonical, chain::sha256_hex};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 /// One agent's derived authority.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AgentAuthority {
-    pub scopes: BTreeSet<String>,
+    /// Shared with the root, and with every agent that holds the same set.
+    pub scopes: Scopes,
     /// Denials narrower than a scope held (`disallowedTools: mcp__pay__refund` beside
     /// `tools: mcp__pay`, a `permissions.deny` of one tool of an allowed server): a wide scope
     /// cannot be cut into its parts, so it is held except where one of these covers the call.
@@ -24,7 +25,7 @@ pub struct AgentAuthority {
 /// The derived permission sets of one project.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Roster {
-    pub root: BTreeSet<String>,
+    pub root: Scopes,
     /// The operator's denials narrower than a scope the root holds (see
     /// [`AgentAuthority::excluded`]).
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
@@ -105,27 +106,154 @@ impl Roster {
     }
 }
 
-/// The digest of a roster's permission sets (not of its notes), as the ledger records it.
+/// The digest of a roster's permission sets (not of its notes), as the ledger records it: the
+/// SHA-256 of the RFC 8785 form of `{"root", "agents": {name: {"scopes", "invalid"}}}`, where
+/// an agent holding exactly the root's set has `"scopes": "root"` rather than a copy of it.
+/// With `n` agents inheriting the root, copies made the document (and its hashing) grow with
+/// `n²`. Written straight to bytes; a roster whose agents all hold sets of their own keeps the
+/// digest it had before.
 pub(super) fn digest_of(
-    root: &BTreeSet<String>,
+    root: &Scopes,
     root_excluded: &BTreeSet<String>,
     agents: &BTreeMap<String, AgentAuthority>,
 ) -> String {
+    let set = |s: &BTreeSet<String>, out: &mut Vec<u8>| {
+        let string = |v: &String, o: &mut Vec<u8>| {
+            canonical::write_string(v, o);
+            Ok(())
+        };
+        canonical::write_array(s.iter(), string, out).expect("strings always have a canonical form")
+    };
+    let mut written: Vec<(&Scopes, std::ops::Range<usize>)> = Vec::new();
+    let mut out = Vec::with_capacity(4096);
+    out.extend_from_slice(b"{\"agents\":");
     // Exclusions enter only where there are some, so a roster without any keeps the digest
     // (and the chain) it had before they were derived.
-    let agent_doc = |a: &AgentAuthority| {
-        let mut d = json!({"scopes": a.scopes, "invalid": a.invalid});
-        if !a.excluded.is_empty() {
-            d["excluded"] = json!(a.excluded);
+    let mut sorted: Vec<(&String, &AgentAuthority)> = agents.iter().collect();
+    sorted.sort_by(|a, b| canonical::utf16_cmp(a.0, b.0));
+    out.push(b'{');
+    for (i, (name, a)) in sorted.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
         }
-        d
-    };
-    let mut doc = json!({
-        "root": root,
-        "agents": agents.iter().map(|(k, a)| (k.clone(), agent_doc(a))).collect::<serde_json::Map<_, _>>(),
-    });
-    if !root_excluded.is_empty() {
-        doc["root_excluded"] = json!(root_excluded);
+        canonical::write_string(name, &mut out);
+        out.push(b':');
+        out.push(b'{');
+        if !a.excluded.is_empty() {
+            out.extend_from_slice(b"\"excluded\":");
+            set(&a.excluded, &mut out);
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"invalid\":");
+        match &a.invalid {
+            None => out.extend_from_slice(b"null"),
+            Some(why) => canonical::write_string(why, &mut out),
+        }
+        out.extend_from_slice(b",\"scopes\":");
+        if a.scopes == *root {
+            out.extend_from_slice(b"\"root\"}");
+            continue;
+        }
+        match written.iter().find(|(s, _)| s.same(&a.scopes)) {
+            Some((_, at)) => out.extend_from_within(at.clone()),
+            None => {
+                let start = out.len();
+                set(&a.scopes, &mut out);
+                written.push((&a.scopes, start..out.len()));
+            }
+        }
+        out.push(b'}');
     }
-    sha256_hex(&canonical::to_vec(&doc).expect("derivation documents hold only strings"))
+    out.extend_from_slice(b"},\"root\":");
+    set(root, &mut out);
+    if !root_excluded.is_empty() {
+        out.extend_from_slice(b",\"root_excluded\":");
+        set(root_excluded, &mut out);
+    }
+    out.push(b'}');
+    sha256_hex(&out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The digest's definition, as a JSON tree.
+    fn digest_by_tree(r: &Roster) -> String {
+        let agent_doc = |a: &AgentAuthority| {
+            let scopes = if a.scopes == r.root {
+                json!("root")
+            } else {
+                json!(a.scopes)
+            };
+            let mut d = json!({"scopes": scopes, "invalid": a.invalid});
+            if !a.excluded.is_empty() {
+                d["excluded"] = json!(a.excluded);
+            }
+            d
+        };
+        let mut doc = json!({
+            "root": r.root,
+            "agents": r.agents.iter().map(|(k, a)| (k.clone(), agent_doc(a))).collect::<serde_json::Map<_, _>>(),
+        });
+        if !r.root_excluded.is_empty() {
+            doc["root_excluded"] = json!(r.root_excluded);
+        }
+        sha256_hex(&canonical::to_vec(&doc).unwrap())
+    }
+
+    #[test]
+    fn the_digest_is_the_canonical_documents_whatever_is_shared() {
+        let set = |v: &[&str]| {
+            v.iter()
+                .map(|s| s.to_string())
+                .collect::<BTreeSet<String>>()
+        };
+        let root: Scopes = set(&["agent.delegate.x--41-20b", "fs.read", "mcp.*", "q\"\\\n"]).into();
+        let mut agents = BTreeMap::new();
+        // Names whose UTF-8 and UTF-16 orders differ, shared and unshared sets, exclusions.
+        for (i, name) in ["a", "\u{ff5e}", "\u{1f600}", "Z z", "b"]
+            .iter()
+            .enumerate()
+        {
+            // Shared with the root, equal to it without being shared, or a set of its own.
+            let scopes = match i % 3 {
+                0 => root.clone(),
+                1 => (*root).clone().into(),
+                _ => set(&["fs.read"]).into(),
+            };
+            let excluded = if i == 1 {
+                set(&["mcp.pay.refund"])
+            } else {
+                BTreeSet::new()
+            };
+            let invalid = (i == 3).then(|| "not \u{7f} valid".to_string());
+            let source = String::new();
+            agents.insert(
+                name.to_string(),
+                AgentAuthority {
+                    scopes,
+                    excluded,
+                    invalid,
+                    source,
+                },
+            );
+        }
+        for root_excluded in [BTreeSet::new(), set(&["mcp.pay.wipe"])] {
+            let r = Roster {
+                root: root.clone(),
+                root_excluded: root_excluded.clone(),
+                agents: agents.clone(),
+                unrepresented: vec![],
+                problems: vec![],
+                broken_files: vec![],
+                digest: String::new(),
+                why: Default::default(),
+            };
+            assert_eq!(
+                digest_of(&r.root, &r.root_excluded, &r.agents),
+                digest_by_tree(&r)
+            );
+        }
+    }
 }

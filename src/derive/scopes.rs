@@ -277,6 +277,59 @@ pub fn holds<'a>(held: impl IntoIterator<Item = &'a String>, scope: &str) -> boo
     held.into_iter().any(|p| covers(p, scope))
 }
 
+/// A set of scopes, shared rather than copied: every agent that inherits the session pool
+/// holds the same set (the root's, with one `agent.delegate.<name>` per declared agent), so a
+/// roster of `n` such agents holds one set, not `n` copies of `n` scopes. Reads go through
+/// `Deref` to the `BTreeSet`; serialized, it is the set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scopes(std::sync::Arc<std::collections::BTreeSet<String>>);
+
+impl Scopes {
+    /// Whether `self` and `other` are one shared set (not merely equal ones).
+    pub fn same(&self, other: &Scopes) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::ops::Deref for Scopes {
+    type Target = std::collections::BTreeSet<String>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl From<std::collections::BTreeSet<String>> for Scopes {
+    fn from(set: std::collections::BTreeSet<String>) -> Self {
+        Scopes(std::sync::Arc::new(set))
+    }
+}
+
+impl PartialEq<std::collections::BTreeSet<String>> for Scopes {
+    fn eq(&self, other: &std::collections::BTreeSet<String>) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl<'a> IntoIterator for &'a Scopes {
+    type Item = &'a String;
+    type IntoIter = std::collections::btree_set::Iter<'a, String>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl serde::Serialize for Scopes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Scopes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        std::collections::BTreeSet::deserialize(d).map(Scopes::from)
+    }
+}
+
 /// The scope grammar the reference verifier enforces.
 pub fn in_grammar(scope: &str) -> bool {
     let segs: Vec<&str> = scope.split('.').collect();

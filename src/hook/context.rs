@@ -21,6 +21,8 @@ pub(super) struct Ctx<'a> {
     pub deadline: Instant,
     /// Read once per call: it seals the roster cache and the ledger checkpoint.
     pub mac_key: std::cell::OnceCell<[u8; 32]>,
+    /// The key of the inputs the last [`Ctx::roster`] was derived from.
+    pub derived_from: std::cell::RefCell<Option<String>>,
 }
 
 impl Ctx<'_> {
@@ -47,17 +49,32 @@ impl Ctx<'_> {
     }
 
     pub fn roster(&self) -> Result<Roster, Reason> {
-        cache::derive_cached(
+        let (roster, key) = cache::derive_cached_keyed(
             self.project,
-            &self.config.agents,
-            self.config.derive.session_pool.as_deref(),
+            self.configured(),
             self.attenu,
             &self.mac_key()?,
         )
         .map_err(|e| match e {
             DeriveError::SettingsInvalid(m) => Reason::new(Code::SettingsInvalid, m),
             DeriveError::DeclarationsUnreadable(m) => Reason::new(Code::DeclarationsUnreadable, m),
-        })
+        })?;
+        *self.derived_from.borrow_mut() = key;
+        Ok(roster)
+    }
+
+    /// Whether the inputs still have the stamps the last [`Ctx::roster`] read them with.
+    fn inputs_unchanged(&self) -> bool {
+        let before = self.derived_from.borrow().clone();
+        before.is_some() && cache::inputs_key(self.project, self.configured()) == before
+    }
+
+    /// What the configuration adds to the project's files for derivation.
+    fn configured(&self) -> cache::Configured<'_> {
+        (
+            &self.config.agents,
+            self.config.derive.session_pool.as_deref(),
+        )
     }
 
     pub fn open_ledger(&self) -> Result<Ledger, Reason> {
@@ -109,40 +126,67 @@ pub fn project_root(env_dir: Option<&Path>, cwd: Option<&str>) -> Option<PathBuf
 
 /// The chain a new entry goes to.
 pub(super) struct ChainTarget {
-    /// Root and spawn entries to append first when the chain is new.
+    /// Entries to append before this call's own: the root when the chain is new, and the
+    /// spawn of each agent first seen on it ([`ChainTarget::node_of`]).
     pub opening: Vec<Map<String, Value>>,
     pub chain_id: String,
     pub salt: String,
-    /// Agent name → node id; the session root under "".
+    /// Agent name → node id of the nodes defined so far; the session root under "".
     pub nodes: BTreeMap<String, String>,
+}
+
+impl ChainTarget {
+    /// The node an entry of declared agent `agent` goes on (the session root's for `None`
+    /// or a name the roster does not declare). An agent seen for the first time on this chain
+    /// gets its spawn added to the opening, so its node is defined before anything it does.
+    pub fn node_of(&mut self, roster: &Roster, agent: Option<&str>, now_ms: u64) -> String {
+        let root = || self.nodes.get("").cloned().unwrap_or_default();
+        let Some(agent) = agent.filter(|a| roster.agents.contains_key(*a)) else {
+            return root();
+        };
+        if let Some(node) = self.nodes.get(agent) {
+            return node.clone();
+        }
+        let (Some(spawn), Some(node)) = (
+            entry::spawn_entry(roster, &self.chain_id, agent, now_ms),
+            entry::agent_node(roster, &self.chain_id, agent),
+        ) else {
+            return root();
+        };
+        self.opening.push(spawn.into_object());
+        self.nodes.insert(agent.to_string(), node.clone());
+        node
+    }
 }
 
 /// The roster to decide and record with, once the ledger lock is held. It was derived before
 /// the lock; if the current chain was opened for another derivation, another process may
 /// have seen a newer edit meanwhile, so it is derived again under the lock (otherwise a
 /// process that derived just before an edit would reopen the old derivation's chain after
-/// the new one, and chains would flip back and forth).
+/// the new one, and chains would flip back and forth). When no input was touched since it was
+/// derived (the listing and every stamp are the same), deriving again would read the same
+/// files, so the roster stands: an edit's first call derives once, not twice.
 pub(super) fn roster_under_lock(
     ctx: &Ctx<'_>,
     ledger: &Ledger,
     roster: Roster,
 ) -> Result<Roster, Reason> {
     match ledger.current() {
-        Some(c) if c.digest != roster.digest => ctx.roster(),
+        Some(c) if c.digest != roster.digest && !ctx.inputs_unchanged() => ctx.roster(),
         _ => Ok(roster),
     }
 }
 
-/// Opens a new chain when none exists, the derivation changed, or the current chain's opening
-/// is incomplete (a crash cut it short: a declared agent would have no node, and its calls
-/// must never be recorded on the session root's).
+/// Opens a new chain when none exists or the derivation changed. An agent without a node on
+/// the current chain (not seen on it yet, or its spawn lost to a crash) gets one from
+/// [`ChainTarget::node_of`]; its calls are never recorded on the session root's.
 pub(super) fn chain_for(
     ledger: &Ledger,
     roster: &Roster,
     p: &Payload,
 ) -> Result<ChainTarget, Reason> {
     if let Some(c) = ledger.current() {
-        if c.digest == roster.digest && c.nodes.len() == roster.agents.len() + 1 {
+        if c.digest == roster.digest && c.nodes.contains_key("") {
             return Ok(ChainTarget {
                 opening: vec![],
                 chain_id: c.chain_id.clone(),
@@ -163,7 +207,7 @@ pub(super) fn chain_for(
             previous: ledger.current(),
         },
     );
-    let nodes = opened.nodes(roster);
+    let nodes = opened.nodes();
     Ok(ChainTarget {
         opening: opened
             .entries

@@ -67,6 +67,7 @@ pub fn handle_bytes(input: &[u8], started: Instant, set_deadline: &dyn Fn(Instan
         config: &config,
         deadline,
         mac_key: std::cell::OnceCell::new(),
+        derived_from: std::cell::RefCell::new(None),
     };
     let result = match p.event {
         Event::PreToolUse => pre_tool_use::handle(&ctx),

@@ -11,24 +11,26 @@ use crate::protocol::{Answer, Event};
 use crate::reason::{Code, Reason};
 use std::collections::BTreeSet;
 
-/// Verifies the session's ledger and opens its chain (root and spawns) unless the current one
-/// already matches the derivation. Returns the roster it derived and the ledger, still locked.
-fn open_session_chain(ctx: &Ctx<'_>) -> Result<(Roster, Ledger), Reason> {
+/// Verifies the session's ledger and opens its chain (its root) unless the current one
+/// already matches the derivation, and defines `agent`'s node on it when that is a declared
+/// agent not seen on it yet. Returns the roster it derived and the ledger, still locked.
+fn open_session_chain(ctx: &Ctx<'_>, agent: Option<&str>) -> Result<(Roster, Ledger), Reason> {
     let roster = ctx.roster()?;
     let mut ledger = ctx.open_ledger()?;
     let roster = roster_under_lock(ctx, &ledger, roster)?;
-    let entries = chain_for(&ledger, &roster, ctx.p)?.opening;
-    ledger.append(entries).map_err(store_reason)?;
+    let mut target = chain_for(&ledger, &roster, ctx.p)?;
+    target.node_of(&roster, agent, crate::clock::now_ms());
+    ledger.append(target.opening).map_err(store_reason)?;
     Ok((roster, ledger))
 }
 
 /// SessionStart runs before the session's first tool call and blocks nothing. Creating the
-/// ledger here (a new file, its name made durable, the chain's root and spawns) takes that
+/// ledger here (a new file, its name made durable, the chain's root) takes that
 /// cost off the first PreToolUse, which then only appends its decision. Every tool event still
 /// opens the chain itself when SessionStart is not wired or failed; its failure is reported
 /// to the user, and the first tool call then fails closed on the same cause.
 pub(super) fn session_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
-    let (_, mut ledger) = open_session_chain(ctx).map_err(|r| {
+    let (_, mut ledger) = open_session_chain(ctx, None).map_err(|r| {
         Reason::new(
             r.code,
             format!(
@@ -44,9 +46,10 @@ pub(super) fn session_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
 }
 
 pub(super) fn subagent_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
-    let (roster, ledger) = open_session_chain(ctx)?;
-    drop(ledger);
     let ty = ctx.p.agent_type.as_deref().unwrap_or("");
+    // The subagent's spawn is written now, before its first tool call.
+    let (roster, ledger) = open_session_chain(ctx, Some(ty))?;
+    drop(ledger);
     Ok(if roster.agents.contains_key(ty) {
         Answer::NoObjection
     } else {

@@ -27,19 +27,18 @@ pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         agent_type: p.agent_type.as_deref(),
     };
     let decision = policy::decide(&roster, ctx.config, &call, ctx.project);
+    let mut target = chain_for(&ledger, &roster, p)?;
+    let node = target.node_of(
+        &roster,
+        decision.node_agent.as_deref(),
+        crate::clock::now_ms(),
+    );
     let ChainTarget {
         opening: mut entries,
         chain_id,
         salt,
-        nodes,
-    } = chain_for(&ledger, &roster, p)?;
-    let node = decision
-        .node_agent
-        .as_deref()
-        .and_then(|a| nodes.get(a))
-        .or_else(|| nodes.get(""))
-        .cloned()
-        .unwrap_or_default();
+        ..
+    } = target;
     // The gate is asked under the ledger lock, so the order of consumed uses is the order of
     // the record.
     let question = policy::gate_question(&decision, ctx.config);

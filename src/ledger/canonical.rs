@@ -136,7 +136,7 @@ fn in_code_unit_order<'n>(names: impl Iterator<Item = &'n str>) -> bool {
 
 /// RFC 8785 sorts member names by their UTF-16 code units, not by UTF-8 bytes: the two orders
 /// differ for characters above U+FFFF against those in U+E000..U+FFFF.
-fn utf16_cmp(a: &str, b: &str) -> Ordering {
+pub(crate) fn utf16_cmp(a: &str, b: &str) -> Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 

@@ -148,24 +148,16 @@ struct SpawnContext<'a> {
     excluded: &'a BTreeSet<String>,
 }
 
-/// A newly opened chain: its id, and its root and spawn entries.
+/// A newly opened chain: its id, and its root entry.
 pub struct OpenedChain<'a> {
     pub chain_id: String,
     pub entries: Vec<Entry<'a>>,
 }
 
 impl OpenedChain<'_> {
-    /// Agent name → node id, the session root under "" (spawn `i` is node `n<i+1>`).
-    pub fn nodes(&self, roster: &Roster) -> std::collections::BTreeMap<String, String> {
-        std::iter::once((String::new(), format!("{}:n0", self.chain_id)))
-            .chain(
-                roster
-                    .agents
-                    .keys()
-                    .enumerate()
-                    .map(|(i, name)| (name.clone(), format!("{}:n{}", self.chain_id, i + 1))),
-            )
-            .collect()
+    /// Agent name → node id of the nodes the opening defines: the session root, under "".
+    pub fn nodes(&self) -> std::collections::BTreeMap<String, String> {
+        std::iter::once((String::new(), format!("{}:n0", self.chain_id))).collect()
     }
 }
 
@@ -176,7 +168,9 @@ pub struct Opening<'a> {
     pub previous: Option<&'a ChainInfo>,
 }
 
-/// The root and spawn entries that open a new chain for `roster`. Spawn `i` is node `n<i>`.
+/// The root entry that opens a new chain for `roster`. Agents' spawns are not part of the
+/// opening: each is written by [`spawn_entry`] when the agent is first seen on the chain, so a
+/// chain's opening costs the same whatever the number of agents declared.
 pub fn open_chain<'a>(
     roster: &'a Roster,
     session_name: &str,
@@ -187,11 +181,10 @@ pub fn open_chain<'a>(
     let chain_id = format!("cc-{session_name}-{}-{index}", &roster.digest[..12]);
     let root_node = format!("{chain_id}:n0");
     let now = opening.now_ms;
-    let mut entries = Vec::with_capacity(roster.agents.len() + 1);
-    entries.push(Entry::Root(Root {
+    let root = Entry::Root(Root {
         ts: now,
         chain_id: chain_id.clone(),
-        node: root_node.clone(),
+        node: root_node,
         agent: "session",
         task: "claude-code session",
         authority: Authority::of(&roster.root),
@@ -210,25 +203,47 @@ pub fn open_chain<'a>(
             problems: &roster.problems,
             excluded: &roster.root_excluded,
         },
-    }));
-    for (i, (name, agent)) in roster.agents.iter().enumerate() {
-        entries.push(Entry::Spawn(Spawn {
-            ts: now,
-            chain_id: chain_id.clone(),
-            parent: root_node.clone(),
-            node: format!("{chain_id}:n{}", i + 1),
-            agent: name,
-            task: format!("subagent:{name}"),
-            requested: Authority::of(&agent.scopes),
-            granted: Authority::of(&agent.scopes),
-            context: SpawnContext {
-                declared_in: &agent.source,
-                invalid: agent.invalid.as_deref(),
-                excluded: &agent.excluded,
-            },
-        }));
+    });
+    OpenedChain {
+        chain_id,
+        entries: vec![root],
     }
-    OpenedChain { chain_id, entries }
+}
+
+/// The node of declared agent `agent` on chain `chain_id`: `n<i+1>` for the `i`th agent of
+/// the roster in name order, whenever its spawn is written, so a node's id depends only on the
+/// roster. `None` for a name the roster does not declare.
+pub fn agent_node(roster: &Roster, chain_id: &str, agent: &str) -> Option<String> {
+    let i = roster.agents.keys().position(|k| k == agent)?;
+    Some(format!("{chain_id}:n{}", i + 1))
+}
+
+/// The spawn that defines declared agent `agent`'s node on chain `chain_id`, granted what the
+/// roster derives for it, from the chain's root. The reference verifier reads a spawn anywhere
+/// in a chain after its parent, and an action only after the spawn of its node.
+pub fn spawn_entry<'a>(
+    roster: &'a Roster,
+    chain_id: &str,
+    agent: &str,
+    now_ms: u64,
+) -> Option<Entry<'a>> {
+    let node = agent_node(roster, chain_id, agent)?;
+    let (name, a) = roster.agents.get_key_value(agent)?;
+    Some(Entry::Spawn(Spawn {
+        ts: now_ms,
+        chain_id: chain_id.to_string(),
+        parent: format!("{chain_id}:n0"),
+        node,
+        agent: name,
+        task: format!("subagent:{name}"),
+        requested: Authority::of(&a.scopes),
+        granted: Authority::of(&a.scopes),
+        context: SpawnContext {
+            declared_in: &a.source,
+            invalid: a.invalid.as_deref(),
+            excluded: &a.excluded,
+        },
+    }))
 }
 
 /// The context every tool-event entry carries: who called, in which session, when.

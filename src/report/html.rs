@@ -166,7 +166,7 @@ fn summary(out: &mut String, bundles: &[&BundleView]) {
     let _ = writeln!(
         out,
         "<p class=\"summary\" data-summary>{calls} calls: {allowed} allowed, {denied} denied, {open} open; \
-         {agents} declared subagent(s){}</p>",
+         {agents} subagent(s) seen{}</p>",
         if bundles.len() > 1 {
             format!(" in {} bundles", bundles.len())
         } else {

@@ -2,11 +2,11 @@
 //!
 //! # Layout
 //! `ledger-<session>.jsonl` holds one canonical-JSON entry per line. It is a sequence of
-//! chains: each starts with a `root` entry at seq 0 linked to GENESIS, followed by one `spawn`
-//! per declared agent and then one entry per decision or outcome. A new chain starts when the
-//! derivation's digest changes mid-session; its root's `context.previous_chain` names the
-//! previous chain's id, head hash and seq, so removing a whole chain from the middle of the
-//! file is detected too. Each chain exports as one bundle the reference verifier accepts.
+//! chains: each starts with a `root` entry at seq 0 linked to GENESIS, then one entry per
+//! decision or outcome, with a declared agent's `spawn` written when it is first seen. A new
+//! chain starts when the derivation's digest changes mid-session; its root's
+//! `context.previous_chain` names the previous chain's id, head hash and seq, so removing a
+//! whole chain from the middle of the file is detected too. Each chain exports as one bundle the reference verifier accepts.
 //!
 //! # Verifying before every append in O(1)
 //! Every append happens under an exclusive lock, and only onto a ledger verified since it was

@@ -1,0 +1,300 @@
+//! The roster cache's body: a compact binary form of a [`Roster`] that shares what it shares.
+//!
+//! Little-endian `u32` counts and lengths, strings as length and UTF-8 bytes:
+//!
+//! ```text
+//! key digest
+//! n_scopes  scope*            every scope named anywhere, sorted and distinct
+//! n_sets    (len index*)*     each distinct set once, as ascending indices into the scopes
+//! root_set root_excluded_set
+//! n_agents  (name scopes_set excluded_set has_invalid [invalid] source)*   names ascending
+//! n_unrepresented string*   n_problems string*
+//! extras                      JSON of the broken files and the provenance (small, rare)
+//! ```
+//!
+//! Decoding builds each distinct set once and every agent holding it shares it, so reading
+//! 200 agents that inherit the session pool costs one set of ~200 scopes, not 200 of them.
+//! The body is sealed (see the parent module) before it is ever decoded; decoding still
+//! checks every count, index and order, and anything off is `None`: the roster is derived
+//! from the files again.
+
+use crate::derive::roster::{AgentAuthority, Roster};
+use crate::derive::scopes::Scopes;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The body for `roster`, derived from the inputs named by `key`.
+pub fn encode<'a>(key: &str, roster: &'a Roster) -> Vec<u8> {
+    let mut all: BTreeSet<&str> = roster.root.iter().map(String::as_str).collect();
+    all.extend(roster.root_excluded.iter().map(String::as_str));
+    for a in roster.agents.values() {
+        all.extend(a.scopes.iter().map(String::as_str));
+        all.extend(a.excluded.iter().map(String::as_str));
+    }
+    let table: Vec<&str> = all.into_iter().collect();
+    let mut sets: Vec<&BTreeSet<String>> = Vec::new();
+    let mut set_of = |s: &'a BTreeSet<String>| -> u32 {
+        let found = sets.iter().position(|t| std::ptr::eq(*t, s) || **t == *s);
+        let i = found.unwrap_or_else(|| {
+            sets.push(s);
+            sets.len() - 1
+        });
+        i as u32
+    };
+    let root_set = set_of(&roster.root);
+    let root_excluded_set = set_of(&roster.root_excluded);
+    let agent_sets: Vec<(u32, u32)> = roster
+        .agents
+        .values()
+        .map(|a| (set_of(&a.scopes), set_of(&a.excluded)))
+        .collect();
+    let mut out = Vec::with_capacity(4096);
+    put_str(&mut out, key);
+    put_str(&mut out, &roster.digest);
+    put_u32(&mut out, table.len());
+    for s in &table {
+        put_str(&mut out, s);
+    }
+    put_u32(&mut out, sets.len());
+    for set in &sets {
+        put_u32(&mut out, set.len());
+        for s in set.iter() {
+            let i = table
+                .binary_search(&s.as_str())
+                .expect("every scope is in the table");
+            put_u32(&mut out, i);
+        }
+    }
+    put_u32(&mut out, root_set as usize);
+    put_u32(&mut out, root_excluded_set as usize);
+    put_u32(&mut out, roster.agents.len());
+    for ((name, a), (scopes, excluded)) in roster.agents.iter().zip(agent_sets) {
+        put_str(&mut out, name);
+        put_u32(&mut out, scopes as usize);
+        put_u32(&mut out, excluded as usize);
+        match &a.invalid {
+            None => out.push(0),
+            Some(why) => {
+                out.push(1);
+                put_str(&mut out, why);
+            }
+        }
+        put_str(&mut out, &a.source);
+    }
+    for list in [&roster.unrepresented, &roster.problems] {
+        put_u32(&mut out, list.len());
+        for s in list {
+            put_str(&mut out, s);
+        }
+    }
+    // What only a deny or `--derive` reads; a few KB even for 200 agents.
+    let extras = serde_json::to_string(&(&roster.broken_files, &roster.why))
+        .expect("the provenance serializes");
+    put_str(&mut out, &extras);
+    out
+}
+
+/// The key and roster a body holds; `None` for anything that is not exactly such a body.
+pub fn decode(body: &[u8]) -> Option<(String, Roster)> {
+    let mut r = Reader { rest: body };
+    let key = r.string()?;
+    let digest = r.string()?;
+    let n = r.count(4)?;
+    let mut table: Vec<String> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let s = r.string()?;
+        if table.last().is_some_and(|last| *last >= s) {
+            return None;
+        }
+        table.push(s);
+    }
+    let n = r.count(4)?;
+    let mut sets: Vec<Scopes> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = r.count(4)?;
+        let mut members = Vec::with_capacity(len);
+        let mut last = None;
+        for _ in 0..len {
+            let i = r.u32()? as usize;
+            if i >= table.len() || last.is_some_and(|l| l >= i) {
+                return None;
+            }
+            last = Some(i);
+            members.push(table[i].clone());
+        }
+        sets.push(members.into_iter().collect::<BTreeSet<String>>().into());
+    }
+    let set = |r: &mut Reader| -> Option<Scopes> { sets.get(r.u32()? as usize).cloned() };
+    let root = set(&mut r)?;
+    let root_excluded = (*set(&mut r)?).clone();
+    let n = r.count(10)?;
+    let mut agents = BTreeMap::new();
+    for _ in 0..n {
+        let name = r.string()?;
+        let scopes = set(&mut r)?;
+        let excluded = (*set(&mut r)?).clone();
+        let invalid = match r.byte()? {
+            0 => None,
+            1 => Some(r.string()?),
+            _ => return None,
+        };
+        let source = r.string()?;
+        if agents
+            .last_key_value()
+            .is_some_and(|(last, _)| *last >= name)
+        {
+            return None;
+        }
+        agents.insert(
+            name,
+            AgentAuthority {
+                scopes,
+                excluded,
+                invalid,
+                source,
+            },
+        );
+    }
+    let unrepresented = r.strings()?;
+    let problems = r.strings()?;
+    let (broken_files, why) = serde_json::from_str(&r.string()?).ok()?;
+    if !r.rest.is_empty() {
+        return None;
+    }
+    let roster = Roster {
+        root,
+        root_excluded,
+        agents,
+        unrepresented,
+        problems,
+        broken_files,
+        digest,
+        why,
+    };
+    Some((key, roster))
+}
+
+fn put_u32(out: &mut Vec<u8>, n: usize) {
+    let n = u32::try_from(n).expect("a roster's counts fit in 32 bits");
+    out.extend_from_slice(&n.to_le_bytes());
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_u32(out, s.len());
+    out.extend_from_slice(s.as_bytes());
+}
+
+struct Reader<'a> {
+    rest: &'a [u8],
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        let (head, rest) = self.rest.split_at_checked(n)?;
+        self.rest = rest;
+        Some(head)
+    }
+
+    fn byte(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    /// A count of items of at least `min` bytes each: never more than the bytes left allow,
+    /// so a forged count cannot make a huge allocation.
+    fn count(&mut self, min: usize) -> Option<usize> {
+        let n = self.u32()? as usize;
+        (n.checked_mul(min)? <= self.rest.len()).then_some(n)
+    }
+
+    fn string(&mut self) -> Option<String> {
+        let n = self.u32()? as usize;
+        String::from_utf8(self.take(n)?.to_vec()).ok()
+    }
+
+    fn strings(&mut self) -> Option<Vec<String>> {
+        let n = self.count(4)?;
+        (0..n).map(|_| self.string()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(v: &[&str]) -> BTreeSet<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn roster() -> Roster {
+        let root: Scopes =
+            set(&["agent.delegate.a", "agent.delegate.b", "fs.read", "mcp.*"]).into();
+        let mut agents = BTreeMap::new();
+        for (name, scopes, excluded, invalid) in [
+            ("a", root.clone(), set(&[]), None),
+            ("b", root.clone(), set(&["mcp.pay.refund"]), None),
+            (
+                "c",
+                Scopes::default(),
+                set(&[]),
+                Some("bad\nyaml".to_string()),
+            ),
+            ("Ünï c", set(&["fs.read"]).into(), set(&[]), None),
+        ] {
+            agents.insert(
+                name.to_string(),
+                AgentAuthority {
+                    scopes,
+                    excluded,
+                    invalid,
+                    source: format!(".claude/agents/{name}.md"),
+                },
+            );
+        }
+        Roster {
+            root,
+            root_excluded: set(&["mcp.pay.wipe"]),
+            agents,
+            unrepresented: vec!["x Bash(npm run lint)".into()],
+            problems: vec!["p".into()],
+            broken_files: vec![crate::derive::roster::BrokenFile {
+                file: ".claude/agents/d.md".into(),
+                error: "the frontmatter block is not closed".into(),
+            }],
+            digest: "d".repeat(64),
+            why: crate::derive::provenance::Provenance {
+                inheriting: ["a".to_string(), "b".to_string()].into(),
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn a_roster_reads_back_as_it_was_written_sharing_its_sets() {
+        let r = roster();
+        let body = encode("k", &r);
+        let (key, back) = decode(&body).unwrap();
+        assert_eq!(key, "k");
+        assert_eq!(back, r);
+        assert!(back.agents["a"].scopes.same(&back.root));
+        assert!(back.agents["b"].scopes.same(&back.root));
+    }
+
+    #[test]
+    fn anything_but_a_whole_body_is_refused() {
+        let body = encode("k", &roster());
+        for cut in 0..body.len() {
+            assert!(decode(&body[..cut]).is_none(), "cut at {cut}");
+        }
+        let mut longer = body.clone();
+        longer.push(0);
+        assert!(decode(&longer).is_none());
+        // An index past the table, or a huge count, is refused, never followed.
+        let mut forged = body.clone();
+        let at = forged.len() - 8;
+        forged[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(decode(&forged).is_none());
+    }
+}
