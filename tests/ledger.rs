@@ -382,3 +382,54 @@ fn find_from(bytes: &[u8], from: usize, needle: &[u8]) -> usize {
         .position(|w| w == needle)
         .unwrap()
 }
+
+fn git(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("git runs")
+}
+
+/// Issue 26: `.attenu/` was never git-ignored, so the anchor key was one `git add -A` from
+/// being committed. The hook now writes `.attenu/.gitignore`, and doctor fails when git
+/// tracks the key anyway (a `git add -f`, or a repository from before).
+#[test]
+fn the_anchor_key_is_git_ignored_and_doctor_fails_when_git_tracks_it() {
+    let p = sample("gitignore");
+    assert_eq!(cli(&["install", p.dir(), "--command", BIN]).code, 0);
+    assert!(git(p.path(), &["init", "-q"]).status.success());
+    assert_allowed(&reviewer_read(p.path(), "s1", "/x", "t1"));
+    assert!(p.path().join(".attenu/anchor.key").is_file());
+    assert!(git(p.path(), &["add", "-A"]).status.success());
+    let tracked = String::from_utf8(git(p.path(), &["ls-files"]).stdout).unwrap();
+    assert!(
+        tracked.contains(".claude/"),
+        "the project is added: {tracked}"
+    );
+    assert!(
+        !tracked.contains(".attenu/"),
+        "nothing under .attenu/: {tracked}"
+    );
+    let out = cli(&["doctor", p.dir()]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_contains(&out.stdout, &["git:anchor.key", "not tracked by git"]);
+
+    assert!(git(p.path(), &["add", "-f", ".attenu/anchor.key"])
+        .status
+        .success());
+    let out = cli(&["doctor", p.dir()]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("git:anchor.key"))
+        .unwrap_or_else(|| panic!("no git line: {}", out.stdout));
+    assert!(
+        line.starts_with("FAIL") && line.contains("git rm --cached .attenu/anchor.key"),
+        "{line}"
+    );
+}

@@ -128,6 +128,8 @@ impl Ledger {
         lock_deadline: Instant,
     ) -> Result<Ledger, StoreError> {
         fs::ensure_private_dir(&paths.dir).map_err(|e| StoreError::Unsafe(e.to_string()))?;
+        // Before the anchor key or a ledger is written into it (see `fs::GIT_IGNORE_FILE`).
+        fs::ensure_git_ignore(&paths.dir);
         // The lock is the ledger itself: nothing ever replaces its inode (a torn tail is cut in
         // place), so every process of the session locks the same file, and a new session
         // creates one file fewer. The open never follows a symlink (nor, being read-write,

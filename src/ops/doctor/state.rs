@@ -46,6 +46,7 @@ pub(super) fn checks(dir: &Path) -> Vec<Check> {
     }
     if attenu.exists() {
         out.extend(permission_checks(&attenu));
+        out.extend(git_check(dir));
         out.extend(ledger_checks(&attenu));
     } else {
         out.push(Check::new(
@@ -148,6 +149,35 @@ fn permission_checks(attenu: &Path) -> Vec<Check> {
         ));
     }
     out
+}
+
+/// Whether git tracks `.attenu/anchor.key`: a committed anchor key lets anyone with the
+/// repository sign bundles. Asked of git itself (`ls-files`), so its index format, worktrees
+/// and `GIT_DIR` are git's business; outside a work tree there is nothing to say, and where
+/// git cannot be run inside what looks like one the check is skipped with a note.
+fn git_check(dir: &Path) -> Option<Check> {
+    let run = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["ls-files", "-z", "--", ".attenu/anchor.key"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    let check = |severity, detail: &str| Some(Check::new(CheckId::GitAnchorKey, severity, detail));
+    match run {
+        Ok(out) if out.status.success() && !out.stdout.is_empty() => check(
+            Severity::Fail,
+            "git tracks .attenu/anchor.key, so anyone with the repository can sign bundles as this project: run `git rm --cached .attenu/anchor.key`, commit, and treat the key as leaked (move .attenu/anchor.key aside so a new one is made, and pin the new anchor.pub)",
+        ),
+        Ok(out) if out.status.success() => check(Severity::Ok, "not tracked by git"),
+        // Not a work tree (git exits 128), or git refused: nothing git could commit.
+        Ok(_) => None,
+        Err(_) if dir.ancestors().any(|d| d.join(".git").exists()) => check(
+            Severity::Warn,
+            "git could not be run, so whether it tracks .attenu/anchor.key was not checked; make sure it is not committed",
+        ),
+        Err(_) => None,
+    }
 }
 
 fn ledger_checks(attenu: &Path) -> Vec<Check> {
