@@ -433,3 +433,138 @@ fn the_anchor_key_is_git_ignored_and_doctor_fails_when_git_tracks_it() {
         "{line}"
     );
 }
+
+fn checkpoint_of(p: &Path) -> PathBuf {
+    p.join(".attenu/ledger-s1.state.json")
+}
+
+/// The entries recording a lost checkpoint, as (position, record).
+fn losses(p: &TempDir) -> Vec<(usize, Value)> {
+    p.entries("s1")
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, e)| e["context"].get("checkpoint_lost").map(|l| (i, l.clone())))
+        .collect()
+}
+
+/// The session's one bundle, verified under the pinned key: exit code 4 (valid, with a
+/// notice), the NOTICE line, and the notice in `--json` at `entry`.
+fn assert_bundle_shows_loss(p: &TempDir, entry: usize) {
+    let bundles = p.export("s1");
+    assert_eq!(bundles.len(), 1, "{bundles:?}");
+    let bundle: Value =
+        serde_json::from_str(&std::fs::read_to_string(&bundles[0]).unwrap()).unwrap();
+    assert!(
+        bundle["entries"][entry]["context"]["checkpoint_lost"].is_object(),
+        "the bundle carries the record: {}",
+        bundle["entries"][entry]
+    );
+    let out = p.verify_pinned(&bundles[0]);
+    assert_eq!(out.code, 4, "{}{}", out.stdout, out.stderr);
+    let notice = format!("NOTICE checkpoint-lost (entry {entry}, seq {entry})");
+    assert_contains(&out.stdout, &[&notice, "VALID (with NOTICE"]);
+    let out = p.verify_pinned_json(&bundles[0]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(report["valid"], true, "{report}");
+    assert_eq!(report["notices"][0]["name"], "checkpoint-lost", "{report}");
+    assert_eq!(report["notices"][0]["index"], entry, "{report}");
+}
+
+/// Issue 26: with the checkpoint deleted, a ledger was re-verified and taken as a new one's,
+/// so a cut could not be noticed and nothing said so. The loss is now recorded on the next
+/// entry, shown by the bundle, `verify` and `doctor`, and recorded once.
+#[test]
+fn a_deleted_checkpoint_is_recorded_on_the_ledger_and_reported() {
+    let p = sample("lostckpt");
+    let call = after_reads(p.path(), 3);
+    std::fs::remove_file(checkpoint_of(p.path())).unwrap();
+    let out = cli(&["doctor", p.dir()]);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("ledger:ledger-s1.jsonl"))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(
+        line.starts_with("FAIL") && line.contains("missing beside a non-empty ledger"),
+        "{line}"
+    );
+    assert_allowed(&call("after"));
+    let recorded = losses(&p);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    let (at, loss) = &recorded[0];
+    assert_eq!(*at, 6, "the entry after root, 2 spawns and 3 reads");
+    assert_eq!(loss["cause"], "missing");
+    assert_eq!(loss["entries"], 6);
+    assert_allowed(&call("again"));
+    assert_eq!(losses(&p).len(), 1, "recorded once");
+    let out = cli(&["doctor", p.dir()]);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("ledger:ledger-s1.jsonl"))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(
+        line.starts_with("warn") && line.contains("record a lost or broken checkpoint"),
+        "a recorded loss warns: {line}"
+    );
+    assert_bundle_shows_loss(&p, 6);
+}
+
+#[test]
+fn a_checkpoint_with_one_byte_changed_is_recorded_and_kept_aside() {
+    let p = sample("flipckpt");
+    let call = after_reads(p.path(), 2);
+    let path = checkpoint_of(p.path());
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.len() - 3;
+    bytes[at] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    assert_allowed(&call("after"));
+    let recorded = losses(&p);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    let loss = &recorded[0].1;
+    assert_eq!(loss["cause"], "seal-broken");
+    let kept = p
+        .path()
+        .join(".attenu")
+        .join(loss["kept_in"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read(kept).unwrap(),
+        bytes,
+        "the broken checkpoint, as found"
+    );
+    assert_bundle_shows_loss(&p, recorded[0].0);
+}
+
+/// The rollback the issue describes: the ledger cut short and its checkpoint deleted. The cut
+/// itself cannot be seen on the machine, but the bundle now says the check did not run.
+#[test]
+fn a_ledger_cut_short_with_its_checkpoint_deleted_is_not_exported_silently() {
+    let p = sample("cutlost");
+    let call = after_reads(p.path(), 5);
+    let path = p.ledger("s1");
+    let bytes = std::fs::read(&path).unwrap();
+    let starts = line_starts(&bytes);
+    std::fs::write(&path, &bytes[..starts[starts.len() - 2]]).unwrap();
+    std::fs::remove_file(checkpoint_of(p.path())).unwrap();
+    assert_allowed(&call("after"));
+    let recorded = losses(&p);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0].1["entries"], 6, "8 entries cut to 6");
+    assert_bundle_shows_loss(&p, 6);
+}
+
+#[test]
+fn a_new_sessions_first_calls_record_no_loss() {
+    let p = sample("newsession");
+    let out = hook(p.path(), &session_start("s1", p.path(), "startup"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(checkpoint_of(p.path()).exists(), "sealed at once");
+    let _ = after_reads(p.path(), 2);
+    assert!(losses(&p).is_empty(), "{:?}", p.entries("s1"));
+    let bundles = p.export("s1");
+    let out = p.verify_pinned(&bundles[0]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(!out.stdout.contains("NOTICE"), "{}", out.stdout);
+}

@@ -11,6 +11,7 @@ pub fn render_text(report: &Report, key_file: Option<&Path>) -> String {
     let mut out = String::new();
     failure_lines(&mut out, report);
     open_call_lines(&mut out, report);
+    notice_lines(&mut out, report);
     key_line(&mut out, report, key_file);
     verdict_line(&mut out, report);
     out
@@ -56,6 +57,18 @@ fn open_call_lines(out: &mut String, report: &Report) {
             c.state,
             shown_str(&c.call_id),
             c.index
+        );
+    }
+}
+
+/// `NOTICE name (entry i, seq s): detail`.
+fn notice_lines(out: &mut String, report: &Report) {
+    for n in &report.notices {
+        let seq = n.seq.map(|s| format!(", seq {s}")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "NOTICE {} (entry {}{seq}): {}",
+            n.name, n.index, n.detail
         );
     }
 }
@@ -107,6 +120,7 @@ fn verdict_line(out: &mut String, report: &Report) {
     };
     let verdict = match (report.valid, report.key) {
         (true, "bundle-side") => "VALID (key NOT pinned)",
+        (true, _) if !report.notices.is_empty() => "VALID (with NOTICE: see above)",
         (true, _) => "VALID",
         (false, _) => "INVALID",
     };

@@ -30,6 +30,15 @@
 //! lost; the torn bytes are moved to `ledger-<session>.torn-<ms>` and the next entry records
 //! the recovery in its `context.recovered_torn_tail`. Anything else that does not verify is
 //! never repaired automatically: calls are denied with `ledger-unverifiable`.
+//!
+//! # Lost checkpoints
+//! A checkpoint missing, unreadable or failing its seal beside a non-empty ledger is never
+//! taken for "no checkpoint yet": without it nothing shows the file was not cut short (every
+//! prefix of a chain verifies). The ledger is re-verified, the broken checkpoint kept aside as
+//! `ledger-<session>.state-lost-<ms>`, and the next entry records it in
+//! `context.checkpoint_lost` ([`CheckpointLoss`]), which `verify` and `doctor` report. A new
+//! session's empty ledger gets a sealed checkpoint at once, so that a crash between the first
+//! append and its checkpoint leaves a stale checkpoint, not a missing one.
 
 mod append;
 mod lock;
@@ -37,8 +46,13 @@ mod seal;
 mod state;
 mod verify;
 
-pub use seal::{holds_checkpointed_prefix, unseal_checkpoint, MAX_CHECKPOINT_BYTES};
-pub use state::{ChainInfo, CheckpointMark, FileStamp, Pending, State, MAX_OPEN_CALLS};
+pub use seal::{
+    holds_checkpointed_prefix, read_checkpoint_file, unseal_checkpoint, Found, MAX_CHECKPOINT_BYTES,
+};
+pub use state::{
+    ChainInfo, CheckpointLoss, CheckpointMark, FileStamp, LossCause, Pending, State,
+    CHECKPOINT_LOST, MAX_OPEN_CALLS,
+};
 pub use verify::{chains_of, scan};
 
 use crate::fs;
@@ -109,6 +123,9 @@ pub struct Ledger {
     mac_key: [u8; 32],
     /// A torn tail moved aside during this open, to be recorded in the next entry.
     pub recovered: Option<Value>,
+    /// A lost or broken checkpoint found beside a non-empty ledger, to be recorded in the next
+    /// entry.
+    pub lost: Option<CheckpointLoss>,
     /// Whether the checkpoint was accepted (false: the whole file was re-verified).
     pub fast_path: bool,
     /// The ledger was empty when opened, so this process may have just created it, and its
@@ -148,6 +165,7 @@ impl Ledger {
             state: State::default(),
             mac_key,
             recovered: None,
+            lost: None,
             fast_path: false,
             name_unsynced: false,
             created,
@@ -172,11 +190,15 @@ impl Ledger {
         fs::check_owned_regular(&self.paths.ledger, &meta)
             .map_err(|e| StoreError::Unsafe(e.to_string()))?;
         let stamp = FileStamp::of(&meta);
-        let checkpoint = self.read_checkpoint()?;
-        if let Some(state) = checkpoint.as_ref() {
+        let found = self.read_checkpoint()?;
+        if let Found::Sealed(state) = &found {
             if state.stamp == stamp && self.tail_matches(state) {
-                self.state = checkpoint.unwrap_or_default();
+                let Found::Sealed(state) = found else {
+                    unreachable!()
+                };
+                self.state = *state;
                 self.recovered = self.state.unrecorded_recovery.clone();
+                self.lost = self.state.unrecorded_loss.clone();
                 self.fast_path = true;
                 return Ok(());
             }
@@ -184,7 +206,7 @@ impl Ledger {
         // A sealed but outdated checkpoint still names a recovery moved aside. If an append
         // recorded it and then died before rewriting the checkpoint, it is recorded twice
         // (the same details both times); it is never lost.
-        self.full_verify(checkpoint)
+        self.full_verify(found)
     }
 
     /// The chain new entries go to, if any.

@@ -1,7 +1,8 @@
 //! Re-verifying a whole ledger from GENESIS, when its sealed state cannot vouch for it, and
 //! cutting a torn tail.
 
-use super::state::{end_open_calls, track_pending, ChainInfo, State};
+use super::seal::Found;
+use super::state::{end_open_calls, track_pending, ChainInfo, CheckpointLoss, LossCause, State};
 use super::{whole_lines_len, Ledger, StoreError};
 use crate::fs;
 use crate::ledger::chain;
@@ -9,9 +10,10 @@ use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
 
 impl Ledger {
-    /// Re-reads and re-verifies the whole file from GENESIS, rebuilding the state. `prior` is
-    /// a sealed checkpoint whose stamp no longer matches: the file must still hold its prefix.
-    pub(super) fn full_verify(&mut self, prior: Option<State>) -> Result<(), StoreError> {
+    /// Re-reads and re-verifies the whole file from GENESIS, rebuilding the state. `found` is
+    /// the checkpoint as read: a sealed one whose stamp no longer matches (the file must still
+    /// hold its prefix), or one that cannot vouch for the file (recorded when it is not empty).
+    pub(super) fn full_verify(&mut self, found: Found) -> Result<(), StoreError> {
         let mut bytes = Vec::new();
         self.file
             .seek(SeekFrom::Start(0))
@@ -21,12 +23,15 @@ impl Ledger {
             .map_err(|e| StoreError::Io(format!("cannot read the ledger: {e}")))?;
         // Before anything is changed (a torn tail cut): a file that lost what was verified is
         // left exactly as it is found.
-        let unrecorded = match prior {
-            Some(prior) => {
+        let (unrecorded, prior_loss, lost) = match found {
+            Found::Sealed(prior) => {
                 self.holds_prefix(&prior, &bytes)?;
-                prior.unrecorded_recovery
+                let prior = *prior;
+                (prior.unrecorded_recovery, prior.unrecorded_loss, None)
             }
-            None => None,
+            Found::Outdated => (None, None, None),
+            Found::Absent => (None, None, Some((LossCause::Missing, None))),
+            Found::Lost(cause, read) => (None, None, Some((cause, read))),
         };
         let cut = whole_lines_len(&bytes);
         if cut < bytes.len() {
@@ -45,11 +50,46 @@ impl Ledger {
             self.recovered = unrecorded;
         }
         self.state.unrecorded_recovery = self.recovered.clone();
-        // A new (empty) ledger needs no checkpoint: the append that follows writes it.
-        if self.state.stamp.len > 0 || self.recovered.is_some() {
-            self.write_checkpoint();
-        }
+        self.lost = match lost {
+            // An empty ledger without a checkpoint is a new session (or one whose files were
+            // both moved aside): nothing was verified before, so nothing can have been lost.
+            Some((cause, read)) if !bytes.is_empty() => Some(self.keep_lost(cause, read)?),
+            _ => prior_loss,
+        };
+        self.state.unrecorded_loss = self.lost.clone();
+        // Even an empty ledger gets its checkpoint now: a crash after the first append and
+        // before its checkpoint then leaves a stale checkpoint, not a missing one.
+        self.write_checkpoint();
         Ok(())
+    }
+
+    /// The record of a checkpoint that could not vouch for the ledger, its bytes (when read)
+    /// kept aside for review.
+    fn keep_lost(
+        &self,
+        cause: LossCause,
+        read: Option<Vec<u8>>,
+    ) -> Result<CheckpointLoss, StoreError> {
+        let mut loss = CheckpointLoss {
+            cause,
+            ledger_bytes: self.state.stamp.len,
+            entries: self.state.chains.iter().map(|c| c.entries).sum(),
+            sha256: None,
+            kept_in: None,
+        };
+        if let Some(bytes) = read {
+            let name = format!(
+                "ledger-{}.state-lost-{}",
+                self.paths.name,
+                crate::clock::now_ms()
+            );
+            fs::write_atomic(&self.paths.dir.join(&name), &bytes, true).map_err(|e| {
+                StoreError::Io(format!("cannot keep the broken checkpoint aside: {e}"))
+            })?;
+            loss.sha256 = Some(chain::sha256_hex(&bytes));
+            loss.kept_in = Some(name);
+        }
+        Ok(loss)
     }
 
     fn recover_torn_tail(&mut self, torn: &[u8], cut: u64) -> Result<(), StoreError> {
