@@ -51,7 +51,6 @@ fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
 /// GENESIS and checkpoints it, and the next trusts that checkpoint.
 #[test]
 fn tampering_anywhere_in_a_10000_entry_ledger_is_caught_on_the_next_call() {
-    use attenu_hook::ledger::{canonical, chain};
     let p = sample("hugetamper");
     let call = numbered_reads(p.path());
     // A refusal is the template: it opens no call that would wait for an outcome.
@@ -59,14 +58,34 @@ fn tampering_anywhere_in_a_10000_entry_ledger_is_caught_on_the_next_call() {
     let refused = p.subagent("reviewer", "Bash").input(bash).id("t0").run();
     assert!(refused.denied());
     let path = p.ledger("s1");
-    let mut text = std::fs::read_to_string(&path).unwrap();
+    let text = extended_by_denials(&path, 9_998);
+    std::fs::write(&path, &text).unwrap();
+    let out = call("1");
+    assert!(
+        out.is_allow(),
+        "the extended ledger re-verifies: {}",
+        out.stdout
+    );
+    assert!(
+        call("2").is_allow(),
+        "and the checkpoint written for it holds"
+    );
+    assert_eq!(line_starts(&std::fs::read(&path).unwrap()).len(), 10_000);
+    edits_of_first_middle_and_last_line_are_caught(&path, &call);
+}
+
+/// The ledger at `path` (ending with a deny) grown to `lines` lines by copies of that deny,
+/// each sealed onto the chain; returns the new text (not yet written).
+fn extended_by_denials(path: &Path, lines: usize) -> String {
+    use attenu_hook::ledger::{canonical, chain};
+    let mut text = std::fs::read_to_string(path).unwrap();
     let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(last["event"], "deny", "{last}");
     let (mut seq, mut prev) = (
         last["seq"].as_u64().unwrap(),
         last["hash"].as_str().unwrap().to_string(),
     );
-    for _ in text.lines().count()..9_998 {
+    for _ in text.lines().count()..lines {
         let mut entry = last.as_object().unwrap().clone();
         seq += 1;
         entry.insert("seq".into(), json!(seq));
@@ -74,14 +93,71 @@ fn tampering_anywhere_in_a_10000_entry_ledger_is_caught_on_the_next_call() {
         text.push_str(&canonical::to_string(&Value::Object(entry)).unwrap());
         text.push('\n');
     }
-    std::fs::write(&path, &text).unwrap();
-    assert!(call("1").is_allow(), "the extended ledger re-verifies");
+    text
+}
+
+/// Issue 27: a re-verify from GENESIS that could not finish within the deadline wrote
+/// nothing, so every later call started over and was denied the same way: the session was
+/// wedged. Now it keeps its sealed progress and each call goes on from there. (Here the
+/// re-verify reads 256 KiB per step and each call may take one step, so a 3,000-entry ledger
+/// needs several calls.)
+#[test]
+#[cfg_attr(not(feature = "test-faults"), ignore = "needs --features test-faults")]
+fn a_reverify_that_runs_out_of_time_keeps_its_progress_and_the_next_call_finishes_it() {
+    let p = sample("resume");
+    write_config(p.path(), "deadline_ms = 1000\n");
+    let bash = json!({"command": "ls"});
+    assert!(p
+        .subagent("reviewer", "Bash")
+        .input(bash)
+        .id("t0")
+        .run()
+        .denied());
+    let path = p.ledger("s1");
+    std::fs::write(&path, extended_by_denials(&path, 3_000)).unwrap();
+    std::fs::remove_file(checkpoint_of(p.path())).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let env = [("ATTENU_HOOK_TEST_REVERIFY_CHUNK", "262144")];
+    let mut done = Vec::new();
+    let out = loop {
+        let payload = reviewer_read_payload(p.path(), "s1", "/y", "t9");
+        let out = common::faults::hook_with(&[], &env, p.path(), &payload);
+        if !out.denied() || done.len() > 40 {
+            break out;
+        }
+        assert_denied_with(&out, "ledger-reverifying");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "nothing appended meanwhile"
+        );
+        let why = out.json()["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let entries: u64 = why
+            .split(" entries)")
+            .next()
+            .unwrap()
+            .rsplit('(')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        done.push(entries);
+    };
+    assert_allowed(&out);
+    assert!(done.len() >= 2, "several calls: {done:?}");
     assert!(
-        call("2").is_allow(),
-        "and the checkpoint written for it holds"
+        done.windows(2).all(|w| w[0] < w[1]),
+        "each goes on: {done:?}"
     );
-    assert_eq!(line_starts(&std::fs::read(&path).unwrap()).len(), 10_000);
-    edits_of_first_middle_and_last_line_are_caught(&path, &call);
+    let recorded = losses(&p);
+    assert_eq!(recorded.len(), 1, "the loss is recorded once");
+    assert_eq!(recorded[0].1["entries"], 3_000);
+    assert!(!p.path().join(".attenu/ledger-s1.reverify.json").exists());
+    let out = reviewer_read(p.path(), "s1", "/z", "t10");
+    assert_allowed(&out);
 }
 
 /// Byte offsets where the lines of `bytes` start.

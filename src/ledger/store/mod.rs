@@ -20,6 +20,11 @@
 //! and reproduces the recorded head hash. Any write to the file changes its ctime, which no
 //! unprivileged process can set back, so an edit anywhere in the ledger fails the check and the
 //! next call re-verifies the whole file from GENESIS (and denies if it does not verify).
+//! That re-verify streams the file in chunks parsed on every core, and hashes each line's own
+//! bytes when they are the exact canonical form (`line.rs`), so it costs little more than
+//! reading and hashing; one that still cannot finish before the hook's deadline keeps a sealed
+//! progress mark (`progress.rs`), the call is denied `ledger-reverifying`, and the next call
+//! goes on from there, so a big ledger never wedges its session.
 //! What this does not cover: someone who can change the system clock or write the raw block
 //! device, or who holds the anchor key; the signed anchor of an exported bundle is the
 //! stronger commitment, and THREAT-MODEL.md says so.
@@ -41,7 +46,9 @@
 //! append and its checkpoint leaves a stale checkpoint, not a missing one.
 
 mod append;
+mod line;
 mod lock;
+mod progress;
 mod seal;
 mod state;
 mod verify;
@@ -75,6 +82,9 @@ pub enum StoreError {
     Unverifiable(String),
     #[error("{0}")]
     Io(String),
+    /// A re-verify from GENESIS ran out of time; its progress is kept for the next call.
+    #[error("{0}")]
+    Incomplete(String),
 }
 
 /// A file name for a session id that can never leave `.attenu/` and never collides with
@@ -135,6 +145,8 @@ pub struct Ledger {
     name_unsynced: bool,
     /// This process created the file (and has held it open since).
     created: bool,
+    /// When a re-verify from GENESIS stops and keeps its progress (none: it runs to the end).
+    work_deadline: Option<Instant>,
 }
 
 impl Ledger {
@@ -143,6 +155,18 @@ impl Ledger {
         paths: SessionPaths,
         mac_key: [u8; 32],
         lock_deadline: Instant,
+    ) -> Result<Ledger, StoreError> {
+        Self::open_within(paths, mac_key, lock_deadline, None)
+    }
+
+    /// [`Ledger::open`] for a caller with a deadline: a re-verify from GENESIS still running
+    /// at `work_deadline` keeps its progress and fails with [`StoreError::Incomplete`]; the
+    /// next open continues it.
+    pub fn open_within(
+        paths: SessionPaths,
+        mac_key: [u8; 32],
+        lock_deadline: Instant,
+        work_deadline: Option<Instant>,
     ) -> Result<Ledger, StoreError> {
         fs::ensure_private_dir(&paths.dir).map_err(|e| StoreError::Unsafe(e.to_string()))?;
         // Before the anchor key or a ledger is written into it (see `fs::GIT_IGNORE_FILE`).
@@ -169,6 +193,7 @@ impl Ledger {
             fast_path: false,
             name_unsynced: false,
             created,
+            work_deadline,
         };
         ledger.load()?;
         ledger.name_unsynced = ledger.state.stamp.len == 0;

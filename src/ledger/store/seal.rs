@@ -30,9 +30,20 @@ impl Ledger {
     /// written, so no crash leaves the file shorter than its checkpoint; a shorter file is
     /// one whose last entries were cut off or that was replaced by an older copy, and every
     /// prefix of a valid chain is itself valid, so a re-verify alone would not notice.
-    /// `bytes` is the whole file as read now (no size bound: a full re-verify reads it all).
-    pub(super) fn holds_prefix(&self, prior: &State, bytes: &[u8]) -> Result<(), StoreError> {
-        if holds_checkpointed_prefix(prior, bytes) {
+    /// `len` is the file's length now; only the recorded last line is read.
+    pub(super) fn holds_prefix(&self, prior: &State, len: u64) -> Result<(), StoreError> {
+        let holds = match prior.chains.last() {
+            None => true,
+            Some(chain) => {
+                let (from, to) = (prior.last_line, prior.stamp.len);
+                let mut line = vec![0u8; to.saturating_sub(from).min(len) as usize];
+                from < to
+                    && to <= len
+                    && self.file.read_exact_at(&mut line, from).is_ok()
+                    && line_reproduces(&line, &chain.head)
+            }
+        };
+        if holds {
             return Ok(());
         }
         Err(StoreError::Unverifiable(format!(
@@ -40,7 +51,7 @@ impl Ledger {
             self.paths.ledger.display(),
             prior.stamp.len,
             prior.chains.iter().map(|c| c.entries).sum::<u64>(),
-            bytes.len(),
+            len,
             self.paths.state.display(),
         )))
     }
