@@ -5,9 +5,11 @@
 
 For each size: a project whose session the hook itself opens (two reviewer Reads, with
 outcomes), grown to N entries by `examples/bigledger.rs` (which removes the checkpoint), then
-one PreToolUse timed: it re-verifies the whole ledger from GENESIS before it appends. Prints
-the wall time, microseconds per entry, the hook's answer and its peak RSS. A call that ran out
-of time is followed by more calls until one is allowed (a resumed re-verify), each timed.
+one PreToolUse timed: it re-verifies the whole ledger from GENESIS before it appends. A call
+that ran out of time is followed by more calls until one is allowed (a resumed re-verify), at
+most --max-calls. Prints, per size, each call's wall and CPU time (user + system, all threads:
+on a shared machine the CPU time is the steadier figure) and reason code, the totals per entry,
+the peak RSS of the hook processes and the load average.
 Standard library only. Build first: cargo build --release --example bigledger.
 """
 import argparse, json, os, resource, shutil, subprocess, sys, tempfile, time
@@ -26,10 +28,15 @@ def payload(project, event, tool_use_id, path, response=None):
 
 
 def hook(binary, project, p):
+    """Runs one hook call: (wall seconds, CPU seconds of the process, the result)."""
     env = dict(os.environ, CLAUDE_PROJECT_DIR=project)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     r = subprocess.run([binary], input=json.dumps(p).encode(), capture_output=True, env=env)
-    return time.perf_counter() - t, r
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, r
 
 
 def child_rss_mb():
@@ -41,6 +48,7 @@ def main():
     ap.add_argument("--bin", default=os.path.join(ROOT, "target/release/attenu-hook"))
     ap.add_argument("--gen", default=os.path.join(ROOT, "target/release/examples/bigledger"))
     ap.add_argument("--sizes", default="100000,1000000")
+    ap.add_argument("--max-calls", type=int, default=20)
     args = ap.parse_args()
     results = []
     for n in [int(s) for s in args.sizes.split(",")]:
@@ -55,18 +63,24 @@ def main():
             subprocess.run([args.gen, project, "s1", str(n)], check=True)
             size = os.path.getsize(os.path.join(project, ".attenu/ledger-s1.jsonl"))
             calls = []
-            for attempt in range(20):
-                secs, r = hook(args.bin, project, payload(project, "PreToolUse", f"z{attempt}", "/z"))
+            for attempt in range(args.max_calls):
+                secs, cpu, r = hook(args.bin, project, payload(project, "PreToolUse", f"z{attempt}", "/z"))
                 out = r.stdout.decode()
-                allowed = '"permissionDecision":"allow"' in out.replace(" ", "")
-                calls.append({"seconds": round(secs, 3), "allowed": allowed,
-                              "answer": out[:200] if not allowed else "allow"})
+                # `{}` (no objection) or an explicit allow; a deny names its reason code.
+                allowed = r.returncode == 0 and '"deny"' not in out and '"continue":false' not in out
+                code = out.split("[", 1)[1].split("]", 1)[0] if "[" in out else None
+                calls.append({"seconds": round(secs, 3), "cpu_s": round(cpu, 3),
+                              "allowed": allowed, "reason": code})
                 if allowed:
                     break
-            first = calls[0]["seconds"]
-            res = {"entries": n, "ledger_mb": round(size / 1e6, 1), "first_call_s": first,
-                   "us_per_entry": round(first * 1e6 / n, 2), "calls": calls,
-                   "peak_child_rss_mb": round(child_rss_mb(), 1)}
+            wall = sum(c["seconds"] for c in calls)
+            cpu = sum(c["cpu_s"] for c in calls)
+            res = {"entries": n, "ledger_mb": round(size / 1e6, 1), "calls_until_allowed": len(calls),
+                   "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+                   "wall_us_per_entry": round(wall * 1e6 / n, 2),
+                   "cpu_us_per_entry": round(cpu * 1e6 / n, 2), "calls": calls,
+                   "peak_child_rss_mb": round(child_rss_mb(), 1),
+                   "loadavg": os.getloadavg()[0]}
             print(json.dumps(res), flush=True)
             results.append(res)
         finally:

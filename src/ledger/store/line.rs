@@ -72,7 +72,8 @@ pub(super) fn parse(line: &[u8]) -> Result<Parsed, LineError> {
 fn fast(line: &[u8]) -> Option<Parsed> {
     std::str::from_utf8(line).ok()?;
     let mut c = Cursor { b: line, i: 0 };
-    let members = c.object_members(0)?;
+    let mut members = Vec::with_capacity(24);
+    c.object(0, Some(&mut members))?;
     if c.i != line.len() {
         return None;
     }
@@ -150,16 +151,17 @@ impl Cursor<'_> {
     }
 
     /// An object in canonical form: keys plain ASCII (so byte order is RFC 8785's UTF-16
-    /// order), strictly increasing, no white space.
-    fn object_members(&mut self, depth: usize) -> Option<Vec<Member>> {
+    /// order), strictly increasing, no white space. Its members are collected only at the top
+    /// level (`into`), which is all the hash and the state need.
+    fn object(&mut self, depth: usize, mut into: Option<&mut Vec<Member>>) -> Option<()> {
         if depth > MAX_DEPTH {
             return None;
         }
         self.eat(b'{')?;
-        let mut members: Vec<Member> = Vec::new();
         if self.eat(b'}').is_some() {
-            return Some(members);
+            return Some(());
         }
+        let mut last: Option<Range<usize>> = None;
         loop {
             self.eat(b'"')?;
             let start = self.i;
@@ -172,23 +174,26 @@ impl Cursor<'_> {
             }
             let key = start..self.i;
             self.i += 1;
-            if let Some(last) = members.last() {
-                if self.b[last.key.clone()] >= self.b[key.clone()] {
+            if let Some(last) = last {
+                if self.b[last] >= self.b[key.clone()] {
                     return None;
                 }
             }
+            last = Some(key.clone());
             self.eat(b':')?;
             let vstart = self.i;
             self.value(depth + 1)?;
-            members.push(Member {
-                key,
-                value: vstart..self.i,
-            });
+            if let Some(members) = into.as_deref_mut() {
+                members.push(Member {
+                    key,
+                    value: vstart..self.i,
+                });
+            }
             match self.peek()? {
                 b',' => self.i += 1,
                 b'}' => {
                     self.i += 1;
-                    return Some(members);
+                    return Some(());
                 }
                 _ => return None,
             }
@@ -198,7 +203,7 @@ impl Cursor<'_> {
     fn value(&mut self, depth: usize) -> Option<()> {
         match self.peek()? {
             b'"' => self.string(),
-            b'{' => self.object_members(depth).map(|_| ()),
+            b'{' => self.object(depth, None),
             b'[' => self.array(depth),
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
