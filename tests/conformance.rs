@@ -18,6 +18,7 @@ fn main() {
         reference_accepts_every_chain_of_a_mid_session_edit,
         reference_accepts_both_chains_when_a_call_spans_a_mid_session_edit,
         reference_accepts_a_thousand_entry_session,
+        reference_accepts_a_ledger_recording_lost_checkpoints,
         both_verifiers_reject_tampered_copies,
         sixteen_processes_exporting_and_appending_at_once_leave_one_key_and_valid_bundles,
         verdicts_match_the_reference_vectors,
@@ -125,6 +126,39 @@ fn reference_accepts_shadow_mode() {
     mixed_session(p.path(), "s1");
     let report = assert_reference_accepts(&py, p.path(), &p.path().join(".attenu/bundle-s1.json"));
     assert!(report["ungated"].as_u64().unwrap() >= 4, "{report}");
+}
+
+/// Issue 26: a lost or broken checkpoint is recorded in an entry's `context.checkpoint_lost`
+/// (here on an allow, and on the outcome after a second loss). The reference reads `context`
+/// as free-form and accepts the bundle; ours says VALID with a NOTICE and exits 4.
+fn reference_accepts_a_ledger_recording_lost_checkpoints() {
+    let py = need_reference_python();
+    let p = sample("conf-lost");
+    let state = p.path().join(".attenu/ledger-s1.state.json");
+    assert_allowed(&reviewer_read(p.path(), "s1", "/a", "t1"));
+    std::fs::remove_file(&state).unwrap();
+    assert_allowed(&reviewer_read(p.path(), "s1", "/b", "t2"));
+    std::fs::write(&state, b"attenu-checkpoint v4 00\n{}").unwrap();
+    let out = p.read_by("reviewer", "/b").id("t2").post(json!("ok")).run();
+    assert_allowed(&out);
+    let es = p.entries("s1");
+    let lost: Vec<&str> = es
+        .iter()
+        .filter_map(|e| e["context"]["checkpoint_lost"]["cause"].as_str())
+        .collect();
+    assert_eq!(lost, ["missing", "seal-broken"], "{es:?}");
+    let bundles = export(p.path(), "s1");
+    let report = reference_verify(&py, &bundles[0], &p.path().join(".attenu/anchor.pub"));
+    assert_eq!(report["ok"], true, "reference rejected: {report}");
+    assert_eq!(report["checks"]["anchor"], "verified");
+    let ours = p.verify_pinned(bundles[0].to_str().unwrap());
+    assert_eq!(ours.code, 4, "{}{}", ours.stdout, ours.stderr);
+    assert_eq!(
+        ours.stdout.matches("NOTICE checkpoint-lost").count(),
+        2,
+        "{}",
+        ours.stdout
+    );
 }
 
 fn reference_accepts_every_chain_of_a_mid_session_edit() {

@@ -51,7 +51,6 @@ fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
 /// GENESIS and checkpoints it, and the next trusts that checkpoint.
 #[test]
 fn tampering_anywhere_in_a_10000_entry_ledger_is_caught_on_the_next_call() {
-    use attenu_hook::ledger::{canonical, chain};
     let p = sample("hugetamper");
     let call = numbered_reads(p.path());
     // A refusal is the template: it opens no call that would wait for an outcome.
@@ -59,14 +58,34 @@ fn tampering_anywhere_in_a_10000_entry_ledger_is_caught_on_the_next_call() {
     let refused = p.subagent("reviewer", "Bash").input(bash).id("t0").run();
     assert!(refused.denied());
     let path = p.ledger("s1");
-    let mut text = std::fs::read_to_string(&path).unwrap();
+    let text = extended_by_denials(&path, 9_998);
+    std::fs::write(&path, &text).unwrap();
+    let out = call("1");
+    assert!(
+        out.is_allow(),
+        "the extended ledger re-verifies: {}",
+        out.stdout
+    );
+    assert!(
+        call("2").is_allow(),
+        "and the checkpoint written for it holds"
+    );
+    assert_eq!(line_starts(&std::fs::read(&path).unwrap()).len(), 10_000);
+    edits_of_first_middle_and_last_line_are_caught(&path, &call);
+}
+
+/// The ledger at `path` (ending with a deny) grown to `lines` lines by copies of that deny,
+/// each sealed onto the chain; returns the new text (not yet written).
+fn extended_by_denials(path: &Path, lines: usize) -> String {
+    use attenu_hook::ledger::{canonical, chain};
+    let mut text = std::fs::read_to_string(path).unwrap();
     let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(last["event"], "deny", "{last}");
     let (mut seq, mut prev) = (
         last["seq"].as_u64().unwrap(),
         last["hash"].as_str().unwrap().to_string(),
     );
-    for _ in text.lines().count()..9_998 {
+    for _ in text.lines().count()..lines {
         let mut entry = last.as_object().unwrap().clone();
         seq += 1;
         entry.insert("seq".into(), json!(seq));
@@ -74,14 +93,71 @@ fn tampering_anywhere_in_a_10000_entry_ledger_is_caught_on_the_next_call() {
         text.push_str(&canonical::to_string(&Value::Object(entry)).unwrap());
         text.push('\n');
     }
-    std::fs::write(&path, &text).unwrap();
-    assert!(call("1").is_allow(), "the extended ledger re-verifies");
+    text
+}
+
+/// Issue 27: a re-verify from GENESIS that could not finish within the deadline wrote
+/// nothing, so every later call started over and was denied the same way: the session was
+/// wedged. Now it keeps its sealed progress and each call goes on from there. (Here the
+/// re-verify reads 256 KiB per step and each call may take one step, so a 3,000-entry ledger
+/// needs several calls.)
+#[test]
+#[cfg_attr(not(feature = "test-faults"), ignore = "needs --features test-faults")]
+fn a_reverify_that_runs_out_of_time_keeps_its_progress_and_the_next_call_finishes_it() {
+    let p = sample("resume");
+    write_config(p.path(), "deadline_ms = 1000\n");
+    let bash = json!({"command": "ls"});
+    assert!(p
+        .subagent("reviewer", "Bash")
+        .input(bash)
+        .id("t0")
+        .run()
+        .denied());
+    let path = p.ledger("s1");
+    std::fs::write(&path, extended_by_denials(&path, 3_000)).unwrap();
+    std::fs::remove_file(checkpoint_of(p.path())).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let env = [("ATTENU_HOOK_TEST_REVERIFY_CHUNK", "262144")];
+    let mut done = Vec::new();
+    let out = loop {
+        let payload = reviewer_read_payload(p.path(), "s1", "/y", "t9");
+        let out = common::faults::hook_with(&[], &env, p.path(), &payload);
+        if !out.denied() || done.len() > 40 {
+            break out;
+        }
+        assert_denied_with(&out, "ledger-reverifying");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "nothing appended meanwhile"
+        );
+        let why = out.json()["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let entries: u64 = why
+            .split(" entries)")
+            .next()
+            .unwrap()
+            .rsplit('(')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        done.push(entries);
+    };
+    assert_allowed(&out);
+    assert!(done.len() >= 2, "several calls: {done:?}");
     assert!(
-        call("2").is_allow(),
-        "and the checkpoint written for it holds"
+        done.windows(2).all(|w| w[0] < w[1]),
+        "each goes on: {done:?}"
     );
-    assert_eq!(line_starts(&std::fs::read(&path).unwrap()).len(), 10_000);
-    edits_of_first_middle_and_last_line_are_caught(&path, &call);
+    let recorded = losses(&p);
+    assert_eq!(recorded.len(), 1, "the loss is recorded once");
+    assert_eq!(recorded[0].1["entries"], 3_000);
+    assert!(!p.path().join(".attenu/ledger-s1.reverify.json").exists());
+    let out = reviewer_read(p.path(), "s1", "/z", "t10");
+    assert_allowed(&out);
 }
 
 /// Byte offsets where the lines of `bytes` start.
@@ -381,4 +457,190 @@ fn find_from(bytes: &[u8], from: usize, needle: &[u8]) -> usize {
         .windows(needle.len())
         .position(|w| w == needle)
         .unwrap()
+}
+
+fn git(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("git runs")
+}
+
+/// Issue 26: `.attenu/` was never git-ignored, so the anchor key was one `git add -A` from
+/// being committed. The hook now writes `.attenu/.gitignore`, and doctor fails when git
+/// tracks the key anyway (a `git add -f`, or a repository from before).
+#[test]
+fn the_anchor_key_is_git_ignored_and_doctor_fails_when_git_tracks_it() {
+    let p = sample("gitignore");
+    assert_eq!(cli(&["install", p.dir(), "--command", BIN]).code, 0);
+    assert!(git(p.path(), &["init", "-q"]).status.success());
+    assert_allowed(&reviewer_read(p.path(), "s1", "/x", "t1"));
+    assert!(p.path().join(".attenu/anchor.key").is_file());
+    assert!(git(p.path(), &["add", "-A"]).status.success());
+    let tracked = String::from_utf8(git(p.path(), &["ls-files"]).stdout).unwrap();
+    assert!(
+        tracked.contains(".claude/"),
+        "the project is added: {tracked}"
+    );
+    assert!(
+        !tracked.contains(".attenu/"),
+        "nothing under .attenu/: {tracked}"
+    );
+    let out = cli(&["doctor", p.dir()]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert_contains(&out.stdout, &["git:anchor.key", "not tracked by git"]);
+
+    assert!(git(p.path(), &["add", "-f", ".attenu/anchor.key"])
+        .status
+        .success());
+    let out = cli(&["doctor", p.dir()]);
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("git:anchor.key"))
+        .unwrap_or_else(|| panic!("no git line: {}", out.stdout));
+    assert!(
+        line.starts_with("FAIL") && line.contains("git rm --cached .attenu/anchor.key"),
+        "{line}"
+    );
+}
+
+fn checkpoint_of(p: &Path) -> PathBuf {
+    p.join(".attenu/ledger-s1.state.json")
+}
+
+/// The entries recording a lost checkpoint, as (position, record).
+fn losses(p: &TempDir) -> Vec<(usize, Value)> {
+    p.entries("s1")
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, e)| e["context"].get("checkpoint_lost").map(|l| (i, l.clone())))
+        .collect()
+}
+
+/// The session's one bundle, verified under the pinned key: exit code 4 (valid, with a
+/// notice), the NOTICE line, and the notice in `--json` at `entry`.
+fn assert_bundle_shows_loss(p: &TempDir, entry: usize) {
+    let bundles = p.export("s1");
+    assert_eq!(bundles.len(), 1, "{bundles:?}");
+    let bundle: Value =
+        serde_json::from_str(&std::fs::read_to_string(&bundles[0]).unwrap()).unwrap();
+    assert!(
+        bundle["entries"][entry]["context"]["checkpoint_lost"].is_object(),
+        "the bundle carries the record: {}",
+        bundle["entries"][entry]
+    );
+    let out = p.verify_pinned(&bundles[0]);
+    assert_eq!(out.code, 4, "{}{}", out.stdout, out.stderr);
+    let notice = format!("NOTICE checkpoint-lost (entry {entry}, seq {entry})");
+    assert_contains(&out.stdout, &[&notice, "VALID (with NOTICE"]);
+    let out = p.verify_pinned_json(&bundles[0]);
+    assert_eq!(out.code, 4, "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(report["valid"], true, "{report}");
+    assert_eq!(report["notices"][0]["name"], "checkpoint-lost", "{report}");
+    assert_eq!(report["notices"][0]["index"], entry, "{report}");
+}
+
+/// Issue 26: with the checkpoint deleted, a ledger was re-verified and taken as a new one's,
+/// so a cut could not be noticed and nothing said so. The loss is now recorded on the next
+/// entry, shown by the bundle, `verify` and `doctor`, and recorded once.
+#[test]
+fn a_deleted_checkpoint_is_recorded_on_the_ledger_and_reported() {
+    let p = sample("lostckpt");
+    let call = after_reads(p.path(), 3);
+    std::fs::remove_file(checkpoint_of(p.path())).unwrap();
+    let out = cli(&["doctor", p.dir()]);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("ledger:ledger-s1.jsonl"))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(
+        line.starts_with("FAIL") && line.contains("missing beside a non-empty ledger"),
+        "{line}"
+    );
+    assert_allowed(&call("after"));
+    let recorded = losses(&p);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    let (at, loss) = &recorded[0];
+    assert_eq!(*at, 6, "the entry after root, 2 spawns and 3 reads");
+    assert_eq!(loss["cause"], "missing");
+    assert_eq!(loss["entries"], 6);
+    assert_allowed(&call("again"));
+    assert_eq!(losses(&p).len(), 1, "recorded once");
+    let out = cli(&["doctor", p.dir()]);
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.contains("ledger:ledger-s1.jsonl"))
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert!(
+        line.starts_with("warn") && line.contains("record a lost or broken checkpoint"),
+        "a recorded loss warns: {line}"
+    );
+    assert_bundle_shows_loss(&p, 6);
+}
+
+#[test]
+fn a_checkpoint_with_one_byte_changed_is_recorded_and_kept_aside() {
+    let p = sample("flipckpt");
+    let call = after_reads(p.path(), 2);
+    let path = checkpoint_of(p.path());
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.len() - 3;
+    bytes[at] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    assert_allowed(&call("after"));
+    let recorded = losses(&p);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    let loss = &recorded[0].1;
+    assert_eq!(loss["cause"], "seal-broken");
+    let kept = p
+        .path()
+        .join(".attenu")
+        .join(loss["kept_in"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read(kept).unwrap(),
+        bytes,
+        "the broken checkpoint, as found"
+    );
+    assert_bundle_shows_loss(&p, recorded[0].0);
+}
+
+/// The rollback the issue describes: the ledger cut short and its checkpoint deleted. The cut
+/// itself cannot be seen on the machine, but the bundle now says the check did not run.
+#[test]
+fn a_ledger_cut_short_with_its_checkpoint_deleted_is_not_exported_silently() {
+    let p = sample("cutlost");
+    let call = after_reads(p.path(), 5);
+    let path = p.ledger("s1");
+    let bytes = std::fs::read(&path).unwrap();
+    let starts = line_starts(&bytes);
+    std::fs::write(&path, &bytes[..starts[starts.len() - 2]]).unwrap();
+    std::fs::remove_file(checkpoint_of(p.path())).unwrap();
+    assert_allowed(&call("after"));
+    let recorded = losses(&p);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0].1["entries"], 6, "8 entries cut to 6");
+    assert_bundle_shows_loss(&p, 6);
+}
+
+#[test]
+fn a_new_sessions_first_calls_record_no_loss() {
+    let p = sample("newsession");
+    let out = hook(p.path(), &session_start("s1", p.path(), "startup"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(checkpoint_of(p.path()).exists(), "sealed at once");
+    let _ = after_reads(p.path(), 2);
+    assert!(losses(&p).is_empty(), "{:?}", p.entries("s1"));
+    let bundles = p.export("s1");
+    let out = p.verify_pinned(&bundles[0]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(!out.stdout.contains("NOTICE"), "{}", out.stdout);
 }

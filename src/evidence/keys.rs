@@ -127,6 +127,8 @@ pub fn kid_for(public: &VerifyingKey) -> String {
 pub fn load_or_create(attenu_dir: &Path) -> Result<AnchorKey, KeyError> {
     let key_path = attenu_dir.join("anchor.key");
     if !fs::check_regular_file(&key_path)? {
+        // Ignored by git before it exists (see `fs::GIT_IGNORE_FILE`).
+        fs::ensure_git_ignore(attenu_dir);
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed).map_err(KeyError::NoRandomnessForAnchor)?;
         let signing = SigningKey::from_bytes(&seed);

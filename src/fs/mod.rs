@@ -21,7 +21,9 @@ pub use open::{
     check_owned_regular, check_regular_file, current_uid, open_append, open_owned,
     open_read_append, open_rw, read_owned, refused_open, tighten_file, ReadError,
 };
-pub use state_dir::{ensure_private_dir, ensure_search_ignore, STATE_IGNORE_FILE};
+pub use state_dir::{
+    ensure_git_ignore, ensure_private_dir, ensure_search_ignore, GIT_IGNORE_FILE, STATE_IGNORE_FILE,
+};
 
 use std::io;
 use std::path::PathBuf;

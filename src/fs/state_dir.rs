@@ -1,4 +1,4 @@
-//! The private state directory (`.attenu/`) and the search-ignore file kept in it.
+//! The private state directory (`.attenu/`) and the search- and git-ignore files kept in it.
 
 use super::{check_regular_file, create_exclusive, current_uid, sync_dir, FsError, O_NOFOLLOW};
 use std::fs;
@@ -91,5 +91,49 @@ pub fn ensure_search_ignore(dir: &Path) -> Result<(), FsError> {
     match create_exclusive(&path, b"*\n", 0o600) {
         Ok(_) => Ok(()),
         Err(source) => Err(FsError::Create { path, source }),
+    }
+}
+
+/// A git ignore file in the state directory: nothing under `.attenu/` (above all `anchor.key`,
+/// whose holder can sign bundles) is one `git add -A` from being committed. A team that wants
+/// to share its configuration opts in by editing it (`!config.toml`); `doctor` fails when git
+/// tracks `anchor.key` whatever the file says.
+pub const GIT_IGNORE_FILE: &str = ".gitignore";
+
+const GIT_IGNORE_TEXT: &[u8] =
+    b"# Written by attenu-hook: nothing under .attenu/ is committed unless you opt in.\n\
+# anchor.key must never be committed (`attenu-hook doctor` fails when git tracks it).\n\
+# To share the configuration, add a line:  !config.toml\n\
+*\n";
+
+/// Creates [`GIT_IGNORE_FILE`] in the state directory when nothing is at that name. Whatever is
+/// there already (a team's own file, even a symlink, which is never followed) is left alone,
+/// and a failure to create it costs nothing but the hygiene: `doctor` reports what git tracks.
+pub fn ensure_git_ignore(dir: &Path) {
+    let path = dir.join(GIT_IGNORE_FILE);
+    if matches!(fs::symlink_metadata(&path), Err(e) if e.kind() == io::ErrorKind::NotFound) {
+        let _ = create_exclusive(&path, GIT_IGNORE_TEXT, 0o600);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_git_ignore_is_created_once_and_a_teams_own_is_kept() {
+        let dir = std::env::temp_dir().join(format!("attenu-gitignore-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        ensure_private_dir(&dir).unwrap();
+        ensure_git_ignore(&dir);
+        let text = fs::read_to_string(dir.join(GIT_IGNORE_FILE)).unwrap();
+        assert!(text.lines().any(|l| l == "*"), "{text}");
+        fs::write(dir.join(GIT_IGNORE_FILE), "*\n!config.toml\n").unwrap();
+        ensure_git_ignore(&dir);
+        assert_eq!(
+            fs::read_to_string(dir.join(GIT_IGNORE_FILE)).unwrap(),
+            "*\n!config.toml\n"
+        );
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -85,19 +85,30 @@ impl Ctx<'_> {
                     .checked_sub(Duration::from_millis(250))
                     .unwrap_or(self.deadline),
             );
-        Ledger::open(
+        // A re-verify from GENESIS stops in time to keep its progress and answer.
+        let work_deadline = self
+            .deadline
+            .checked_sub(Duration::from_millis(REVERIFY_MARGIN_MS))
+            .unwrap_or(self.deadline);
+        Ledger::open_within(
             SessionPaths::new(self.attenu, &self.p.session_id),
             mac_key,
             lock_deadline,
+            Some(work_deadline),
         )
         .map_err(store_reason)
     }
 }
 
+/// How long before the hook's deadline a re-verify stops: enough to seal its progress, write
+/// a reconciliation marker if need be, and answer.
+const REVERIFY_MARGIN_MS: u64 = 1000;
+
 pub(super) fn store_reason(e: StoreError) -> Reason {
     match e {
         StoreError::Unsafe(m) => Reason::new(Code::StateDirUnsafe, m),
         StoreError::LockTimeout(m) => Reason::new(Code::LedgerLockTimeout, m),
+        StoreError::Incomplete(m) => Reason::new(Code::LedgerReverifying, m),
         StoreError::Unverifiable(m) => Reason::new(Code::LedgerUnverifiable, m),
         StoreError::Io(m) => Reason::new(
             Code::LedgerWriteFailed,

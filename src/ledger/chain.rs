@@ -115,7 +115,7 @@ impl ChainBreak {
 }
 
 /// Is `n` the integral number `expected`, as the reference reads a `seq` (a bool is no number)?
-fn is_integral(n: Option<&Number>, expected: u64) -> bool {
+pub(crate) fn is_integral(n: Option<&Number>, expected: u64) -> bool {
     let Some(n) = n else { return false };
     if let Some(u) = n.as_u64() {
         u == expected

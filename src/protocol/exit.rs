@@ -4,7 +4,8 @@
 //! lets the call run. So hook mode exits 0 with its JSON answer, or 2 (which blocks whatever
 //! the event) when it cannot tell what it is answering. The commands run by a person use 0
 //! for success, 1 for a check that failed, 2 for unusable input or usage, and `verify` 3 for a
-//! bundle valid only under the key found beside it.
+//! bundle valid only under the key found beside it, 4 for one valid under a pinned key whose
+//! ledger records a lost checkpoint (a NOTICE).
 
 /// How the process ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +18,8 @@ pub enum Exit {
     Unusable,
     /// 3: `verify` only: valid, but only under the anchor key found beside the bundle.
     ValidUnpinned,
+    /// 4: `verify` only: valid under a pinned key, with a notice (a lost checkpoint recorded).
+    ValidWithNotice,
 }
 
 impl Exit {
@@ -29,16 +32,18 @@ impl Exit {
             Exit::CheckFailed => 1,
             Exit::Unusable => 2,
             Exit::ValidUnpinned => 3,
+            Exit::ValidWithNotice => 4,
         }
     }
 
-    /// The exit of a command that reports its result as a number (0 to 3); anything else is
+    /// The exit of a command that reports its result as a number (0 to 4); anything else is
     /// unusable.
     pub fn from_code(code: i32) -> Exit {
         match code {
             0 => Exit::Success,
             1 => Exit::CheckFailed,
             3 => Exit::ValidUnpinned,
+            4 => Exit::ValidWithNotice,
             _ => Exit::Unusable,
         }
     }

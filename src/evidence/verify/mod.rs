@@ -66,6 +66,9 @@
 //! | (12) | `anchor.rs` | no key, no verdict of valid |
 //! | (13) | `tree.rs` | the signed tree checkpoint and the chain's position, when present |
 //!
+//! After them, `notices.rs` lists what the ledger records about its own history (a lost
+//! checkpoint), which changes no verdict but the exit code.
+//!
 //! Around them: `report.rs` (the report and failure names), `input.rs` (reading the bundle
 //! file and the key), `run.rs` (the command), `render.rs` (the text output), `json.rs`,
 //! `shown.rs` and `vocab.rs` (reading values, printing them safely, the ledger's names). The
@@ -85,6 +88,7 @@ mod integrity;
 mod json;
 mod monotonicity;
 mod nodes;
+mod notices;
 mod policy;
 mod records;
 mod render;
@@ -101,9 +105,10 @@ mod vocab;
 
 pub use anchor::anchor_signing_input;
 pub use input::{parse_anchor_pub, verify_bundle_bytes, InputError, KeyError};
+pub use notices::Notice;
 pub use render::render_text;
 pub use report::{AnchorKey, CallSummary, Checks, Failure, FailureName, OpenCall, Report};
-pub use run::{run, EXIT_VALID_KEY_NOT_PINNED};
+pub use run::{run, EXIT_VALID_KEY_NOT_PINNED, EXIT_VALID_WITH_NOTICE};
 pub use scope::scope_covers;
 pub(in crate::evidence) use shown::shown_str_escaped;
 pub(crate) use vocab::ledger_field;
@@ -210,6 +215,7 @@ fn run_checks(
     let checkpoint = tree::check_checkpoint(key, bundle, &mut log);
     tree::check_position(bundle, &mut log);
     anchor::refuse_without_key(key, &mut log);
+    let notices = notices::collect(bundle);
     Report {
         valid: log.failures.is_empty(),
         checks: Checks {
@@ -235,5 +241,6 @@ fn run_checks(
         ungated: containment.ungated,
         calls,
         failures: log.failures,
+        notices,
     }
 }

@@ -12,6 +12,7 @@ pub fn render_text(report: &Report, key_file: Option<&Path>) -> String {
     failure_lines(&mut out, report);
     open_call_lines(&mut out, report);
     incomplete_line(&mut out, report);
+    notice_lines(&mut out, report);
     key_line(&mut out, report, key_file);
     verdict_line(&mut out, report);
     out
@@ -86,6 +87,18 @@ fn incomplete_line(out: &mut String, report: &Report) {
     );
 }
 
+/// `NOTICE name (entry i, seq s): detail`.
+fn notice_lines(out: &mut String, report: &Report) {
+    for n in &report.notices {
+        let seq = n.seq.map(|s| format!(", seq {s}")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "NOTICE {} (entry {}{seq}): {}",
+            n.name, n.index, n.detail
+        );
+    }
+}
+
 /// Which key checked the anchor, and a warning when it proves less than a pinned one.
 fn key_line(out: &mut String, report: &Report, key_file: Option<&Path>) {
     let shown_file = |p: Option<&Path>| {
@@ -133,6 +146,7 @@ fn verdict_line(out: &mut String, report: &Report) {
     };
     let verdict = match (report.valid, report.key) {
         (true, "bundle-side") => "VALID (key NOT pinned)",
+        (true, _) if !report.notices.is_empty() => "VALID (with NOTICE: see above)",
         (true, _) => "VALID",
         (false, _) => "INVALID",
     };

@@ -52,6 +52,10 @@ pub struct Report {
     /// Per-call execution binding (v2 chains).
     pub calls: CallSummary,
     pub failures: Vec<Failure>,
+    /// What the ledger records about its own history that a reviewer must weigh (a lost
+    /// checkpoint); present only when there is one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<super::Notice>,
 }
 
 /// The outcome of each check.

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 /// `attenu-hook verify BUNDLE [--pub FILE] [--json]`. Returns the exit code: 0 valid under a
 /// pinned key, 1 invalid, 2 when the bundle or the key file cannot be used at all, 3 valid under
-/// a key read from beside the bundle ([`EXIT_VALID_KEY_NOT_PINNED`]).
+/// a key read from beside the bundle ([`EXIT_VALID_KEY_NOT_PINNED`]), 4 valid under a pinned
+/// key with a notice ([`EXIT_VALID_WITH_NOTICE`]).
 ///
 /// Without `--pub`, an `anchor.pub` in the bundle's directory is used and the key is reported
 /// as not pinned; without either, the anchor is not checked and the verdict is invalid
@@ -56,9 +57,15 @@ pub fn run(bundle_path: &Path, pub_path: Option<&Path>, json: bool) -> i32 {
 /// `attenu-hook verify B && ...` must not read this as 0; a reviewer pins the key with `--pub`.
 pub const EXIT_VALID_KEY_NOT_PINNED: i32 = 3;
 
+/// The exit code of a valid bundle (under a pinned key) whose ledger records a lost or broken
+/// checkpoint (a NOTICE): what it holds is intact and signed, but entries before the notice
+/// may have been cut off unnoticed, so `verify B && ...` must not pass it silently.
+pub const EXIT_VALID_WITH_NOTICE: i32 = 4;
+
 fn exit_code(report: &Report) -> i32 {
     match (report.valid, report.key) {
         (true, "bundle-side") => EXIT_VALID_KEY_NOT_PINNED,
+        (true, _) if !report.notices.is_empty() => EXIT_VALID_WITH_NOTICE,
         (true, _) => 0,
         (false, _) => 1,
     }

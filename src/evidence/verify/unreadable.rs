@@ -82,5 +82,6 @@ pub(super) fn report(bundle: &Value, key: &AnchorKey, problems: Vec<String>) -> 
             ..CallSummary::default()
         },
         failures,
+        notices: Vec::new(),
     }
 }

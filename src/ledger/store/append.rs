@@ -26,8 +26,18 @@ impl Ledger {
                     .or_insert_with(|| recovery.clone());
             }
         }
+        if let Some(loss) = &self.lost {
+            // Likewise a checkpoint found lost or broken beside the ledger.
+            let context = entries[0]
+                .entry("context")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let (Value::Object(c), Ok(v)) = (context, serde_json::to_value(loss)) {
+                c.entry(super::state::CHECKPOINT_LOST).or_insert(v);
+            }
+        }
         let mut next = self.state.clone();
         next.unrecorded_recovery = None;
+        next.unrecorded_loss = None;
         let mut buf = Vec::with_capacity(entries.len() * 700);
         let mut offset = next.stamp.len;
         let mut last_line = next.last_line;
@@ -48,6 +58,7 @@ impl Ledger {
         }
         self.state = next;
         self.recovered = None;
+        self.lost = None;
         self.write_checkpoint();
         Ok(())
     }

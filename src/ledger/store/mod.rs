@@ -20,6 +20,11 @@
 //! and reproduces the recorded head hash. Any write to the file changes its ctime, which no
 //! unprivileged process can set back, so an edit anywhere in the ledger fails the check and the
 //! next call re-verifies the whole file from GENESIS (and denies if it does not verify).
+//! That re-verify streams the file in chunks parsed on every core, and hashes each line's own
+//! bytes when they are the exact canonical form (`line.rs`), so it costs little more than
+//! reading and hashing; one that still cannot finish before the hook's deadline keeps a sealed
+//! progress mark (`progress.rs`), the call is denied `ledger-reverifying`, and the next call
+//! goes on from there, so a big ledger never wedges its session.
 //! What this does not cover: someone who can change the system clock or write the raw block
 //! device, or who holds the anchor key; the signed anchor of an exported bundle is the
 //! stronger commitment, and THREAT-MODEL.md says so.
@@ -30,15 +35,31 @@
 //! lost; the torn bytes are moved to `ledger-<session>.torn-<ms>` and the next entry records
 //! the recovery in its `context.recovered_torn_tail`. Anything else that does not verify is
 //! never repaired automatically: calls are denied with `ledger-unverifiable`.
+//!
+//! # Lost checkpoints
+//! A checkpoint missing, unreadable or failing its seal beside a non-empty ledger is never
+//! taken for "no checkpoint yet": without it nothing shows the file was not cut short (every
+//! prefix of a chain verifies). The ledger is re-verified, the broken checkpoint kept aside as
+//! `ledger-<session>.state-lost-<ms>`, and the next entry records it in
+//! `context.checkpoint_lost` ([`CheckpointLoss`]), which `verify` and `doctor` report. A new
+//! session's empty ledger gets a sealed checkpoint at once, so that a crash between the first
+//! append and its checkpoint leaves a stale checkpoint, not a missing one.
 
 mod append;
+mod line;
 mod lock;
+mod progress;
 mod seal;
 mod state;
 mod verify;
 
-pub use seal::{holds_checkpointed_prefix, unseal_checkpoint, MAX_CHECKPOINT_BYTES};
-pub use state::{ChainInfo, CheckpointMark, FileStamp, Pending, State, MAX_OPEN_CALLS};
+pub use seal::{
+    holds_checkpointed_prefix, read_checkpoint_file, unseal_checkpoint, Found, MAX_CHECKPOINT_BYTES,
+};
+pub use state::{
+    ChainInfo, CheckpointLoss, CheckpointMark, FileStamp, LossCause, Pending, State,
+    CHECKPOINT_LOST, MAX_OPEN_CALLS,
+};
 pub use verify::{chains_of, scan};
 
 use crate::fs;
@@ -61,6 +82,9 @@ pub enum StoreError {
     Unverifiable(String),
     #[error("{0}")]
     Io(String),
+    /// A re-verify from GENESIS ran out of time; its progress is kept for the next call.
+    #[error("{0}")]
+    Incomplete(String),
 }
 
 /// A file name for a session id that can never leave `.attenu/` and never collides with
@@ -109,6 +133,9 @@ pub struct Ledger {
     mac_key: [u8; 32],
     /// A torn tail moved aside during this open, to be recorded in the next entry.
     pub recovered: Option<Value>,
+    /// A lost or broken checkpoint found beside a non-empty ledger, to be recorded in the next
+    /// entry.
+    pub lost: Option<CheckpointLoss>,
     /// Whether the checkpoint was accepted (false: the whole file was re-verified).
     pub fast_path: bool,
     /// The ledger was empty when opened, so this process may have just created it, and its
@@ -118,6 +145,8 @@ pub struct Ledger {
     name_unsynced: bool,
     /// This process created the file (and has held it open since).
     created: bool,
+    /// When a re-verify from GENESIS stops and keeps its progress (none: it runs to the end).
+    work_deadline: Option<Instant>,
 }
 
 impl Ledger {
@@ -127,7 +156,21 @@ impl Ledger {
         mac_key: [u8; 32],
         lock_deadline: Instant,
     ) -> Result<Ledger, StoreError> {
+        Self::open_within(paths, mac_key, lock_deadline, None)
+    }
+
+    /// [`Ledger::open`] for a caller with a deadline: a re-verify from GENESIS still running
+    /// at `work_deadline` keeps its progress and fails with [`StoreError::Incomplete`]; the
+    /// next open continues it.
+    pub fn open_within(
+        paths: SessionPaths,
+        mac_key: [u8; 32],
+        lock_deadline: Instant,
+        work_deadline: Option<Instant>,
+    ) -> Result<Ledger, StoreError> {
         fs::ensure_private_dir(&paths.dir).map_err(|e| StoreError::Unsafe(e.to_string()))?;
+        // Before the anchor key or a ledger is written into it (see `fs::GIT_IGNORE_FILE`).
+        fs::ensure_git_ignore(&paths.dir);
         // The lock is the ledger itself: nothing ever replaces its inode (a torn tail is cut in
         // place), so every process of the session locks the same file, and a new session
         // creates one file fewer. The open never follows a symlink (nor, being read-write,
@@ -146,9 +189,11 @@ impl Ledger {
             state: State::default(),
             mac_key,
             recovered: None,
+            lost: None,
             fast_path: false,
             name_unsynced: false,
             created,
+            work_deadline,
         };
         ledger.load()?;
         ledger.name_unsynced = ledger.state.stamp.len == 0;
@@ -170,11 +215,15 @@ impl Ledger {
         fs::check_owned_regular(&self.paths.ledger, &meta)
             .map_err(|e| StoreError::Unsafe(e.to_string()))?;
         let stamp = FileStamp::of(&meta);
-        let checkpoint = self.read_checkpoint()?;
-        if let Some(state) = checkpoint.as_ref() {
+        let found = self.read_checkpoint()?;
+        if let Found::Sealed(state) = &found {
             if state.stamp == stamp && self.tail_matches(state) {
-                self.state = checkpoint.unwrap_or_default();
+                let Found::Sealed(state) = found else {
+                    unreachable!()
+                };
+                self.state = *state;
                 self.recovered = self.state.unrecorded_recovery.clone();
+                self.lost = self.state.unrecorded_loss.clone();
                 self.fast_path = true;
                 return Ok(());
             }
@@ -182,7 +231,7 @@ impl Ledger {
         // A sealed but outdated checkpoint still names a recovery moved aside. If an append
         // recorded it and then died before rewriting the checkpoint, it is recorded twice
         // (the same details both times); it is never lost.
-        self.full_verify(checkpoint)
+        self.full_verify(found)
     }
 
     /// The chain new entries go to, if any.

@@ -2,7 +2,7 @@
 //! sealed with an HMAC, so the next call need not re-verify the file (see the module doc of
 //! [`super`]).
 
-use super::state::State;
+use super::state::{LossCause, State};
 use super::{Ledger, StoreError};
 use crate::fs;
 use crate::ledger::chain;
@@ -30,9 +30,20 @@ impl Ledger {
     /// written, so no crash leaves the file shorter than its checkpoint; a shorter file is
     /// one whose last entries were cut off or that was replaced by an older copy, and every
     /// prefix of a valid chain is itself valid, so a re-verify alone would not notice.
-    /// `bytes` is the whole file as read now (no size bound: a full re-verify reads it all).
-    pub(super) fn holds_prefix(&self, prior: &State, bytes: &[u8]) -> Result<(), StoreError> {
-        if holds_checkpointed_prefix(prior, bytes) {
+    /// `len` is the file's length now; only the recorded last line is read.
+    pub(super) fn holds_prefix(&self, prior: &State, len: u64) -> Result<(), StoreError> {
+        let holds = match prior.chains.last() {
+            None => true,
+            Some(chain) => {
+                let (from, to) = (prior.last_line, prior.stamp.len);
+                let mut line = vec![0u8; to.saturating_sub(from).min(len) as usize];
+                from < to
+                    && to <= len
+                    && self.file.read_exact_at(&mut line, from).is_ok()
+                    && line_reproduces(&line, &chain.head)
+            }
+        };
+        if holds {
             return Ok(());
         }
         Err(StoreError::Unverifiable(format!(
@@ -40,21 +51,21 @@ impl Ledger {
             self.paths.ledger.display(),
             prior.stamp.len,
             prior.chains.iter().map(|c| c.entries).sum::<u64>(),
-            bytes.len(),
+            len,
             self.paths.state.display(),
         )))
     }
 
-    /// The checkpoint's state, if its seal holds. A checkpoint that cannot be read is as
-    /// good as none (the ledger is re-verified and the checkpoint rewritten), but one that is
-    /// not a file the hook may use (a symlink, a FIFO, another user's) is refused.
-    pub(super) fn read_checkpoint(&self) -> Result<Option<State>, StoreError> {
-        let bytes = match fs::read_owned(&self.paths.state, MAX_CHECKPOINT_BYTES) {
-            Ok(Some((bytes, _))) => bytes,
-            Ok(None) | Err(fs::ReadError::TooLarge(_) | fs::ReadError::Io(_)) => return Ok(None),
-            Err(fs::ReadError::Refused(why)) => return Err(StoreError::Unsafe(why)),
-        };
-        Ok(unseal_checkpoint(&bytes, &self.mac_key))
+    /// The checkpoint, as found. One that cannot vouch for the ledger (missing, unreadable,
+    /// its seal broken) makes the ledger re-verified, and is recorded on it when the ledger is
+    /// not empty (see `full_verify`); one that is not a file the hook may use (a symlink, a
+    /// FIFO, another user's) is refused.
+    pub(super) fn read_checkpoint(&self) -> Result<Found, StoreError> {
+        match read_checkpoint_file(&self.paths.state, &self.mac_key) {
+            Err(fs::ReadError::Refused(why)) => Err(StoreError::Unsafe(why)),
+            Err(_) => Ok(Found::Lost(LossCause::Unreadable, None)),
+            Ok(found) => Ok(found),
+        }
     }
 
     /// The last line still parses and reproduces the head the checkpoint recorded. (A last
@@ -96,15 +107,66 @@ impl Ledger {
     }
 }
 
-/// The state a checkpoint file's bytes record, if their seal under `mac_key` holds.
-pub fn unseal_checkpoint(bytes: &[u8], mac_key: &[u8; 32]) -> Option<State> {
-    let rest = bytes.strip_prefix(CHECKPOINT_MAGIC.as_bytes())?;
-    let nl = rest.iter().position(|&b| b == b'\n')?;
-    let (tag, body) = (std::str::from_utf8(&rest[..nl]).ok()?, &rest[nl + 1..]);
+/// What is at a ledger's checkpoint path.
+#[derive(Debug)]
+pub enum Found {
+    /// A current checkpoint whose seal holds.
+    Sealed(Box<State>),
+    /// Nothing: a new session, or a checkpoint deleted.
+    Absent,
+    /// A checkpoint of an earlier version whose seal holds: read by no one, not a loss.
+    Outdated,
+    /// A checkpoint that cannot be read or whose seal fails, with its bytes when they were read.
+    Lost(LossCause, Option<Vec<u8>>),
+}
+
+/// Reads and unseals the checkpoint at `path` (never through a symlink).
+pub fn read_checkpoint_file(
+    path: &std::path::Path,
+    mac_key: &[u8; 32],
+) -> Result<Found, fs::ReadError> {
+    let bytes = match fs::read_owned(path, MAX_CHECKPOINT_BYTES) {
+        Ok(Some((bytes, _))) => bytes,
+        Ok(None) => return Ok(Found::Absent),
+        Err(fs::ReadError::TooLarge(_)) => return Ok(Found::Lost(LossCause::Unreadable, None)),
+        Err(e) => return Err(e),
+    };
+    if let Some(state) = unseal_checkpoint(&bytes, mac_key) {
+        return Ok(Found::Sealed(Box::new(state)));
+    }
+    if sealed_by_an_earlier_version(&bytes, mac_key) {
+        return Ok(Found::Outdated);
+    }
+    Ok(Found::Lost(LossCause::SealBroken, Some(bytes)))
+}
+
+/// `bytes` are a checkpoint of another `attenu-checkpoint vN` whose MAC under `mac_key` holds
+/// (an upgrade: its ledger is re-verified once, and that is no sign of tampering).
+fn sealed_by_an_earlier_version(bytes: &[u8], mac_key: &[u8; 32]) -> bool {
+    let Some(rest) = bytes.strip_prefix(b"attenu-checkpoint v") else {
+        return false;
+    };
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    let Some(rest) = rest[digits..].strip_prefix(b" ") else {
+        return false;
+    };
+    digits > 0 && mac_holds(rest, mac_key).is_some()
+}
+
+/// The body after `<hex tag>\n` when the tag is its HMAC under `mac_key`.
+fn mac_holds<'b>(tagged: &'b [u8], mac_key: &[u8; 32]) -> Option<&'b [u8]> {
+    let nl = tagged.iter().position(|&b| b == b'\n')?;
+    let (tag, body) = (std::str::from_utf8(&tagged[..nl]).ok()?, &tagged[nl + 1..]);
     let mut mac = Hmac::<Sha256>::new_from_slice(mac_key).ok()?;
     mac.update(body);
     mac.verify_slice(&chain::unhex(tag)?).ok()?;
-    serde_json::from_slice(body).ok()
+    Some(body)
+}
+
+/// The state a checkpoint file's bytes record, if their seal under `mac_key` holds.
+pub fn unseal_checkpoint(bytes: &[u8], mac_key: &[u8; 32]) -> Option<State> {
+    let rest = bytes.strip_prefix(CHECKPOINT_MAGIC.as_bytes())?;
+    serde_json::from_slice(mac_holds(rest, mac_key)?).ok()
 }
 
 /// `bytes`, a whole ledger file, still holds what the checkpoint `prior` recorded: its last

@@ -31,6 +31,53 @@ pub struct ChainInfo {
     /// The last checkpoint queued for shipping, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpointed: Option<CheckpointMark>,
+    /// Entries of this chain that record a lost or broken sealed checkpoint
+    /// (`context.checkpoint_lost`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub checkpoint_losses: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Why a sealed checkpoint could not vouch for a non-empty ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LossCause {
+    /// No checkpoint beside the ledger.
+    Missing,
+    /// A checkpoint whose MAC does not hold (edited, forged, or torn by a crash).
+    SealBroken,
+    /// A checkpoint that could not be read (far too large, or an I/O error).
+    Unreadable,
+}
+
+impl LossCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LossCause::Missing => "missing",
+            LossCause::SealBroken => "seal-broken",
+            LossCause::Unreadable => "unreadable",
+        }
+    }
+}
+
+/// What the first entry appended after a lost checkpoint records in its
+/// `context.checkpoint_lost`: the ledger was re-verified from GENESIS and verified, but nothing
+/// shows it was not cut short first (every prefix of a chain verifies), so a reviewer must
+/// know the local rollback check did not run here (docs/LEDGER.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointLoss {
+    pub cause: LossCause,
+    /// The ledger's length and entry count as found (after a torn tail was cut).
+    pub ledger_bytes: u64,
+    pub entries: u64,
+    /// SHA-256 of the broken checkpoint, and the file it was kept in, when it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_in: Option<String>,
 }
 
 /// Where the last queued checkpoint of a chain stands: its size, and the byte offset in the
@@ -62,6 +109,7 @@ impl ChainInfo {
             finalized: Vec::new(),
             tree: Frontier::new(),
             checkpointed: None,
+            checkpoint_losses: 0,
         }
     }
 
@@ -83,6 +131,11 @@ impl ChainInfo {
     /// Notes what an entry of this chain says about its nodes: a `root` or `spawn` names one,
     /// a `done` finalizes one.
     pub(super) fn note_entry(&mut self, e: &Map<String, Value>) {
+        if e.get("context")
+            .is_some_and(|c| c.get(CHECKPOINT_LOST).is_some())
+        {
+            self.checkpoint_losses += 1;
+        }
         let Some(node) = e.get("node").and_then(Value::as_str) else {
             return;
         };
@@ -100,6 +153,9 @@ impl ChainInfo {
         }
     }
 }
+
+/// The `context` member recording a [`CheckpointLoss`].
+pub const CHECKPOINT_LOST: &str = "checkpoint_lost";
 
 /// An allowed call still waiting for its outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -158,6 +214,9 @@ pub struct State {
     /// before the append) leaves it for the next append to record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unrecorded_recovery: Option<Value>,
+    /// A lost checkpoint no entry records yet, kept like `unrecorded_recovery`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unrecorded_loss: Option<CheckpointLoss>,
 }
 
 /// A new chain starts: the calls still open on the one before can no longer be completed.

@@ -1,55 +1,184 @@
 //! Re-verifying a whole ledger from GENESIS, when its sealed state cannot vouch for it, and
 //! cutting a torn tail.
 
-use super::state::{end_open_calls, track_pending, ChainInfo, State};
+use super::line::{self, LineError, Parsed};
+use super::progress::Progress;
+use super::seal::Found;
+use super::state::{end_open_calls, track_pending, ChainInfo, CheckpointLoss, LossCause, State};
 use super::{whole_lines_len, Ledger, StoreError};
 use crate::fs;
-use crate::ledger::chain;
-use serde_json::Value;
-use std::io::{Read, Seek, SeekFrom};
+use crate::ledger::chain::{self, ChainBreak};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::os::unix::fs::FileExt;
+use std::time::Instant;
 
 impl Ledger {
-    /// Re-reads and re-verifies the whole file from GENESIS, rebuilding the state. `prior` is
-    /// a sealed checkpoint whose stamp no longer matches: the file must still hold its prefix.
-    pub(super) fn full_verify(&mut self, prior: Option<State>) -> Result<(), StoreError> {
-        let mut bytes = Vec::new();
-        self.file
-            .seek(SeekFrom::Start(0))
-            .map_err(|e| StoreError::Io(e.to_string()))?;
-        self.file
-            .read_to_end(&mut bytes)
-            .map_err(|e| StoreError::Io(format!("cannot read the ledger: {e}")))?;
+    /// Re-reads and re-verifies the whole file from GENESIS, rebuilding the state. `found` is
+    /// the checkpoint as read: a sealed one whose stamp no longer matches (the file must still
+    /// hold its prefix), or one that cannot vouch for the file (recorded when it is not empty).
+    /// The file is read a chunk at a time; a re-verify that reaches the work deadline keeps
+    /// its progress (`progress.rs`) and the call is refused, and the next call goes on.
+    pub(super) fn full_verify(&mut self, found: Found) -> Result<(), StoreError> {
+        let len = self.metadata()?.len();
         // Before anything is changed (a torn tail cut): a file that lost what was verified is
         // left exactly as it is found.
-        let unrecorded = match prior {
-            Some(prior) => {
-                self.holds_prefix(&prior, &bytes)?;
-                prior.unrecorded_recovery
+        let (unrecorded, prior_loss, lost) = match found {
+            Found::Sealed(prior) => {
+                self.holds_prefix(&prior, len)?;
+                let prior = *prior;
+                (prior.unrecorded_recovery, prior.unrecorded_loss, None)
             }
-            None => None,
+            Found::Outdated => (None, None, None),
+            Found::Absent => (None, None, Some((LossCause::Missing, None))),
+            Found::Lost(cause, read) => (None, None, Some((cause, read))),
         };
-        let cut = whole_lines_len(&bytes);
-        if cut < bytes.len() {
-            self.recover_torn_tail(&bytes[cut..], cut as u64)?;
-            bytes.truncate(cut);
+        let cut = self.whole_lines_len_of_file(len)?;
+        if cut < len {
+            let mut torn = vec![0u8; (len - cut) as usize];
+            self.file
+                .read_exact_at(&mut torn, cut)
+                .map_err(|e| StoreError::Io(format!("cannot read the ledger: {e}")))?;
+            self.recover_torn_tail(&torn, cut)?;
         }
-        self.state = scan(&bytes).map_err(|e| {
-            StoreError::Unverifiable(format!(
-                "{} does not verify ({e}); it is kept as evidence and nothing more is appended to it. Move it and its checkpoint {} aside (for example with a .broken suffix) to start a new ledger for this session, and keep the old one for review",
+        let stamp = self.stamp()?;
+        let mut progress = match self.read_progress(&stamp)? {
+            // A re-verify of exactly this file was under way: what it found when it started
+            // is what it records.
+            Some(p) => p,
+            None => Progress {
+                stamp,
+                scanner: Scanner::default(),
+                lost: match lost {
+                    // An empty ledger without a checkpoint is a new session (or one whose
+                    // files were both moved aside): nothing can have been lost.
+                    Some((cause, read)) if cut > 0 => Some(self.keep_lost(cause, read, cut)?),
+                    _ => prior_loss,
+                },
+                recovered: self.recovered.take().or(unrecorded),
+            },
+        };
+        if !self.stream(&mut progress.scanner, cut)? {
+            self.write_progress(&progress);
+            return Err(StoreError::Incomplete(format!(
+                "{} is being re-verified from GENESIS because its checkpoint could not vouch for it: {} of {} MB done ({} entries) when this call ran out of time. Nothing was recorded for this call; the next call continues where this one stopped",
                 self.paths.ledger.display(),
-                self.paths.state.display()
-            ))
-        })?;
-        self.state.stamp = self.stamp()?;
-        if self.recovered.is_none() {
-            self.recovered = unrecorded;
+                progress.scanner.offset >> 20,
+                cut >> 20,
+                progress.scanner.entries(),
+            )));
         }
+        let entries = progress.scanner.entries();
+        self.state = progress.scanner.finish();
+        self.state.stamp = stamp;
+        self.recovered = progress.recovered;
         self.state.unrecorded_recovery = self.recovered.clone();
-        // A new (empty) ledger needs no checkpoint: the append that follows writes it.
-        if self.state.stamp.len > 0 || self.recovered.is_some() {
-            self.write_checkpoint();
-        }
+        self.lost = progress.lost.map(|mut l| {
+            if l.entries == 0 {
+                l.entries = entries;
+            }
+            l
+        });
+        self.state.unrecorded_loss = self.lost.clone();
+        // Even an empty ledger gets its checkpoint now: a crash after the first append and
+        // before its checkpoint then leaves a stale checkpoint, not a missing one.
+        self.write_checkpoint();
+        self.remove_progress();
         Ok(())
+    }
+
+    /// Verifies the file from `scanner.offset` to `end` (a line boundary), a chunk at a time;
+    /// false when the work deadline came first.
+    fn stream(&self, scanner: &mut Scanner, end: u64) -> Result<bool, StoreError> {
+        let read = |buf: &mut [u8], at: u64| {
+            self.file
+                .read_exact_at(buf, at)
+                .map_err(|e| StoreError::Io(format!("cannot read the ledger: {e}")))
+        };
+        let mut buf = Vec::new();
+        // At least one chunk per call, whatever the deadline, so every call makes progress.
+        let mut first = true;
+        while scanner.offset < end {
+            if !first && self.work_deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(false);
+            }
+            first = false;
+            let at = scanner.offset;
+            let want = (end - at).min(chunk_len() as u64) as usize;
+            buf.resize(want, 0);
+            read(&mut buf, at)?;
+            let mut take = whole_lines_len(&buf);
+            // One line longer than a chunk: read on to its newline (`end` is after one).
+            while take == 0 {
+                let from = buf.len();
+                let more = (end - at - from as u64).min(CHUNK as u64) as usize;
+                buf.resize(from + more, 0);
+                read(&mut buf[from..], at + from as u64)?;
+                take = whole_lines_len(&buf);
+            }
+            scanner
+                .feed_chunk(&buf[..take])
+                .map_err(|e| self.unverifiable(&e))?;
+        }
+        Ok(true)
+    }
+
+    fn unverifiable(&self, e: &str) -> StoreError {
+        StoreError::Unverifiable(format!(
+            "{} does not verify ({e}); it is kept as evidence and nothing more is appended to it. Move it and its checkpoint {} aside (for example with a .broken suffix) to start a new ledger for this session, and keep the old one for review",
+            self.paths.ledger.display(),
+            self.paths.state.display()
+        ))
+    }
+
+    /// The length of the file's complete lines, reading back from its end to the last newline.
+    fn whole_lines_len_of_file(&self, len: u64) -> Result<u64, StoreError> {
+        const BACK: u64 = 64 << 10;
+        let mut end = len;
+        let mut buf = vec![0u8; BACK as usize];
+        while end > 0 {
+            let start = end.saturating_sub(BACK);
+            let part = &mut buf[..(end - start) as usize];
+            self.file
+                .read_exact_at(part, start)
+                .map_err(|e| StoreError::Io(format!("cannot read the ledger: {e}")))?;
+            if let Some(i) = part.iter().rposition(|&b| b == b'\n') {
+                return Ok(start + i as u64 + 1);
+            }
+            end = start;
+        }
+        Ok(0)
+    }
+
+    /// The record of a checkpoint that could not vouch for the ledger, its bytes (when read)
+    /// kept aside for review.
+    /// (`entries` is filled in when the re-verify has counted them.)
+    fn keep_lost(
+        &self,
+        cause: LossCause,
+        read: Option<Vec<u8>>,
+        ledger_bytes: u64,
+    ) -> Result<CheckpointLoss, StoreError> {
+        let mut loss = CheckpointLoss {
+            cause,
+            ledger_bytes,
+            entries: 0,
+            sha256: None,
+            kept_in: None,
+        };
+        if let Some(bytes) = read {
+            let name = format!(
+                "ledger-{}.state-lost-{}",
+                self.paths.name,
+                crate::clock::now_ms()
+            );
+            fs::write_atomic(&self.paths.dir.join(&name), &bytes, true).map_err(|e| {
+                StoreError::Io(format!("cannot keep the broken checkpoint aside: {e}"))
+            })?;
+            loss.sha256 = Some(chain::sha256_hex(&bytes));
+            loss.kept_in = Some(name);
+        }
+        Ok(loss)
     }
 
     fn recover_torn_tail(&mut self, torn: &[u8], cut: u64) -> Result<(), StoreError> {
@@ -78,89 +207,162 @@ impl Ledger {
 
 /// Parses and verifies a whole ledger file (without a torn tail), chain by chain.
 pub fn scan(bytes: &[u8]) -> Result<State, String> {
-    let mut state = State::default();
-    let mut offset = 0u64;
-    let mut segment: Vec<Value> = Vec::new();
-    let mut segment_start = 0u64;
-    let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
-    for (i, (line, value)) in lines.iter().zip(parse_lines(&lines)).enumerate() {
-        let value = value.map_err(|e| format!("line {} is not valid JSON ({e})", i + 1))?;
-        if value.get("event").and_then(Value::as_str) == Some("root") {
-            finish_chain(&mut segment, segment_start, &mut state)?;
-            segment_start = offset;
-        } else if segment.is_empty() {
-            return Err(format!("line {} comes before any root entry", i + 1));
-        }
-        segment.push(value);
-        state.last_line = offset;
-        offset += line.len() as u64;
+    let mut scanner = Scanner::default();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let take = whole_lines_len(&rest[..CHUNK.min(rest.len())]);
+        let take = if take == 0 {
+            // One line longer than a chunk, or the last line without its newline.
+            rest.iter()
+                .position(|&b| b == b'\n')
+                .map_or(rest.len(), |i| i + 1)
+        } else {
+            take
+        };
+        scanner.feed_chunk(&rest[..take])?;
+        rest = &rest[take..];
     }
-    finish_chain(&mut segment, segment_start, &mut state)?;
-    Ok(state)
+    Ok(scanner.finish())
 }
 
-/// Verifies one chain's entries (`segment`, starting at byte `start`) and adds it to `state`.
-fn finish_chain(segment: &mut Vec<Value>, start: u64, state: &mut State) -> Result<(), String> {
-    if segment.is_empty() {
-        return Ok(());
+/// How much of the file one step of a streaming re-verify reads: lines are parsed on every
+/// core a chunk at a time, so memory stays bounded by the chunk, not the ledger.
+pub(super) const CHUNK: usize = 8 << 20;
+
+/// A re-verify from GENESIS in progress: every chain finished so far in `state`, the chain
+/// being read, and how far. Serializable, so a re-verify that runs out of time is resumed
+/// (see `progress.rs`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(super) struct Scanner {
+    pub state: State,
+    current: Option<ChainInfo>,
+    /// Bytes verified, always at a line boundary.
+    pub offset: u64,
+    lines: u64,
+}
+
+impl Scanner {
+    /// Verifies `chunk`, whole lines starting at `self.offset`.
+    pub(super) fn feed_chunk(&mut self, chunk: &[u8]) -> Result<(), String> {
+        let lines: Vec<&[u8]> = chunk.split_inclusive(|&b| b == b'\n').collect();
+        let parsed = crate::par::map(&lines, PARALLEL_FROM, |_, l| {
+            line::parse(l.strip_suffix(b"\n").unwrap_or(l))
+        });
+        for (l, p) in lines.iter().zip(parsed) {
+            self.feed(l.len() as u64, p)?;
+        }
+        Ok(())
     }
-    let head = chain::verify_entries(segment).map_err(|b| {
-        format!(
-            "chain {} breaks: {b} (line {} of the file)",
-            state.chains.len() + 1,
-            line_no(state, b.index())
-        )
-    })?;
-    let root = segment[0]
-        .as_object()
-        .expect("verified entries are objects");
-    let mut info = ChainInfo::opened_by(root, state.chains.len() as u32 + 1, start);
-    let chain_id = info.chain_id.clone();
-    if let Some(bad) = segment
-        .iter()
-        .position(|e| e.get("chain_id").and_then(Value::as_str) != Some(chain_id.as_str()))
+
+    fn feed(&mut self, len: u64, parsed: Result<Parsed, LineError>) -> Result<(), String> {
+        self.lines += 1;
+        let n = self.lines;
+        let chain_no = self.state.chains.len() + 1;
+        let broke = |b: ChainBreak| format!("chain {chain_no} breaks: {b} (line {n} of the file)");
+        let index = self.current.as_ref().map_or(0, |c| c.entries as usize);
+        let Parsed { entry: e, computed } = match parsed {
+            Ok(p) => p,
+            Err(LineError::NotJson(why)) => {
+                return Err(format!("line {n} is not valid JSON ({why})"))
+            }
+            Err(LineError::NotAnObject) if self.current.is_none() => {
+                return Err(format!("line {n} comes before any root entry"))
+            }
+            Err(LineError::NotAnObject) => return Err(broke(ChainBreak::NotAnObject { index })),
+        };
+        if e.get("event").and_then(Value::as_str) == Some("root") {
+            self.open_chain(&e)?;
+        }
+        let offset = self.offset;
+        let state = &mut self.state;
+        let Some(chain) = self.current.as_mut() else {
+            return Err(format!("line {n} comes before any root entry"));
+        };
+        let index = chain.entries as usize;
+        let seq = match e.get("seq") {
+            Some(Value::Number(n)) => Some(n),
+            _ => None,
+        };
+        if !chain::is_integral(seq, index as u64) {
+            return Err(broke(ChainBreak::SeqGap { index }));
+        }
+        if e.get("prev_hash").and_then(Value::as_str) != Some(chain.head.as_str()) {
+            return Err(broke(ChainBreak::PrevHashMismatch { index }));
+        }
+        let hash = match (computed, e.get("hash").and_then(Value::as_str)) {
+            (Some(c), Some(h)) if c == h => c,
+            _ => return Err(broke(ChainBreak::HashMismatch { index })),
+        };
+        if e.get("chain_id").and_then(Value::as_str) != Some(chain.chain_id.as_str()) {
+            return Err(format!(
+                "entry {index} of chain {} carries another chain_id",
+                chain.chain_id
+            ));
+        }
+        chain.note_entry(&e);
+        chain.grow_tree(&hash)?;
+        track_pending(&mut state.pending, &e, &chain.chain_id);
+        chain.head = hash;
+        chain.entries += 1;
+        state.last_line = offset;
+        self.offset += len;
+        Ok(())
+    }
+
+    /// A `root` closes the chain before it and must name it (its id, head and last seq).
+    fn open_chain(&mut self, root: &Map<String, Value>) -> Result<(), String> {
+        if let Some(done) = self.current.take() {
+            self.state.chains.push(done);
+        }
+        let info = ChainInfo::opened_by(root, self.state.chains.len() as u32 + 1, self.offset);
+        let expected_link = self.state.chains.last().map(
+            |p| serde_json::json!({"chain_id": p.chain_id, "head": p.head, "seq": p.entries - 1}),
+        );
+        let link = root
+            .get("context")
+            .and_then(|c| c.get("previous_chain"))
+            .cloned()
+            .filter(|v| !v.is_null());
+        if link != expected_link {
+            return Err(format!(
+                "chain {} does not link to the chain before it (a chain was removed or reordered)",
+                info.chain_id
+            ));
+        }
+        end_open_calls(&mut self.state); // only the current chain's calls can still be completed
+        self.current = Some(info);
+        Ok(())
+    }
+
+    /// Entries verified so far.
+    pub(super) fn entries(&self) -> u64 {
+        self.state.chains.iter().map(|c| c.entries).sum::<u64>()
+            + self.current.as_ref().map_or(0, |c| c.entries)
+    }
+
+    pub(super) fn finish(mut self) -> State {
+        if let Some(done) = self.current.take() {
+            self.state.chains.push(done);
+        }
+        self.state
+    }
+}
+
+/// [`CHUNK`], or in a `test-faults` build what `ATTENU_HOOK_TEST_REVERIFY_CHUNK` says (the
+/// resumed re-verify test needs a ledger of several chunks without a big file).
+fn chunk_len() -> usize {
+    #[cfg(feature = "test-faults")]
+    if let Some(n) = std::env::var("ATTENU_HOOK_TEST_REVERIFY_CHUNK")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
     {
-        return Err(format!(
-            "entry {bad} of chain {chain_id} carries another chain_id"
-        ));
+        return n.max(1);
     }
-    let expected_link = state
-        .chains
-        .last()
-        .map(|p| serde_json::json!({"chain_id": p.chain_id, "head": p.head, "seq": p.entries - 1}));
-    let link = segment[0]
-        .pointer("/context/previous_chain")
-        .cloned()
-        .filter(|v| !v.is_null());
-    if link != expected_link {
-        return Err(format!("chain {chain_id} does not link to the chain before it (a chain was removed or reordered)"));
-    }
-    info.entries = segment.len() as u64;
-    info.head = head;
-    end_open_calls(state); // only the current chain's calls can still be completed
-    for e in segment.iter() {
-        let obj = e.as_object().expect("verified entries are objects");
-        info.note_entry(obj);
-        info.grow_tree(obj.get("hash").and_then(Value::as_str).unwrap_or(""))?;
-        track_pending(&mut state.pending, obj, &chain_id);
-    }
-    state.chains.push(info);
-    segment.clear();
-    Ok(())
+    CHUNK
 }
 
 /// Below this many lines one thread is faster than starting others.
 const PARALLEL_FROM: usize = 1024;
-
-/// Parses every line, on every core for a long file (a full re-verify of a large ledger must
-/// fit in the hook's deadline).
-fn parse_lines(lines: &[&[u8]]) -> Vec<Result<Value, serde_json::Error>> {
-    crate::par::map(lines, PARALLEL_FROM, |_, l| serde_json::from_slice(l))
-}
-
-fn line_no(state: &State, index_in_chain: usize) -> u64 {
-    state.chains.iter().map(|c| c.entries).sum::<u64>() + index_in_chain as u64 + 1
-}
 
 /// Splits verified ledger bytes into chains of entries (for export), in file order.
 pub fn chains_of(bytes: &[u8]) -> Result<Vec<Vec<Value>>, String> {

@@ -31,6 +31,8 @@ pub enum CheckId {
     PermFile,
     /// Every such file only its owner can read.
     PermFiles,
+    /// Git does not track `.attenu/anchor.key` (only inside a git work tree).
+    GitAnchorKey,
     /// A ledger verifies (the subject is its file name).
     Ledger,
     /// The outbox's backlog and the last drain's error (`[ship]`).
@@ -54,6 +56,7 @@ impl CheckId {
             CheckId::PermStateDir => "perm-state-dir",
             CheckId::PermFile => "perm-file",
             CheckId::PermFiles => "perm-files",
+            CheckId::GitAnchorKey => "git-anchor-key",
             CheckId::Ledger => "ledger",
             CheckId::Ship => "ship",
         }
@@ -67,6 +70,7 @@ impl CheckId {
             CheckId::PermStateDir => "perm:.attenu",
             CheckId::PermFile => "perm",
             CheckId::PermFiles => "perm:files",
+            CheckId::GitAnchorKey => "git:anchor.key",
             other => other.as_str(),
         }
     }

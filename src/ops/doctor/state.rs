@@ -62,6 +62,7 @@ pub(super) fn checks(dir: &Path) -> Vec<Check> {
     }
     if attenu.exists() {
         out.extend(permission_checks(&attenu));
+        out.extend(git_check(dir));
         out.extend(ledger_checks(&attenu));
     } else {
         out.push(Check::new(
@@ -166,6 +167,35 @@ fn permission_checks(attenu: &Path) -> Vec<Check> {
     out
 }
 
+/// Whether git tracks `.attenu/anchor.key`: a committed anchor key lets anyone with the
+/// repository sign bundles. Asked of git itself (`ls-files`), so its index format, worktrees
+/// and `GIT_DIR` are git's business; outside a work tree there is nothing to say, and where
+/// git cannot be run inside what looks like one the check is skipped with a note.
+fn git_check(dir: &Path) -> Option<Check> {
+    let run = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["ls-files", "-z", "--", ".attenu/anchor.key"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    let check = |severity, detail: &str| Some(Check::new(CheckId::GitAnchorKey, severity, detail));
+    match run {
+        Ok(out) if out.status.success() && !out.stdout.is_empty() => check(
+            Severity::Fail,
+            "git tracks .attenu/anchor.key, so anyone with the repository can sign bundles as this project: run `git rm --cached .attenu/anchor.key`, commit, and treat the key as leaked (move .attenu/anchor.key aside so a new one is made, and pin the new anchor.pub)",
+        ),
+        Ok(out) if out.status.success() => check(Severity::Ok, "not tracked by git"),
+        // Not a work tree (git exits 128), or git refused: nothing git could commit.
+        Ok(_) => None,
+        Err(_) if dir.ancestors().any(|d| d.join(".git").exists()) => check(
+            Severity::Warn,
+            "git could not be run, so whether it tracks .attenu/anchor.key was not checked; make sure it is not committed",
+        ),
+        Err(_) => None,
+    }
+}
+
 fn ledger_checks(attenu: &Path) -> Vec<Check> {
     // Loaded, never created: without the key no checkpoint can be checked, only the chains.
     let mac_key = crate::evidence::keys::load(&attenu.join("anchor.key"))
@@ -190,12 +220,11 @@ fn ledger_check(attenu: &Path, name: String, mac_key: Option<&[u8; 32]>) -> Opti
     let state_name = name.replace(".jsonl", ".state.json");
     // The checkpoint before the ledger: a hook writes the ledger (and fsyncs it) before its
     // checkpoint, so a ledger read after its checkpoint is never older than it.
-    let checkpoint = mac_key.and_then(|key| {
-        let (sealed, _) =
-            crate::fs::read_owned(&attenu.join(&state_name), store::MAX_CHECKPOINT_BYTES)
-                .ok()??;
-        store::unseal_checkpoint(&sealed, key)
-    });
+    let found = mac_key.map(|key| store::read_checkpoint_file(&attenu.join(&state_name), key));
+    let checkpoint = match &found {
+        Some(Ok(store::Found::Sealed(state))) => Some((**state).clone()),
+        _ => None,
+    };
     // Never through a symlink, never blocking on a FIFO; u64::MAX: a ledger has no bound.
     let bytes = match crate::fs::read_owned(&attenu.join(&name), u64::MAX) {
         Ok(Some((b, _))) => b,
@@ -218,15 +247,25 @@ fn ledger_check(attenu: &Path, name: String, mac_key: Option<&[u8; 32]>) -> Opti
                 bytes.len(),
             ),
         ),
-        (Ok(s), None) => (
-            Severity::Ok,
-            format!(
+        (Ok(s), None) => {
+            let losses: u64 = s.chains.iter().map(|c| c.checkpoint_losses).sum();
+            let mut detail = format!(
                 "verifies: {} chain(s), {} entries{}",
                 s.chains.len(),
                 s.chains.iter().map(|c| c.entries).sum::<u64>(),
                 if cut < bytes.len() { "; a torn final line will be moved aside by the next call" } else { "" }
-            ),
-        ),
+            );
+            let mut severity = Severity::Ok;
+            if losses > 0 {
+                severity = Severity::Warn;
+                detail += &format!("; {losses} entr(y/ies) record a lost or broken checkpoint (context.checkpoint_lost): entries before them may have been removed unnoticed, so review this session's bundle with that in mind");
+            }
+            match (&found, cut > 0) {
+                (Some(Ok(store::Found::Absent)), true) => (Severity::Fail, format!("{detail}; its checkpoint {state_name} is missing beside a non-empty ledger, a sign of tampering or damage: the next call records it on the ledger")),
+                (Some(Ok(store::Found::Lost(cause, _))), true) => (Severity::Fail, format!("{detail}; its checkpoint {state_name} is {}, a sign of tampering or damage: the next call records it on the ledger and keeps the checkpoint aside", match cause { store::LossCause::SealBroken => "sealed with another key or altered (its seal fails)", _ => "unreadable" })),
+                _ => (severity, detail),
+            }
+        }
         (Err(e), _) => (Severity::Fail, format!("does not verify ({e}); move it and its checkpoint ({state_name}) aside to start a new ledger, keep them for review")),
     };
     Some(Check::about(CheckId::Ledger, name, severity, detail))
