@@ -569,9 +569,12 @@ fn a_deleted_checkpoint_is_recorded_on_the_ledger_and_reported() {
     let recorded = losses(&p);
     assert_eq!(recorded.len(), 1, "{recorded:?}");
     let (at, loss) = &recorded[0];
-    assert_eq!(*at, 6, "the entry after root, 2 spawns and 3 reads");
+    assert_eq!(
+        *at, 5,
+        "the entry after root, the reviewer's spawn and 3 reads"
+    );
     assert_eq!(loss["cause"], "missing");
-    assert_eq!(loss["entries"], 6);
+    assert_eq!(loss["entries"], 5);
     assert_allowed(&call("again"));
     assert_eq!(losses(&p).len(), 1, "recorded once");
     let out = cli(&["doctor", p.dir()]);
@@ -584,7 +587,7 @@ fn a_deleted_checkpoint_is_recorded_on_the_ledger_and_reported() {
         line.starts_with("warn") && line.contains("record a lost or broken checkpoint"),
         "a recorded loss warns: {line}"
     );
-    assert_bundle_shows_loss(&p, 6);
+    assert_bundle_shows_loss(&p, 5);
 }
 
 #[test]
@@ -627,8 +630,11 @@ fn a_ledger_cut_short_with_its_checkpoint_deleted_is_not_exported_silently() {
     assert_allowed(&call("after"));
     let recorded = losses(&p);
     assert_eq!(recorded.len(), 1, "{recorded:?}");
-    assert_eq!(recorded[0].1["entries"], 6, "8 entries cut to 6");
-    assert_bundle_shows_loss(&p, 6);
+    assert_eq!(
+        recorded[0].1["entries"], 5,
+        "7 entries (root, a spawn, 5 reads) cut to 5"
+    );
+    assert_bundle_shows_loss(&p, 5);
 }
 
 #[test]

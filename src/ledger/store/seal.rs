@@ -84,8 +84,9 @@ impl Ledger {
     }
 
     pub(super) fn write_checkpoint(&self) {
-        // Written in place and not fsynced, under the ledger lock: a torn, lost or stale
-        // checkpoint fails its MAC or its stamp and only costs one full re-verify.
+        // Replaced atomically (a process killed mid-write must not leave a torn checkpoint,
+        // which would read as a broken seal, recorded as tampering or damage), under the
+        // ledger lock, not fsynced: a stale checkpoint fails its stamp and costs one re-verify.
         let Ok(body) = serde_json::to_vec(&self.state) else {
             return;
         };
@@ -99,10 +100,16 @@ impl Ledger {
         bytes.extend_from_slice(tag.as_bytes());
         bytes.push(b'\n');
         bytes.extend_from_slice(&body);
-        if let Ok(f) = fs::open_rw(&self.paths.state) {
-            if f.write_all_at(&bytes, 0).is_ok() {
-                let _ = f.set_len(bytes.len() as u64);
-            }
+        // One temporary name per session, safe under the lock: a process killed between the
+        // write and the rename leaves a file the next writer truncates, not litter.
+        let mut tmp = self.paths.state.clone().into_os_string();
+        tmp.push(".tmp");
+        let tmp = std::path::PathBuf::from(tmp);
+        let Ok(f) = fs::open_rw(&tmp) else {
+            return;
+        };
+        if f.set_len(0).is_ok() && f.write_all_at(&bytes, 0).is_ok() {
+            let _ = std::fs::rename(&tmp, &self.paths.state);
         }
     }
 }

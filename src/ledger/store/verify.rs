@@ -23,10 +23,15 @@ impl Ledger {
         let len = self.metadata()?.len();
         // Before anything is changed (a torn tail cut): a file that lost what was verified is
         // left exactly as it is found.
+        // How many losses the sealed prefix records: one more in the file means the loss the
+        // stale checkpoint still carries was recorded by an append that died before it could
+        // rewrite the checkpoint.
+        let mut losses_before = None;
         let (unrecorded, prior_loss, lost) = match found {
             Found::Sealed(prior) => {
                 self.holds_prefix(&prior, len)?;
                 let prior = *prior;
+                losses_before = Some(losses_in(&prior));
                 (prior.unrecorded_recovery, prior.unrecorded_loss, None)
             }
             Found::Outdated => (None, None, None),
@@ -73,6 +78,9 @@ impl Ledger {
         self.state.stamp = stamp;
         self.recovered = progress.recovered;
         self.state.unrecorded_recovery = self.recovered.clone();
+        if losses_before.is_some_and(|n| losses_in(&self.state) > n) {
+            progress.lost = None;
+        }
         self.lost = progress.lost.map(|mut l| {
             if l.entries == 0 {
                 l.entries = entries;
@@ -376,4 +384,9 @@ pub fn chains_of(bytes: &[u8]) -> Result<Vec<Vec<Value>>, String> {
         out.last_mut().expect("pushed above").push(v);
     }
     Ok(out)
+}
+
+/// The entries of every chain in `state` that record a lost checkpoint.
+fn losses_in(state: &State) -> u64 {
+    state.chains.iter().map(|c| c.checkpoint_losses).sum()
 }
