@@ -13,6 +13,7 @@
 //! * [`add_memory_tools`]: `memory:` adds Write, Edit and Read to `tools`, so they are held.
 //! * [`agent_rule_with_arguments`]: an agent file's rule is the whole tool; it drops arguments.
 //! * [`take_with_bash`]: denying Bash takes Monitor and REPL, which run code as Bash does.
+//! * [`gated_alike`]: a gate on one tool that runs commands gates them all, for that reason.
 //! * [`LoadedOnce`]: a file reached by two paths loads once, so it is not "declared twice".
 //! * [`spawned_agent`]: `subagent_type` in a loose spelling spawns that agent, checked as it.
 //!
@@ -156,6 +157,23 @@ pub fn agent_rule_with_arguments(entry: &str, site: Site, whole: String) -> Decl
 pub fn take_with_bash(denied: &mut BTreeSet<String>) {
     if denied.contains("exec.bash") {
         denied.extend(["exec.monitor".to_string(), scope_for_tool_name("REPL")]);
+    }
+}
+
+/// The scopes a gate on `scope` covers: itself, and for a tool that runs a command (Bash,
+/// PowerShell, Monitor, REPL) every such tool, since each runs what the others do. Derivation
+/// takes Monitor and REPL with a denied Bash for the same reason ([`take_with_bash`]).
+pub fn gated_alike(scope: &str) -> Vec<String> {
+    let runners = [
+        "exec.bash".to_string(),
+        "exec.powershell".to_string(),
+        "exec.monitor".to_string(),
+        scope_for_tool_name("REPL"),
+    ];
+    if runners.iter().any(|r| r == scope) {
+        runners.to_vec()
+    } else {
+        vec![scope.to_string()]
     }
 }
 

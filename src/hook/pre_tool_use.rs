@@ -20,11 +20,13 @@ pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     faults::pause("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK");
     let mut ledger = ctx.open_ledger()?;
     let roster = roster_under_lock(ctx, &ledger, roster)?;
+    let reach = super::reach::reach_of(p, ctx.project, ctx.attenu);
     let call = Call {
         tool_name: &p.tool_name,
         tool_input: &p.tool_input,
         agent_id: p.agent_id.as_deref(),
         agent_type: p.agent_type.as_deref(),
+        reach: &reach,
     };
     let decision = policy::decide(&roster, ctx.config, &call, ctx.project);
     let ChainTarget {

@@ -8,6 +8,7 @@ use crate::reason::{Code, Reason};
 use serde_json::Value;
 use std::path::Path;
 
+use super::reach::Reach;
 use super::self_protection::self_protection;
 
 /// Who made the call.
@@ -37,6 +38,9 @@ pub struct Call<'a> {
     pub tool_input: &'a Value,
     pub agent_id: Option<&'a str>,
     pub agent_type: Option<&'a str>,
+    /// What its paths reach on the file system and which files are guarded, found at the
+    /// edge (empty: only the lexical rules apply).
+    pub reach: &'a Reach,
 }
 
 /// What was decided, and why.
@@ -229,6 +233,7 @@ mod tests {
             tool_input: &input,
             agent_id: agent.map(|_| "a1"),
             agent_type: agent,
+            reach: &Default::default(),
         };
         decide(&roster(), cfg, &call, Path::new("/p"))
     }
@@ -279,6 +284,7 @@ mod tests {
             tool_input: &input,
             agent_id: None,
             agent_type: None,
+            reach: &Default::default(),
         };
         let d = decide(&resolve(decl), &c, &call, Path::new("/p"));
         assert!(

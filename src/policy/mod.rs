@@ -9,7 +9,9 @@
 
 pub mod decision;
 pub mod glob;
+pub mod reach;
 pub mod self_protection;
+mod shell_tripwire;
 
 pub use decision::{decide, Actor, Call, Decision};
 
