@@ -174,10 +174,7 @@ mod tests {
         let own = format!("/proc/{}/cwd/x", std::process::id());
         let here = std::fs::canonicalize(std::env::current_dir().unwrap()).unwrap();
         assert!(r(&own).paths.contains(&here.join("x")));
-        assert_eq!(
-            r(&format!("/proc/self/root{}", key.display())).paths,
-            [key.clone()]
-        );
+        assert_eq!(r(&format!("/proc/self/root{}", key.display())).paths, [key]);
         for s in [
             "/proc/self/fd/3",
             "/dev/fd/4",

@@ -61,7 +61,11 @@ pub(super) fn reach_of(p: &Payload, project: &Path, attenu: &Path) -> Reach {
         let base = str_of("path").unwrap_or("");
         let dirs = filter_dirs(filter)
             .into_iter()
-            .flat_map(|d| reach(&format!("{base}/{d}"), &cwds, home.as_deref()).paths)
+            .map(|d| match base {
+                "" => d,
+                b => format!("{b}/{d}"),
+            })
+            .flat_map(|d| reach(&d, &cwds, home.as_deref()).paths)
             .collect();
         out.reached.push(("glob", dirs));
     }
@@ -81,6 +85,8 @@ fn filter_dirs(filter: &str) -> Vec<String> {
     let mut dirs = Vec::new();
     for s in &spellings {
         for part in s.split(|c: char| c == ',' || c.is_whitespace()) {
+            // A leading `/` anchors a glob at the search root.
+            let part = part.trim_start_matches('/');
             let literal: Vec<&str> = part
                 .split('/')
                 .take_while(|c| !c.contains(['*', '?', '[', '{', '\\']))
