@@ -65,7 +65,14 @@ pub fn reach(spelled: &str, cwds: &[&Path], home: Option<&Path>) -> Reached {
 fn unalias(p: &Path, cwds: &[&Path], unknowable: &mut bool) -> Vec<PathBuf> {
     let mut done = Vec::new();
     let mut todo = vec![(p.to_path_buf(), 0)];
+    // Each `cwd` alias fans out into every directory: bound the whole walk, not only its depth.
+    let mut budget = 64;
     while let Some((p, hops)) = todo.pop() {
+        budget -= 1;
+        if budget == 0 {
+            *unknowable = true;
+            break;
+        }
         let names: Vec<OsString> = p
             .components()
             .skip(1)
@@ -105,24 +112,37 @@ fn is_pid(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// The longest path the kernel opens (`PATH_MAX`); a longer one reaches no file.
+const PATH_MAX: usize = 4096;
+
 /// The real path of `p` (absolute): its longest existing prefix canonicalized, the rest
-/// appended as written. A dangling link on the way is followed by hand.
+/// appended as written. A dangling link on the way is followed by hand. The prefix is found
+/// walking down from the root, so a path costs one `stat` per existing component.
 pub fn resolve(p: &Path, hops: usize) -> PathBuf {
+    if p.as_os_str().len() > PATH_MAX {
+        return normalise(Path::new("/"), p);
+    }
     let comps: Vec<Component<'_>> = p.components().collect();
-    for n in (1..=comps.len()).rev() {
-        let prefix: PathBuf = comps[..n].iter().collect();
-        let rest: PathBuf = comps[n..].iter().collect();
-        if let Ok(real) = std::fs::canonicalize(&prefix) {
-            return normalise(&real, &rest);
-        }
-        let dangling = std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.file_type().is_symlink());
-        if dangling && hops < MAX_HOPS {
-            if let (Ok(target), Some(parent)) = (std::fs::read_link(&prefix), prefix.parent()) {
-                return resolve(&normalise(parent, &target).join(rest), hops + 1);
-            }
+    let prefix = |n: usize| comps[..n].iter().collect::<PathBuf>();
+    let exists = (1..=comps.len())
+        .take_while(|&n| std::fs::metadata(prefix(n)).is_ok())
+        .last()
+        .unwrap_or(0);
+    if exists < comps.len() && hops < MAX_HOPS {
+        let next = prefix(exists + 1);
+        let dangling = std::fs::symlink_metadata(&next).is_ok_and(|m| m.file_type().is_symlink());
+        if let (true, Ok(target), Some(parent)) =
+            (dangling, std::fs::read_link(&next), next.parent())
+        {
+            let rest: PathBuf = comps[exists + 1..].iter().collect();
+            return resolve(&normalise(parent, &target).join(rest), hops + 1);
         }
     }
-    normalise(Path::new("/"), p)
+    let rest: PathBuf = comps[exists..].iter().collect();
+    match std::fs::canonicalize(prefix(exists)) {
+        Ok(real) => normalise(&real, &rest),
+        Err(_) => normalise(Path::new("/"), p),
+    }
 }
 
 #[cfg(test)]
@@ -184,7 +204,27 @@ mod tests {
             assert!(r(s).unknowable, "{s}");
         }
         assert!(!r("/proc/self/status").unknowable);
+        // From `/` each alias names the next: the walk stops, and what it cannot tell refuses.
+        let deep = "/proc/self/cwd".repeat(40);
+        let from_root = reach(
+            &deep,
+            &[Path::new("/"), Path::new("/"), Path::new("/")],
+            None,
+        );
+        assert!(from_root.unknowable);
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_path_too_long_to_open_is_taken_as_written() {
+        let long = format!("/{}", "a/".repeat(40_000));
+        assert_eq!(resolve(Path::new(&long), 0), Path::new(&long));
+        let r = reach(&"x/../".repeat(20_000), &[Path::new("/p")], None);
+        assert!(
+            r.paths.contains(&PathBuf::from("/p")),
+            "{:?}",
+            r.paths.len()
+        );
     }
 
     #[test]
