@@ -122,6 +122,17 @@ pub fn resolve(p: &Path, hops: usize) -> PathBuf {
     if p.as_os_str().len() > PATH_MAX {
         return normalise(Path::new("/"), p);
     }
+    // The usual cases first: the file exists, or its directory does (a new file).
+    if let Ok(real) = std::fs::canonicalize(p) {
+        return real;
+    }
+    let plain = |c: &Component<'_>| matches!(c, Component::Normal(_));
+    if let (Some(parent), Some(name)) = (p.parent(), p.components().next_back()) {
+        let not_a_link = std::fs::symlink_metadata(p).is_err();
+        if let (true, true, Ok(real)) = (plain(&name), not_a_link, std::fs::canonicalize(parent)) {
+            return real.join(name);
+        }
+    }
     let comps: Vec<Component<'_>> = p.components().collect();
     let prefix = |n: usize| comps[..n].iter().collect::<PathBuf>();
     let exists = (1..=comps.len())
