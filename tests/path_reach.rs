@@ -154,6 +154,16 @@ fn every_spelling_of_the_state_is_refused_to_every_file_tool() {
         let out = p.subagent("ops", "Grep").input(input.clone()).run();
         assert!(refused(&out), "Grep {input}: {}", out.stdout);
     }
+    for pattern in [
+        format!("{r}/docs/state/*"),
+        format!("{e}/project/docs/state/*"),
+    ] {
+        let out = p
+            .subagent("ops", "Glob")
+            .input(json!({"pattern": pattern}))
+            .run();
+        assert!(refused(&out), "Glob {pattern}: {}", out.stdout);
+    }
     // What is not the state stays allowed, whatever the spelling.
     for (tool, input) in [
         ("Read", json!({"file_path": format!("{r}/docs/readme.md")})),

@@ -61,7 +61,9 @@ pub(super) fn reach_of(p: &Payload, project: &Path, attenu: &Path) -> Reach {
         let base = str_of("path").unwrap_or("");
         let dirs = filter_dirs(filter)
             .into_iter()
-            .map(|d| match base {
+            // A Glob pattern may be absolute; a Grep glob's leading `/` anchors at its path.
+            .map(|(absolute, d)| match base {
+                _ if absolute && tool == "Glob" => format!("/{d}"),
                 "" => d,
                 b => format!("{b}/{d}"),
             })
@@ -80,20 +82,21 @@ pub(super) fn reach_of(p: &Payload, project: &Path, attenu: &Path) -> Reach {
 
 /// The literal directories a filter's path globs start with (`docs/x` of `docs/x/*.key`):
 /// a link there can lead the search into the state directory.
-fn filter_dirs(filter: &str) -> Vec<String> {
+fn filter_dirs(filter: &str) -> Vec<(bool, String)> {
     let spellings = expand_braces(filter).unwrap_or_else(|| vec![filter.to_string()]);
     let mut dirs = Vec::new();
     for s in &spellings {
         for part in s.split(|c: char| c == ',' || c.is_whitespace()) {
-            // A leading `/` anchors a glob at the search root.
+            let absolute = part.starts_with('/');
             let part = part.trim_start_matches('/');
             let literal: Vec<&str> = part
                 .split('/')
                 .take_while(|c| !c.contains(['*', '?', '[', '{', '\\']))
                 .collect();
             let n = literal.len().min(part.split('/').count().saturating_sub(1));
-            if n > 0 && !dirs.contains(&literal[..n].join("/")) {
-                dirs.push(literal[..n].join("/"));
+            let dir = (absolute, literal[..n].join("/"));
+            if n > 0 && !dirs.contains(&dir) {
+                dirs.push(dir);
             }
         }
     }
@@ -118,7 +121,7 @@ fn wiring(project: &Path) -> Vec<(PathBuf, Guarded)> {
         ),
     ];
     agent_links(&claude.join("agents"), 0, &mut out);
-    if let Some(cfg) = crate::ops::user_config_dir() {
+    if let Some(cfg) = crate::ops::user_config_dir().filter(|c| c.is_absolute()) {
         for (name, what) in [
             ("settings.json", Guarded::Settings),
             ("settings.local.json", Guarded::Settings),
@@ -140,7 +143,7 @@ fn wiring(project: &Path) -> Vec<(PathBuf, Guarded)> {
         }
         out.push((exe, Guarded::HookBinary));
     }
-    if let Some(root) = std::env::var_os("CLAUDE_PLUGIN_ROOT") {
+    if let Some(root) = std::env::var_os("CLAUDE_PLUGIN_ROOT").filter(|r| !r.is_empty()) {
         out.push((real(Path::new(&root)), Guarded::Plugins));
     }
     if let Some(on_path) = crate::ops::resolve_command("attenu-hook", project) {
@@ -152,6 +155,8 @@ fn wiring(project: &Path) -> Vec<(PathBuf, Guarded)> {
             crate::ops::WiredFile::Plugin(p) => (real(&p), Guarded::Plugins),
         });
     }
+    // An empty or relative variable (`CLAUDE_PLUGIN_ROOT=`) names no file; `/` would guard all.
+    out.retain(|(p, _)| p.is_absolute() && p.components().count() > 1);
     out
 }
 
@@ -178,12 +183,16 @@ mod tests {
 
     #[test]
     fn a_filters_literal_directories_are_found() {
-        assert_eq!(filter_dirs("docs/x/*.key"), ["docs/x"]);
-        let mut braced = filter_dirs("{a,b}/k*");
-        braced.sort();
-        assert_eq!(braced, ["a", "b"]);
-        assert!(filter_dirs("*.rs").is_empty());
-        assert!(filter_dirs("**/anchor.key").is_empty());
-        assert_eq!(filter_dirs("a/b/c"), ["a/b"]);
+        let dirs = |f: &str| {
+            let mut d: Vec<String> = filter_dirs(f).into_iter().map(|(_, d)| d).collect();
+            d.sort();
+            d
+        };
+        assert_eq!(dirs("docs/x/*.key"), ["docs/x"]);
+        assert_eq!(dirs("{a,b}/k*"), ["a", "b"]);
+        assert!(dirs("*.rs").is_empty());
+        assert!(dirs("**/anchor.key").is_empty());
+        assert_eq!(dirs("a/b/c"), ["a/b"]);
+        assert_eq!(filter_dirs("/p/.x/*"), [(true, "p/.x".to_string())]);
     }
 }
