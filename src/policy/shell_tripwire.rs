@@ -25,7 +25,10 @@ pub(super) fn command_hit(cmd: &str) -> Option<&'static str> {
     let words = words(&flat);
     if flat.contains(".attenu") || words.iter().any(|w| names_state(w)) {
         Some(Guarded::State.what())
-    } else if words.iter().any(|w| names_wiring(w))
+    } else if [".claude/settings", ".claude/hooks", ".claude/agents"]
+        .iter()
+        .any(|w| flat.contains(w))
+        || words.iter().any(|w| names_wiring(w))
         || after_cd_into_claude(&words)
         || flat.contains("/etc/claude-code")
         || flat.contains("installed_plugins")
@@ -141,6 +144,8 @@ mod tests {
             "cp x .c*/hooks/attenu-hook",
             "rm .claude/*",
             "sed -i s/a/b/ .claude/agents/ops.md",
+            "cp x .claude/settings.json.bak",
+            "cat x.claude/hooks/y",
             "cd .claude && echo {} > settings.json",
             "cd ./.claude/; sed -i s/x/y/ agents/ops.md",
             "pushd ~/.claude && rm -rf plugins",
