@@ -236,3 +236,38 @@ fn loose(name: &str) -> String {
         .flat_map(char::to_lowercase)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::GateConfig;
+
+    #[test]
+    fn a_gate_on_one_tool_that_runs_commands_gates_them_all() {
+        let repl = scope_for_tool_name("REPL");
+        let runners = [
+            "exec.bash",
+            "exec.powershell",
+            "exec.monitor",
+            repl.as_str(),
+        ];
+        for gated in runners {
+            let gate = GateConfig {
+                require: vec![gated.to_string()],
+                ..GateConfig::default()
+            };
+            for scope in runners {
+                assert!(gate.requires(scope, None), "{gated} gates {scope}");
+            }
+            assert!(!gate.requires("fs.write", None));
+            let per_agent = GateConfig {
+                agents: [("ops".to_string(), vec![gated.to_string()])].into(),
+                ..GateConfig::default()
+            };
+            assert!(per_agent.requires("exec.monitor", Some("ops")));
+            assert!(!per_agent.requires("exec.monitor", Some("dev")));
+            assert!(per_agent.mentions("exec.powershell"));
+        }
+        assert_eq!(gated_alike("net.fetch"), ["net.fetch"]);
+    }
+}
