@@ -1,8 +1,8 @@
 //! Self-protection holds by the file a path reaches, not by how it is spelled: another letter
 //! case (on a case-insensitive file system too), a symbolic link anywhere on the path, another
-//! name of the project's directory (`/proc/self/cwd`, `/proc/<pid>/root/…`), the wiring outside
-//! `.claude/`, every tool that runs a command under a gate on one, and the shell tripwire's
-//! documented forms. Each spelling is one real hook process on real files.
+//! name of the project's directory (`/proc/self/cwd`, `/proc/<pid>/root/…`), and the wiring
+//! outside `.claude/`. Each spelling is one real hook process on real files. (The gate on
+//! every command-running tool and the shell tripwire are in tests/self_protection.rs.)
 
 mod common;
 use common::harness;
@@ -74,128 +74,156 @@ impl Drop for Holder {
     }
 }
 
+/// A project with links into its state (`docs/state`, `docs/key`, a dangling `docs/dangling`),
+/// a link to the project from elsewhere, and a process whose directory is the project.
+struct StateNames {
+    p: TempDir,
+    /// The project, and the directory holding the link to it, as text.
+    r: String,
+    e: String,
+    pid: u32,
+    _elsewhere: TempDir,
+    _holder: Holder,
+}
+
+impl StateNames {
+    fn new() -> StateNames {
+        let p = ops_project("reach-state");
+        let root = p.path();
+        std::fs::create_dir_all(root.join("docs")).unwrap();
+        std::fs::write(root.join("docs/readme.md"), "hi").unwrap();
+        symlink(root.join(".attenu"), root.join("docs/state")).unwrap();
+        symlink(root.join(".attenu/anchor.key"), root.join("docs/key")).unwrap();
+        symlink("../.attenu/planted.toml", root.join("docs/dangling")).unwrap();
+        let elsewhere = TempDir::new("reach-state-link");
+        symlink(root, elsewhere.path().join("project")).unwrap();
+        let holder = Holder::in_dir(root);
+        StateNames {
+            r: root.display().to_string(),
+            e: elsewhere.path().display().to_string(),
+            pid: holder.pid(),
+            p,
+            _elsewhere: elsewhere,
+            _holder: holder,
+        }
+    }
+
+    /// Spellings of files in the state directory.
+    fn files(&self) -> Vec<String> {
+        let (r, e, pid) = (&self.r, &self.e, self.pid);
+        let mut v: Vec<String> = [
+            ".attenu/anchor.key",
+            "./.attenu//anchor.key",
+            "docs/state/new/../anchor.key",
+            "/proc/self/cwd/.attenu/anchor.key",
+            "/proc/thread-self/cwd/.ATTENU/anchor.key",
+            "/proc/self/task/1/cwd/.attenu/anchor.key",
+            "/proc/self/fd/3",
+            "/dev/fd/0",
+            "/dev/stdin",
+        ]
+        .map(String::from)
+        .into();
+        v.extend([
+            format!("{r}/.attenu/anchor.key"),
+            format!("{r}/.ATTENU/anchor.key"),
+            format!("{r}/.Attenu/Anchor.KEY"),
+            format!("{r}/.attenu/ſomething"),
+            format!("{r}//.attenu/./anchor.key"),
+            format!("{r}/src/../.attenu/anchor.key"),
+            format!("{r}/docs/state/anchor.key"),
+            format!("{r}/docs/key"),
+            format!("{r}/docs/dangling"),
+            format!("{e}/project/.attenu/anchor.key"),
+            format!("{e}/project/docs/state/anchor.key"),
+            format!("/proc/self/root{r}/.attenu/anchor.key"),
+            format!("/proc/{pid}/cwd/.attenu/anchor.key"),
+            format!("/proc/{pid}/cwd/docs/state/config.toml"),
+            format!("/proc/{pid}/root/proc/self/cwd/.attenu/anchor.key"),
+        ]);
+        v
+    }
+
+    /// Searches from a name of the state directory, or whose filter leads into it.
+    fn searches(&self) -> Vec<(&'static str, Value)> {
+        let (r, e, pid) = (&self.r, &self.e, self.pid);
+        let mut v = Vec::new();
+        for dir in [
+            format!("{r}/.ATTENU"),
+            format!("{r}/docs/state"),
+            "/proc/self/cwd/.attenu".into(),
+            format!("/proc/{pid}/cwd/docs/state"),
+            format!("{e}/project/.attenu"),
+        ] {
+            v.push(("Grep", json!({"pattern": "k", "path": dir})));
+            v.push(("Glob", json!({"pattern": "*", "path": dir})));
+        }
+        for glob in ["docs/state/*", "docs/*/anchor.key", "*.KEY", ".ATTEN?/*"] {
+            v.push(("Grep", json!({"pattern": "k", "glob": glob})));
+        }
+        for (path, glob) in [
+            ("/proc/self/cwd".to_string(), "*.key"),
+            ("/proc/self/cwd".to_string(), ".attenu/*"),
+            (format!("/proc/{pid}/cwd"), "**/*"),
+            (format!("{e}/project"), "**/*"),
+        ] {
+            v.push(("Grep", json!({"pattern": "k", "path": path, "glob": glob})));
+        }
+        for pattern in [
+            format!("{r}/docs/state/*"),
+            format!("{e}/project/docs/state/*"),
+        ] {
+            v.push(("Glob", json!({ "pattern": pattern })));
+        }
+        v
+    }
+
+    /// Calls on what is not the state, in the same spellings: allowed.
+    fn others(&self) -> Vec<(&'static str, Value)> {
+        let (r, e, pid) = (&self.r, &self.e, self.pid);
+        vec![
+            ("Read", json!({"file_path": format!("{r}/docs/readme.md")})),
+            (
+                "Read",
+                json!({"file_path": "/proc/self/cwd/docs/readme.md"}),
+            ),
+            (
+                "Read",
+                json!({"file_path": format!("{r}/.claude/agents/ops.md")}),
+            ),
+            (
+                "Write",
+                json!({"file_path": format!("/proc/{pid}/cwd/src/new.rs")}),
+            ),
+            (
+                "Write",
+                json!({"file_path": format!("{r}/src/attenu_notes.md")}),
+            ),
+            (
+                "Grep",
+                json!({"pattern": "k", "path": "/proc/self/cwd/src", "glob": "**/*.rs"}),
+            ),
+            (
+                "Glob",
+                json!({"pattern": "**/*.rs", "path": format!("{e}/project/src")}),
+            ),
+        ]
+    }
+}
+
 fn every_spelling_of_the_state_is_refused_to_every_file_tool() {
-    let p = ops_project("reach-state");
-    let root = p.path();
-    let r = root.display().to_string();
-    std::fs::create_dir_all(root.join("docs")).unwrap();
-    std::fs::write(root.join("docs/readme.md"), "hi").unwrap();
-    symlink(root.join(".attenu"), root.join("docs/state")).unwrap();
-    symlink(root.join(".attenu/anchor.key"), root.join("docs/key")).unwrap();
-    symlink("../.attenu/planted.toml", root.join("docs/dangling")).unwrap();
-    let elsewhere = TempDir::new("reach-state-link");
-    symlink(root, elsewhere.path().join("project")).unwrap();
-    let holder = Holder::in_dir(root);
-    let pid = holder.pid();
-    let e = elsewhere.path().display().to_string();
-    let secret = [
-        format!("{r}/.attenu/anchor.key"),
-        format!("{r}/.ATTENU/anchor.key"),
-        format!("{r}/.Attenu/Anchor.KEY"),
-        format!("{r}/.attenu/ſomething"),
-        ".attenu/anchor.key".into(),
-        "./.attenu//anchor.key".into(),
-        format!("{r}//.attenu/./anchor.key"),
-        format!("{r}/src/../.attenu/anchor.key"),
-        format!("{r}/docs/state/anchor.key"),
-        format!("{r}/docs/key"),
-        format!("{r}/docs/dangling"),
-        "docs/state/new/../anchor.key".into(),
-        format!("{e}/project/.attenu/anchor.key"),
-        format!("{e}/project/docs/state/anchor.key"),
-        "/proc/self/cwd/.attenu/anchor.key".into(),
-        "/proc/thread-self/cwd/.ATTENU/anchor.key".into(),
-        "/proc/self/task/1/cwd/.attenu/anchor.key".into(),
-        format!("/proc/self/root{r}/.attenu/anchor.key"),
-        format!("/proc/{pid}/cwd/.attenu/anchor.key"),
-        format!("/proc/{pid}/cwd/docs/state/config.toml"),
-        format!("/proc/{pid}/root/proc/self/cwd/.attenu/anchor.key"),
-        "/proc/self/fd/3".into(),
-        "/dev/fd/0".into(),
-        "/dev/stdin".into(),
-    ];
-    for spelled in &secret {
-        for (tool, input) in file_calls(spelled) {
-            let out = p.subagent("ops", tool).input(input.clone()).run();
-            assert!(refused(&out), "{tool} {input}: {}", out.stdout);
-        }
+    let s = StateNames::new();
+    let files = s.files();
+    let refusals = files.iter().flat_map(|f| file_calls(f)).chain(s.searches());
+    for (tool, input) in refusals {
+        let out = s.p.subagent("ops", tool).input(input.clone()).run();
+        assert!(refused(&out), "{tool} {input}: {}", out.stdout);
     }
-    // A search from any name of the state directory, or whose filter leads into it.
-    let dirs = [
-        format!("{r}/.ATTENU"),
-        format!("{r}/docs/state"),
-        "/proc/self/cwd/.attenu".into(),
-        format!("/proc/{pid}/cwd/docs/state"),
-        format!("{e}/project/.attenu"),
-    ];
-    for dir in &dirs {
-        for tool in ["Grep", "Glob"] {
-            let out = p
-                .subagent("ops", tool)
-                .input(json!({"pattern": "*", "path": dir}))
-                .run();
-            assert!(refused(&out), "{tool} from {dir}: {}", out.stdout);
-        }
-    }
-    for (path, glob) in [
-        (None, "docs/state/*"),
-        (None, "docs/*/anchor.key"),
-        (None, "*.KEY"),
-        (None, ".ATTEN?/*"),
-        (Some("/proc/self/cwd"), "*.key"),
-        (Some("/proc/self/cwd"), ".attenu/*"),
-        (Some(format!("/proc/{pid}/cwd").as_str()), "**/*"),
-        (Some(format!("{e}/project").as_str()), "**/*"),
-    ] {
-        let mut input = json!({"pattern": "k", "glob": glob});
-        if let Some(path) = path {
-            input["path"] = json!(path);
-        }
-        let out = p.subagent("ops", "Grep").input(input.clone()).run();
-        assert!(refused(&out), "Grep {input}: {}", out.stdout);
-    }
-    for pattern in [
-        format!("{r}/docs/state/*"),
-        format!("{e}/project/docs/state/*"),
-    ] {
-        let out = p
-            .subagent("ops", "Glob")
-            .input(json!({"pattern": pattern}))
-            .run();
-        assert!(refused(&out), "Glob {pattern}: {}", out.stdout);
-    }
-    // What is not the state stays allowed, whatever the spelling.
-    for (tool, input) in [
-        ("Read", json!({"file_path": format!("{r}/docs/readme.md")})),
-        (
-            "Read",
-            json!({"file_path": "/proc/self/cwd/docs/readme.md"}),
-        ),
-        (
-            "Read",
-            json!({"file_path": format!("{r}/.claude/agents/ops.md")}),
-        ),
-        (
-            "Write",
-            json!({"file_path": format!("/proc/{pid}/cwd/src/new.rs")}),
-        ),
-        (
-            "Write",
-            json!({"file_path": format!("{r}/src/attenu_notes.md")}),
-        ),
-        (
-            "Grep",
-            json!({"pattern": "k", "path": "/proc/self/cwd/src", "glob": "**/*.rs"}),
-        ),
-        (
-            "Glob",
-            json!({"pattern": "**/*.rs", "path": format!("{e}/project/src")}),
-        ),
-    ] {
-        let out = p.subagent("ops", tool).input(input.clone()).run();
+    for (tool, input) in s.others() {
+        let out = s.p.subagent("ops", tool).input(input.clone()).run();
         assert!(out.is_allow(), "{tool} {input}: {}", out.stdout);
     }
-    assert!(!root.join(".attenu/planted.toml").exists());
+    assert!(!s.p.path().join(".attenu/planted.toml").exists());
 }
 
 fn every_spelling_of_the_wiring_is_refused_to_the_writing_tools() {
@@ -290,199 +318,121 @@ fn declarations_reached_through_links_are_refused() {
 /// shipper, the plugin the hook runs from, managed settings.
 fn the_wiring_outside_claude_is_refused_to_the_writing_tools() {
     let p = ops_project("reach-wider");
-    let root = p.path();
-    let t = TempDir::new("reach-wider-env");
-    let dir = |d: &str| {
-        let d = t.path().join(d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    };
-    let (cfg, tools, bin, hidden, install, plugin_root) = (
-        dir("cfg"),
-        dir("tools"),
-        dir("bin"),
-        dir("hidden"),
-        dir("install"),
-        dir("plugin-root"),
-    );
-    let exe = |f: &Path| {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::write(f, "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
-    };
-    exe(&tools.join("wrap.sh"));
-    exe(&bin.join("attenu-hook"));
-    exe(&hidden.join("real-hook"));
-    std::fs::create_dir_all(root.join(".claude/hooks")).unwrap();
-    symlink(
-        hidden.join("real-hook"),
-        root.join(".claude/hooks/attenu-hook"),
-    )
-    .unwrap();
-    let handler = json!([{"hooks": [{"type": "command", "command": tools.join("wrap.sh")}]}]);
-    std::fs::write(
-        root.join(".claude/settings.json"),
-        json!({"hooks": {"PreToolUse": handler}}).to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join(".claude/settings.local.json"),
-        json!({"enabledPlugins": {"attenu-hook@team": true}}).to_string(),
-    )
-    .unwrap();
-    std::fs::create_dir_all(cfg.join("plugins")).unwrap();
-    let registry = json!({"version": 2, "plugins": {"attenu-hook@team": [
-        {"scope": "user", "installPath": install, "version": "0.1.0"}
-    ]}});
-    std::fs::write(
-        cfg.join("plugins/installed_plugins.json"),
-        registry.to_string(),
-    )
-    .unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let w = WiderWiring::new(p.path());
     let env: [(&str, &OsStr); 3] = [
-        ("CLAUDE_CONFIG_DIR", cfg.as_os_str()),
-        ("CLAUDE_PLUGIN_ROOT", plugin_root.as_os_str()),
-        ("PATH", OsStr::new(&path)),
+        ("CLAUDE_CONFIG_DIR", w.cfg.as_os_str()),
+        ("CLAUDE_PLUGIN_ROOT", w.plugin_root.as_os_str()),
+        ("PATH", OsStr::new(&w.path)),
     ];
     let write = |f: &Path| {
         let call = p
             .subagent("ops", "Write")
             .input(json!({"file_path": f, "content": "x"}));
-        hook_env(root, call.payload(), &env)
+        hook_env(p.path(), call.payload(), &env)
     };
-    let this = std::fs::canonicalize(BIN).unwrap();
-    let guarded: Vec<PathBuf> = vec![
-        cfg.join("settings.json"),
-        cfg.join("SETTINGS.JSON"),
-        cfg.join("plugins/installed_plugins.json"),
-        cfg.join("plugins/cache/team/attenu-hook/0.1.0/hooks/hooks.json"),
-        cfg.join("agents/helper.md"),
-        install.join("hooks/hooks.json"),
-        install.join(".claude-plugin/plugin.json"),
-        plugin_root.join("hooks/hooks.json"),
-        tools.join("wrap.sh"),
-        tools.join("WRAP.sh"),
-        hidden.join("real-hook"),
-        bin.join("attenu-hook"),
-        this.clone(),
-        this.with_file_name("attenu-hook-ship"),
-        PathBuf::from("/etc/claude-code/managed-settings.json"),
-        PathBuf::from("/ETC/Claude-Code/managed-settings.d/10.json"),
-    ];
-    for f in &guarded {
+    for f in &w.guarded() {
         let out = write(f);
         assert!(refused(&out), "Write {}: {}", f.display(), out.stdout);
     }
     for f in [
-        cfg.join("todos/x.json"),
-        tools.join("other.sh"),
-        hidden.join("notes"),
+        w.cfg.join("todos/x.json"),
+        w.tools.join("other.sh"),
+        w.hidden.join("notes"),
     ] {
         let out = write(&f);
         assert!(out.is_allow(), "Write {}: {}", f.display(), out.stdout);
     }
 }
 
-/// `[gate] require = ["exec.bash"]` gates Monitor and PowerShell too: each runs a command as
-/// Bash does (derivation already takes them away with a denied Bash).
-fn a_gate_on_bash_gates_every_tool_that_runs_a_command() {
-    let (p, key) = gated_project("reach-gate", "Bash, Monitor, PowerShell, Read");
-    for tool in ["Bash", "Monitor", "PowerShell"] {
-        let input = json!({"command": "deploy --prod", "description": "d"});
-        let out = p
-            .subagent("ops", tool)
-            .input(input.clone())
-            .id(&format!("{tool}0"))
-            .run();
-        assert_denied_with(&out, "gate-authorization-required");
-        let out = p
-            .main_thread(tool)
-            .input(input.clone())
-            .id(&format!("{tool}m"))
-            .run();
-        assert_denied_with(&out, "gate-authorization-required");
-        let input_s = input.to_string();
-        let args = [
-            "authorize",
-            "--project",
-            p.path().to_str().unwrap(),
-            "--tool",
-            tool,
-            "--reviewer",
-            "alice",
-            "--key",
-            key.to_str().unwrap(),
-            "--input",
-            &input_s,
-        ];
-        let out = cli(&args);
-        assert_eq!(out.code, 0, "{}", out.stderr);
-        assert_allowed(
-            &p.subagent("ops", tool)
-                .input(input)
-                .id(&format!("{tool}1"))
-                .run(),
-        );
-    }
-    // Other scopes are not gated by it.
-    assert_allowed(&p.read_by("ops", "README.md").run());
+/// A user config directory with a plugin registry, a plugin installed outside it and turned
+/// on by the project, a wrapper script wired as a settings handler, `.claude/hooks/attenu-hook`
+/// linking to a binary elsewhere, an `attenu-hook` on PATH, and a plugin root.
+struct WiderWiring {
+    _t: TempDir,
+    cfg: PathBuf,
+    tools: PathBuf,
+    bin: PathBuf,
+    hidden: PathBuf,
+    install: PathBuf,
+    plugin_root: PathBuf,
+    /// `PATH` with `bin` first.
+    path: String,
 }
 
-/// The shell forms THREAT-MODEL.md says the tripwire catches, for every tool that runs a
-/// command; and ordinary commands it lets through.
-fn the_shell_tripwire_catches_the_forms_it_claims() {
-    let p = ops_project("reach-shell");
-    let caught = [
-        "cat .attenu/anchor.key",
-        "cat .ATTENU/anchor.key",
-        "cat .att''enu/anchor.key",
-        "cat .att\"enu\"/anchor.key",
-        "cat \\.attenu/anchor.key",
-        "cat .atten?/anchor.key",
-        "cat .a*/anchor.key",
-        "cat ./.[a]ttenu/*.key",
-        "cat .{x,attenu}/anchor.key",
-        "cat .*/anchor.key",
-        "cat ./src/..//.attenu/anchor.key",
-        "echo {} > .claude//settings.json",
-        "echo {} > .claude/./settings.local.json",
-        "echo {} > .CLAUDE/Settings.json",
-        "cp x .c*/hooks/attenu-hook",
-        "rm .claude/*",
-        "sed -i s/Read/Bash/ .claude/agents/ops.md",
-        "cd .claude && echo {} > settings.json",
-        "cd ./.claude/; sed -i s/Read/Bash/ agents/ops.md",
-        "pushd ~/.claude && rm -rf plugins",
-        "cat ~/.claude/plugins/installed_plugins.json",
-        "echo x > /etc/claude-code/managed-settings.json",
-        "attenu-\"hook\" auth''orize --tool Bash",
-        "ATTENU-HOOK KEYGEN --out k",
-    ];
-    for tool in ["Bash", "Monitor", "PowerShell"] {
-        for cmd in caught {
-            let out = p
-                .subagent("ops", tool)
-                .input(json!({"command": cmd, "description": "d"}))
-                .run();
-            assert!(refused(&out), "{tool} {cmd}: {}", out.stdout);
+impl WiderWiring {
+    fn new(root: &Path) -> WiderWiring {
+        let t = TempDir::new("reach-wider-env");
+        let dir = |d: &str| {
+            let d = t.path().join(d);
+            std::fs::create_dir_all(&d).unwrap();
+            d
+        };
+        let (cfg, tools, bin) = (dir("cfg"), dir("tools"), dir("bin"));
+        let (hidden, install, plugin_root) = (dir("hidden"), dir("install"), dir("plugin-root"));
+        let exe = |f: &Path| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::write(f, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        exe(&tools.join("wrap.sh"));
+        exe(&bin.join("attenu-hook"));
+        exe(&hidden.join("real-hook"));
+        std::fs::create_dir_all(root.join(".claude/hooks")).unwrap();
+        symlink(
+            hidden.join("real-hook"),
+            root.join(".claude/hooks/attenu-hook"),
+        )
+        .unwrap();
+        let handler = json!([{"hooks": [{"type": "command", "command": tools.join("wrap.sh")}]}]);
+        let settings = json!({"hooks": {"PreToolUse": handler}});
+        std::fs::write(root.join(".claude/settings.json"), settings.to_string()).unwrap();
+        let local = json!({"enabledPlugins": {"attenu-hook@team": true}});
+        std::fs::write(root.join(".claude/settings.local.json"), local.to_string()).unwrap();
+        std::fs::create_dir_all(cfg.join("plugins")).unwrap();
+        let registry = json!({"version": 2, "plugins": {"attenu-hook@team": [
+            {"scope": "user", "installPath": install, "version": "0.1.0"}
+        ]}});
+        let registry_file = cfg.join("plugins/installed_plugins.json");
+        std::fs::write(registry_file, registry.to_string()).unwrap();
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        WiderWiring {
+            _t: t,
+            cfg,
+            tools,
+            bin,
+            hidden,
+            install,
+            plugin_root,
+            path,
         }
-        for cmd in [
-            "cargo test",
-            "rm -rf *",
-            "cat .claude/README.md",
-            "cd src && cat settings.json",
-        ] {
-            let out = p
-                .subagent("ops", tool)
-                .input(json!({"command": cmd, "description": "d"}))
-                .run();
-            assert!(out.is_allow(), "{tool} {cmd}: {}", out.stdout);
-        }
+    }
+
+    /// Every file of that wiring, in a few spellings.
+    fn guarded(&self) -> Vec<PathBuf> {
+        let this = std::fs::canonicalize(BIN).unwrap();
+        vec![
+            self.cfg.join("settings.json"),
+            self.cfg.join("SETTINGS.JSON"),
+            self.cfg.join("plugins/installed_plugins.json"),
+            self.cfg
+                .join("plugins/cache/team/attenu-hook/0.1.0/hooks/hooks.json"),
+            self.cfg.join("agents/helper.md"),
+            self.install.join("hooks/hooks.json"),
+            self.install.join(".claude-plugin/plugin.json"),
+            self.plugin_root.join("hooks/hooks.json"),
+            self.tools.join("wrap.sh"),
+            self.tools.join("WRAP.sh"),
+            self.hidden.join("real-hook"),
+            self.bin.join("attenu-hook"),
+            this.with_file_name("attenu-hook-ship"),
+            this,
+            PathBuf::from("/etc/claude-code/managed-settings.json"),
+            PathBuf::from("/ETC/Claude-Code/managed-settings.d/10.json"),
+        ]
     }
 }
 
@@ -604,8 +554,6 @@ fn main() {
         every_spelling_of_the_wiring_is_refused_to_the_writing_tools,
         declarations_reached_through_links_are_refused,
         the_wiring_outside_claude_is_refused_to_the_writing_tools,
-        a_gate_on_bash_gates_every_tool_that_runs_a_command,
-        the_shell_tripwire_catches_the_forms_it_claims,
         on_a_case_insensitive_file_system_another_case_is_refused,
     ]);
 }
