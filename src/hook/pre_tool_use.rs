@@ -17,10 +17,11 @@ pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
             .map_err(|e| Reason::new(Code::StateDirUnsafe, e.to_string()))?;
     }
     let roster = ctx.roster()?;
+    // Before the lock: it reads the file system (and, for a writing tool, the settings).
+    let reach = super::reach::reach_of(p, ctx.project, ctx.attenu);
     faults::pause("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK");
     let mut ledger = ctx.open_ledger()?;
     let roster = roster_under_lock(ctx, &ledger, roster)?;
-    let reach = super::reach::reach_of(p, ctx.project, ctx.attenu);
     let call = Call {
         tool_name: &p.tool_name,
         tool_input: &p.tool_input,
