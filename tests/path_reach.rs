@@ -223,6 +223,17 @@ fn every_spelling_of_the_state_is_refused_to_every_file_tool() {
         let out = s.p.subagent("ops", tool).input(input.clone()).run();
         assert!(out.is_allow(), "{tool} {input}: {}", out.stdout);
     }
+    // A search with no `path` is from the session's directory, which may be the state.
+    let out =
+        s.p.subagent("ops", "Grep")
+            .input(json!({"pattern": "k"}))
+            .with("cwd", json!(format!("{}/.attenu", s.r)))
+            .run();
+    assert!(
+        refused(&out),
+        "Grep from a cwd in the state: {}",
+        out.stdout
+    );
     assert!(!s.p.path().join(".attenu/planted.toml").exists());
 }
 

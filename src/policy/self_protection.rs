@@ -53,9 +53,6 @@ pub(crate) fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
 
 /// What guarded files input `key` touches: by its spelling, and by each file it reaches.
 fn hits(call: &Call<'_>, root: &Path, key: &'static str) -> Vec<Guarded> {
-    let Some(raw) = call.tool_input.get(key).and_then(Value::as_str) else {
-        return Vec::new();
-    };
     let reach = call.reach;
     let mut out: Vec<Guarded> = reach
         .unknowable
@@ -63,8 +60,13 @@ fn hits(call: &Call<'_>, root: &Path, key: &'static str) -> Vec<Guarded> {
         .then_some(Guarded::Unknowable)
         .into_iter()
         .collect();
-    let spelled = normalise(root, Path::new(raw));
-    for p in std::iter::once(&spelled).chain(reach.of(key)) {
+    // A search without `path` has its directory only in `reach` (the session's `cwd`).
+    let spelled = call
+        .tool_input
+        .get(key)
+        .and_then(Value::as_str)
+        .map(|raw| normalise(root, Path::new(raw)));
+    for p in spelled.iter().chain(reach.of(key)) {
         out.extend(lexical(p));
         out.extend(reach.guarded_at(p));
     }
@@ -76,6 +78,10 @@ fn hits(call: &Call<'_>, root: &Path, key: &'static str) -> Vec<Guarded> {
 /// another project's state and wiring, or the user's, are no less protected.
 fn lexical(p: &Path) -> Option<Guarded> {
     let comps: Vec<String> = p.components().map(|c| fold(c.as_os_str())).collect();
+    // The state first: it is the one that is secret too.
+    if comps.iter().any(|c| c == ".attenu") {
+        return Some(Guarded::State);
+    }
     let managed = [
         Path::new("/etc/claude-code"),
         Path::new("/library/application support/claudecode"),
@@ -90,9 +96,6 @@ fn lexical(p: &Path) -> Option<Guarded> {
         return Some(Guarded::HookBinary);
     }
     comps.iter().enumerate().find_map(|(i, c)| {
-        if c == ".attenu" {
-            return Some(Guarded::State);
-        }
         if c != ".claude" {
             return None;
         }
@@ -188,4 +191,28 @@ fn glob_reaches_key(filter: &str, search_roots: &[PathBuf], keys: &[PathBuf]) ->
                         .any(|rel| glob_match(p.as_bytes(), rel.as_bytes()))
             })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lexical_rules_find_the_state_first_and_ignore_case() {
+        let g = |p: &str| lexical(Path::new(p));
+        assert_eq!(g("/p/.claude/agents/.attenu/x"), Some(Guarded::State));
+        assert_eq!(g("/p/.ATTENU/attenu-hook"), Some(Guarded::State));
+        assert_eq!(g("/p/.Claude/Settings.json"), Some(Guarded::Settings));
+        assert_eq!(
+            g("/h/.claude/plugins/installed_plugins.json"),
+            Some(Guarded::Plugins)
+        );
+        assert_eq!(g("/usr/local/bin/Attenu-Hook"), Some(Guarded::HookBinary));
+        assert_eq!(
+            g("/ETC/claude-code/managed-settings.json"),
+            Some(Guarded::Managed)
+        );
+        assert_eq!(g("/p/.claude/README.md"), None);
+        assert_eq!(g("/p/src/attenu_hook.rs"), None);
+    }
 }
