@@ -372,6 +372,10 @@ fn the_shell_tripwire_catches_the_forms_it_claims() {
         "echo x > /etc/claude-code/managed-settings.json",
         "attenu-\"hook\" auth''orize --tool Bash",
         "ATTENU-HOOK KEYGEN --out k",
+        "Get-Content .attenu\\anchor.key",
+        "Set-Content .claude\\settings.json '{}'",
+        "Get-Content .att`enu\\anchor.key",
+        "Remove-Item .CLAUDE\\Agents\\ops.md",
     ];
     for tool in ["Bash", "Monitor", "PowerShell"] {
         for cmd in caught {

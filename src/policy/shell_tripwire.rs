@@ -21,8 +21,21 @@ const HOST_ONLY: &[&str] = &["authorize", "keygen", "receipt", "reconcile"];
 
 /// What a shell command touches, if it names the state, the wiring or a host-only command.
 pub(super) fn command_hit(cmd: &str) -> Option<&'static str> {
-    let flat = flatten(cmd);
-    let words = words(&flat);
+    [Shell::Posix, Shell::PowerShell]
+        .into_iter()
+        .find_map(|shell| hit_in(&flatten(cmd, shell)))
+}
+
+/// How a command's names are spelled: a POSIX shell escapes with `\`; PowerShell escapes
+/// with `` ` `` and separates paths with `\`. Both readings are checked, whatever the tool.
+#[derive(Clone, Copy)]
+enum Shell {
+    Posix,
+    PowerShell,
+}
+
+fn hit_in(flat: &str) -> Option<&'static str> {
+    let words = words(flat);
     if flat.contains(".attenu") || words.iter().any(|w| names_state(w)) {
         Some(Guarded::State.what())
     } else if [".claude/settings", ".claude/hooks", ".claude/agents"]
@@ -42,12 +55,17 @@ pub(super) fn command_hit(cmd: &str) -> Option<&'static str> {
 }
 
 /// The command as the shell would spell its words: lowercased (a case-insensitive file
-/// system reaches the same files), quotes and backslashes taken out (`.att""enu`,
-/// `attenu-"hook"`, `\.attenu`), and `//` and `/./` folded to `/`.
-fn flatten(cmd: &str) -> String {
+/// system reaches the same files), quotes and escapes taken out (`.att""enu`,
+/// `attenu-"hook"`, `\.attenu`, PowerShell's `` .att`enu ``), PowerShell's `\` read as `/`,
+/// and `//` and `/./` folded to `/`.
+fn flatten(cmd: &str, shell: Shell) -> String {
     let mut s: String = cmd
         .chars()
-        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+        .filter_map(|c| match (c, shell) {
+            ('\'' | '"', _) | ('\\', Shell::Posix) | ('`', Shell::PowerShell) => None,
+            ('\\', Shell::PowerShell) => Some('/'),
+            _ => Some(c),
+        })
         .flat_map(char::to_lowercase)
         .collect();
     loop {
@@ -153,6 +171,10 @@ mod tests {
             "echo x > /etc/claude-code/managed-settings.json",
             "attenu-\"hook\" auth''orize --tool Bash",
             "ATTENU-HOOK KEYGEN",
+            "Get-Content .attenu\\anchor.key",
+            "Set-Content .claude\\settings.json '{}'",
+            "Get-Content .att`enu\\anchor.key",
+            "Remove-Item .CLAUDE\\Agents\\ops.md",
         ] {
             assert!(command_hit(cmd).is_some(), "{cmd}");
         }
