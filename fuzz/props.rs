@@ -131,6 +131,7 @@ pub fn payload(data: &[u8]) {
             tool_input: &p.tool_input,
             agent_id: p.agent_id.as_deref(),
             agent_type: p.agent_type.as_deref(),
+            reach: &Default::default(),
         };
         check_decision(roster, &config, &call);
     }
@@ -415,6 +416,7 @@ pub fn settings(data: &[u8]) {
                 tool_input: &input,
                 agent_id: Some("a1"),
                 agent_type: Some(agent),
+                reach: &Default::default(),
             };
             check_decision(&r, &Config::default(), &call);
         }

@@ -103,10 +103,12 @@ impl GateConfig {
     /// Does a call needing `scope`, by a subagent of type `agent` (`None`: the main thread),
     /// need an authorization?
     pub fn requires(&self, scope: &str, agent: Option<&str>) -> bool {
+        // A gate on Bash is a gate on Monitor and PowerShell too (`gated_alike`).
+        let alike = crate::derive::compat::gated_alike(scope);
         let covered = |patterns: &[String]| {
             patterns
                 .iter()
-                .any(|p| crate::derive::scopes::covers(p, scope))
+                .any(|p| alike.iter().any(|s| crate::derive::scopes::covers(p, s)))
         };
         covered(&self.require)
             || agent
@@ -117,11 +119,11 @@ impl GateConfig {
     /// Does any pattern, for any caller, cover `scope`?
     pub fn mentions(&self, scope: &str) -> bool {
         self.requires(scope, None)
-            || self
-                .agents
-                .values()
-                .flatten()
-                .any(|p| crate::derive::scopes::covers(p, scope))
+            || self.agents.values().flatten().any(|p| {
+                crate::derive::compat::gated_alike(scope)
+                    .iter()
+                    .any(|s| crate::derive::scopes::covers(p, s))
+            })
     }
 }
 

@@ -1,6 +1,8 @@
 //! Self-protection: a subagent cannot reach the hook's own files (its state directory, key,
 //! settings, agent declarations, binary), and the state files are private and opened without
-//! following a link or waiting on a FIFO.
+//! following a link or waiting on a FIFO; a gate on one command-running tool gates them all,
+//! and the shell tripwire catches the forms docs/SELF-PROTECTION.md lists. The spellings of
+//! paths are in tests/path_reach.rs.
 
 mod common;
 use common::*;
@@ -289,4 +291,111 @@ fn a_fifo_link_or_directory_in_place_of_a_state_file_denies_at_once() {
         .success());
     let out = reviewer_read(p.path(), "s1", "/w", "t3");
     assert_allowed(&out);
+}
+
+/// `[gate] require = ["exec.bash"]` gates Monitor and PowerShell too: each runs a command as
+/// Bash does (derivation already takes them away with a denied Bash).
+#[test]
+fn a_gate_on_bash_gates_every_tool_that_runs_a_command() {
+    let (p, key) = gated_project("reach-gate", "Bash, Monitor, PowerShell, Read");
+    for tool in ["Bash", "Monitor", "PowerShell"] {
+        let input = json!({"command": "deploy --prod", "description": "d"});
+        let out = p
+            .subagent("ops", tool)
+            .input(input.clone())
+            .id(&format!("{tool}0"))
+            .run();
+        assert_denied_with(&out, "gate-authorization-required");
+        let out = p
+            .main_thread(tool)
+            .input(input.clone())
+            .id(&format!("{tool}m"))
+            .run();
+        assert_denied_with(&out, "gate-authorization-required");
+        let input_s = input.to_string();
+        let args = [
+            "authorize",
+            "--project",
+            p.path().to_str().unwrap(),
+            "--tool",
+            tool,
+            "--reviewer",
+            "alice",
+            "--key",
+            key.to_str().unwrap(),
+            "--input",
+            &input_s,
+        ];
+        let out = cli(&args);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_allowed(
+            &p.subagent("ops", tool)
+                .input(input)
+                .id(&format!("{tool}1"))
+                .run(),
+        );
+    }
+    // Other scopes are not gated by it.
+    assert_allowed(&p.read_by("ops", "README.md").run());
+}
+
+/// The shell forms THREAT-MODEL.md says the tripwire catches, for every tool that runs a
+/// command; and ordinary commands it lets through.
+#[test]
+fn the_shell_tripwire_catches_the_forms_it_claims() {
+    let p = ProjectBuilder::new("tripwire")
+        .agent("ops", "tools: Bash, Monitor, PowerShell")
+        .build();
+    let refused = |out: &Out| out.denied() && out.reason().contains("[self-protection]");
+    let caught = [
+        "cat .attenu/anchor.key",
+        "cat .ATTENU/anchor.key",
+        "cat .att''enu/anchor.key",
+        "cat .att\"enu\"/anchor.key",
+        "cat \\.attenu/anchor.key",
+        "cat .atten?/anchor.key",
+        "cat .a*/anchor.key",
+        "cat ./.[a]ttenu/*.key",
+        "cat .{x,attenu}/anchor.key",
+        "cat .*/anchor.key",
+        "cat ./src/..//.attenu/anchor.key",
+        "echo {} > .claude//settings.json",
+        "echo {} > .claude/./settings.local.json",
+        "echo {} > .CLAUDE/Settings.json",
+        "cp x .c*/hooks/attenu-hook",
+        "rm .claude/*",
+        "sed -i s/Read/Bash/ .claude/agents/ops.md",
+        "cd .claude && echo {} > settings.json",
+        "cd ./.claude/; sed -i s/Read/Bash/ agents/ops.md",
+        "pushd ~/.claude && rm -rf plugins",
+        "cat ~/.claude/plugins/installed_plugins.json",
+        "echo x > /etc/claude-code/managed-settings.json",
+        "attenu-\"hook\" auth''orize --tool Bash",
+        "ATTENU-HOOK KEYGEN --out k",
+        "Get-Content .attenu\\anchor.key",
+        "Set-Content .claude\\settings.json '{}'",
+        "Get-Content .att`enu\\anchor.key",
+        "Remove-Item .CLAUDE\\Agents\\ops.md",
+    ];
+    for tool in ["Bash", "Monitor", "PowerShell"] {
+        for cmd in caught {
+            let out = p
+                .subagent("ops", tool)
+                .input(json!({"command": cmd, "description": "d"}))
+                .run();
+            assert!(refused(&out), "{tool} {cmd}: {}", out.stdout);
+        }
+        for cmd in [
+            "cargo test",
+            "rm -rf *",
+            "cat .claude/README.md",
+            "cd src && cat settings.json",
+        ] {
+            let out = p
+                .subagent("ops", tool)
+                .input(json!({"command": cmd, "description": "d"}))
+                .run();
+            assert!(out.is_allow(), "{tool} {cmd}: {}", out.stdout);
+        }
+    }
 }

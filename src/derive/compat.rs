@@ -13,6 +13,7 @@
 //! * [`add_memory_tools`]: `memory:` adds Write, Edit and Read to `tools`, so they are held.
 //! * [`agent_rule_with_arguments`]: an agent file's rule is the whole tool; it drops arguments.
 //! * [`take_with_bash`]: denying Bash takes Monitor and REPL, which run code as Bash does.
+//! * [`gated_alike`]: a gate on one tool that runs commands gates them all, for that reason.
 //! * [`LoadedOnce`]: a file reached by two paths loads once, so it is not "declared twice".
 //! * [`spawned_agent`]: `subagent_type` in a loose spelling spawns that agent, checked as it.
 //!
@@ -159,6 +160,23 @@ pub fn take_with_bash(denied: &mut BTreeSet<String>) {
     }
 }
 
+/// The scopes a gate on `scope` covers: itself, and for a tool that runs a command (Bash,
+/// PowerShell, Monitor, REPL) every such tool, since each runs what the others do. Derivation
+/// takes Monitor and REPL with a denied Bash for the same reason ([`take_with_bash`]).
+pub fn gated_alike(scope: &str) -> Vec<String> {
+    let runners = [
+        "exec.bash".to_string(),
+        "exec.powershell".to_string(),
+        "exec.monitor".to_string(),
+        scope_for_tool_name("REPL"),
+    ];
+    if runners.iter().any(|r| r == scope) {
+        runners.to_vec()
+    } else {
+        vec![scope.to_string()]
+    }
+}
+
 /// The agent files already read: Claude Code loads a file reached by two paths (a symlink
 /// beside it) once, by its device and inode.
 #[derive(Debug, Default)]
@@ -217,4 +235,39 @@ fn loose(name: &str) -> String {
         .filter(|c| !c.is_whitespace() && !dash(*c))
         .flat_map(char::to_lowercase)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::GateConfig;
+
+    #[test]
+    fn a_gate_on_one_tool_that_runs_commands_gates_them_all() {
+        let repl = scope_for_tool_name("REPL");
+        let runners = [
+            "exec.bash",
+            "exec.powershell",
+            "exec.monitor",
+            repl.as_str(),
+        ];
+        for gated in runners {
+            let gate = GateConfig {
+                require: vec![gated.to_string()],
+                ..GateConfig::default()
+            };
+            for scope in runners {
+                assert!(gate.requires(scope, None), "{gated} gates {scope}");
+            }
+            assert!(!gate.requires("fs.write", None));
+            let per_agent = GateConfig {
+                agents: [("ops".to_string(), vec![gated.to_string()])].into(),
+                ..GateConfig::default()
+            };
+            assert!(per_agent.requires("exec.monitor", Some("ops")));
+            assert!(!per_agent.requires("exec.monitor", Some("dev")));
+            assert!(per_agent.mentions("exec.powershell"));
+        }
+        assert_eq!(gated_alike("net.fetch"), ["net.fetch"]);
+    }
 }

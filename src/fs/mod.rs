@@ -4,6 +4,7 @@
 //!   files only;
 //! * [`atomic`]: atomic replacement and creation (temporary file, fsync, rename);
 //! * [`durable`]: directory `fsync` and when a new name is durable without one;
+//! * [`reach`](mod@reach): the file a path reaches, links and `/proc` aliases followed;
 //! * [`state_dir`]: the private state directory and its search-ignore file.
 //!
 //! Everything is re-exported here, so callers write `crate::fs::X`.
@@ -11,6 +12,7 @@
 pub mod atomic;
 pub mod durable;
 pub mod open;
+pub mod reach;
 pub mod state_dir;
 
 pub use atomic::{

@@ -5,7 +5,8 @@
 //! payload, finds the project and its configuration and hands the event to its handler
 //! ([`pre_tool_use`], [`post_tool_use`], [`lifecycle`]); [`context`] holds what a handler
 //! reads from disk (roster, ledger); [`checkpoint`] queues signed checkpoints for shipping;
-//! [`last_resort`] is the answer when the hook itself fails.
+//! [`last_resort`] is the answer when the hook itself fails; [`reach`] finds what a call's
+//! paths reach for self-protection.
 //! The exit-code policy is [`crate::protocol::exit`].
 
 mod checkpoint;
@@ -17,6 +18,7 @@ mod lifecycle;
 mod post_tool_use;
 mod pre_tool_use;
 pub mod process;
+mod reach;
 
 pub use context::project_root;
 pub use dispatch::handle_bytes;

@@ -17,6 +17,8 @@ pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
             .map_err(|e| Reason::new(Code::StateDirUnsafe, e.to_string()))?;
     }
     let roster = ctx.roster()?;
+    // Before the lock: it reads the file system (and, for a writing tool, the settings).
+    let reach = super::reach::reach_of(p, ctx.project, ctx.attenu);
     faults::pause("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK");
     let mut ledger = ctx.open_ledger()?;
     let roster = roster_under_lock(ctx, &ledger, roster)?;
@@ -25,6 +27,7 @@ pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         tool_input: &p.tool_input,
         agent_id: p.agent_id.as_deref(),
         agent_type: p.agent_type.as_deref(),
+        reach: &reach,
     };
     let decision = policy::decide(&roster, ctx.config, &call, ctx.project);
     let mut target = chain_for(&ledger, &roster, p)?;

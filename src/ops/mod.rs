@@ -6,7 +6,8 @@
 //! - `wiring`: which handlers are ours and whether one makes Claude Code wait for the hook;
 //!   `shell`: their commands as a shell reads them.
 //! - `plugins`: the attenu-hook plugin as Claude Code loads it; `settings_files`: where
-//!   Claude Code keeps its settings.
+//!   Claude Code keeps its settings; `wired_files`: the files outside `.claude/` the wiring
+//!   runs, which self-protection guards.
 
 mod doctor;
 mod install;
@@ -14,6 +15,7 @@ mod plugins;
 mod settings_doc;
 mod settings_files;
 mod shell;
+mod wired_files;
 mod wiring;
 
 pub use doctor::{doctor, doctor_for, Check, CheckId, Severity};
@@ -21,6 +23,7 @@ pub use install::{install, InstallError, Installed};
 pub use settings_doc::{merge, Doc, MergeError};
 pub use settings_files::user_config_dir;
 pub use shell::resolve_command;
+pub use wired_files::{wired_files, WiredFile};
 pub use wiring::{
     default_command, machine_specific, EVENTS, LINKED_COMMAND, PROJECT_LINK, TIMEOUT_S,
 };

@@ -9,6 +9,7 @@ use serde_json::Value;
 use std::path::Path;
 
 use super::hint;
+use super::reach::Reach;
 use super::self_protection::self_protection;
 
 /// Who made the call.
@@ -38,6 +39,9 @@ pub struct Call<'a> {
     pub tool_input: &'a Value,
     pub agent_id: Option<&'a str>,
     pub agent_type: Option<&'a str>,
+    /// What its paths reach on the file system and which files are guarded, found at the
+    /// edge (empty: only the lexical rules apply).
+    pub reach: &'a Reach,
 }
 
 /// What was decided, and why.
@@ -250,6 +254,7 @@ mod tests {
             tool_input: &input,
             agent_id: agent.map(|_| "a1"),
             agent_type: agent,
+            reach: &Default::default(),
         };
         decide(&roster(), cfg, &call, Path::new("/p"))
     }
@@ -300,6 +305,7 @@ mod tests {
             tool_input: &input,
             agent_id: None,
             agent_type: None,
+            reach: &Default::default(),
         };
         let d = decide(&resolve(decl), &c, &call, Path::new("/p"));
         assert!(

@@ -10,7 +10,9 @@
 pub mod decision;
 pub mod glob;
 pub mod hint;
+pub mod reach;
 pub mod self_protection;
+mod shell_tripwire;
 
 pub use decision::{decide, Actor, Call, Decision};
 

@@ -35,7 +35,17 @@ impl Out {
 
 /// Runs the hook with raw stdin bytes; `project` becomes CLAUDE_PROJECT_DIR when given.
 pub fn hook_raw(project: Option<&Path>, stdin: &[u8]) -> Out {
+    hook_raw_env(project, stdin, &[])
+}
+
+/// [`hook`] with these variables set in the hook's environment (`CLAUDE_CONFIG_DIR`, `PATH`).
+pub fn hook_env(project: &Path, payload: &Value, env: &[(&str, &std::ffi::OsStr)]) -> Out {
+    hook_raw_env(Some(project), payload.to_string().as_bytes(), env)
+}
+
+fn hook_raw_env(project: Option<&Path>, stdin: &[u8], env: &[(&str, &std::ffi::OsStr)]) -> Out {
     let mut cmd = Command::new(BIN);
+    cmd.envs(env.iter().copied());
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
