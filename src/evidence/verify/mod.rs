@@ -80,6 +80,7 @@ mod chain_id;
 mod containment;
 mod envelopes;
 mod fields;
+mod fold;
 mod input;
 mod integrity;
 mod json;
@@ -92,6 +93,7 @@ mod report;
 mod run;
 mod scope;
 mod shown;
+mod stream;
 #[cfg(test)]
 mod tests;
 mod tree;
@@ -106,6 +108,7 @@ pub use report::{AnchorKey, CallSummary, Checks, Failure, FailureName, OpenCall,
 pub use run::{run, EXIT_VALID_KEY_NOT_PINNED};
 pub use scope::scope_covers;
 pub(in crate::evidence) use shown::shown_str_escaped;
+pub use stream::verify_clean_stream;
 pub(crate) use vocab::ledger_field;
 pub use vocab::{LEDGER_EVENTS, LEDGER_FIELDS};
 
