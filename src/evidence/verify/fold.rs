@@ -16,9 +16,69 @@ use super::{containment, fields, Log, Obj, Value};
 use crate::evidence::checkpoint::leaf_of_hash;
 use crate::evidence::{doc, strict};
 use crate::ledger::chain::GENESIS;
-use crate::tlog::Frontier;
+use crate::tlog::{Frontier, Hash};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
+
+/// An entry parsed, every check that reads it alone passed, its own hash (over its own
+/// `prev_hash`) and its leaf in the tree.
+pub(super) struct Prepared<'a> {
+    value: doc::Json<'a>,
+    own: String,
+    leaf: Hash,
+}
+
+/// Parses one entry's text as the full reader does, runs the checks that need no other entry,
+/// and hashes it; `None` when any of that fails. Independent of the other entries, so run on
+/// every core.
+pub(super) fn prepare(text: &str) -> Option<Prepared<'_>> {
+    let parsed = strict::parse_one(text).ok()?;
+    if parsed.duplicate.is_some() {
+        return None;
+    }
+    let e = parsed.value.as_object()?;
+    if !alone(e) {
+        return None;
+    }
+    let own = doc::own_hash(&parsed.value)?;
+    let leaf = leaf_of_hash(&own)?;
+    Some(Prepared {
+        value: parsed.value,
+        own,
+        leaf,
+    })
+}
+
+/// Steps (1), (3), (4), the v2 policy rule and the record rules of step (10): a known event
+/// and fields, version 2, a string chain id and node id, a well-formed allow, deny or outcome.
+fn alone(e: &Obj<'_>) -> bool {
+    let mut scratch = Log::new(&[]);
+    if !fields::known_event(e, Some(2), 0, &mut scratch)
+        || !fields::known_fields(e, 0, &mut scratch)
+    {
+        return false;
+    }
+    if !matches!(e.get("v"), Some(Value::Number(n)) if n.as_u64() == Some(2)) {
+        return false;
+    }
+    if !e.get("chain_id").is_some_and(Value::is_string) {
+        return false;
+    }
+    let ev = event_of(e);
+    let defines = matches!(ev, Some("root" | "spawn" | "allow"));
+    if !defines && get(e, "node").is_some_and(|n| !n.is_string()) {
+        return false;
+    }
+    if e.contains_key("policy") && !matches!(ev, Some("allow" | "deny")) {
+        return false;
+    }
+    match ev {
+        Some("allow") => check_allow(e).is_ok(),
+        Some("deny") => check_deny(e).is_ok(),
+        Some("outcome") => check_outcome(e).is_ok(),
+        _ => true,
+    }
+}
 
 /// An allow waiting for its outcome: what binding compares and what the report shows of it.
 struct Waiting {
@@ -45,7 +105,9 @@ pub(super) struct Fold {
     nodes: Vec<String>,
     agents: HashMap<String, String>,
     finalized: HashSet<String>,
-    /// SHA-256 of every call id an allow or deny used: a repeat (or a collision) ends the pass.
+    /// Every call id an allow or deny used: 32 lowercase hex digits as their 16 bytes, any
+    /// other string as its SHA-256 (a repeat, or a collision, ends the pass).
+    seen_hex: HashSet<u128>,
     seen: HashSet<[u8; 32]>,
     waiting: HashMap<String, Waiting>,
     actions: usize,
@@ -66,6 +128,7 @@ impl Fold {
             nodes: Vec::new(),
             agents: HashMap::new(),
             finalized: HashSet::new(),
+            seen_hex: HashSet::new(),
             seen: HashSet::new(),
             waiting: HashMap::new(),
             actions: 0,
@@ -76,69 +139,46 @@ impl Fold {
         }
     }
 
-    /// Folds the next entry, given as its JSON text. False when the pass must give up.
-    pub(super) fn entry(&mut self, text: &str) -> bool {
-        let Ok(parsed) = strict::parse_one(text) else {
+    /// The next entry as [`prepare`] read it; false when the pass must give up.
+    pub(super) fn entry(&mut self, prepared: Option<Prepared<'_>>) -> bool {
+        let Some(p) = prepared else {
             return false;
         };
-        if parsed.duplicate.is_some() {
-            return false;
-        }
-        let Some(e) = parsed.value.as_object() else {
+        let Some(e) = p.value.as_object() else {
             return false;
         };
         let i = self.count;
-        let ok = self.shape(e, i) && self.link(&parsed.value, e, i) && self.event(e, i);
+        let ok = self.same_chain(e) && self.link(e, p.own, p.leaf, i) && self.event(e, i);
         self.count += 1;
         ok
     }
 
-    /// Steps (1), (3), (4), (5) and the v2 policy rule: a known event and fields, version 2,
-    /// the chain's id, a string node id.
-    fn shape(&mut self, e: &Obj<'_>, i: usize) -> bool {
-        let mut scratch = Log::new(&[]);
-        if !fields::known_event(e, Some(2), i, &mut scratch)
-            || !fields::known_fields(e, i, &mut scratch)
-        {
-            return false;
-        }
-        if !matches!(e.get("v"), Some(Value::Number(n)) if n.as_u64() == Some(2)) {
-            return false;
-        }
+    /// Step (5): every entry names the first one's chain.
+    fn same_chain(&mut self, e: &Obj<'_>) -> bool {
         let Some(chain_id) = e.get("chain_id").and_then(Value::as_str) else {
             return false;
         };
         match &self.chain_id {
-            Some(c) if c != chain_id => return false,
-            Some(_) => {}
-            None => self.chain_id = Some(chain_id.to_string()),
+            Some(c) => c == chain_id,
+            None => {
+                self.chain_id = Some(chain_id.to_string());
+                true
+            }
         }
-        let ev = event_of(e);
-        let defines = matches!(ev, Some("root" | "spawn" | "allow"));
-        if !defines && get(e, "node").is_some_and(|n| !n.is_string()) {
-            return false;
-        }
-        !(e.contains_key("policy") && !matches!(ev, Some("allow" | "deny")))
     }
 
     /// Step (6): seq is the position, prev_hash the previous hash, hash the entry's own; and
     /// the entry's leaf for the tree checkpoint.
-    fn link(&mut self, value: &doc::Json<'_>, e: &Obj<'_>, i: usize) -> bool {
+    fn link(&mut self, e: &Obj<'_>, own: String, leaf: Hash, i: usize) -> bool {
         if !matches!(e.get("seq"), Some(Value::Number(n)) if n.as_u64() == Some(i as u64)) {
             return false;
         }
         if e.get("prev_hash").and_then(Value::as_str) != Some(self.prev_hash.as_str()) {
             return false;
         }
-        let Some(own) = doc::own_hash(value) else {
-            return false;
-        };
         if e.get("hash").and_then(Value::as_str) != Some(own.as_str()) {
             return false;
         }
-        let Some(leaf) = leaf_of_hash(&own) else {
-            return false;
-        };
         self.tree.append(leaf);
         self.prev_hash = own;
         true
@@ -150,7 +190,7 @@ impl Fold {
             Some("root") => i == 0 && self.root(e),
             Some("spawn") => self.spawn(e),
             Some("allow") => self.allow(e, i),
-            Some("deny") => self.call_id_unused(e.get("call_id")) && check_deny(e).is_ok(),
+            Some("deny") => self.call_id_unused(e.get("call_id")),
             Some("outcome") => self.outcome(e),
             Some("done") => {
                 if let Some(n) = e.get("node").and_then(Value::as_str) {
@@ -211,6 +251,10 @@ impl Fold {
     fn call_id_unused(&mut self, cid: Option<&Value<'_>>) -> bool {
         match cid {
             None => true,
+            Some(Value::String(s)) if is_lower_hex(s, 32) => match u128::from_str_radix(s, 16) {
+                Ok(n) => self.seen_hex.insert(n),
+                Err(_) => false,
+            },
             Some(Value::String(s)) => self.seen.insert(Sha256::digest(s.as_bytes()).into()),
             Some(_) => false,
         }
@@ -235,7 +279,7 @@ impl Fold {
         let Some(cid) = e.get("call_id").and_then(Value::as_str) else {
             return false;
         };
-        if !self.call_id_unused(e.get("call_id")) || check_allow(e).is_err() {
+        if !self.call_id_unused(e.get("call_id")) {
             return false;
         }
         let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
@@ -263,9 +307,6 @@ impl Fold {
 
     /// An outcome ends a waiting allow: on its node, after it, with the arguments it allowed.
     fn outcome(&mut self, e: &Obj<'_>) -> bool {
-        if check_outcome(e).is_err() {
-            return false;
-        }
         let Some(cid) = e.get("call_id").and_then(Value::as_str) else {
             return false;
         };

@@ -66,6 +66,12 @@
 //! | (12) | `anchor.rs` | no key, no verdict of valid |
 //! | (13) | `tree.rs` | the signed tree checkpoint and the chain's position, when present |
 //!
+//! `attenu-hook verify` first tries a streaming pass (`stream.rs`, reading with `split.rs`,
+//! each entry folded by `fold.rs`) that holds memory to the nodes and open calls, not the
+//! entries, and answers only for a clean bundle, with the report the steps above give; on
+//! anything else it gives up and the steps above decide. The unit tests and
+//! `tests/evidence.rs` hold the two reports equal.
+//!
 //! Around them: `report.rs` (the report and failure names), `input.rs` (reading the bundle
 //! file and the key), `run.rs` (the command), `render.rs` (the text output), `json.rs`,
 //! `shown.rs` and `vocab.rs` (reading values, printing them safely, the ledger's names). The
@@ -93,6 +99,7 @@ mod report;
 mod run;
 mod scope;
 mod shown;
+mod split;
 mod stream;
 #[cfg(test)]
 mod tests;

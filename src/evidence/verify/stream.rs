@@ -16,102 +16,75 @@
 //! checked by the full verifier's own steps, run on the bundle's members with `entries`
 //! holding only its first and last entry.
 
-use super::fold::Fold;
+use super::fold::{prepare, Fold};
 use super::report::Log;
+use super::split::{GiveUp, Sink, Splitter};
 use super::{anchor, chain_id, envelopes, tree, unreadable, version};
-use super::{AnchorKey, Bundle, Checks, Json, Obj, Report, Value};
+use super::{AnchorKey, Bundle, Checks, Json, Obj, Report, Value, PARALLEL_FROM};
 use crate::evidence::doc::Members;
 use crate::evidence::strict::{self, MemberSeed};
-use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
+use serde::de::DeserializeSeed;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashSet;
-use std::fmt;
 
 /// Verifies the bundle `reader` yields, if it is clean; `None` when the full verifier must
 /// decide (see the module documentation).
 pub fn verify_clean_stream(reader: impl std::io::Read, key: &AnchorKey) -> Option<Report> {
-    let mut read = Pass::default();
-    let mut de = serde_json::Deserializer::from_reader(reader);
-    Top(&mut read).deserialize(&mut de).ok()?;
-    de.end().ok()?;
-    finish(read, key)
+    let mut pass = Pass::default();
+    Splitter::new(reader).run(&mut pass).ok()?;
+    finish(pass, key)
 }
 
 /// What the pass read: the fold over the entries, the other members, the first and last entry.
 #[derive(Default)]
 struct Pass {
+    names: HashSet<String>,
     fold: Option<Fold>,
-    members: Vec<(Cow<'static, str>, Json<'static>)>,
-    first: Option<Box<RawValue>>,
-    last: Option<Box<RawValue>>,
+    members: Vec<(String, serde_json::Value)>,
+    first: Option<String>,
+    last: Option<String>,
 }
 
-/// The top-level object: `entries` folded one by one, every other member kept.
-struct Top<'r>(&'r mut Pass);
-
-// Read from an `io::Read`, nothing borrows from the input: the tree is `'static`.
-impl DeserializeSeed<'static> for Top<'_> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'static>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl Visitor<'static> for Top<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a bundle object")
-    }
-    fn visit_map<A: MapAccess<'static>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut names = HashSet::new();
-        let dup = RefCell::new(None);
-        while let Some(name) = map.next_key::<String>()? {
-            if !names.insert(name.clone()) {
-                return Err(A::Error::custom("a repeated member"));
-            }
-            if name == "entries" {
-                map.next_value_seed(Entries(self.0))?;
-                continue;
-            }
-            let value: Json<'static> = map.next_value_seed(MemberSeed(&dup))?;
-            if dup.borrow().is_some() {
-                return Err(A::Error::custom("a repeated member"));
-            }
-            self.0.members.push((Cow::Owned(name), value));
+impl Sink for Pass {
+    fn name(&mut self, name: &str) -> Result<(), GiveUp> {
+        if self.names.insert(name.to_string()) {
+            Ok(())
+        } else {
+            Err(GiveUp)
         }
-        Ok(())
     }
-}
 
-/// The `entries` array, each element folded as it arrives.
-struct Entries<'r>(&'r mut Pass);
-
-impl<'de> DeserializeSeed<'de> for Entries<'_> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Entries<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an entries array")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let read = self.0;
-        let fold = read.fold.insert(Fold::new());
-        while let Some(raw) = seq.next_element::<Box<RawValue>>()? {
-            if !fold.entry(raw.get()) {
-                return Err(A::Error::custom("left to the full verifier"));
+    /// Read as the full reader reads a member: inside the bundle's object (so as deep), with
+    /// a repeated name noted.
+    fn member(&mut self, name: String, value: &str) -> Result<(), GiveUp> {
+        let wrapped = format!("[{value}]");
+        let dup = RefCell::new(None);
+        let mut de = serde_json::Deserializer::from_str(&wrapped);
+        let read = MemberSeed(&dup).deserialize(&mut de).map_err(|_| GiveUp)?;
+        de.end().map_err(|_| GiveUp)?;
+        match (read, dup.into_inner()) {
+            (Json::Array(a), None) if a.len() == 1 => {
+                self.members.push((name, a[0].to_value()));
+                Ok(())
             }
-            if read.first.is_none() {
-                read.first = Some(raw);
-            } else {
-                read.last = Some(raw);
+            _ => Err(GiveUp),
+        }
+    }
+
+    fn entries(&mut self, batch: &[&str]) -> Result<(), GiveUp> {
+        let fold = self.fold.get_or_insert_with(Fold::new);
+        let prepared = crate::par::map(batch, PARALLEL_FROM, |_, text| prepare(text));
+        for p in prepared {
+            if !fold.entry(p) {
+                return Err(GiveUp);
             }
+        }
+        if let (None, Some(first)) = (&self.first, batch.first()) {
+            self.first = Some(first.to_string());
+        }
+        if let Some(last) = batch.last() {
+            self.last = Some(last.to_string());
         }
         Ok(())
     }
@@ -121,12 +94,18 @@ impl<'de> Visitor<'de> for Entries<'_> {
 /// nothing failed.
 fn finish(read: Pass, key: &AnchorKey) -> Option<Report> {
     let fold = read.fold?;
-    let first = strict::parse_one(read.first.as_ref()?.get()).ok()?.value;
-    let last = match &read.last {
-        Some(raw) => Some(strict::parse_one(raw.get()).ok()?.value),
+    let first_text = read.first?;
+    let last_text = read.last.filter(|_| fold.count > 1);
+    let first = strict::parse_one(&first_text).ok()?.value;
+    let last = match &last_text {
+        Some(text) => Some(strict::parse_one(text).ok()?.value),
         None => None,
     };
-    let mut members = read.members;
+    let mut members: Vec<(Cow<str>, Json)> = read
+        .members
+        .iter()
+        .map(|(k, v)| (Cow::Borrowed(k.as_str()), Json::from_value(v)))
+        .collect();
     let ends: Vec<Json<'_>> = std::iter::once(first).chain(last).collect();
     members.push((Cow::Borrowed("entries"), Json::Array(ends)));
     let top = Json::Object(Members::from_document_order(members, false));

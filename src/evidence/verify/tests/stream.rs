@@ -177,3 +177,51 @@ fn syntax_a_repeated_member_and_trailing_bytes_are_left_to_the_full_verifier() {
     }
     assert!(verify_clean_stream(honest.as_bytes(), &pinned(&k)).is_some());
 }
+
+#[test]
+fn strings_escapes_and_whitespace_cut_by_refills_are_read_whole() {
+    let k = key(1);
+    let mut bodies = tiny_entries();
+    bodies[2]["context"] = json!({"rows": 3, "tool_use_id": "a\"}]\\\\\"{[ \u{2028} é"});
+    let bundle = signed_bundle(bodies, &k);
+    let compact = serde_json::to_string(&bundle).unwrap();
+    let pretty = serde_json::to_string_pretty(&bundle).unwrap();
+    let full = super::super::verify_bundle(&bundle, &pinned(&k));
+    assert!(full.valid, "{:?}", full.failures);
+    for text in [
+        compact,
+        pretty,
+        format!(" \r\n\t{}\n ", serde_json::to_string(&bundle).unwrap()),
+    ] {
+        let s = verify_clean_stream(text.as_bytes(), &pinned(&k)).expect("streamed");
+        assert!(same(&s, &full));
+    }
+}
+
+#[test]
+fn what_is_not_one_json_object_is_left_to_the_full_verifier() {
+    let k = key(1);
+    let honest = serde_json::to_string(&signed_bundle(tiny_entries(), &k)).unwrap();
+    let bad = [
+        honest.replacen("},{", "}{", 1),
+        honest.replacen("},{", "},,{", 1),
+        honest.replacen("\"entries\":[", "\"entries\":[1,", 1),
+        honest.replacen("\"entries\":", "\"entries\" ", 1),
+        honest.replacen(",\"entries\"", "\"entries\"", 1),
+        format!("{honest}{{}}"),
+        format!("[{honest}]"),
+        honest.replacen(
+            "\"chain_id\":\"c\",\"entries\"",
+            "\"chain_id\":\"c\",\"c\\u0068ain_id\":\"c\",\"entries\"",
+            1,
+        ),
+        honest.replace('}', "]"),
+        String::new(),
+    ];
+    for b in bad {
+        assert!(
+            verify_clean_stream(b.as_bytes(), &pinned(&k)).is_none(),
+            "{b:.80}"
+        );
+    }
+}
