@@ -4,6 +4,8 @@
     python3 bench/scale.py                              # 1,000,000 entries, ours only
     python3 bench/scale.py --reference-python /work/main/target/ci-tools/venv/bin/python
     python3 bench/scale.py --entries 100000 --runs 3 --no-build
+    python3 bench/scale.py --no-build --keep            # prints the temp dir it kept
+    python3 bench/scale.py --no-build --reuse DIR --bin OTHER/attenu-hook   # same ledger, another build
 
 Standard library only; Linux (`/usr/bin/time -v` gives each process's maximum RSS).
 
@@ -18,7 +20,8 @@ Standard library only; Linux (`/usr/bin/time -v` gives each process's maximum RS
  6. With --reference-python, times the reference `attenu_guard.evidence.verify_bundle` on the
     same bundle once (tests/support/ref_verify.py), checking it answers ok.
 
-Everything is made under a temp dir (removed at the end unless --keep). A 1M-entry session is
+Everything is made under a temp dir (removed at the end unless --keep; --reuse DIR times a kept
+one again without growing the session anew). A 1M-entry session is
 about 750 MB of ledger and as much again of bundle. Run it on an idle machine: export's wall
 time is mostly the fsync of the bundle, so the disk's state shows in it.
 """
@@ -87,24 +90,30 @@ def summary(runs: list[dict]) -> dict:
 
 
 def main() -> int:
+    global BIN
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--entries", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--reference-python", help="a Python with attenu-guard 0.21.0 installed")
     ap.add_argument("--no-build", action="store_true", help="use the release builds as they are")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (its path is printed)")
+    ap.add_argument("--reuse", type=Path, help="a temp dir --keep kept: its session is timed again")
+    ap.add_argument("--bin", type=Path, default=BIN, help="the attenu-hook binary to time")
     args = ap.parse_args()
+    BIN = args.bin.resolve()
     if not args.no_build:
         subprocess.run(["cargo", "build", "--release", "--bin", "attenu-hook", "--example", "big_ledger"],
                        cwd=REPO, check=True)
-    tmp = Path(tempfile.mkdtemp(prefix="attenu-scale-bench-"))
+    tmp = args.reuse.resolve() if args.reuse else Path(tempfile.mkdtemp(prefix="attenu-scale-bench-"))
     try:
         project = tmp / "project"
-        template(project, "tpl")
-        t0 = time.perf_counter()
-        subprocess.run([str(EXAMPLE), str(project), "tpl", "big", str(args.entries)], check=True)
-        grow_s = time.perf_counter() - t0
         ledger = project / ".attenu" / "ledger-big.jsonl"
+        grow_s = 0.0
+        if not args.reuse:
+            template(project, "tpl")
+            t0 = time.perf_counter()
+            subprocess.run([str(EXAMPLE), str(project), "tpl", "big", str(args.entries)], check=True)
+            grow_s = time.perf_counter() - t0
         bundle = tmp / "bundle-big.json"
         key = project / ".attenu" / "anchor.pub"
         export = [timed([str(BIN), "export", "--project", str(project), "--session", "big",
@@ -126,7 +135,7 @@ def main() -> int:
         print(json.dumps(result, indent=2))
         return 0
     finally:
-        if args.keep:
+        if args.keep or args.reuse:
             print(f"kept {tmp}", file=sys.stderr)
         else:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -189,3 +189,54 @@ fn a_ledger_or_other_json_is_unusable_input() {
     std::fs::write(&cut, r#"{"v": 2, "entries": []}"#).unwrap();
     assert_eq!(p.verify_pinned(cut.to_str().unwrap()).code, 1);
 }
+
+/// `verify` first tries a streaming pass that answers only for a clean bundle; it must answer
+/// with the full verifier's report, byte for byte, and leave every other bundle to it: an
+/// exported session, copies of it cut or edited, the saved fuzz inputs and seeds of the bundle
+/// target. The command's own `--json` output is the full verifier's report too.
+#[test]
+fn the_streaming_pass_answers_only_with_the_full_verifiers_report() {
+    use attenu_hook::evidence::verify::AnchorKey;
+    use attenu_hook::evidence::verify::{
+        parse_anchor_pub, verify_bundle_bytes, verify_clean_stream,
+    };
+    let (p, bundle) = exported_session("streaming");
+    let pub_text = std::fs::read_to_string(p.path().join(".attenu/anchor.pub")).unwrap();
+    let key = AnchorKey::Pinned(parse_anchor_pub(&pub_text).unwrap());
+    let honest = std::fs::read(&bundle).unwrap();
+    let text = String::from_utf8(honest.clone()).unwrap();
+    let mut inputs = vec![
+        honest.clone(),
+        text.replacen("\"allow\"", "\"deny\"", 1).into_bytes(),
+        text.replacen("\"ok\"", "\"ko\"", 1).into_bytes(),
+        text.replacen("\"seq\":1,", "\"seq\":1.0,", 1).into_bytes(),
+        text.replacen("{", "{\"envelopes\":[1],", 1).into_bytes(),
+        honest[..honest.len() / 2].to_vec(),
+    ];
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for dir in ["tests/fuzz_regressions/bundle", "fuzz/seeds/bundle"] {
+        for f in std::fs::read_dir(root.join(dir)).unwrap().flatten() {
+            inputs.push(std::fs::read(f.path()).unwrap());
+        }
+    }
+    let mut answered = 0;
+    for bytes in &inputs {
+        let Some(streamed) = verify_clean_stream(bytes.as_slice(), &key) else {
+            continue;
+        };
+        answered += 1;
+        let full = verify_bundle_bytes(bytes, &key).expect("a streamed bundle is readable");
+        assert_eq!(
+            serde_json::to_string_pretty(&streamed).unwrap(),
+            serde_json::to_string_pretty(&full).unwrap()
+        );
+    }
+    assert!(answered >= 1, "the honest export is streamed");
+    assert!(verify_clean_stream(honest.as_slice(), &key).is_some());
+    let full = verify_bundle_bytes(&honest, &key).unwrap();
+    let out = p.verify_pinned_json(&bundle);
+    assert_eq!(
+        out.stdout,
+        format!("{}\n", serde_json::to_string_pretty(&full).unwrap())
+    );
+}

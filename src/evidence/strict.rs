@@ -76,7 +76,9 @@ pub fn parse(text: &str) -> Result<Parsed<'_>, serde_json::Error> {
     })
 }
 
-fn parse_one(text: &str) -> Result<Parsed<'_>, serde_json::Error> {
+/// Parses one value (a bundle's entry, read on its own) as [`parse`] reads each entry: the
+/// tree serde_json reads, and the first repeated member name.
+pub fn parse_one(text: &str) -> Result<Parsed<'_>, serde_json::Error> {
     let dup = RefCell::new(None);
     let mut de = serde_json::Deserializer::from_str(text);
     let value = Strict(&dup).deserialize(&mut de)?;
@@ -252,6 +254,17 @@ impl<'de> Visitor<'de> for Name {
     }
     fn visit_string<E>(self, s: String) -> Result<Cow<'de, str>, E> {
         Ok(Cow::Owned(s))
+    }
+}
+
+/// A seed reading one value as [`parse`] reads a bundle's members other than `entries`, for a
+/// reader that streams the bundle: the tree, with a repeated member name noted in `dup`.
+pub struct MemberSeed<'a>(pub &'a RefCell<Option<String>>);
+
+impl<'de> DeserializeSeed<'de> for MemberSeed<'_> {
+    type Value = Json<'de>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Json<'de>, D::Error> {
+        Strict(self.0).deserialize(d)
     }
 }
 

@@ -111,7 +111,7 @@ fn allow_within(
 }
 
 /// The action's scope and context, measured against `a`. An empty or absent context is none.
-fn action_within<'a>(e: &Obj<'_>, a: &'a Authority) -> Result<(), Outside<'a>> {
+pub(super) fn action_within<'a>(e: &Obj<'_>, a: &'a Authority) -> Result<(), Outside<'a>> {
     let empty = Obj::new();
     let ctx = if truthy(e.get("context")) {
         e.get("context").and_then(Value::as_object)

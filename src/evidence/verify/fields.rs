@@ -28,7 +28,12 @@ pub(super) fn check_entries(bundle: &Bundle<'_>, log: &mut Log<'_>) -> bool {
     ok
 }
 
-fn known_event(e: &Obj<'_>, bundle_v: Option<i128>, i: usize, log: &mut Log<'_>) -> bool {
+pub(super) fn known_event(
+    e: &Obj<'_>,
+    bundle_v: Option<i128>,
+    i: usize,
+    log: &mut Log<'_>,
+) -> bool {
     let ev = e.get("event");
     let known = match ev.and_then(Value::as_str) {
         Some("outcome") => bundle_v != Some(1),
@@ -54,7 +59,7 @@ fn known_event(e: &Obj<'_>, bundle_v: Option<i128>, i: usize, log: &mut Log<'_>)
     false
 }
 
-fn known_fields(e: &Obj<'_>, i: usize, log: &mut Log<'_>) -> bool {
+pub(super) fn known_fields(e: &Obj<'_>, i: usize, log: &mut Log<'_>) -> bool {
     let mut extra: Vec<&str> = e.keys().filter(|f| !is_ledger_field(f)).collect();
     if extra.is_empty() {
         return true;

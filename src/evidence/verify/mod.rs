@@ -69,6 +69,12 @@
 //! After them, `notices.rs` lists what the ledger records about its own history (a lost
 //! checkpoint), which changes no verdict but the exit code.
 //!
+//! `attenu-hook verify` first tries a streaming pass (`stream.rs`, reading with `split.rs`,
+//! each entry folded by `fold.rs`) that holds memory to the nodes and open calls, not the
+//! entries, and answers only for a clean bundle, with the report the steps above give; on
+//! anything else it gives up and the steps above decide. The unit tests and
+//! `tests/evidence.rs` hold the two reports equal.
+//!
 //! Around them: `report.rs` (the report and failure names), `input.rs` (reading the bundle
 //! file and the key), `run.rs` (the command), `render.rs` (the text output), `json.rs`,
 //! `shown.rs` and `vocab.rs` (reading values, printing them safely, the ledger's names). The
@@ -83,6 +89,7 @@ mod chain_id;
 mod containment;
 mod envelopes;
 mod fields;
+mod fold;
 mod input;
 mod integrity;
 mod json;
@@ -96,6 +103,8 @@ mod report;
 mod run;
 mod scope;
 mod shown;
+mod split;
+mod stream;
 #[cfg(test)]
 mod tests;
 mod tree;
@@ -111,6 +120,7 @@ pub use report::{AnchorKey, CallSummary, Checks, Failure, FailureName, OpenCall,
 pub use run::{run, EXIT_VALID_KEY_NOT_PINNED, EXIT_VALID_WITH_NOTICE};
 pub use scope::scope_covers;
 pub(in crate::evidence) use shown::shown_str_escaped;
+pub use stream::verify_clean_stream;
 pub(crate) use vocab::ledger_field;
 pub use vocab::{LEDGER_EVENTS, LEDGER_FIELDS};
 

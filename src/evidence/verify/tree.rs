@@ -18,6 +18,17 @@ pub(super) fn check_checkpoint(
     bundle: &Bundle<'_>,
     log: &mut Log<'_>,
 ) -> &'static str {
+    check_checkpoint_over(key, bundle, || tree_of(bundle), log)
+}
+
+/// [`check_checkpoint`] with the tree over the entries' hashes from `tree` (the streaming
+/// pass builds it entry by entry; `bundle` then holds only some of the entries).
+pub(super) fn check_checkpoint_over(
+    key: &AnchorKey,
+    bundle: &Bundle<'_>,
+    tree: impl FnOnce() -> Result<Frontier, usize>,
+    log: &mut Log<'_>,
+) -> &'static str {
     let Some(member) = bundle.members.get("checkpoint") else {
         return "absent";
     };
@@ -60,7 +71,7 @@ pub(super) fn check_checkpoint(
             body.origin
         ));
     }
-    let tree = match tree_of(bundle) {
+    let tree = match tree() {
         Ok(t) => t,
         Err(index) => {
             return fail(format!(

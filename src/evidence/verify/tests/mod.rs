@@ -3,6 +3,7 @@
 mod authority;
 mod bundle;
 mod run;
+mod stream;
 
 use super::authority::Authority;
 use super::*;
@@ -76,6 +77,27 @@ fn rehash(bundle: &mut Value) {
     for e in bundle["entries"].as_array_mut().unwrap() {
         prev = seal(e.as_object_mut().unwrap(), &prev).unwrap();
     }
+}
+
+/// The full verifier's report on `bundle`, once the streaming pass was run on the same bundle
+/// as bytes: when it answers at all, its report must be the full one, byte for byte.
+fn verify_bundle(bundle: &Value, key: &AnchorKey) -> Report {
+    let full = super::verify_bundle(bundle, key);
+    let bytes = serde_json::to_vec(bundle).unwrap();
+    assert_stream_agrees(&bytes, key, &full);
+    full
+}
+
+/// The streaming pass answers only with the full verifier's report.
+fn assert_stream_agrees(bytes: &[u8], key: &AnchorKey, full: &Report) {
+    let Some(streamed) = verify_clean_stream(bytes, key) else {
+        return;
+    };
+    assert_eq!(
+        serde_json::to_string_pretty(&streamed).unwrap(),
+        serde_json::to_string_pretty(full).unwrap(),
+        "the streaming pass and the full verifier disagree"
+    );
 }
 
 fn names(r: &Report) -> Vec<&'static str> {

@@ -1,0 +1,394 @@
+//! The streaming pass's step per entry ([`super::stream`]): every check of steps (3) to (10)
+//! applied to one entry, with the state they carry across entries kept small (the previous
+//! hash, a tree frontier, each node's authority and agent, the call ids used, and the allows
+//! still waiting for their outcome).
+//!
+//! The pass only ever answers "clean": [`Fold::entry`] returns false on anything a check would
+//! report, and on anything it does not handle (a kill, a second root, a non-string call id, a
+//! float `seq`...), and the caller then runs the full verifier for the verdict. So each rule
+//! here is the full verifier's rule or a stricter one, never a looser one.
+
+use super::authority::Authority;
+use super::json::{event_of, get, is_lower_hex, num_f64, truthy, value_eq};
+use super::records::{check_allow, check_deny, check_outcome, known_policy};
+use super::report::{CallSummary, OpenCall};
+use super::{containment, fields, Log, Obj, Value};
+use crate::evidence::checkpoint::leaf_of_hash;
+use crate::evidence::{doc, strict};
+use crate::ledger::chain::GENESIS;
+use crate::tlog::{Frontier, Hash};
+use sha2::{Digest, Sha256};
+use std::collections::{HashMap, HashSet};
+
+/// An entry parsed, every check that reads it alone passed, its own hash (over its own
+/// `prev_hash`) and its leaf in the tree.
+pub(super) struct Prepared<'a> {
+    value: doc::Json<'a>,
+    own: String,
+    leaf: Hash,
+}
+
+/// Parses one entry's text as the full reader does, runs the checks that need no other entry,
+/// and hashes it; `None` when any of that fails. Independent of the other entries, so run on
+/// every core.
+pub(super) fn prepare(text: &str) -> Option<Prepared<'_>> {
+    let parsed = strict::parse_one(text).ok()?;
+    if parsed.duplicate.is_some() {
+        return None;
+    }
+    let e = parsed.value.as_object()?;
+    if !alone(e) {
+        return None;
+    }
+    let own = doc::own_hash(&parsed.value)?;
+    let leaf = leaf_of_hash(&own)?;
+    Some(Prepared {
+        value: parsed.value,
+        own,
+        leaf,
+    })
+}
+
+/// Steps (1), (3), (4), the v2 policy rule and the record rules of step (10): a known event
+/// and fields, version 2, a string chain id and node id, a well-formed allow, deny or outcome.
+fn alone(e: &Obj<'_>) -> bool {
+    let mut scratch = Log::new(&[]);
+    if !fields::known_event(e, Some(2), 0, &mut scratch)
+        || !fields::known_fields(e, 0, &mut scratch)
+    {
+        return false;
+    }
+    if !matches!(e.get("v"), Some(Value::Number(n)) if n.as_u64() == Some(2)) {
+        return false;
+    }
+    if !e.get("chain_id").is_some_and(Value::is_string) {
+        return false;
+    }
+    let ev = event_of(e);
+    let defines = matches!(ev, Some("root" | "spawn" | "allow"));
+    if !defines && get(e, "node").is_some_and(|n| !n.is_string()) {
+        return false;
+    }
+    if e.contains_key("policy") && !matches!(ev, Some("allow" | "deny")) {
+        return false;
+    }
+    // A recorded checkpoint loss is a notice, which only the full verifier reports.
+    let context = e.get("context").and_then(Value::as_object);
+    if context.is_some_and(|c| c.contains_key(crate::ledger::store::CHECKPOINT_LOST)) {
+        return false;
+    }
+    match ev {
+        Some("allow") => check_allow(e).is_ok(),
+        Some("deny") => check_deny(e).is_ok(),
+        Some("outcome") => check_outcome(e).is_ok(),
+        _ => true,
+    }
+}
+
+/// An allow waiting for its outcome: what binding compares and what the report shows of it.
+struct Waiting {
+    index: usize,
+    node: String,
+    tool: Option<String>,
+    tool_use_id: Option<String>,
+    /// `authorized_params_hash`, when present and not null.
+    authorized: Option<serde_json::Value>,
+    authorized_truthy: bool,
+    /// No outcome was promised (`capture` absent or `pre_hook_only`).
+    pre_hook_only: bool,
+}
+
+/// What the pass carries from one entry to the next.
+pub(super) struct Fold {
+    pub(super) count: usize,
+    prev_hash: String,
+    pub(super) tree: Frontier,
+    /// The first entry's `chain_id`; every entry names the same one.
+    pub(super) chain_id: Option<String>,
+    authorities: HashMap<String, Authority>,
+    /// Nodes in the order they were defined, and each one's agent as its definition names it.
+    nodes: Vec<String>,
+    agents: HashMap<String, String>,
+    finalized: HashSet<String>,
+    /// Every call id an allow or deny used: 32 lowercase hex digits as their 16 bytes, any
+    /// other string as its SHA-256 (a repeat, or a collision, ends the pass).
+    seen_hex: HashSet<u128>,
+    seen: HashSet<[u8; 32]>,
+    waiting: HashMap<String, Waiting>,
+    actions: usize,
+    ungated: usize,
+    allows: usize,
+    both_hashes: usize,
+    observed: usize,
+}
+
+impl Fold {
+    pub(super) fn new() -> Self {
+        Fold {
+            count: 0,
+            prev_hash: GENESIS.to_string(),
+            tree: Frontier::new(),
+            chain_id: None,
+            authorities: HashMap::new(),
+            nodes: Vec::new(),
+            agents: HashMap::new(),
+            finalized: HashSet::new(),
+            seen_hex: HashSet::new(),
+            seen: HashSet::new(),
+            waiting: HashMap::new(),
+            actions: 0,
+            ungated: 0,
+            allows: 0,
+            both_hashes: 0,
+            observed: 0,
+        }
+    }
+
+    /// The next entry as [`prepare`] read it; false when the pass must give up.
+    pub(super) fn entry(&mut self, prepared: Option<Prepared<'_>>) -> bool {
+        let Some(p) = prepared else {
+            return false;
+        };
+        let Some(e) = p.value.as_object() else {
+            return false;
+        };
+        let i = self.count;
+        let ok = self.same_chain(e) && self.link(e, p.own, p.leaf, i) && self.event(e, i);
+        self.count += 1;
+        ok
+    }
+
+    /// Step (5): every entry names the first one's chain.
+    fn same_chain(&mut self, e: &Obj<'_>) -> bool {
+        let Some(chain_id) = e.get("chain_id").and_then(Value::as_str) else {
+            return false;
+        };
+        match &self.chain_id {
+            Some(c) => c == chain_id,
+            None => {
+                self.chain_id = Some(chain_id.to_string());
+                true
+            }
+        }
+    }
+
+    /// Step (6): seq is the position, prev_hash the previous hash, hash the entry's own; and
+    /// the entry's leaf for the tree checkpoint.
+    fn link(&mut self, e: &Obj<'_>, own: String, leaf: Hash, i: usize) -> bool {
+        if !matches!(e.get("seq"), Some(Value::Number(n)) if n.as_u64() == Some(i as u64)) {
+            return false;
+        }
+        if e.get("prev_hash").and_then(Value::as_str) != Some(self.prev_hash.as_str()) {
+            return false;
+        }
+        if e.get("hash").and_then(Value::as_str) != Some(own.as_str()) {
+            return false;
+        }
+        self.tree.append(leaf);
+        self.prev_hash = own;
+        true
+    }
+
+    /// Steps (7) to (10) for the entry's event.
+    fn event(&mut self, e: &Obj<'_>, i: usize) -> bool {
+        match event_of(e) {
+            Some("root") => i == 0 && self.root(e),
+            Some("spawn") => self.spawn(e),
+            Some("allow") => self.allow(e, i),
+            Some("deny") => self.call_id_unused(e.get("call_id")),
+            Some("outcome") => self.outcome(e),
+            Some("done") => {
+                if let Some(n) = e.get("node").and_then(Value::as_str) {
+                    self.finalized.insert(n.to_string());
+                }
+                true
+            }
+            Some("spawn_denied") => true,
+            // A kill revokes a node for the checks after it: left to the full verifier.
+            _ => false,
+        }
+    }
+
+    fn root(&mut self, e: &Obj<'_>) -> bool {
+        let salt_ok = e
+            .get("params_salt")
+            .and_then(Value::as_str)
+            .is_some_and(|s| is_lower_hex(s, 32));
+        salt_ok && self.define(e, "authority", None)
+    }
+
+    /// A spawn names an earlier node as its parent, and is granted no more than it holds.
+    fn spawn(&mut self, e: &Obj<'_>) -> bool {
+        let Some(parent) = e.get("parent").and_then(Value::as_str) else {
+            return false;
+        };
+        if !self.authorities.contains_key(parent) {
+            return false;
+        }
+        self.define(e, "granted", Some(parent.to_string()))
+    }
+
+    /// A root or spawn defines a node not defined before, with a readable authority.
+    fn define(&mut self, e: &Obj<'_>, member: &'static str, parent: Option<String>) -> bool {
+        let Some(node) = e.get("node").and_then(Value::as_str) else {
+            return false;
+        };
+        if self.authorities.contains_key(node) {
+            return false;
+        }
+        let Ok(a) = Authority::from_wire(e.get(member), member) else {
+            return false;
+        };
+        if let Some(p) = parent {
+            if a.narrower_than(&self.authorities[&p]).is_err() {
+                return false;
+            }
+        }
+        self.authorities.insert(node.to_string(), a);
+        self.nodes.push(node.to_string());
+        if let Some(agent) = e.get("agent").and_then(Value::as_str) {
+            self.agents.insert(node.to_string(), agent.to_string());
+        }
+        true
+    }
+
+    /// A call id used by no earlier allow or deny (absent is none; only strings are handled).
+    fn call_id_unused(&mut self, cid: Option<&Value<'_>>) -> bool {
+        match cid {
+            None => true,
+            Some(Value::String(s)) if is_lower_hex(s, 32) => match u128::from_str_radix(s, 16) {
+                Ok(n) => self.seen_hex.insert(n),
+                Err(_) => false,
+            },
+            Some(Value::String(s)) => self.seen.insert(Sha256::digest(s.as_bytes()).into()),
+            Some(_) => false,
+        }
+    }
+
+    /// Containment, then the allow's record and call id; it then waits for its outcome.
+    fn allow(&mut self, e: &Obj<'_>, i: usize) -> bool {
+        let Some(node) = e.get("node").and_then(Value::as_str) else {
+            return false;
+        };
+        if known_policy(e.get("policy")) {
+            self.ungated += 1;
+        } else {
+            self.actions += 1;
+            let Some(a) = self.authorities.get(node) else {
+                return false;
+            };
+            if containment::action_within(e, a).is_err() {
+                return false;
+            }
+        }
+        let Some(cid) = e.get("call_id").and_then(Value::as_str) else {
+            return false;
+        };
+        if !self.call_id_unused(e.get("call_id")) {
+            return false;
+        }
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        let capture = get(e, "capture");
+        self.allows += 1;
+        self.waiting.insert(
+            cid.to_string(),
+            Waiting {
+                index: i,
+                node: node.to_string(),
+                tool: text(e.get("tool")),
+                tool_use_id: text(
+                    e.get("context")
+                        .and_then(Value::as_object)
+                        .and_then(|c| c.get("tool_use_id")),
+                ),
+                authorized: get(e, "authorized_params_hash").map(doc::Json::to_value),
+                authorized_truthy: truthy(e.get("authorized_params_hash")),
+                pre_hook_only: capture.is_none()
+                    || capture.and_then(Value::as_str) == Some("pre_hook_only"),
+            },
+        );
+        true
+    }
+
+    /// An outcome ends a waiting allow: on its node, after it, with the arguments it allowed.
+    fn outcome(&mut self, e: &Obj<'_>) -> bool {
+        let Some(cid) = e.get("call_id").and_then(Value::as_str) else {
+            return false;
+        };
+        // No allow waiting: none, or one already ended, or a later one; all are failures.
+        let Some(al) = self.waiting.remove(cid) else {
+            return false;
+        };
+        if e.get("node").and_then(Value::as_str) != Some(al.node.as_str()) {
+            return false;
+        }
+        if !num_f64(e.get("seq")).is_some_and(|o| o > al.index as f64) {
+            return false;
+        }
+        if let (Some(ah), Some(ih)) = (&al.authorized, get(e, "invoked_params_hash")) {
+            if !value_eq(&doc::Json::from_value(ah), ih) {
+                return false;
+            }
+        }
+        if al.authorized_truthy && truthy(e.get("invoked_params_hash")) {
+            self.both_hashes += 1;
+        }
+        self.observed += 1;
+        true
+    }
+
+    /// How many nodes, allows measured and allows ungated.
+    pub(super) fn counts(&self) -> (usize, usize, usize) {
+        (self.authorities.len(), self.actions, self.ungated)
+    }
+
+    /// Execution binding's level and the calls, as [`super::binding`] reports them; `None`
+    /// when the level is `failed` (the full verifier then says why).
+    pub(super) fn calls(&self) -> Option<(&'static str, CallSummary)> {
+        let mut summary = CallSummary::default();
+        let mut open: Vec<(&String, &Waiting)> = self.waiting.iter().collect();
+        open.sort_by_key(|(_, w)| w.index);
+        let mut unaccounted_on: HashSet<&str> = HashSet::new();
+        for (cid, w) in open {
+            let state = if w.pre_hook_only {
+                summary.unobserved += 1;
+                "unobserved"
+            } else {
+                summary.unaccounted += 1;
+                unaccounted_on.insert(w.node.as_str());
+                "unaccounted"
+            };
+            summary.open.push(OpenCall {
+                call_id: cid.clone(),
+                state,
+                node: Some(w.node.clone()),
+                tool: w.tool.clone(),
+                agent: self.agents.get(&w.node).cloned(),
+                tool_use_id: w.tool_use_id.clone(),
+                index: w.index,
+                seq: Some(w.index as i64),
+            });
+        }
+        summary.observed = self.observed;
+        summary.params_coverage = if self.allows == 0 || self.both_hashes == 0 {
+            "none"
+        } else if self.both_hashes == self.allows {
+            "complete"
+        } else {
+            "partial"
+        };
+        // No node is revoked here (a kill ends the pass).
+        let mut level = usize::from(summary.unobserved > 0);
+        for n in &self.nodes {
+            let pending = unaccounted_on.contains(n.as_str());
+            if self.finalized.contains(n) {
+                if pending {
+                    return None;
+                }
+            } else {
+                level = 1;
+            }
+        }
+        Some((["clean", "incomplete"][level], summary))
+    }
+}
