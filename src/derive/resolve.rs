@@ -7,7 +7,7 @@
 //! set is within the root by construction (`meet(session, derived)`).
 
 use super::roster::digest_of;
-use super::scopes::{covers, declared_at, delegate_scope, Declared, Scopes, Site};
+use super::scopes::{declared_at, delegate_scope, set_covers, Declared, Scopes, Site};
 use super::{compat, frontmatter, provenance, AgentAuthority, Declarations, Roster};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -184,7 +184,7 @@ fn agent_authority(
                 // Within the root: a tool the operator denies is removed here too.
                 let held: BTreeSet<String> = subtract(&own, &denied)
                     .into_iter()
-                    .filter(|s| root.iter().any(|p| covers(p, s)))
+                    .filter(|s| set_covers(root, s))
                     .collect();
                 removed = own.difference(&held).cloned().collect();
                 held.into()
@@ -252,7 +252,7 @@ fn scopes_of(
 fn excluded_within(held: &BTreeSet<String>, denied: &BTreeSet<String>) -> BTreeSet<String> {
     denied
         .iter()
-        .filter(|d| held.iter().any(|s| covers(s, d)))
+        .filter(|d| set_covers(held, d))
         .cloned()
         .collect()
 }
@@ -260,7 +260,7 @@ fn excluded_within(held: &BTreeSet<String>, denied: &BTreeSet<String>) -> BTreeS
 fn subtract(scopes: &BTreeSet<String>, patterns: &BTreeSet<String>) -> BTreeSet<String> {
     scopes
         .iter()
-        .filter(|s| !patterns.iter().any(|p| covers(p, s)))
+        .filter(|s| !set_covers(patterns, s))
         .cloned()
         .collect()
 }

@@ -1,7 +1,7 @@
 //! The derived permission sets ([`Roster`], one [`AgentAuthority`] per agent), the queries the
 //! decision asks of them, and the digest that records which roster a decision was made under.
 
-use super::scopes::{covers, Scopes};
+use super::scopes::{set_covers, Scopes};
 use crate::ledger::{canonical, chain::sha256_hex};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -53,7 +53,7 @@ pub struct BrokenFile {
 
 /// `scope` is covered by a held pattern and by no excluded one.
 fn holds(held: &BTreeSet<String>, excluded: &BTreeSet<String>, scope: &str) -> bool {
-    held.iter().any(|p| covers(p, scope)) && !excluded.iter().any(|d| covers(d, scope))
+    set_covers(held, scope) && !set_covers(excluded, scope)
 }
 
 impl AgentAuthority {
@@ -63,7 +63,7 @@ impl AgentAuthority {
 
     /// Held by a scope but taken out by a narrower denial.
     pub fn excludes(&self, scope: &str) -> bool {
-        self.scopes.iter().any(|p| covers(p, scope)) && !self.holds(scope)
+        set_covers(&self.scopes, scope) && !self.holds(scope)
     }
 }
 

@@ -277,6 +277,25 @@ pub fn holds<'a>(held: impl IntoIterator<Item = &'a String>, scope: &str) -> boo
     held.into_iter().any(|p| covers(p, scope))
 }
 
+/// [`holds`] for a set, by lookup rather than by a scan: a pattern covers `scope` only when
+/// it is `scope` itself or `<prefix>*` for a `<prefix>` of `scope` ending at a `.` (and
+/// shorter than it), so only those few patterns are looked up. Derivation asks this of sets
+/// of every agent's delegation scope, where a scan made it quadratic in the agents.
+pub fn set_covers(held: &std::collections::BTreeSet<String>, scope: &str) -> bool {
+    if held.contains(scope) {
+        return true;
+    }
+    let mut pattern = String::with_capacity(scope.len() + 1);
+    scope.match_indices('.').any(|(i, _)| {
+        i + 1 < scope.len() && {
+            pattern.clear();
+            pattern.push_str(&scope[..=i]);
+            pattern.push('*');
+            held.contains(pattern.as_str())
+        }
+    })
+}
+
 /// A set of scopes, shared rather than copied: every agent that inherits the session pool
 /// holds the same set (the root's, with one `agent.delegate.<name>` per declared agent), so a
 /// roster of `n` such agents holds one set, not `n` copies of `n` scopes. Reads go through
@@ -347,6 +366,51 @@ pub fn in_grammar(scope: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn set_covers_is_holds_by_lookup() {
+        let sets: [&[&str]; 5] = [
+            &["a.*", "fs.read"],
+            &["a.b.*", "*", "x.y"],
+            &["a.", "a.b.**", "mcp.pay.*", "agent.delegate.x"],
+            &["a.b.c"],
+            &[],
+        ];
+        let probes = [
+            "a",
+            "a.",
+            "a.*",
+            "a.b",
+            "a.b.*",
+            "a.b.c",
+            "a.b.**",
+            "x.y",
+            "x.y.z",
+            "fs.read",
+            "fs.reads",
+            "mcp.pay",
+            "mcp.pay.",
+            "mcp.pay.refund",
+            "mcp.pay.*",
+            "*",
+            "",
+            ".",
+            "..",
+            "agent.delegate.x",
+            "agent.delegate.x.y",
+        ];
+        for set in sets {
+            let held: std::collections::BTreeSet<String> =
+                set.iter().map(|s| s.to_string()).collect();
+            for p in probes {
+                assert_eq!(
+                    super::set_covers(&held, p),
+                    super::holds(&held, p),
+                    "{set:?} {p}"
+                );
+            }
+        }
+    }
+
     use super::*;
     use serde_json::json;
 
