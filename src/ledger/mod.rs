@@ -5,4 +5,5 @@ pub mod canonical;
 pub mod chain;
 pub mod commitment;
 pub mod entry;
+pub(crate) mod exact;
 pub mod store;

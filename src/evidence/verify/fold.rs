@@ -16,6 +16,7 @@ use super::{containment, fields, Log, Obj, Value};
 use crate::evidence::checkpoint::leaf_of_hash;
 use crate::evidence::{doc, strict};
 use crate::ledger::chain::GENESIS;
+use crate::ledger::exact;
 use crate::tlog::{Frontier, Hash};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
@@ -40,7 +41,13 @@ pub(super) fn prepare(text: &str) -> Option<Prepared<'_>> {
     if !alone(e) {
         return None;
     }
-    let own = doc::own_hash(&parsed.value)?;
+    // Export copies the ledger's lines verbatim, so an entry is mostly in exact canonical
+    // form already: then its hash is over its own bytes, with no re-serializing.
+    let prev = e.get("prev_hash")?.as_str()?;
+    let own = match exact::own_hash(text.as_bytes(), prev) {
+        Some(own) => own,
+        None => doc::own_hash(&parsed.value)?,
+    };
     let leaf = leaf_of_hash(&own)?;
     Some(Prepared {
         value: parsed.value,
