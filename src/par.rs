@@ -4,7 +4,7 @@
 //! more: a new thread allocates from its own arena, which grows one `mprotect` call per page,
 //! while the main thread's heap grows in large steps, so the calling thread is the fastest.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Maps `f` over `items` in order, on every core once there are at least `min_parallel`
 /// items. `f` gets each item's index. The items are taken in small batches from a shared
@@ -56,6 +56,78 @@ pub fn map<T: Sync, R: Send>(
     out
 }
 
+/// Maps `f` over `items` on every core, handing the results to `sink` in order on the calling
+/// thread as soon as each is ready, so `sink`'s sequential work overlaps the mapping instead of
+/// waiting for all of it; the calling thread maps whatever is next when nothing in order is
+/// ready. Stops at the first `false` from `sink` (the other threads stop soon after) and
+/// returns it. A panic in any thread is re-raised.
+pub fn map_into<T: Sync, R: Send>(
+    items: &[T],
+    min_parallel: usize,
+    f: impl Fn(&T) -> R + Sync,
+    mut sink: impl FnMut(R) -> bool,
+) -> bool {
+    let threads = if items.len() < min_parallel.max(2) {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    };
+    if threads < 2 {
+        return items.iter().all(|t| sink(f(t)));
+    }
+    let batch = (items.len() / (threads * 16)).max(16);
+    let batches = items.len().div_ceil(batch);
+    let part = |b: usize| &items[b * batch..((b + 1) * batch).min(items.len())];
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Vec<R>)>();
+    std::thread::scope(|s| {
+        let mut others = Vec::with_capacity(threads - 1);
+        for _ in 1..threads {
+            let tx = tx.clone();
+            let (next, stop, f) = (&next, &stop, &f);
+            others.push(s.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let b = next.fetch_add(1, Ordering::Relaxed);
+                    if b >= batches || tx.send((b, part(b).iter().map(f).collect())).is_err() {
+                        return;
+                    }
+                }
+            }));
+        }
+        drop(tx);
+        let mut ready: Vec<Option<Vec<R>>> = (0..batches).map(|_| None).collect();
+        let mut want = 0;
+        let mut ok = true;
+        while ok && want < batches {
+            while let Ok((b, out)) = rx.try_recv() {
+                ready[b] = Some(out);
+            }
+            if let Some(out) = ready[want].take() {
+                ok = out.into_iter().all(&mut sink);
+                want += 1;
+                continue;
+            }
+            let b = next.fetch_add(1, Ordering::Relaxed);
+            if b < batches {
+                ready[b] = Some(part(b).iter().map(&f).collect());
+                continue;
+            }
+            match rx.recv() {
+                Ok((b, out)) => ready[b] = Some(out),
+                // Every other thread is gone with a batch missing: one panicked, and the
+                // scope re-raises it.
+                Err(_) => break,
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for h in others {
+            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        }
+        ok
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -65,5 +137,42 @@ mod tests {
             let out = super::map(&items, 2, |i, &t| (i, t * 2));
             assert_eq!(out, items.iter().map(|&t| (t, t * 2)).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn map_into_hands_everything_over_in_order_and_stops_when_told() {
+        for n in [0, 1, 2, 3, 7, 1000, 1001, 5000] {
+            let items: Vec<usize> = (0..n).collect();
+            let mut got = Vec::new();
+            assert!(super::map_into(
+                &items,
+                2,
+                |&t| t * 2,
+                |r| {
+                    got.push(r);
+                    true
+                }
+            ));
+            assert_eq!(got, items.iter().map(|&t| t * 2).collect::<Vec<_>>());
+        }
+        let items: Vec<usize> = (0..5000).collect();
+        let mut seen = 0;
+        assert!(!super::map_into(
+            &items,
+            2,
+            |&t| t,
+            |r| {
+                seen += 1;
+                r != 1234
+            }
+        ));
+        assert_eq!(seen, 1235, "nothing after the first false");
+    }
+
+    #[test]
+    #[should_panic(expected = "boom")]
+    fn map_into_re_raises_a_panic() {
+        let items: Vec<usize> = (0..5000).collect();
+        super::map_into(&items, 2, |&t| assert!(t != 4000, "boom"), |()| true);
     }
 }

@@ -58,14 +58,21 @@ impl<'a> Members<'a> {
     }
 
     pub fn get(&self, name: &str) -> Option<&Json<'a>> {
-        // Names point into the bundle's text, far apart: for an entry-sized object a scan
-        // that compares lengths first reads the bytes of almost no name.
+        // Names are sorted, so a scan compares first bytes and stops past the name's; only a
+        // name with the same first byte and length is compared whole. Many names of an entry
+        // share a length (`node`, `hash`, `task`, `tool`), and absent ones are asked for often.
         if self.0.len() <= 32 {
-            return self
-                .0
-                .iter()
-                .find(|(k, _)| k.len() == name.len() && k.as_ref() == name)
-                .map(|(_, v)| v);
+            let want = name.as_bytes();
+            for (k, v) in &self.0 {
+                let k = k.as_bytes();
+                match k.first().cmp(&want.first()) {
+                    std::cmp::Ordering::Less => {}
+                    std::cmp::Ordering::Greater => return None,
+                    std::cmp::Ordering::Equal if k == want => return Some(v),
+                    std::cmp::Ordering::Equal => {}
+                }
+            }
+            return None;
         }
         self.0
             .binary_search_by(|(k, _)| k.as_ref().cmp(name))

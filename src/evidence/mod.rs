@@ -2,6 +2,7 @@
 pub mod bundle;
 pub mod checkpoint;
 pub mod doc;
+pub mod doc_exact;
 pub mod keys;
 pub mod log;
 pub mod outbox;

@@ -20,10 +20,20 @@ pub(crate) struct Exact {
 
 /// `line` as [`Exact`] when it is one canonical object and nothing else.
 pub(crate) fn exact(line: &[u8]) -> Option<Exact> {
-    std::str::from_utf8(line).ok()?;
-    let mut c = Cursor { b: line, i: 0 };
+    exact_with(line, Check).map(|(e, ())| e)
+}
+
+/// [`exact`], and what `build` made of the object as the check read it (one pass for both).
+pub(crate) fn exact_with<'t, B: Build<'t>>(line: &'t [u8], build: B) -> Option<(Exact, B::Value)> {
+    let text = std::str::from_utf8(line).ok()?;
+    let mut c = Cursor {
+        b: line,
+        text,
+        i: 0,
+        build,
+    };
     let mut members = Vec::with_capacity(24);
-    c.object(0, Some(&mut members))?;
+    let value = c.object(0, Some(&mut members))?;
     if c.i != line.len() {
         return None;
     }
@@ -43,28 +53,69 @@ pub(crate) fn exact(line: &[u8]) -> Option<Exact> {
             hash_member = Some(start..end);
         }
     }
-    Some(Exact {
+    let exact = Exact {
         members,
         hash_member,
-    })
+    };
+    Some((exact, value))
+}
+
+/// What the cursor makes of each value it checks: nothing for the ledger's re-verify
+/// ([`Check`]), a tree for the bundle verifier (`evidence::doc`), so a canonical text is read
+/// once, not once to check it and again to parse it. Only called for text the check accepts.
+pub(crate) trait Build<'t> {
+    type Value;
+    type Object;
+    type Array;
+    fn object(&mut self) -> Self::Object;
+    /// Keys come in strictly increasing byte order, each plain ASCII.
+    fn member(&mut self, object: &mut Self::Object, key: &'t str, value: Self::Value);
+    fn end_object(&mut self, object: Self::Object) -> Self::Value;
+    fn array(&mut self) -> Self::Array;
+    fn element(&mut self, array: &mut Self::Array, value: Self::Value);
+    fn end_array(&mut self, array: Self::Array) -> Self::Value;
+    /// `raw` is the text between the quotes; `escaped` when it holds a (canonical) escape.
+    fn string(&mut self, raw: &'t str, escaped: bool) -> Self::Value;
+    /// At most 15 digits, so always exact.
+    fn integer(&mut self, value: i64) -> Self::Value;
+    /// `Some(bool)` for `true` and `false`, `None` for `null`.
+    fn literal(&mut self, value: Option<bool>) -> Self::Value;
+}
+
+/// Builds nothing: the check alone.
+pub(crate) struct Check;
+
+impl<'t> Build<'t> for Check {
+    type Value = ();
+    type Object = ();
+    type Array = ();
+    fn object(&mut self) {}
+    fn member(&mut self, _: &mut (), _: &'t str, _: ()) {}
+    fn end_object(&mut self, _: ()) {}
+    fn array(&mut self) {}
+    fn element(&mut self, _: &mut (), _: ()) {}
+    fn end_array(&mut self, _: ()) {}
+    fn string(&mut self, _: &'t str, _: bool) {}
+    fn integer(&mut self, _: i64) {}
+    fn literal(&mut self, _: Option<bool>) {}
 }
 
 impl Exact {
     /// The entry hash of `line` (the text this was made from) over `prev`; `None` when it has
     /// no `hash` member (nothing to compare with: the caller's slow path reports that).
     pub(crate) fn hash_over(&self, line: &[u8], prev: &str) -> Option<String> {
+        self.digest_over(line, prev).map(|d| chain::hex(&d))
+    }
+
+    /// [`Exact::hash_over`] as the digest's bytes.
+    pub(crate) fn digest_over(&self, line: &[u8], prev: &str) -> Option<[u8; 32]> {
         let cut = self.hash_member.clone()?;
         let mut h = Sha256::new();
         h.update(prev.as_bytes());
         h.update(&line[..cut.start]);
         h.update(&line[cut.end..]);
-        Some(chain::hex(&h.finalize()))
+        Some(h.finalize().into())
     }
-}
-
-/// The entry hash of `line` over `prev` when `line` is in exact canonical form.
-pub(crate) fn own_hash(line: &[u8], prev: &str) -> Option<String> {
-    exact(line)?.hash_over(line, prev)
 }
 
 pub(crate) struct Member {
@@ -76,12 +127,15 @@ pub(crate) struct Member {
 /// Deeper than this, the slow path decides (serde_json's own limit is 128).
 const MAX_DEPTH: usize = 64;
 
-struct Cursor<'a> {
-    b: &'a [u8],
+struct Cursor<'t, B> {
+    b: &'t [u8],
+    /// The same bytes, checked to be UTF-8.
+    text: &'t str,
     i: usize,
+    build: B,
 }
 
-impl Cursor<'_> {
+impl<'t, B: Build<'t>> Cursor<'t, B> {
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
@@ -93,13 +147,14 @@ impl Cursor<'_> {
     /// An object in canonical form: keys plain ASCII (so byte order is RFC 8785's UTF-16
     /// order), strictly increasing, no white space. Its members are collected only at the top
     /// level (`into`), which is all the hash and the state need.
-    fn object(&mut self, depth: usize, mut into: Option<&mut Vec<Member>>) -> Option<()> {
+    fn object(&mut self, depth: usize, mut into: Option<&mut Vec<Member>>) -> Option<B::Value> {
         if depth > MAX_DEPTH {
             return None;
         }
         self.eat(b'{')?;
+        let mut object = self.build.object();
         if self.eat(b'}').is_some() {
-            return Some(());
+            return Some(self.build.end_object(object));
         }
         let mut last: Option<Range<usize>> = None;
         loop {
@@ -122,7 +177,9 @@ impl Cursor<'_> {
             last = Some(key.clone());
             self.eat(b':')?;
             let vstart = self.i;
-            self.value(depth + 1)?;
+            let value = self.value(depth + 1)?;
+            self.build
+                .member(&mut object, &self.text[key.clone()], value);
             if let Some(members) = into.as_deref_mut() {
                 members.push(Member {
                     key,
@@ -133,57 +190,61 @@ impl Cursor<'_> {
                 b',' => self.i += 1,
                 b'}' => {
                     self.i += 1;
-                    return Some(());
+                    return Some(self.build.end_object(object));
                 }
                 _ => return None,
             }
         }
     }
 
-    fn value(&mut self, depth: usize) -> Option<()> {
+    fn value(&mut self, depth: usize) -> Option<B::Value> {
         match self.peek()? {
             b'"' => self.string(),
             b'{' => self.object(depth, None),
             b'[' => self.array(depth),
-            b't' => self.literal(b"true"),
-            b'f' => self.literal(b"false"),
-            b'n' => self.literal(b"null"),
+            b't' => self.literal(b"true", Some(true)),
+            b'f' => self.literal(b"false", Some(false)),
+            b'n' => self.literal(b"null", None),
             b'-' | b'0'..=b'9' => self.integer(),
             _ => None,
         }
     }
 
-    fn array(&mut self, depth: usize) -> Option<()> {
+    fn array(&mut self, depth: usize) -> Option<B::Value> {
         if depth > MAX_DEPTH {
             return None;
         }
         self.eat(b'[')?;
+        let mut array = self.build.array();
         if self.eat(b']').is_some() {
-            return Some(());
+            return Some(self.build.end_array(array));
         }
         loop {
-            self.value(depth + 1)?;
+            let value = self.value(depth + 1)?;
+            self.build.element(&mut array, value);
             match self.peek()? {
                 b',' => self.i += 1,
                 b']' => {
                     self.i += 1;
-                    return Some(());
+                    return Some(self.build.end_array(array));
                 }
                 _ => return None,
             }
         }
     }
 
-    fn literal(&mut self, word: &[u8]) -> Option<()> {
-        self.b[self.i..]
-            .starts_with(word)
-            .then(|| self.i += word.len())
+    fn literal(&mut self, word: &[u8], value: Option<bool>) -> Option<B::Value> {
+        if !self.b[self.i..].starts_with(word) {
+            return None;
+        }
+        self.i += word.len();
+        Some(self.build.literal(value))
     }
 
     /// An integer as the canonical writer prints one within ±(2^53 − 1): no sign on zero, no
     /// leading zero, at most 15 digits (16-digit values take the slow path); never a fraction
     /// or an exponent.
-    fn integer(&mut self) -> Option<()> {
+    fn integer(&mut self) -> Option<B::Value> {
         let negative = self.eat(b'-').is_some();
         let start = self.i;
         while matches!(self.peek(), Some(b'0'..=b'9')) {
@@ -196,20 +257,30 @@ impl Cursor<'_> {
             [b'0', ..] => false,
             d => d.len() <= 15,
         };
-        (ok && !matches!(self.peek(), Some(b'.' | b'e' | b'E'))).then_some(())
+        if !ok || matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        let magnitude = digits
+            .iter()
+            .fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+        let value = if negative { -magnitude } else { magnitude };
+        Some(self.build.integer(value))
     }
 
     /// A string in canonical form: only `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t` and `\u00xx`
     /// (lower-case hex) for the other control characters; everything else as it is.
-    fn string(&mut self) -> Option<()> {
+    fn string(&mut self) -> Option<B::Value> {
         self.eat(b'"')?;
+        let start = self.i;
+        let mut escaped = false;
         loop {
             let b = self.peek()?;
             self.i += 1;
             match b {
-                b'"' => return Some(()),
+                b'"' => break,
                 0x00..=0x1f => return None,
                 b'\\' => {
+                    escaped = true;
                     let e = self.peek()?;
                     self.i += 1;
                     match e {
@@ -234,5 +305,7 @@ impl Cursor<'_> {
                 _ => {}
             }
         }
+        let raw = &self.text[start..self.i - 1];
+        Some(self.build.string(raw, escaped))
     }
 }

@@ -14,10 +14,9 @@ use super::records::{check_allow, check_deny, check_outcome, known_policy};
 use super::report::{CallSummary, OpenCall};
 use super::{containment, fields, Log, Obj, Value};
 use crate::evidence::checkpoint::leaf_of_hash;
-use crate::evidence::{doc, strict};
-use crate::ledger::chain::GENESIS;
-use crate::ledger::exact;
-use crate::tlog::{Frontier, Hash};
+use crate::evidence::{doc, doc_exact, strict};
+use crate::ledger::chain::{self, GENESIS};
+use crate::tlog::{self, Frontier, Hash};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet};
 
@@ -32,28 +31,29 @@ pub(super) struct Prepared<'a> {
 /// Parses one entry's text as the full reader does, runs the checks that need no other entry,
 /// and hashes it; `None` when any of that fails. Independent of the other entries, so run on
 /// every core.
-pub(super) fn prepare(text: &str) -> Option<Prepared<'_>> {
-    let parsed = strict::parse_one(text).ok()?;
+pub(super) fn prepare(text: &[u8]) -> Option<Prepared<'_>> {
+    // Export copies the ledger's lines verbatim, so an entry is mostly in exact canonical
+    // form already: then one pass reads it, and its hash is over its own bytes.
+    if let Some((layout, value)) = doc_exact::read(text) {
+        let prev = value.as_object()?.get("prev_hash")?.as_str()?;
+        let digest = layout.digest_over(text, prev)?;
+        return checked(value, chain::hex(&digest), tlog::leaf_hash(&digest));
+    }
+    let parsed = strict::parse_one(std::str::from_utf8(text).ok()?).ok()?;
     if parsed.duplicate.is_some() {
         return None;
     }
-    let e = parsed.value.as_object()?;
-    if !alone(e) {
+    let own = doc::own_hash(&parsed.value)?;
+    let leaf = leaf_of_hash(&own)?;
+    checked(parsed.value, own, leaf)
+}
+
+/// The entry with its hash and leaf, once the checks that read it alone passed.
+fn checked<'a>(value: doc::Json<'a>, own: String, leaf: Hash) -> Option<Prepared<'a>> {
+    if !alone(value.as_object()?) {
         return None;
     }
-    // Export copies the ledger's lines verbatim, so an entry is mostly in exact canonical
-    // form already: then its hash is over its own bytes, with no re-serializing.
-    let prev = e.get("prev_hash")?.as_str()?;
-    let own = match exact::own_hash(text.as_bytes(), prev) {
-        Some(own) => own,
-        None => doc::own_hash(&parsed.value)?,
-    };
-    let leaf = leaf_of_hash(&own)?;
-    Some(Prepared {
-        value: parsed.value,
-        own,
-        leaf,
-    })
+    Some(Prepared { value, own, leaf })
 }
 
 /// Steps (1), (3), (4), the v2 policy rule and the record rules of step (10): a known event
@@ -119,8 +119,8 @@ pub(super) struct Fold {
     finalized: HashSet<String>,
     /// Every call id an allow or deny used: 32 lowercase hex digits as their 16 bytes, any
     /// other string as its SHA-256 (a repeat, or a collision, ends the pass).
-    seen_hex: HashSet<u128>,
-    seen: HashSet<[u8; 32]>,
+    seen_hex: Vec<u128>,
+    seen: Vec<[u8; 32]>,
     waiting: HashMap<String, Waiting>,
     actions: usize,
     ungated: usize,
@@ -140,8 +140,8 @@ impl Fold {
             nodes: Vec::new(),
             agents: HashMap::new(),
             finalized: HashSet::new(),
-            seen_hex: HashSet::new(),
-            seen: HashSet::new(),
+            seen_hex: Vec::new(),
+            seen: Vec::new(),
             waiting: HashMap::new(),
             actions: 0,
             ungated: 0,
@@ -259,17 +259,33 @@ impl Fold {
         true
     }
 
-    /// A call id used by no earlier allow or deny (absent is none; only strings are handled).
+    /// Notes a call id, which must be used by no other allow or deny (absent is none; only
+    /// strings are handled). Repeats are looked for once, at the end ([`Fold::ids_unique`]):
+    /// sorting a list costs less than a hash set's insert per entry, and holds half the memory.
     fn call_id_unused(&mut self, cid: Option<&Value<'_>>) -> bool {
         match cid {
             None => true,
             Some(Value::String(s)) if is_lower_hex(s, 32) => match u128::from_str_radix(s, 16) {
-                Ok(n) => self.seen_hex.insert(n),
+                Ok(n) => {
+                    self.seen_hex.push(n);
+                    true
+                }
                 Err(_) => false,
             },
-            Some(Value::String(s)) => self.seen.insert(Sha256::digest(s.as_bytes()).into()),
+            Some(Value::String(s)) => {
+                self.seen.push(Sha256::digest(s.as_bytes()).into());
+                true
+            }
             Some(_) => false,
         }
+    }
+
+    /// No call id was used twice (nor two of other forms share a SHA-256).
+    pub(super) fn ids_unique(&mut self) -> bool {
+        self.seen_hex.sort_unstable();
+        self.seen.sort_unstable();
+        !self.seen_hex.windows(2).any(|w| w[0] == w[1])
+            && !self.seen.windows(2).any(|w| w[0] == w[1])
     }
 
     /// Containment, then the allow's record and call id; it then waits for its outcome.

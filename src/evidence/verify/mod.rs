@@ -120,7 +120,7 @@ pub use report::{AnchorKey, CallSummary, Checks, Failure, FailureName, OpenCall,
 pub use run::{run, EXIT_VALID_KEY_NOT_PINNED, EXIT_VALID_WITH_NOTICE};
 pub use scope::scope_covers;
 pub(in crate::evidence) use shown::shown_str_escaped;
-pub use stream::verify_clean_stream;
+pub use stream::{verify_clean_stream, Input};
 pub(crate) use vocab::ledger_field;
 pub use vocab::{LEDGER_EVENTS, LEDGER_FIELDS};
 

@@ -1,7 +1,7 @@
 //! The command: `attenu-hook verify BUNDLE [--pub FILE] [--json]`.
 
 use super::input::{parse_key, verify_parsed, KeyError};
-use super::{render_text, verify_clean_stream, AnchorKey, Report};
+use super::{render_text, verify_clean_stream, AnchorKey, Input, Report};
 use ed25519_dalek::VerifyingKey;
 use std::path::{Path, PathBuf};
 
@@ -16,17 +16,13 @@ use std::path::{Path, PathBuf};
 pub fn run(bundle_path: &Path, pub_path: Option<&Path>, json: bool) -> i32 {
     // A regular file is first read in one streaming pass, in small memory; the pass answers
     // only for a clean bundle, and everything else gets the full verifier's verdict.
-    let file = std::fs::File::open(bundle_path)
-        .ok()
-        .filter(|f| f.metadata().is_ok_and(|m| m.is_file()));
-    let Some(file) = file else {
+    if Input::open(&bundle_path).is_none() {
         return run_full(bundle_path, pub_path, json);
-    };
+    }
     let Some((key, key_file)) = choose_key(bundle_path, pub_path) else {
         return 2;
     };
-    let reader = std::io::BufReader::with_capacity(1 << 20, file);
-    match verify_clean_stream(reader, &key) {
+    match verify_clean_stream(bundle_path, &key) {
         Some(report) => emit(&report, key_file.as_deref(), json),
         None => full(bundle_path, &key, key_file.as_deref(), json),
     }

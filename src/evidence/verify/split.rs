@@ -9,6 +9,7 @@
 //! the full verifier then reads the file.
 
 use std::io::Read;
+use std::ops::Range;
 
 /// How much is read at a time (small in unit tests, so that every value there is cut by a
 /// refill somewhere).
@@ -26,8 +27,16 @@ pub(super) trait Sink {
     fn name(&mut self, name: &str) -> Step<()>;
     /// A member other than `entries`, its name decoded and its value's text.
     fn member(&mut self, name: String, value: &str) -> Step<()>;
-    /// The next elements of `entries`, in order; each one's text starts with `{`.
-    fn entries(&mut self, batch: &[&str]) -> Step<()>;
+    /// The next elements of `entries`, in order: each one's byte range in `span` (a piece of
+    /// the input), starting with `{`. Not yet checked to be UTF-8: the parser of each does it.
+    ///
+    /// When `guessed`, the ranges were cut at each `},{` without reading the strings between
+    /// them, so a cut may lie inside a string. They are then entries up to the first one that
+    /// does not parse as one whole JSON value (every piece before it does, so the text up to
+    /// there is a JSON array of exactly those pieces), and from there on the sink must split
+    /// the rest of `span` exactly ([`elements`]); its end is then an entry's end only if that
+    /// split ends there.
+    fn entries(&mut self, span: &[u8], batch: &[Range<usize>], guessed: bool) -> Step<()>;
 }
 
 pub(super) struct Splitter<R> {
@@ -35,15 +44,33 @@ pub(super) struct Splitter<R> {
     buf: Vec<u8>,
     pos: usize,
     eof: bool,
+    cut: Cut,
 }
 
+/// How `entries` is being cut into elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// At each `},{`, checked by the sink ([`Sink::entries`]): scanning every byte of every
+    /// string, in order, was a third of the pass's work and could not be shared out.
+    Guessed,
+    /// By following every string and bracket ([`value_end`]).
+    Scanned,
+    /// The closing `]` was read.
+    Done,
+}
+
+/// A piece with no `},{` in this many bytes is scanned exactly instead.
+const GUESS_WITHIN: usize = 16 << 20;
+
 impl<R: Read> Splitter<R> {
-    pub(super) fn new(reader: R) -> Self {
+    /// `guess`: cut `entries` at likely ends first ([`Cut::Guessed`]), else scan exactly.
+    pub(super) fn new(reader: R, guess: bool) -> Self {
         Splitter {
             reader,
             buf: Vec::with_capacity(CHUNK),
             pos: 0,
             eof: false,
+            cut: if guess { Cut::Guessed } else { Cut::Scanned },
         }
     }
 
@@ -164,19 +191,57 @@ impl<R: Read> Splitter<R> {
             return Ok(());
         }
         loop {
-            let (ranges, done) = self.batch()?;
-            let texts = ranges
-                .iter()
-                .map(|&r| self.text(r))
-                .collect::<Step<Vec<&str>>>()?;
-            sink.entries(&texts)?;
-            if done {
-                return Ok(());
+            let (ranges, cut) = match self.cut {
+                Cut::Guessed => (self.guessed()?, Cut::Guessed),
+                Cut::Scanned => {
+                    let (ranges, done) = self.batch()?;
+                    (ranges, if done { Cut::Done } else { Cut::Scanned })
+                }
+                Cut::Done => return Ok(()),
+            };
+            if let (Some(first), Some(last)) = (ranges.first(), ranges.last()) {
+                let base = first.0;
+                let relative: Vec<Range<usize>> =
+                    ranges.iter().map(|&(a, b)| a - base..b - base).collect();
+                let guessed = cut == Cut::Guessed;
+                sink.entries(&self.buf[base..last.1], &relative, guessed)?;
             }
-            if !self.fill()? {
-                return Err(GiveUp);
+            match cut {
+                Cut::Done => return Ok(()),
+                // Guessing took every candidate in the buffer, or gave way to the exact scan:
+                // look again before reading more.
+                Cut::Guessed if !ranges.is_empty() || self.cut != Cut::Guessed => {}
+                _ if !self.fill()? => return Err(GiveUp),
+                _ => {}
             }
         }
+    }
+
+    /// The pieces from `pos` on, cut at every `},{` in the buffer: each is an entry if that
+    /// `,` is between two entries, which the sink finds out by parsing each piece on its own
+    /// (see [`Sink::entries`]). Empty when more must be read first. Where no `},{` can be
+    /// found (the input's end, entries with white space between them, or a piece longer than
+    /// [`GUESS_WITHIN`]), the exact scan takes over for the rest of `entries`.
+    fn guessed(&mut self) -> Step<Vec<(usize, usize)>> {
+        let mut at = self.pos;
+        skip_ws(&self.buf, &mut at);
+        if at == self.buf.len() {
+            return Ok(Vec::new());
+        }
+        if self.buf[at] != b'{' {
+            return Err(GiveUp);
+        }
+        let mut out = Vec::new();
+        let mut start = at;
+        for c in memchr::memmem::find_iter(&self.buf[at..], b"},{") {
+            out.push((start, at + c + 1));
+            start = at + c + 2;
+        }
+        if out.is_empty() && (self.eof || self.buf.len() - at >= GUESS_WITHIN) {
+            self.cut = Cut::Scanned;
+        }
+        self.pos = start;
+        Ok(out)
     }
 
     /// The elements whole in the buffer from `pos` on, each with the separator after it
@@ -211,6 +276,28 @@ impl<R: Read> Splitter<R> {
     }
 }
 
+/// `text` as entries separated by `,` (and white space), split exactly; it must end where its
+/// last entry ends.
+pub(super) fn elements(text: &[u8]) -> Step<Vec<Range<usize>>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    loop {
+        skip_ws(text, &mut at);
+        if text.get(at) != Some(&b'{') {
+            return Err(GiveUp);
+        }
+        let len = value_end(&text[at..], true).ok_or(GiveUp)?;
+        out.push(at..at + len);
+        at += len;
+        skip_ws(text, &mut at);
+        match text.get(at) {
+            None => return Ok(out),
+            Some(b',') => at += 1,
+            Some(_) => return Err(GiveUp),
+        }
+    }
+}
+
 fn skip_ws(buf: &[u8], at: &mut usize) {
     while buf
         .get(*at)
@@ -236,7 +323,8 @@ fn value_end(buf: &[u8], eof: bool) -> Option<usize> {
     }
 }
 
-/// One past the closing quote of the string whose content starts at `buf[from]`.
+/// One past the closing quote of the string whose content starts at `buf[from]`. (A plain
+/// scan: strings here are short, and `memchr` measured slower on them.)
 fn string_end(buf: &[u8], mut from: usize) -> Option<usize> {
     loop {
         let at = from + buf[from..].iter().position(|&b| b == b'"' || b == b'\\')?;
@@ -272,4 +360,85 @@ fn nested_end(buf: &[u8]) -> Option<usize> {
         at += 1;
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records what the splitter hands over.
+    #[derive(Default)]
+    struct Seen {
+        entries: Vec<String>,
+        guessed: usize,
+        scanned: usize,
+    }
+
+    impl Sink for Seen {
+        fn name(&mut self, _: &str) -> Step<()> {
+            Ok(())
+        }
+        fn member(&mut self, _: String, _: &str) -> Step<()> {
+            Ok(())
+        }
+        fn entries(&mut self, span: &[u8], batch: &[Range<usize>], guessed: bool) -> Step<()> {
+            for r in batch {
+                self.entries
+                    .push(String::from_utf8(span[r.clone()].to_vec()).unwrap());
+                *if guessed {
+                    &mut self.guessed
+                } else {
+                    &mut self.scanned
+                } += 1;
+            }
+            Ok(())
+        }
+    }
+
+    fn split(text: &str) -> Seen {
+        let mut seen = Seen::default();
+        Splitter::new(text.as_bytes(), true)
+            .run(&mut seen)
+            .expect("split");
+        seen
+    }
+
+    #[test]
+    fn compact_entries_are_cut_at_guesses_and_the_last_one_scanned() {
+        let entries: Vec<String> = (0..30)
+            .map(|i| format!("{{\"a\":{i},\"b\":\"x\"}}"))
+            .collect();
+        let seen = split(&format!("{{\"entries\":[{}],\"v\":2}}", entries.join(",")));
+        assert_eq!(seen.entries, entries);
+        assert!(seen.guessed >= 25, "guessed {}", seen.guessed);
+        assert!(seen.scanned >= 1, "the last entry has no `}},{{` after it");
+    }
+
+    #[test]
+    fn entries_with_white_space_between_them_are_scanned() {
+        let entries: Vec<String> = (0..30).map(|i| format!("{{\"a\":{i}}}")).collect();
+        let seen = split(&format!("{{\"entries\":[ {} ]}}", entries.join(" ,\n ")));
+        assert_eq!(seen.entries, entries);
+        assert_eq!(seen.guessed, 0);
+    }
+
+    #[test]
+    fn elements_split_exactly_and_must_end_where_the_text_ends() {
+        let text = br#"{"a":"},{"},{"b":[{},{}]} , {}"#;
+        let got: Vec<&[u8]> = elements(text)
+            .unwrap()
+            .into_iter()
+            .map(|r| &text[r])
+            .collect();
+        assert_eq!(got, [&br#"{"a":"},{"}"#[..], br#"{"b":[{},{}]}"#, b"{}"]);
+        for bad in [
+            &br#"{"a":1},"#[..],
+            br#"{"a":1}{}"#,
+            br#"{"a":"#,
+            b"",
+            b" 1",
+        ] {
+            assert!(elements(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+    }
 }

@@ -225,3 +225,40 @@ fn what_is_not_one_json_object_is_left_to_the_full_verifier() {
         );
     }
 }
+
+/// Compact bundles are cut at each `},{` without reading the strings: a `},{` inside a string,
+/// between the objects of a nested list, or at the end of what was read so far is found not
+/// to end an entry, and the rest is split exactly, with the same report.
+#[test]
+fn a_cut_that_is_not_between_two_entries_is_found_and_mended() {
+    let k = key(1);
+    let mut bodies = tiny_entries();
+    bodies[2]["context"] =
+        json!({"rows": 3, "tool_use_id": "x\"},{\"y", "seen": [{"a": 1}, {"b": [{}, {}]}]});
+    bodies[4]["tool"] = json!("},{},{");
+    for i in 0..40 {
+        let mut read = bodies[2].clone();
+        read["call_id"] = json!(format!("{i:032x}"));
+        read["capture"] = json!("pre_hook_only");
+        read["context"]["tool_use_id"] = json!(format!("}},{{\"{i}\"}},{{"));
+        bodies.insert(5, read);
+    }
+    let bundle = signed_bundle(bodies, &k);
+    let full = super::super::verify_bundle(&bundle, &pinned(&k));
+    assert!(full.valid, "{:?}", full.failures);
+    let pretty = serde_json::to_string_pretty(&bundle).unwrap();
+    assert!(
+        verify_clean_stream(pretty.as_bytes(), &pinned(&k)).is_some(),
+        "pretty {:?} {:?}",
+        full.checks,
+        full.calls
+    );
+    let s = streamed(&bundle, &pinned(&k)).expect("streamed");
+    assert!(same(&s, &full));
+    // A change inside one of those strings still breaks the chain, and the stream says so.
+    let text =
+        serde_json::to_string(&bundle)
+            .unwrap()
+            .replacen("},{\\\"7\\\"}", "},{\\\"8\\\"}", 1);
+    assert!(verify_clean_stream(text.as_bytes(), &pinned(&k)).is_none());
+}
