@@ -3,22 +3,23 @@
 
     python3 bench/bigledger.py [--bin target/release/attenu-hook] [--sizes 100000,1000000]
 
-For each size: a project whose session the hook itself opens (two reviewer Reads, with
-outcomes), grown to N entries by `examples/bigledger.rs` (which removes the checkpoint), then
+For each size: a project where the hook itself records a template session (two reviewer
+Reads, with outcomes), from which `examples/big_ledger.rs --lose-checkpoint` grows session s1
+to N entries and then removes its sealed checkpoint; then
 one PreToolUse timed: it re-verifies the whole ledger from GENESIS before it appends. A call
 that ran out of time is followed by more calls until one is allowed (a resumed re-verify), at
 most --max-calls. Prints, per size, each call's wall and CPU time (user + system, all threads:
 on a shared machine the CPU time is the steadier figure) and reason code, the totals per entry,
 the peak RSS of the hook processes and the load average.
-Standard library only. Build first: cargo build --release --example bigledger.
+Standard library only. Build first: cargo build --release --example big_ledger.
 """
 import argparse, json, os, resource, shutil, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def payload(project, event, tool_use_id, path, response=None):
-    p = {"session_id": "s1", "transcript_path": "/home/u/.claude/projects/p/s1.jsonl",
+def payload(project, event, tool_use_id, path, response=None, session="s1"):
+    p = {"session_id": session, "transcript_path": f"/home/u/.claude/projects/p/{session}.jsonl",
          "cwd": project, "permission_mode": "default", "hook_event_name": event,
          "tool_name": "Read", "tool_input": {"file_path": path}, "tool_use_id": tool_use_id,
          "agent_id": "a-reviewer", "agent_type": "reviewer"}
@@ -46,7 +47,7 @@ def child_rss_mb():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.path.join(ROOT, "target/release/attenu-hook"))
-    ap.add_argument("--gen", default=os.path.join(ROOT, "target/release/examples/bigledger"))
+    ap.add_argument("--gen", default=os.path.join(ROOT, "target/release/examples/big_ledger"))
     ap.add_argument("--sizes", default="100000,1000000")
     ap.add_argument("--max-calls", type=int, default=20)
     args = ap.parse_args()
@@ -58,9 +59,9 @@ def main():
             with open(os.path.join(project, ".claude/agents/reviewer.md"), "w") as f:
                 f.write("---\nname: reviewer\ndescription: reviews\ntools: Read\n---\nbody\n")
             for i in range(2):
-                hook(args.bin, project, payload(project, "PreToolUse", f"t{i}", f"/x{i}"))
-                hook(args.bin, project, payload(project, "PostToolUse", f"t{i}", f"/x{i}", "ok"))
-            subprocess.run([args.gen, project, "s1", str(n)], check=True)
+                hook(args.bin, project, payload(project, "PreToolUse", f"t{i}", f"/x{i}", session="tpl"))
+                hook(args.bin, project, payload(project, "PostToolUse", f"t{i}", f"/x{i}", "ok", session="tpl"))
+            subprocess.run([args.gen, project, "tpl", "s1", str(n), "--lose-checkpoint"], check=True)
             size = os.path.getsize(os.path.join(project, ".attenu/ledger-s1.jsonl"))
             calls = []
             for attempt in range(args.max_calls):

@@ -1,13 +1,17 @@
-//! Grows a session ledger of `N` entries for the scale benchmark (`bench/scale.py`), without a
-//! hook call per entry: a template session made by the real hook (a root, a reviewer spawn, one
-//! allowed Read with its outcome, the SessionEnd dones) is replayed as its opening entries, the
+//! Grows a session ledger of `N` entries for the scale benchmarks, without a hook call per
+//! entry: a template session made by the real hook (a root, a reviewer spawn, an allowed Read
+//! with its outcome, and whatever followed it) is replayed as its opening entries, the first
 //! allow/outcome pair repeated with a fresh call id and tool_use_id each time, and its closing
 //! entries. Everything is appended through the library's own `Ledger::append`, in batches, so
 //! the chain, the tree and the sealed checkpoint are the ones the hook keeps, signed with the
 //! template project's keys.
 //!
+//! `bench/scale.py` times `export` and `verify` of the result; `bench/bigledger.py` passes
+//! `--lose-checkpoint`, which removes the session's sealed checkpoint afterwards, so the
+//! hook's next call re-verifies the whole ledger from GENESIS.
+//!
 //! ```text
-//! cargo run --release --example big_ledger -- PROJECT TEMPLATE_SESSION SESSION N
+//! cargo run --release --example big_ledger -- PROJECT TEMPLATE_SESSION SESSION N [--lose-checkpoint]
 //! ```
 
 use attenu_hook::evidence::keys;
@@ -20,8 +24,12 @@ const BATCH: usize = 20_000;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [project, template, session, n] = args.as_slice() else {
-        eprintln!("usage: big_ledger PROJECT TEMPLATE_SESSION SESSION N");
+    let (args, lose_checkpoint) = match args.as_slice() {
+        [rest @ .., flag] if flag == "--lose-checkpoint" => (rest, true),
+        rest => (rest, false),
+    };
+    let [project, template, session, n] = args else {
+        eprintln!("usage: big_ledger PROJECT TEMPLATE_SESSION SESSION N [--lose-checkpoint]");
         std::process::exit(2);
     };
     let n: usize = n.parse().expect("N is a number");
@@ -62,6 +70,10 @@ fn main() {
     batch.extend(closing.iter().cloned());
     ledger.append(batch).expect("append");
     let total: u64 = ledger.state.chains.iter().map(|c| c.entries).sum();
+    if lose_checkpoint {
+        std::fs::remove_file(attenu.join(format!("ledger-{session}.state.json")))
+            .expect("the session's checkpoint");
+    }
     eprintln!(
         "wrote {total} entries to {} in {:.1} s",
         ledger.paths.ledger.display(),
