@@ -24,13 +24,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// The body for `roster`, derived from the inputs named by `key`.
 pub fn encode<'a>(key: &str, roster: &'a Roster) -> Vec<u8> {
-    let mut all: BTreeSet<&str> = roster.root.iter().map(String::as_str).collect();
-    all.extend(roster.root_excluded.iter().map(String::as_str));
-    for a in roster.agents.values() {
-        all.extend(a.scopes.iter().map(String::as_str));
-        all.extend(a.excluded.iter().map(String::as_str));
-    }
-    let table: Vec<&str> = all.into_iter().collect();
     let mut sets: Vec<&BTreeSet<String>> = Vec::new();
     let mut set_of = |s: &'a BTreeSet<String>| -> u32 {
         let found = sets.iter().position(|t| std::ptr::eq(*t, s) || **t == *s);
@@ -47,6 +40,12 @@ pub fn encode<'a>(key: &str, roster: &'a Roster) -> Vec<u8> {
         .values()
         .map(|a| (set_of(&a.scopes), set_of(&a.excluded)))
         .collect();
+    // From the distinct sets: 200 agents sharing one set of ~200 scopes add it once.
+    let all: BTreeSet<&str> = sets
+        .iter()
+        .flat_map(|s| s.iter().map(String::as_str))
+        .collect();
+    let table: Vec<&str> = all.into_iter().collect();
     let mut out = Vec::with_capacity(4096);
     put_str(&mut out, key);
     put_str(&mut out, &roster.digest);
