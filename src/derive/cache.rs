@@ -334,9 +334,10 @@ fn read(path: &Path, mac_key: &[u8; 32]) -> Option<Cached> {
     })
 }
 
-/// Replaces the cache (atomically, so a concurrent reader sees the old file or the new one)
-/// with `roster`, derived from the inputs of `before`, and the parse of every agent file
-/// that was read or known. Not made durable: a cache lost in a crash is derived again.
+/// Replaces the cache (a concurrent reader sees the old file, none or the new one, and reads
+/// none as derive-from-the-files) with `roster`, derived from the inputs of `before`, and the
+/// parse of every agent file that was read or known. Not made durable: a cache lost in a
+/// crash is derived again.
 fn write(
     path: &Path,
     mac_key: &[u8; 32],
@@ -365,7 +366,7 @@ fn write(
     file.extend_from_slice(tag.as_bytes());
     file.push(b'\n');
     file.extend_from_slice(&body);
-    let _ = fs::write_atomic(path, &file, false);
+    let _ = fs::write_expendable(path, &file);
 }
 
 #[cfg(test)]
