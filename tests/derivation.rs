@@ -177,6 +177,92 @@ fn an_agent_edit_after_the_roster_was_cached_takes_effect_on_the_next_call() {
     assert!(out.denied(), "Read was taken away: {}", out.stdout);
 }
 
+/// The roster cache keeps each agent file's parse under the file's own stamp, so a call after
+/// an edit reads only the edited file. Whatever changes (an edit, a new file, a removal, a
+/// rename), the chain each call opens is for the roster `--derive` derives from the files
+/// alone, before the change has settled and after.
+#[test]
+fn an_incremental_derivation_is_the_one_from_the_files() {
+    let mut agents: Vec<(String, String)> = (0..24)
+        .map(|i| {
+            let rest = match i % 4 {
+                0 => "tools: Read, Grep".to_string(),
+                1 => "disallowedTools: Bash".to_string(),
+                2 => format!("tools: Read, Agent(a{})", (i + 1) % 24),
+                _ => "model: inherit".to_string(),
+            };
+            (
+                format!("team/a{i}.md"),
+                format!("---\nname: a{i}\ndescription: x\n{rest}\n---\nbody\n"),
+            )
+        })
+        .collect();
+    agents.push(("b.md".into(), "---\nname: b\ntools: Read\n---\n".into()));
+    let files: Vec<(&str, &str)> = agents
+        .iter()
+        .map(|(f, t)| (f.as_str(), t.as_str()))
+        .collect();
+    let p = project(
+        "incremental",
+        &files,
+        Some(json!({"permissions": {"allow": ["Read"]}})),
+    );
+    let dir = p.path().join(".claude/agents");
+    let settle = || std::thread::sleep(std::time::Duration::from_millis(2100));
+    // The chain of the session's latest call is for the roster derived from the files now.
+    let mut n = 0;
+    let mut agrees = |what: &str| {
+        n += 1;
+        assert_allowed(&p.read_by("b", "/p/x").id(&format!("t{n}")).run());
+        let out = cli(&["--derive", p.path().to_str().unwrap(), "--json"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let derived: Value = serde_json::from_str(&out.stdout).unwrap();
+        let es = p.entries("s1");
+        let root = of_event(&es, "root").last().copied().unwrap().clone();
+        assert_eq!(root["context"]["digest"], derived["digest"], "{what}");
+    };
+    settle();
+    agrees("settled: the roster and the table are cached");
+    assert!(p.path().join(".attenu/roster.cache").exists());
+    let edit = |f: &str, from: &str, to: &str| {
+        let path = dir.join(f);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{f}");
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+    };
+    edit("team/a0.md", "tools: Read, Grep", "tools: Bash, Grep");
+    agrees("an edit, not settled");
+    assert_allowed(&p.bash_by("a0", "ls").id("x1").run());
+    assert_denied_with(&p.read_by("a0", "/p/x").id("x2").run(), "out-of-authority");
+    settle();
+    agrees("the edit, settled");
+    edit(
+        "team/a1.md",
+        "disallowedTools: Bash",
+        "disallowedTools: Read",
+    );
+    std::fs::write(dir.join("c.md"), "---\nname: c\ntools: Glob\n---\n").unwrap();
+    std::fs::remove_file(dir.join("team/a3.md")).unwrap();
+    std::fs::rename(dir.join("team/a2.md"), dir.join("moved.md")).unwrap();
+    agrees("an edit, an addition, a removal and a rename, not settled");
+    settle();
+    agrees("the same, settled");
+    // Two files swapped, each under the other's name: both are read again.
+    std::fs::rename(dir.join("team/a4.md"), dir.join("tmp")).unwrap();
+    std::fs::rename(dir.join("team/a6.md"), dir.join("team/a4.md")).unwrap();
+    std::fs::rename(dir.join("tmp"), dir.join("team/a6.md")).unwrap();
+    agrees("two files swapped");
+    settle();
+    agrees("two files swapped, settled");
+    // A file that no longer parses holds nothing, as the files say.
+    edit("team/a8.md", "tools: Read, Grep", "tools: {Read: yes}");
+    agrees("a broken file");
+    assert_denied_with(
+        &p.read_by("a8", "/p/x").id("x3").run(),
+        "agent-declaration-invalid",
+    );
+}
+
 /// Regression: an agent file reached by two paths (a symlink beside it) was "declared
 /// twice" and held nothing; Claude Code loads it once.
 #[test]

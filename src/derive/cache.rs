@@ -20,17 +20,29 @@
 //! The one edit a stamp cannot see is a second write within one timestamp tick of the first
 //! that leaves the size unchanged. So a derivation is cached only when every input's mtime and
 //! ctime is at least [`SETTLE`] old (git's rule for "racily clean" entries): a later write then
-//! gets a later time and a different stamp. Until then every call derives from the files. The
-//! inputs are stamped again after they were read, and the roster is cached only if nothing
-//! moved in between (a symlink or directory swapped while derivation read through it).
+//! gets a later time and a different stamp. Until then every call derives from the files.
+//!
+//! Beside the roster the cache keeps a **table of agent files** ([`files`]): each file's own
+//! stamp and what its frontmatter parsed to. When the roster's key does not match (an edit),
+//! a file whose stamp is its entry's and settled takes its parse from the table, and only the
+//! others are read: after an edit of one file of 200, one file is read and parsed, not 200.
+//! Parsing depends on nothing but the file's text and this build, so the declarations are
+//! those a derivation from the files alone gives.
+//!
+//! Every file read is stamped again after it was read, and the cache is written only if none
+//! moved in between (a file, symlink or directory swapped while derivation read through it).
+//! Files taken from the table were not read: their entry stands for the stamp they still had.
 
 mod codec;
+mod files;
 
-use super::{derive_from, list_agent_files, DeriveError, Roster};
+use super::declarations::{read_declarations_listed, Listed, Outcome};
+use super::{configure, derive_from, list_agent_files, resolve, DeriveError, Roster};
 use crate::fs;
+use files::FileStamp;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -38,17 +50,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The cache file, in the state directory.
 pub const CACHE_FILE: &str = "roster.cache";
-const HEADER: &str = "attenu-roster v2 ";
+const HEADER: &str = "attenu-roster v3 ";
 /// Sealed before the body, so no other file sealed with the same key reads as a roster.
-const SEAL_DOMAIN: &[u8] = b"attenu-hook roster cache v2\n";
+const SEAL_DOMAIN: &[u8] = b"attenu-hook roster cache v3\n";
 /// Bumped whenever derivation would give another roster for the same files, so a cache
 /// written by an older build of the same version is not read.
-const DERIVATION_RULES: u32 = 7;
+const DERIVATION_RULES: u32 = 8;
 /// How old every input must be before its derivation is cached.
 pub const SETTLE: Duration = Duration::from_secs(2);
 /// A cache file larger than this is not read (a roster of 2,000 agents is far smaller: each
 /// distinct scope set is stored once, see [`codec`]).
-const MAX_CACHE_BYTES: u64 = 4 << 20;
+const MAX_CACHE_BYTES: u64 = 8 << 20;
 
 /// [`super::derive_project`], reusing the sealed roster in `attenu_dir` while its inputs are
 /// unchanged. Reading or writing the cache never fails a derivation: any problem with it
@@ -85,6 +97,11 @@ pub fn inputs_key(root: &Path, configured: Configured<'_>) -> Option<String> {
     stamp(root, &files, configured, SystemTime::now()).map(|s| s.key)
 }
 
+/// This build, as the table of agent files names it: another build may parse otherwise.
+fn build() -> String {
+    format!("{DERIVATION_RULES} {}", env!("CARGO_PKG_VERSION"))
+}
+
 fn derive_cached_at(
     root: &Path,
     configured: Configured<'_>,
@@ -98,26 +115,112 @@ fn derive_cached_at(
         return derive_from(root, files, extra_agents, session_pool).map(|r| (r, None));
     };
     let path = attenu_dir.join(CACHE_FILE);
-    if let Some(roster) = read(&path, mac_key, &before.key) {
+    let cached = read(&path, mac_key);
+    if let Some(roster) = cached.as_ref().and_then(|c| c.roster(&before.key)) {
         return Ok((roster, Some(before.key)));
     }
-    let roster = derive_from(root, files.clone(), extra_agents, session_pool)?;
-    if before.settled {
-        let after = list_agent_files(root)
-            .ok()
-            .filter(|again| *again == files)
-            .and_then(|_| stamp(root, &files, configured, now));
-        if after.is_some_and(|a| a.key == before.key) {
-            write(&path, mac_key, &before.key, &roster);
-        }
+    let mut known = cached.and_then(|c| c.files()).unwrap_or_default();
+    // An entry stands for its file only while the file has the entry's stamp, settled.
+    let listed = files.iter().zip(&before.files).map(|(f, s)| Listed {
+        path: f.clone(),
+        meta: Some(s.meta.clone()),
+        known: known
+            .remove(relative(root, f))
+            .filter(|e| s.settled && e.stamp == s.bytes)
+            .map(|e| e.parsed),
+    });
+    let (decl, outcomes) = read_declarations_listed(root, listed, before.settled)?;
+    let roster = resolve(configure(decl, extra_agents, session_pool));
+    if before.settled && unmoved(root, &files, &outcomes, &before) {
+        write(&path, mac_key, &before, &roster, root, &files, &outcomes);
     }
     Ok((roster, Some(before.key)))
+}
+
+/// Whether every input read just now still has the stamp it had before it was read: then
+/// what was read is what those stamps stand for. A file whose parse came from the table was
+/// not read, and its entry stands for the stamp it was matched with.
+fn unmoved(root: &Path, files: &[PathBuf], outcomes: &[Outcome], before: &Stamp) -> bool {
+    let agents = files
+        .iter()
+        .zip(outcomes)
+        .zip(&before.files)
+        .filter(|((_, o), _)| o.read_now)
+        .all(|((f, _), s)| std::fs::metadata(f).is_ok_and(|m| stamp_bytes(&m) == s.bytes));
+    agents && settings_stamps(root).is_some_and(|now| now == before.settings)
+}
+
+/// A file's path from the project's root, as the key and the table name it.
+fn relative<'a>(root: &Path, path: &'a Path) -> &'a [u8] {
+    super::declarations::relative(root, path)
+        .as_os_str()
+        .as_bytes()
 }
 
 /// What the inputs are: a key naming them, and whether they are old enough to cache.
 struct Stamp {
     key: String,
     settled: bool,
+    /// Each agent file's, in the listing's order.
+    files: Vec<AgentStamp>,
+    /// `settings.json`'s and `settings.local.json`'s (`None`: absent).
+    settings: [Option<FileStamp>; 2],
+}
+
+/// One agent file's stamp.
+struct AgentStamp {
+    meta: std::fs::Metadata,
+    bytes: FileStamp,
+    /// Its mtime and ctime are at least [`SETTLE`] old.
+    settled: bool,
+}
+
+/// The stamp of the file of `m`: device, inode, size, mtime and ctime.
+fn stamp_bytes(m: &std::fs::Metadata) -> FileStamp {
+    let mut st = [0u8; 56];
+    for (k, v) in [
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime() as u64,
+        m.mtime_nsec() as u64,
+        m.ctime() as u64,
+        m.ctime_nsec() as u64,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        st[k * 8..k * 8 + 8].copy_from_slice(&v.to_le_bytes());
+    }
+    st
+}
+
+/// Whether the mtime and ctime of `m` are both at or before `settled_before`.
+fn settled(m: &std::fs::Metadata, settled_before: SystemTime) -> bool {
+    [(m.mtime(), m.mtime_nsec()), (m.ctime(), m.ctime_nsec())]
+        .into_iter()
+        .all(|(s, ns)| {
+            u64::try_from(s)
+                .ok()
+                .map(|s| UNIX_EPOCH + Duration::new(s, u32::try_from(ns).unwrap_or(0)))
+                .is_some_and(|at| at <= settled_before)
+        })
+}
+
+/// Both settings files' metadata, `None` in a slot when that file is absent; `None` in all
+/// when one cannot be inspected.
+fn settings_meta(root: &Path) -> Option<[Option<std::fs::Metadata>; 2]> {
+    let claude = root.join(".claude");
+    let one = |name: &str| match std::fs::metadata(claude.join(name)) {
+        Ok(m) => Some(Some(m)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(None),
+        Err(_) => None,
+    };
+    Some([one("settings.json")?, one("settings.local.json")?])
+}
+
+fn settings_stamps(root: &Path) -> Option<[Option<FileStamp>; 2]> {
+    settings_meta(root).map(|m| m.map(|m| m.as_ref().map(stamp_bytes)))
 }
 
 /// `None` when an input cannot be inspected (derivation then reads and reports it).
@@ -128,7 +231,6 @@ fn stamp(
     now: SystemTime,
 ) -> Option<Stamp> {
     let settled_before = now.checked_sub(SETTLE)?;
-    let mut settled = true;
     // Every input goes into the key as its path and stamp, each field length-prefixed or of
     // fixed width, so no two sets of inputs give the same bytes; hashed as they come.
     let mut key = Sha256::new();
@@ -145,58 +247,42 @@ fn stamp(
     ] {
         field(head);
     }
-    // `None` (no caching) when an input cannot be stamped, or an agent file the listing found
-    // is gone; an absent settings file is stamped as absent.
-    let mut of = |path: &Path, may_be_absent: bool| -> Option<()> {
-        field(
-            path.strip_prefix(root)
-                .unwrap_or(path)
-                .as_os_str()
-                .as_bytes(),
-        );
-        let m = match std::fs::metadata(path) {
-            Ok(m) => m,
-            Err(e) if may_be_absent && e.kind() == std::io::ErrorKind::NotFound => {
-                field(b"absent");
-                return Some(());
-            }
-            Err(_) => return None,
-        };
-        for (s, ns) in [(m.mtime(), m.mtime_nsec()), (m.ctime(), m.ctime_nsec())] {
-            let at = u64::try_from(s)
-                .ok()
-                .map(|s| UNIX_EPOCH + Duration::new(s, u32::try_from(ns).unwrap_or(0)));
-            if at.is_none_or(|at| at > settled_before) {
-                settled = false;
-            }
-        }
-        let mut st = [0u8; 56];
-        for (k, v) in [
-            m.dev(),
-            m.ino(),
-            m.size(),
-            m.mtime() as u64,
-            m.mtime_nsec() as u64,
-            m.ctime() as u64,
-            m.ctime_nsec() as u64,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            st[k * 8..k * 8 + 8].copy_from_slice(&v.to_le_bytes());
-        }
-        field(&st);
-        Some(())
-    };
+    // `None` (no caching) when an agent file the listing found cannot be stamped or is gone.
+    let mut stamps = Vec::with_capacity(files.len());
     for f in files {
-        of(f, false)?;
+        let meta = std::fs::metadata(f).ok()?;
+        let s = AgentStamp {
+            bytes: stamp_bytes(&meta),
+            settled: settled(&meta, settled_before),
+            meta,
+        };
+        field(relative(root, f));
+        field(&s.bytes);
+        stamps.push(s);
     }
-    let claude = root.join(".claude");
-    for name in ["settings.json", "settings.local.json"] {
-        of(&claude.join(name), true)?;
+    // An absent settings file is stamped as absent.
+    let settings = settings_meta(root)?;
+    for (name, m) in ["settings.json", "settings.local.json"]
+        .iter()
+        .zip(&settings)
+    {
+        field(Path::new(".claude").join(name).as_os_str().as_bytes());
+        match m {
+            Some(m) => field(&stamp_bytes(m)),
+            None => field(b"absent"),
+        }
     }
-    let key = crate::ledger::chain::hex(&key.finalize());
-    Some(Stamp { key, settled })
+    let all_settled = stamps.iter().all(|s| s.settled)
+        && settings
+            .iter()
+            .flatten()
+            .all(|m| settled(m, settled_before));
+    Some(Stamp {
+        key: crate::ledger::chain::hex(&key.finalize()),
+        settled: all_settled,
+        files: stamps,
+        settings: settings.map(|m| m.as_ref().map(stamp_bytes)),
+    })
 }
 
 fn seal(mac_key: &[u8; 32], body: &[u8]) -> Option<Hmac<Sha256>> {
@@ -206,23 +292,71 @@ fn seal(mac_key: &[u8; 32], body: &[u8]) -> Option<Hmac<Sha256>> {
     Some(mac)
 }
 
-/// The cached roster, if the file is ours (a regular file of this user, never a symlink, with
-/// a valid seal) and was derived from exactly the inputs named by `key`.
-fn read(path: &Path, mac_key: &[u8; 32], key: &str) -> Option<Roster> {
+/// A cache file, its seal verified: after the header, the roster part (its length first),
+/// then the table of agent files.
+struct Cached {
+    bytes: Vec<u8>,
+    /// Where the roster part starts and ends.
+    roster: std::ops::Range<usize>,
+}
+
+impl Cached {
+    /// The roster, if it was derived from exactly the inputs named by `key`.
+    fn roster(&self, key: &str) -> Option<Roster> {
+        let part = &self.bytes[self.roster.clone()];
+        if codec::key_of(part)? != key {
+            return None;
+        }
+        codec::decode(part).map(|(_, roster)| roster)
+    }
+
+    /// The table of agent files, if this build wrote it.
+    fn files(&self) -> Option<HashMap<Vec<u8>, files::Entry>> {
+        files::decode(&self.bytes[self.roster.end..], &build())
+    }
+}
+
+/// The cache, if the file is ours (a regular file of this user, never a symlink, with a valid
+/// seal).
+fn read(path: &Path, mac_key: &[u8; 32]) -> Option<Cached> {
     let (bytes, _) = fs::read_owned(path, MAX_CACHE_BYTES).ok()??;
     let body = bytes.strip_prefix(HEADER.as_bytes())?;
     let (tag, body) = body.split_at_checked(64)?;
     let body = body.strip_prefix(b"\n")?;
     let tag = crate::ledger::chain::unhex(std::str::from_utf8(tag).ok()?)?;
     seal(mac_key, body)?.verify_slice(&tag).ok()?;
-    let (cached_key, roster) = codec::decode(body)?;
-    (cached_key == key).then_some(roster)
+    let len = u32::from_le_bytes(body.get(..4)?.try_into().ok()?) as usize;
+    let start = HEADER.len() + 65 + 4;
+    let end = start.checked_add(len).filter(|&end| end <= bytes.len())?;
+    Some(Cached {
+        bytes,
+        roster: start..end,
+    })
 }
 
-/// Replaces the cache (atomically, so a concurrent reader sees the old file or the new one).
-/// Not made durable: a cache lost in a crash is derived again.
-fn write(path: &Path, mac_key: &[u8; 32], key: &str, roster: &Roster) {
-    let body = codec::encode(key, roster);
+/// Replaces the cache (a concurrent reader sees the old file, none or the new one, and reads
+/// none as derive-from-the-files) with `roster`, derived from the inputs of `before`, and the
+/// parse of every agent file that was read or known. Not made durable: a cache lost in a
+/// crash is derived again.
+fn write(
+    path: &Path,
+    mac_key: &[u8; 32],
+    before: &Stamp,
+    roster: &Roster,
+    root: &Path,
+    files: &[PathBuf],
+    outcomes: &[Outcome],
+) {
+    let roster_part = codec::encode(&before.key, roster);
+    let mut body = Vec::with_capacity(roster_part.len() + 64 * files.len() + 4096);
+    codec::put_bytes(&mut body, &roster_part);
+    let entries: Vec<_> = files
+        .iter()
+        .zip(outcomes)
+        .zip(&before.files)
+        .filter_map(|((f, o), s)| Some((relative(root, f), &s.bytes, o.parsed.as_ref()?)))
+        .collect();
+    files::encode(&mut body, &build(), entries.into_iter());
     let Some(mac) = seal(mac_key, &body) else {
         return;
     };
@@ -232,154 +366,8 @@ fn write(path: &Path, mac_key: &[u8; 32], key: &str, roster: &Roster) {
     file.extend_from_slice(tag.as_bytes());
     file.push(b'\n');
     file.extend_from_slice(&body);
-    let _ = fs::write_atomic(path, &file, false);
+    let _ = fs::write_expendable(path, &file);
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const KEY: [u8; 32] = [7; 32];
-
-    /// A project with one agent, and its state directory.
-    fn project() -> (PathBuf, PathBuf) {
-        let root = std::env::temp_dir().join(format!(
-            "attenu-roster-cache-{}-{}",
-            std::process::id(),
-            crate::ledger::chain::hex(&rand_bytes())
-        ));
-        std::fs::create_dir_all(root.join(".claude/agents")).unwrap();
-        std::fs::create_dir_all(root.join(".attenu")).unwrap();
-        write_agent(&root, "Read, Grep");
-        (root.clone(), root.join(".attenu"))
-    }
-
-    fn rand_bytes() -> [u8; 6] {
-        let mut b = [0u8; 6];
-        getrandom::fill(&mut b).unwrap();
-        b
-    }
-
-    /// Writes the agent file with `tools`; `age` back-dates its mtime, as a write that
-    /// happened that long ago would have left it.
-    fn write_agent_aged(root: &Path, tools: &str, age: Duration) {
-        let path = root.join(".claude/agents/reviewer.md");
-        std::fs::write(
-            &path,
-            format!("---\nname: reviewer\ndescription: reads\ntools: {tools}\n---\nReview.\n"),
-        )
-        .unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_modified(SystemTime::now() - age)
-            .unwrap();
-    }
-
-    fn write_agent(root: &Path, tools: &str) {
-        write_agent_aged(root, tools, Duration::from_secs(60));
-    }
-
-    fn later() -> SystemTime {
-        SystemTime::now() + SETTLE * 2
-    }
-
-    /// The cache key of the project's inputs as they are now, once settled.
-    fn key_of(root: &Path) -> String {
-        let files = list_agent_files(root).unwrap();
-        stamp(root, &files, (&BTreeMap::new(), None), later())
-            .unwrap()
-            .key
-    }
-
-    fn derive(root: &Path, attenu: &Path, now: SystemTime) -> Roster {
-        derive_cached_at(root, (&BTreeMap::new(), None), attenu, &KEY, now)
-            .unwrap()
-            .0
-    }
-
-    #[test]
-    fn a_settled_derivation_is_reused_and_an_edit_is_seen() {
-        let (root, attenu) = project();
-        let cache = attenu.join(CACHE_FILE);
-        // Inputs written just now are not settled: nothing is cached.
-        let fresh = derive(&root, &attenu, SystemTime::now());
-        assert!(!cache.exists());
-        // Once they are, the roster is cached and read back as it was derived.
-        assert_eq!(derive(&root, &attenu, later()), fresh);
-        assert!(cache.exists());
-        let key = key_of(&root);
-        assert_eq!(read(&cache, &KEY, &key).as_ref(), Some(&fresh));
-        // An edit of the same size is seen: a later write leaves a later time. (Two writes
-        // within one timestamp tick could leave the same one; that is why only settled
-        // inputs are cached, which `later()` pretends they are here.)
-        write_agent_aged(&root, "Glob, Read", Duration::from_secs(30));
-        let edited = derive(&root, &attenu, later());
-        assert_ne!(
-            edited.agents["reviewer"].scopes,
-            fresh.agents["reviewer"].scopes
-        );
-        assert!(edited.agents["reviewer"].scopes.contains("fs.glob"));
-        // A new agent file, or settings appearing, change the key too.
-        std::fs::write(
-            root.join(".claude/agents/second.md"),
-            "---\nname: second\ndescription: x\ntools: Read\n---\n",
-        )
-        .unwrap();
-        assert!(derive(&root, &attenu, later())
-            .agents
-            .contains_key("second"));
-        std::fs::write(
-            root.join(".claude/settings.json"),
-            r#"{"permissions": {"deny": ["Read"]}}"#,
-        )
-        .unwrap();
-        let denied = derive(&root, &attenu, later());
-        assert!(!denied.root.iter().any(|s| s == "fs.read"), "{denied:?}");
-        std::fs::remove_dir_all(&root).unwrap();
-    }
-
-    #[test]
-    fn an_agent_file_gone_between_listing_and_stamping_is_not_cached() {
-        let (root, attenu) = project();
-        let mut files = list_agent_files(&root).unwrap();
-        assert!(stamp(&root, &files, (&BTreeMap::new(), None), later()).is_some());
-        files.push(root.join(".claude/agents/vanished.md"));
-        assert!(stamp(&root, &files, (&BTreeMap::new(), None), later()).is_none());
-        assert!(!attenu.join(CACHE_FILE).exists());
-        std::fs::remove_dir_all(&root).unwrap();
-    }
-
-    #[test]
-    fn a_cache_this_hook_did_not_seal_is_not_read() {
-        let (root, attenu) = project();
-        let cache = attenu.join(CACHE_FILE);
-        let honest = derive(&root, &attenu, later());
-        let key = key_of(&root);
-        // A roster changed in place into another well-formed one (its Grep now a scope it
-        // never held): only the seal stops it.
-        let text = std::fs::read(&cache).unwrap();
-        let at = text.windows(7).position(|w| w == b"fs.grep").unwrap();
-        let mut widened = text.clone();
-        widened[at..at + 7].copy_from_slice(b"fs.hack");
-        let body = &widened[HEADER.len() + 65..];
-        let (_, forged) = codec::decode(body).expect("still a well-formed body");
-        assert!(forged.agents["reviewer"].scopes.contains("fs.hack"));
-        std::fs::write(&cache, &widened).unwrap();
-        assert_eq!(read(&cache, &KEY, &key), None);
-        // Sealed with another key.
-        std::fs::write(&cache, &text).unwrap();
-        assert!(read(&cache, &KEY, &key).is_some());
-        assert_eq!(read(&cache, &[8; 32], &key), None);
-        // Derivation goes back to the files and replaces the file.
-        std::fs::write(&cache, &widened).unwrap();
-        assert_eq!(derive(&root, &attenu, later()), honest);
-        assert_eq!(std::fs::read(&cache).unwrap(), text);
-        // A symlink in its place is never followed.
-        std::fs::remove_file(&cache).unwrap();
-        std::os::unix::fs::symlink(root.join("elsewhere"), &cache).unwrap();
-        assert_eq!(read(&cache, &KEY, &key), None);
-        std::fs::remove_dir_all(&root).unwrap();
-    }
-}
+mod tests;

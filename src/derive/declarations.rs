@@ -41,8 +41,23 @@ pub fn read_declarations(root: &Path) -> Result<Declarations, DeriveError> {
 pub(super) fn list_agent_files(root: &Path) -> Result<Vec<PathBuf>, DeriveError> {
     let mut files = Vec::new();
     collect_md(&root.join(".claude").join("agents"), 0, &mut files)?;
-    files.sort();
     Ok(files)
+}
+
+/// `path` from `root`. The listing's paths are `root` joined with more, so a byte prefix
+/// finds it (`Path::strip_prefix` compares component by component: more than the listing
+/// cost, for 200 files); anything else goes through `strip_prefix`.
+pub(super) fn relative<'a>(root: &Path, path: &'a Path) -> &'a Path {
+    use std::os::unix::ffi::OsStrExt;
+    let r = root.as_os_str().as_bytes();
+    let rest = path.as_os_str().as_bytes().strip_prefix(r);
+    if let Some(rest) = rest.filter(|rest| r.ends_with(b"/") || rest.starts_with(b"/")) {
+        let start = rest.iter().take_while(|&&b| b == b'/').count();
+        if !rest[start..].is_empty() && !rest[start..].starts_with(b"./") {
+            return Path::new(std::ffi::OsStr::from_bytes(&rest[start..]));
+        }
+    }
+    path.strip_prefix(root).unwrap_or(path)
 }
 
 /// [`read_declarations`] from the agent files [`list_agent_files`] found.
@@ -50,38 +65,104 @@ pub(super) fn read_declarations_from(
     root: &Path,
     files: Vec<PathBuf>,
 ) -> Result<Declarations, DeriveError> {
+    let listed = files.into_iter().map(|path| Listed {
+        path,
+        meta: None,
+        known: None,
+    });
+    Ok(read_declarations_listed(root, listed, false)?.0)
+}
+
+/// What an agent file's text gives: its agent, or why it declares none (or holds nothing).
+/// The roster cache keeps one per file, so an unchanged file is not parsed again.
+pub(super) type Parsed = Result<frontmatter::AgentFile, frontmatter::FrontmatterError>;
+
+/// One listed agent file, with what the caller already knows of it.
+pub(super) struct Listed {
+    pub path: PathBuf,
+    /// Its metadata, when the caller has just read it (one `statx` fewer per file).
+    pub meta: Option<std::fs::Metadata>,
+    /// Its parse, when the caller has proved the file unchanged since it was parsed.
+    pub known: Option<Parsed>,
+}
+
+/// How one listed file was read.
+#[derive(Debug, Default)]
+pub(super) struct Outcome {
+    /// Its parse, when asked to keep it (`None` for a file read twice or unreadable).
+    pub parsed: Option<Parsed>,
+    /// The file was opened now (not known already), so what it held may have moved since
+    /// it was stamped.
+    pub read_now: bool,
+}
+
+/// [`read_declarations_from`] for files of which some are already known; with `keep`, each
+/// file's [`Outcome`] holds its parse, for the caller to keep. The declarations are exactly
+/// those [`read_declarations_from`] gives when every known parse is the file's own.
+pub(super) fn read_declarations_listed(
+    root: &Path,
+    files: impl IntoIterator<Item = Listed>,
+    keep: bool,
+) -> Result<(Declarations, Vec<Outcome>), DeriveError> {
     let mut decl = Declarations::default();
     let mut loaded = compat::LoadedOnce::default();
-    for path in files {
-        read_agent_file(root, &path, &mut loaded, &mut decl);
-    }
+    let outcomes = files
+        .into_iter()
+        .map(|listed| read_agent_file(root, listed, &mut loaded, &mut decl, keep))
+        .collect();
     let claude = root.join(".claude");
     for file in ["settings.json", "settings.local.json"] {
         read_permissions(&claude.join(file), file, &mut decl)?;
     }
-    Ok(decl)
+    Ok((decl, outcomes))
 }
 
-/// Adds the agent `path` declares to `decl`, or the problem that keeps it from declaring one.
+/// Adds the agent `listed` declares to `decl`, or the problem that keeps it from declaring one.
 fn read_agent_file(
     root: &Path,
-    path: &Path,
+    listed: Listed,
     loaded: &mut compat::LoadedOnce,
     decl: &mut Declarations,
-) {
-    let rel = path
-        .strip_prefix(root)
-        .unwrap_or(path)
-        .display()
-        .to_string();
-    let meta = std::fs::metadata(path);
+    keep: bool,
+) -> Outcome {
+    let path = &listed.path;
+    let rel = relative(root, path).display().to_string();
+    let meta = listed.meta.map_or_else(|| std::fs::metadata(path), Ok);
     if let Ok(m) = &meta {
         if !loaded.first(m) {
-            return;
+            return Outcome::default();
         }
     }
-    let parsed = meta
-        .map_err(|e| e.to_string())
+    let (parsed, read_now) = match listed.known {
+        Some(parsed) => (parsed, false),
+        None => match read_text(path, meta) {
+            Ok(text) => (frontmatter::parse_agent(&text), true),
+            Err(e) => {
+                decl.problems.push(format!(
+                    "{rel}: cannot be read ({e}); no agent is derived from it"
+                ));
+                decl.broken_files.push(super::roster::BrokenFile {
+                    file: rel,
+                    error: format!("cannot be read: {e}"),
+                });
+                return Outcome {
+                    parsed: None,
+                    read_now: true,
+                };
+            }
+        },
+    };
+    let kept = keep.then(|| parsed.clone());
+    declare(rel, parsed, decl);
+    Outcome {
+        parsed: kept,
+        read_now,
+    }
+}
+
+/// The text of the agent file at `path` (of metadata `meta`), within the size bound.
+fn read_text(path: &Path, meta: std::io::Result<std::fs::Metadata>) -> Result<String, String> {
+    meta.map_err(|e| e.to_string())
         .and_then(|m| {
             if m.len() > MAX_AGENT_FILE_BYTES {
                 Err(format!("larger than {MAX_AGENT_FILE_BYTES} bytes"))
@@ -89,21 +170,12 @@ fn read_agent_file(
                 std::fs::read(path).map_err(|e| e.to_string())
             }
         })
-        .and_then(|bytes| String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string()));
-    let text = match parsed {
-        Ok(t) => t,
-        Err(e) => {
-            decl.problems.push(format!(
-                "{rel}: cannot be read ({e}); no agent is derived from it"
-            ));
-            decl.broken_files.push(super::roster::BrokenFile {
-                file: rel,
-                error: format!("cannot be read: {e}"),
-            });
-            return;
-        }
-    };
-    let (name, result) = match frontmatter::parse_agent(&text) {
+        .and_then(|bytes| String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string()))
+}
+
+/// Adds what the file at `rel` declares (`parsed`) to `decl`.
+fn declare(rel: String, parsed: Parsed, decl: &mut Declarations) {
+    let (name, result) = match parsed {
         Ok(a) => (a.name.clone(), Ok(a)),
         Err(frontmatter::FrontmatterError {
             name: Some(n),
@@ -150,10 +222,17 @@ fn collect_md(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), De
             )))
         }
     };
+    let mut entries = entries
+        .map(|entry| {
+            entry.map_err(|e| {
+                DeriveError::DeclarationsUnreadable(format!("cannot list {}: {e}", dir.display()))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // Each directory in name order, depth first: the order of the paths sorted (by their
+    // components), without comparing whole paths, which cost more than the listing.
+    entries.sort_by_cached_key(std::fs::DirEntry::file_name);
     for entry in entries {
-        let entry = entry.map_err(|e| {
-            DeriveError::DeclarationsUnreadable(format!("cannot list {}: {e}", dir.display()))
-        })?;
         let path = entry.path();
         // The directory listing's own type, unless it is a link (Claude Code follows those):
         // a statx per agent file saved on every call.
@@ -239,4 +318,68 @@ pub fn parse_settings(text: &str, label: &str, decl: &mut Declarations) -> Resul
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The listing is in the order of its paths sorted, however names and folders interleave.
+    #[test]
+    fn the_listing_is_in_path_order() {
+        let root = std::env::temp_dir().join(format!("attenu-list-{}", std::process::id()));
+        let agents = root.join(".claude/agents");
+        for f in [
+            "a.md",
+            "a/b.md",
+            "a/a-b.md",
+            "a-b.md",
+            "a0.md",
+            "a/c/d.md",
+            "A.md",
+            "b.md",
+            "a.b/x.md",
+            "a b.md",
+            "\u{e9}.md",
+            "z/y/x.md",
+            "a/c.md",
+        ] {
+            let path = agents.join(f);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "---\nname: x\n---\n").unwrap();
+        }
+        let listed = list_agent_files(&root).unwrap();
+        let mut sorted = listed.clone();
+        sorted.sort();
+        assert_eq!(listed.len(), 13);
+        assert_eq!(listed, sorted);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// `relative` is `strip_prefix` on the paths the listing makes, and on stranger ones.
+    #[test]
+    fn relative_is_strip_prefix() {
+        for (root, path) in [
+            ("/p", "/p/.claude/agents/a.md"),
+            ("/p/", "/p/.claude/agents/a.md"),
+            ("/p/.", "/p/./.claude/agents/a.md"),
+            ("/p//q", "/p//q/.claude/x y/b.md"),
+            ("/p", "/pq/.claude/a.md"),
+            ("/p", "/p"),
+            ("/p", "/p/"),
+            ("/p", "/p//./a"),
+            ("/", "/a/b"),
+            ("p", "p/a"),
+            ("/x/p", "/p/a"),
+        ] {
+            let (root, path) = (Path::new(root), Path::new(path));
+            let want = path.strip_prefix(root).unwrap_or(path);
+            assert_eq!(relative(root, path), want, "{root:?} {path:?}");
+            assert_eq!(
+                relative(root, path).as_os_str(),
+                want.as_os_str(),
+                "{root:?} {path:?}"
+            );
+        }
+    }
 }

@@ -80,7 +80,19 @@ fn declarations(
     extra_agents: &BTreeMap<String, Vec<String>>,
     session_pool: Option<&[String]>,
 ) -> Result<Declarations, DeriveError> {
-    let mut decl = read_declarations_from(root, files)?;
+    Ok(configure(
+        read_declarations_from(root, files)?,
+        extra_agents,
+        session_pool,
+    ))
+}
+
+/// `decl` with what the configuration adds: its agents and its session pool.
+fn configure(
+    mut decl: Declarations,
+    extra_agents: &BTreeMap<String, Vec<String>>,
+    session_pool: Option<&[String]>,
+) -> Declarations {
     decl.session_pool = session_pool.map(<[String]>::to_vec);
     for (name, tools) in extra_agents {
         if decl.agents.contains_key(name) {
@@ -101,5 +113,5 @@ fn declarations(
         decl.agents
             .insert(name.clone(), (".attenu/config.toml".into(), Ok(file)));
     }
-    Ok(decl)
+    decl
 }

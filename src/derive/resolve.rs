@@ -9,7 +9,7 @@
 use super::roster::digest_of;
 use super::scopes::{declared_at, delegate_scope, set_covers, Declared, Scopes, Site};
 use super::{compat, frontmatter, provenance, AgentAuthority, Declarations, Roster};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Resolves gathered declarations into a [`Roster`].
 pub fn resolve(decl: Declarations) -> Roster {
@@ -29,10 +29,10 @@ pub fn resolve(decl: Declarations) -> Roster {
     }
     .into();
     // Inheriting agents share the root's set unless a pool is configured.
-    let inherited: Scopes = match &configured {
+    let mut inherited = Inherited::new(match &configured {
         Some(c) if !operator.deny_all => subtract(c, &operator.deny).into(),
         _ => root.clone(),
-    };
+    });
     let root_excluded = excluded_within(&root, &operator.deny);
     let mut why = provenance::record(&decl);
     why.configured = configured.unwrap_or_default();
@@ -52,7 +52,7 @@ pub fn resolve(decl: Declarations) -> Roster {
                         &name,
                         &a,
                         source,
-                        &inherited,
+                        &mut inherited,
                         &root,
                         &operator,
                         &mut unrepresented,
@@ -140,6 +140,36 @@ fn session_pool(mut pool: BTreeSet<String>, decl: &Declarations) -> BTreeSet<Str
     pool
 }
 
+/// What an agent without `tools` holds (the root, or the configured session pool), and that
+/// set less each `disallowedTools` seen so far: agents that take the same tools away share
+/// one set, computed once (in a collection, a few denials recur across many agents).
+struct Inherited {
+    set: Scopes,
+    less: HashMap<BTreeSet<String>, Scopes>,
+}
+
+impl Inherited {
+    fn new(set: Scopes) -> Inherited {
+        Inherited {
+            set,
+            less: HashMap::new(),
+        }
+    }
+
+    /// The set less what `denied` covers; the set itself when nothing is denied.
+    fn without(&mut self, denied: &BTreeSet<String>) -> Scopes {
+        if denied.is_empty() {
+            return self.set.clone();
+        }
+        if let Some(s) = self.less.get(denied) {
+            return s.clone();
+        }
+        let s: Scopes = subtract(&self.set, denied).into();
+        self.less.insert(denied.clone(), s.clone());
+        s
+    }
+}
+
 /// Pass 2: one readable agent against the resolved root, and the scopes its `tools` line
 /// lists that a denial removed (for the deny hints). `inherited` is what an agent without
 /// `tools` holds: the root, or the configured session pool.
@@ -147,7 +177,7 @@ fn agent_authority(
     name: &str,
     a: &frontmatter::AgentFile,
     source: String,
-    inherited: &Scopes,
+    inherited: &mut Inherited,
     root: &Scopes,
     operator: &Operator,
     unrepresented: &mut Vec<String>,
@@ -161,15 +191,8 @@ fn agent_authority(
     );
     let mut removed = BTreeSet::new();
     // Shared with the inherited set when nothing is taken away: see `Scopes`.
-    let remaining = || -> Scopes {
-        if denied.is_empty() {
-            inherited.clone()
-        } else {
-            subtract(inherited, &denied).into()
-        }
-    };
     let scopes = match &a.tools {
-        None => remaining(),
+        None => inherited.without(&denied),
         Some(tools) => {
             let (own, all) = scopes_of(
                 tools,
@@ -179,7 +202,7 @@ fn agent_authority(
                 unrepresented,
             );
             if all {
-                remaining()
+                inherited.without(&denied)
             } else {
                 // Within the root: a tool the operator denies is removed here too.
                 let held: BTreeSet<String> = subtract(&own, &denied)
@@ -257,12 +280,27 @@ fn excluded_within(held: &BTreeSet<String>, denied: &BTreeSet<String>) -> BTreeS
         .collect()
 }
 
+/// `scopes` less every scope a pattern covers. A pattern covers itself and, as `<p>.*`, the
+/// longer scopes starting `<p>.`, which sit together in the sorted set: each pattern takes one
+/// range out, where asking every scope of a ~200-scope pool of each pattern cost far more.
 fn subtract(scopes: &BTreeSet<String>, patterns: &BTreeSet<String>) -> BTreeSet<String> {
-    scopes
-        .iter()
-        .filter(|s| !set_covers(patterns, s))
-        .cloned()
-        .collect()
+    use std::ops::Bound;
+    let mut out = scopes.clone();
+    for p in patterns {
+        out.remove(p);
+        let Some(prefix) = p.strip_suffix('*').filter(|x| x.ends_with('.')) else {
+            continue;
+        };
+        let covered: Vec<String> = out
+            .range::<str, _>((Bound::Excluded(prefix), Bound::Unbounded))
+            .take_while(|s| s.starts_with(prefix))
+            .cloned()
+            .collect();
+        for s in covered {
+            out.remove(&s);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -475,5 +513,69 @@ mod tests {
         let a2 = resolve(decl(&[("r", "---\nname: r\ntools: Read\n---\n")], &[], &[]));
         assert_ne!(a.digest, b.digest);
         assert_eq!(a.digest, a2.digest);
+    }
+
+    /// `subtract` by ranges is the filter its definition states.
+    #[test]
+    fn subtract_takes_exactly_what_a_pattern_covers() {
+        let scopes = set(&[
+            "a",
+            "a.",
+            "a.*",
+            "a.b",
+            "a.b.c",
+            "a.bc",
+            "a/",
+            "a0",
+            "ab.c",
+            "mcp.pay.*",
+            "mcp.pay.refund",
+            "mcp.payx.y",
+            "mcp.pay",
+            "agent.delegate.x",
+            "fs.read",
+        ]);
+        let patterns: [&[&str]; 7] = [
+            &["a.*"],
+            &["a.b.*", "fs.read"],
+            &["mcp.pay.*"],
+            &["mcp.*", "a"],
+            &["*", "a.", ".*"],
+            &["agent.delegate.*", "zz.*", "a.b"],
+            &[],
+        ];
+        for p in patterns {
+            let p = set(p);
+            let by_filter: BTreeSet<String> = scopes
+                .iter()
+                .filter(|s| !set_covers(&p, s))
+                .cloned()
+                .collect();
+            assert_eq!(subtract(&scopes, &p), by_filter, "{p:?}");
+        }
+    }
+
+    /// Agents that take the same tools away share one set; others do not.
+    #[test]
+    fn equal_denials_share_one_set() {
+        let r = resolve(decl(
+            &[
+                ("a", "---\nname: a\ndisallowedTools: Bash, Write\n---\n"),
+                ("b", "---\nname: b\ndisallowedTools: Write, Bash\n---\n"),
+                ("c", "---\nname: c\ndisallowedTools: Bash\n---\n"),
+                ("d", "---\nname: d\ntools: Read, Write, Bash\n---\n"),
+            ],
+            &[],
+            &[],
+        ));
+        let (a, b, c) = (
+            &r.agents["a"].scopes,
+            &r.agents["b"].scopes,
+            &r.agents["c"].scopes,
+        );
+        assert!(a.same(b));
+        assert!(!a.same(c) && a != c);
+        assert!(c.contains("fs.write") && !c.contains("exec.bash"));
+        assert!(!a.contains("fs.write") && a.contains("fs.read"));
     }
 }

@@ -16,7 +16,8 @@ pub mod reach;
 pub mod state_dir;
 
 pub use atomic::{
-    create_exclusive, replace_keeping, temp_beside, write_atomic, write_atomic_with, Keep,
+    create_exclusive, replace_keeping, temp_beside, write_atomic, write_atomic_with,
+    write_expendable, Keep,
 };
 pub use durable::{new_name_durable_with_file, sync_dir};
 pub use open::{

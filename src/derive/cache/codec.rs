@@ -24,13 +24,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// The body for `roster`, derived from the inputs named by `key`.
 pub fn encode<'a>(key: &str, roster: &'a Roster) -> Vec<u8> {
-    let mut all: BTreeSet<&str> = roster.root.iter().map(String::as_str).collect();
-    all.extend(roster.root_excluded.iter().map(String::as_str));
-    for a in roster.agents.values() {
-        all.extend(a.scopes.iter().map(String::as_str));
-        all.extend(a.excluded.iter().map(String::as_str));
-    }
-    let table: Vec<&str> = all.into_iter().collect();
     let mut sets: Vec<&BTreeSet<String>> = Vec::new();
     let mut set_of = |s: &'a BTreeSet<String>| -> u32 {
         let found = sets.iter().position(|t| std::ptr::eq(*t, s) || **t == *s);
@@ -47,6 +40,12 @@ pub fn encode<'a>(key: &str, roster: &'a Roster) -> Vec<u8> {
         .values()
         .map(|a| (set_of(&a.scopes), set_of(&a.excluded)))
         .collect();
+    // From the distinct sets: 200 agents sharing one set of ~200 scopes add it once.
+    let all: BTreeSet<&str> = sets
+        .iter()
+        .flat_map(|s| s.iter().map(String::as_str))
+        .collect();
+    let table: Vec<&str> = all.into_iter().collect();
     let mut out = Vec::with_capacity(4096);
     put_str(&mut out, key);
     put_str(&mut out, &roster.digest);
@@ -173,48 +172,61 @@ pub fn decode(body: &[u8]) -> Option<(String, Roster)> {
     Some((key, roster))
 }
 
-fn put_u32(out: &mut Vec<u8>, n: usize) {
+/// The key a body was derived from, read without decoding the roster.
+pub fn key_of(body: &[u8]) -> Option<String> {
+    Reader { rest: body }.string()
+}
+
+pub(super) fn put_u32(out: &mut Vec<u8>, n: usize) {
     let n = u32::try_from(n).expect("a roster's counts fit in 32 bits");
     out.extend_from_slice(&n.to_le_bytes());
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    put_u32(out, s.len());
-    out.extend_from_slice(s.as_bytes());
+pub(super) fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_bytes(out, s.as_bytes());
 }
 
-struct Reader<'a> {
-    rest: &'a [u8],
+pub(super) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_u32(out, b.len());
+    out.extend_from_slice(b);
 }
 
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
+pub(super) struct Reader<'a> {
+    pub rest: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    pub fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let (head, rest) = self.rest.split_at_checked(n)?;
         self.rest = rest;
         Some(head)
     }
 
-    fn byte(&mut self) -> Option<u8> {
+    pub fn byte(&mut self) -> Option<u8> {
         Some(self.take(1)?[0])
     }
 
-    fn u32(&mut self) -> Option<u32> {
+    pub fn u32(&mut self) -> Option<u32> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
 
     /// A count of items of at least `min` bytes each: never more than the bytes left allow,
     /// so a forged count cannot make a huge allocation.
-    fn count(&mut self, min: usize) -> Option<usize> {
+    pub fn count(&mut self, min: usize) -> Option<usize> {
         let n = self.u32()? as usize;
         (n.checked_mul(min)? <= self.rest.len()).then_some(n)
     }
 
-    fn string(&mut self) -> Option<String> {
-        let n = self.u32()? as usize;
-        String::from_utf8(self.take(n)?.to_vec()).ok()
+    pub fn string(&mut self) -> Option<String> {
+        String::from_utf8(self.bytes()?.to_vec()).ok()
     }
 
-    fn strings(&mut self) -> Option<Vec<String>> {
+    pub fn bytes(&mut self) -> Option<&'a [u8]> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+
+    pub fn strings(&mut self) -> Option<Vec<String>> {
         let n = self.count(4)?;
         (0..n).map(|_| self.string()).collect()
     }
