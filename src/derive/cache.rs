@@ -22,8 +22,9 @@
 //! ctime is at least [`SETTLE`] old (git's rule for "racily clean" entries): a later write then
 //! gets a later time and a different stamp. Until then every call derives from the files.
 //!
-//! Beside the roster the cache keeps a **table of agent files** ([`files`]): each file's own
-//! stamp and what its frontmatter parsed to. When the roster's key does not match (an edit),
+//! Beside the roster the cache keeps a **table of agent files** ([`files`], in its own sealed
+//! file, [`TABLE_FILE`], so a call whose roster is cached reads and checks only the roster):
+//! each file's own stamp and what its frontmatter parsed to. When the roster's key does not match (an edit),
 //! a file whose stamp is its entry's and settled takes its parse from the table, and only the
 //! others are read: after an edit of one file of 200, one file is read and parsed, not 200.
 //! Parsing depends on nothing but the file's text and this build, so the declarations are
@@ -50,6 +51,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The cache file, in the state directory.
 pub const CACHE_FILE: &str = "roster.cache";
+/// The table of agent files, read only when the roster's key does not match.
+pub const TABLE_FILE: &str = "roster.files";
 const HEADER: &str = "attenu-roster v3 ";
 /// Sealed before the body, so no other file sealed with the same key reads as a roster.
 const SEAL_DOMAIN: &[u8] = b"attenu-hook roster cache v3\n";
@@ -115,11 +118,13 @@ fn derive_cached_at(
         return derive_from(root, files, extra_agents, session_pool).map(|r| (r, None));
     };
     let path = attenu_dir.join(CACHE_FILE);
-    let cached = read(&path, mac_key);
-    if let Some(roster) = cached.as_ref().and_then(|c| c.roster(&before.key)) {
+    if let Some(roster) = read(&path, mac_key).and_then(|c| c.roster(&before.key)) {
         return Ok((roster, Some(before.key)));
     }
-    let mut known = cached.and_then(|c| c.files()).unwrap_or_default();
+    let table = attenu_dir.join(TABLE_FILE);
+    let mut known = read(&table, mac_key)
+        .and_then(|c| c.files())
+        .unwrap_or_default();
     // An entry stands for its file only while the file has the entry's stamp, settled.
     let listed = files.iter().zip(&before.files).map(|(f, s)| Listed {
         path: f.clone(),
@@ -132,7 +137,14 @@ fn derive_cached_at(
     let (decl, outcomes) = read_declarations_listed(root, listed, before.settled)?;
     let roster = resolve(configure(decl, extra_agents, session_pool));
     if before.settled && unmoved(root, &files, &outcomes, &before) {
-        write(&path, mac_key, &before, &roster, root, &files, &outcomes);
+        write(
+            &path,
+            &table,
+            mac_key,
+            &before,
+            &roster,
+            (root, &files, &outcomes),
+        );
     }
     Ok((roster, Some(before.key)))
 }
@@ -336,28 +348,38 @@ fn read(path: &Path, mac_key: &[u8; 32]) -> Option<Cached> {
 
 /// Replaces the cache (a concurrent reader sees the old file, none or the new one, and reads
 /// none as derive-from-the-files) with `roster`, derived from the inputs of `before`, and the
-/// parse of every agent file that was read or known. Not made durable: a cache lost in a
-/// crash is derived again.
+/// table with the parse of every agent file that was read or known. Each is a sealed file of
+/// the same form: the table's has an empty roster part, the roster's an empty table, so
+/// either read in the other's place is a miss. Not made durable: a cache lost in a crash is
+/// derived again.
 fn write(
     path: &Path,
+    table: &Path,
     mac_key: &[u8; 32],
     before: &Stamp,
     roster: &Roster,
-    root: &Path,
-    files: &[PathBuf],
-    outcomes: &[Outcome],
+    (root, files, outcomes): (&Path, &[PathBuf], &[Outcome]),
 ) {
-    let roster_part = codec::encode(&before.key, roster);
-    let mut body = Vec::with_capacity(roster_part.len() + 64 * files.len() + 4096);
-    codec::put_bytes(&mut body, &roster_part);
     let entries: Vec<_> = files
         .iter()
         .zip(outcomes)
         .zip(&before.files)
         .filter_map(|((f, o), s)| Some((relative(root, f), &s.bytes, o.parsed.as_ref()?)))
         .collect();
+    let mut body = Vec::with_capacity(64 * files.len() + 4096);
+    codec::put_bytes(&mut body, &[]);
     files::encode(&mut body, &build(), entries.into_iter());
-    let Some(mac) = seal(mac_key, &body) else {
+    write_sealed(table, mac_key, &body);
+    let roster_part = codec::encode(&before.key, roster);
+    let mut body = Vec::with_capacity(roster_part.len() + 64);
+    codec::put_bytes(&mut body, &roster_part);
+    files::encode(&mut body, &build(), std::iter::empty());
+    write_sealed(path, mac_key, &body);
+}
+
+/// Writes `body` under the header and its seal.
+fn write_sealed(path: &Path, mac_key: &[u8; 32], body: &[u8]) {
+    let Some(mac) = seal(mac_key, body) else {
         return;
     };
     let tag = crate::ledger::chain::hex(&mac.finalize().into_bytes());
@@ -365,7 +387,7 @@ fn write(
     file.extend_from_slice(HEADER.as_bytes());
     file.extend_from_slice(tag.as_bytes());
     file.push(b'\n');
-    file.extend_from_slice(&body);
+    file.extend_from_slice(body);
     let _ = fs::write_expendable(path, &file);
 }
 

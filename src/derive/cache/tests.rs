@@ -204,7 +204,6 @@ fn an_incremental_derivation_equals_one_from_scratch() {
             &agent(&format!("a{i}"), &rest),
         );
     }
-    let cache = attenu.join(CACHE_FILE);
     let agents = root.join(".claude/agents");
     let changes: Vec<Box<Change>> = vec![
         Box::new(|_, _| {}),
@@ -245,7 +244,9 @@ fn an_incremental_derivation_equals_one_from_scratch() {
         let incremental = derive(&root, &attenu, later());
         assert_eq!(incremental, scratch(&root), "after change {i}");
         // The cache now holds this derivation and a table entry for every file read.
-        let table = read(&cache, &KEY).and_then(|c| c.files()).unwrap();
+        let table = read(&attenu.join(TABLE_FILE), &KEY)
+            .and_then(|c| c.files())
+            .unwrap();
         let listed = list_agent_files(&root).unwrap();
         assert_eq!(
             table.len(),
@@ -273,7 +274,9 @@ fn plant(attenu: &Path, entries: &[(&[u8], FileStamp, crate::derive::declaration
     let tag = crate::ledger::chain::hex(&seal(&KEY, &body).unwrap().finalize().into_bytes());
     let mut file = format!("{HEADER}{tag}\n").into_bytes();
     file.extend_from_slice(&body);
-    std::fs::write(attenu.join(CACHE_FILE), file).unwrap();
+    std::fs::write(attenu.join(TABLE_FILE), file).unwrap();
+    // A cached roster would be used before the table is read.
+    let _ = std::fs::remove_file(attenu.join(CACHE_FILE));
 }
 
 /// A table entry stands in for its file only while the file has the entry's stamp and
@@ -304,7 +307,7 @@ fn a_table_entry_is_used_only_for_its_own_settled_stamp() {
     assert!(!holds_bash(&derive(&root, &attenu, later())));
     // A table of another build is not read.
     planted(own);
-    let text = std::fs::read(attenu.join(CACHE_FILE)).unwrap();
+    let text = std::fs::read(attenu.join(TABLE_FILE)).unwrap();
     let build = build();
     let at = text
         .windows(build.len())
@@ -315,7 +318,7 @@ fn a_table_entry_is_used_only_for_its_own_settled_stamp() {
     let body = &forged[HEADER.len() + 65..];
     let tag = crate::ledger::chain::hex(&seal(&KEY, body).unwrap().finalize().into_bytes());
     forged[HEADER.len()..HEADER.len() + 64].copy_from_slice(tag.as_bytes());
-    std::fs::write(attenu.join(CACHE_FILE), &forged).unwrap();
+    std::fs::write(attenu.join(TABLE_FILE), &forged).unwrap();
     assert!(!holds_bash(&derive(&root, &attenu, later())));
     std::fs::remove_dir_all(&root).unwrap();
 }
