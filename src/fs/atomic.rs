@@ -37,14 +37,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> 
 pub fn write_expendable(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = temp_beside(path);
     let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(O_NOFOLLOW)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        drop(f);
+        create_temp(&tmp)?.write_all(bytes)?;
         // Whatever stops the removal stops the rename too, which then says why.
         let _ = fs::remove_file(path);
         fs::rename(&tmp, path)
@@ -113,15 +106,20 @@ pub fn replace_keeping(path: &Path, bytes: &[u8], keep: Keep) -> io::Result<()> 
     replace_atomic(path, bytes, true, Some(keep))
 }
 
+/// A new temporary file, 0600, never through a link.
+fn create_temp(tmp: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(O_NOFOLLOW)
+        .open(tmp)
+}
+
 fn replace_atomic(path: &Path, bytes: &[u8], durable: bool, keep: Option<Keep>) -> io::Result<()> {
     let tmp = temp_beside(path);
     let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(O_NOFOLLOW)
-            .open(&tmp)?;
+        let mut f = create_temp(&tmp)?;
         if let Some(keep) = keep {
             let now = f.metadata()?;
             let mut mode = keep.mode;
