@@ -6,6 +6,17 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+/// How `len` items are shared out: the threads to use and the items per batch, or `None` to
+/// work through them on the calling thread alone.
+fn plan(len: usize, min_parallel: usize) -> Option<(usize, usize)> {
+    // Asked only for long work: it reads cgroup files, seven system calls in a hook process.
+    if len < min_parallel.max(2) {
+        return None;
+    }
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    (threads >= 2).then(|| (threads, (len / (threads * 16)).max(16)))
+}
+
 /// Maps `f` over `items` in order, on every core once there are at least `min_parallel`
 /// items. `f` gets each item's index. The items are taken in small batches from a shared
 /// counter, so a thread that runs faster (the calling one, see above) simply takes more. A
@@ -15,16 +26,9 @@ pub fn map<T: Sync, R: Send>(
     min_parallel: usize,
     f: impl Fn(usize, &T) -> R + Sync,
 ) -> Vec<R> {
-    let sequential = |items: &[T]| items.iter().enumerate().map(|(i, t)| f(i, t)).collect();
-    // Asked only for long work: it reads cgroup files, seven system calls in a hook process.
-    if items.len() < min_parallel.max(2) {
-        return sequential(items);
-    }
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    if threads < 2 {
-        return sequential(items);
-    }
-    let batch = (items.len() / (threads * 16)).max(16);
+    let Some((threads, batch)) = plan(items.len(), min_parallel) else {
+        return items.iter().enumerate().map(|(i, t)| f(i, t)).collect();
+    };
     let batches = items.len().div_ceil(batch);
     let next = AtomicUsize::new(0);
     let work = || {
@@ -67,15 +71,9 @@ pub fn map_into<T: Sync, R: Send>(
     f: impl Fn(&T) -> R + Sync,
     mut sink: impl FnMut(R) -> bool,
 ) -> bool {
-    let threads = if items.len() < min_parallel.max(2) {
-        1
-    } else {
-        std::thread::available_parallelism().map_or(1, usize::from)
-    };
-    if threads < 2 {
+    let Some((threads, batch)) = plan(items.len(), min_parallel) else {
         return items.iter().all(|t| sink(f(t)));
-    }
-    let batch = (items.len() / (threads * 16)).max(16);
+    };
     let batches = items.len().div_ceil(batch);
     let part = |b: usize| &items[b * batch..((b + 1) * batch).min(items.len())];
     let next = AtomicUsize::new(0);
