@@ -65,60 +65,89 @@ pub fn map<T: Sync, R: Send>(
 /// waiting for all of it; the calling thread maps whatever is next when nothing in order is
 /// ready. Stops at the first `false` from `sink` (the other threads stop soon after) and
 /// returns it. A panic in any thread is re-raised.
+///
+/// `sink` borrows each result, which is then dropped on the thread that made it: on glibc a
+/// block freed by another thread goes back to its maker's arena under that arena's lock, and
+/// the two threads then wait on each other (a third of the verifier's time, when the calling
+/// thread freed what the other made; docs/MEASUREMENTS.md).
 pub fn map_into<T: Sync, R: Send>(
     items: &[T],
     min_parallel: usize,
     f: impl Fn(&T) -> R + Sync,
-    mut sink: impl FnMut(R) -> bool,
+    mut sink: impl FnMut(&R) -> bool,
 ) -> bool {
     let Some((threads, batch)) = plan(items.len(), min_parallel) else {
-        return items.iter().all(|t| sink(f(t)));
+        return items.iter().all(|t| sink(&f(t)));
     };
     let batches = items.len().div_ceil(batch);
     let part = |b: usize| &items[b * batch..((b + 1) * batch).min(items.len())];
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, Vec<R>)>();
+    // A batch, by its index, with the thread that made it (0: the calling thread).
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, usize, Vec<R>)>();
     std::thread::scope(|s| {
         let mut others = Vec::with_capacity(threads - 1);
-        for _ in 1..threads {
+        let mut give_back = Vec::with_capacity(threads - 1);
+        for maker in 1..threads {
             let tx = tx.clone();
+            let (back, returned) = std::sync::mpsc::channel::<Vec<R>>();
+            give_back.push(back);
             let (next, stop, f) = (&next, &stop, &f);
             others.push(s.spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
+                    returned.try_iter().for_each(drop);
                     let b = next.fetch_add(1, Ordering::Relaxed);
-                    if b >= batches || tx.send((b, part(b).iter().map(f).collect())).is_err() {
-                        return;
+                    if b >= batches
+                        || tx
+                            .send((b, maker, part(b).iter().map(f).collect()))
+                            .is_err()
+                    {
+                        break;
                     }
                 }
+                // What is still to come back, until the calling thread is done with it all.
+                returned.into_iter().for_each(drop);
             }));
         }
         drop(tx);
-        let mut ready: Vec<Option<Vec<R>>> = (0..batches).map(|_| None).collect();
+        let mut ready: Vec<Option<(usize, Vec<R>)>> = (0..batches).map(|_| None).collect();
         let mut want = 0;
         let mut ok = true;
         while ok && want < batches {
-            while let Ok((b, out)) = rx.try_recv() {
-                ready[b] = Some(out);
+            while let Ok((b, maker, out)) = rx.try_recv() {
+                ready[b] = Some((maker, out));
             }
-            if let Some(out) = ready[want].take() {
-                ok = out.into_iter().all(&mut sink);
+            if let Some((maker, out)) = ready[want].take() {
+                ok = out.iter().all(&mut sink);
+                if let Some(back) = maker.checked_sub(1).and_then(|m| give_back.get(m)) {
+                    // Gone only if that thread panicked, which the scope re-raises.
+                    let _ = back.send(out);
+                }
                 want += 1;
                 continue;
             }
             let b = next.fetch_add(1, Ordering::Relaxed);
             if b < batches {
-                ready[b] = Some(part(b).iter().map(&f).collect());
+                ready[b] = Some((0, part(b).iter().map(&f).collect()));
                 continue;
             }
             match rx.recv() {
-                Ok((b, out)) => ready[b] = Some(out),
+                Ok((b, maker, out)) => ready[b] = Some((maker, out)),
                 // Every other thread is gone with a batch missing: one panicked, and the
                 // scope re-raises it.
                 Err(_) => break,
             }
         }
         stop.store(true, Ordering::Relaxed);
+        // Batches made but not handed over (the sink stopped) go back to their makers too.
+        for (maker, out) in ready.into_iter().flatten() {
+            if let Some(back) = maker.checked_sub(1).and_then(|m| give_back.get(m)) {
+                let _ = back.send(out);
+            }
+        }
+        drop(give_back);
+        // Batches still in flight from the others are dropped here; few, at a stop.
+        drop(rx);
         for h in others {
             h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
         }
@@ -147,7 +176,7 @@ mod tests {
                 2,
                 |&t| t * 2,
                 |r| {
-                    got.push(r);
+                    got.push(*r);
                     true
                 }
             ));
@@ -161,7 +190,7 @@ mod tests {
             |&t| t,
             |r| {
                 seen += 1;
-                r != 1234
+                *r != 1234
             }
         ));
         assert_eq!(seen, 1235, "nothing after the first false");
@@ -171,6 +200,6 @@ mod tests {
     #[should_panic(expected = "boom")]
     fn map_into_re_raises_a_panic() {
         let items: Vec<usize> = (0..5000).collect();
-        super::map_into(&items, 2, |&t| assert!(t != 4000, "boom"), |()| true);
+        super::map_into(&items, 2, |&t| assert!(t != 4000, "boom"), |_| true);
     }
 }

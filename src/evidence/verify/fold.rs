@@ -152,7 +152,7 @@ impl Fold {
     }
 
     /// The next entry as [`prepare`] read it; false when the pass must give up.
-    pub(super) fn entry(&mut self, prepared: Option<Prepared<'_>>) -> bool {
+    pub(super) fn entry(&mut self, prepared: Option<&Prepared<'_>>) -> bool {
         let Some(p) = prepared else {
             return false;
         };
@@ -160,7 +160,7 @@ impl Fold {
             return false;
         };
         let i = self.count;
-        let ok = self.same_chain(e) && self.link(e, p.own, p.leaf, i) && self.event(e, i);
+        let ok = self.same_chain(e) && self.link(e, &p.own, p.leaf, i) && self.event(e, i);
         self.count += 1;
         ok
     }
@@ -181,18 +181,20 @@ impl Fold {
 
     /// Step (6): seq is the position, prev_hash the previous hash, hash the entry's own; and
     /// the entry's leaf for the tree checkpoint.
-    fn link(&mut self, e: &Obj<'_>, own: String, leaf: Hash, i: usize) -> bool {
+    fn link(&mut self, e: &Obj<'_>, own: &str, leaf: Hash, i: usize) -> bool {
         if !matches!(e.get("seq"), Some(Value::Number(n)) if n.as_u64() == Some(i as u64)) {
             return false;
         }
         if e.get("prev_hash").and_then(Value::as_str) != Some(self.prev_hash.as_str()) {
             return false;
         }
-        if e.get("hash").and_then(Value::as_str) != Some(own.as_str()) {
+        if e.get("hash").and_then(Value::as_str) != Some(own) {
             return false;
         }
         self.tree.append(leaf);
-        self.prev_hash = own;
+        // Into the same buffer: `own` belongs to the thread that prepared it.
+        self.prev_hash.clear();
+        self.prev_hash.push_str(own);
         true
     }
 

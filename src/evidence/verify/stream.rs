@@ -208,7 +208,7 @@ impl Pass {
                     return false;
                 }
                 folded += 1;
-                fold.entry(p)
+                fold.entry(p.as_ref())
             },
         );
         let mut ends = (texts.first().copied(), texts.last().copied());
@@ -217,7 +217,7 @@ impl Pass {
             let rest = &span[batch[at].start..];
             let exact = split::elements(rest).inspect_err(|_| self.misguessed = true)?;
             for r in &exact {
-                if !fold.entry(prepare(&rest[r.clone()])) {
+                if !fold.entry(prepare(&rest[r.clone()]).as_ref()) {
                     return Err(GiveUp);
                 }
             }
