@@ -37,8 +37,10 @@
 mod codec;
 mod files;
 
-use super::declarations::{read_declarations_listed, Listed, Outcome};
-use super::{configure, derive_from, list_agent_files, resolve, DeriveError, Roster};
+use super::declarations::{
+    list_agent_files_stat, read_declarations_listed, Listed, Outcome, StatListed,
+};
+use super::{configure, derive_from, resolve, DeriveError, Roster};
 use crate::fs;
 use files::FileStamp;
 use hmac::{Hmac, Mac};
@@ -96,8 +98,10 @@ pub fn derive_cached_keyed(
 /// for a write within one timestamp tick of the earlier stamp that kept the size (see
 /// [`SETTLE`]).
 pub fn inputs_key(root: &Path, configured: Configured<'_>) -> Option<String> {
-    let files = list_agent_files(root).ok()?;
-    stamp(root, &files, configured, SystemTime::now()).map(|s| s.key)
+    let listed = list_agent_files_stat(root).ok()?;
+    stamp(root, listed, configured, SystemTime::now())
+        .1
+        .map(|s| s.key)
 }
 
 /// This build, as the table of agent files names it: another build may parse otherwise.
@@ -113,9 +117,12 @@ fn derive_cached_at(
     now: SystemTime,
 ) -> Result<(Roster, Option<String>), DeriveError> {
     let (extra_agents, session_pool) = configured;
-    let files = list_agent_files(root)?;
-    let Some(before) = stamp(root, &files, configured, now) else {
-        return derive_from(root, files, extra_agents, session_pool).map(|r| (r, None));
+    let listed = list_agent_files_stat(root)?;
+    let (files, before) = match stamp(root, listed, configured, now) {
+        (files, Some(before)) => (files, before),
+        (files, None) => {
+            return derive_from(root, files, extra_agents, session_pool).map(|r| (r, None))
+        }
     };
     let path = attenu_dir.join(CACHE_FILE);
     if let Some(roster) = read(&path, mac_key).and_then(|c| c.roster(&before.key)) {
@@ -235,10 +242,23 @@ fn settings_stamps(root: &Path) -> Option<[Option<FileStamp>; 2]> {
     settings_meta(root).map(|m| m.map(|m| m.as_ref().map(stamp_bytes)))
 }
 
-/// `None` when an input cannot be inspected (derivation then reads and reports it).
+/// The listed files' paths and their stamp; `None` for the stamp when an input cannot be
+/// inspected (derivation then reads and reports it).
 fn stamp(
     root: &Path,
+    listed: Vec<StatListed>,
+    configured: Configured<'_>,
+    now: SystemTime,
+) -> (Vec<PathBuf>, Option<Stamp>) {
+    let (files, metas): (Vec<PathBuf>, Vec<_>) = listed.into_iter().unzip();
+    let stamp = stamp_of(root, &files, metas, configured, now);
+    (files, stamp)
+}
+
+fn stamp_of(
+    root: &Path,
     files: &[PathBuf],
+    metas: Vec<std::io::Result<std::fs::Metadata>>,
     (extra_agents, session_pool): Configured<'_>,
     now: SystemTime,
 ) -> Option<Stamp> {
@@ -261,8 +281,8 @@ fn stamp(
     }
     // `None` (no caching) when an agent file the listing found cannot be stamped or is gone.
     let mut stamps = Vec::with_capacity(files.len());
-    for f in files {
-        let meta = std::fs::metadata(f).ok()?;
+    for (f, meta) in files.iter().zip(metas) {
+        let meta = meta.ok()?;
         let s = AgentStamp {
             bytes: stamp_bytes(&meta),
             settled: settled(&meta, settled_before),

@@ -39,10 +39,31 @@ pub fn read_declarations(root: &Path) -> Result<Declarations, DeriveError> {
 
 /// Every `.md` file under `.claude/agents`, in order.
 pub(super) fn list_agent_files(root: &Path) -> Result<Vec<PathBuf>, DeriveError> {
+    Ok(list_agent_files_stat(root)?
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect())
+}
+
+/// [`list_agent_files`], each file with its metadata as the listing found it (`Err` when it
+/// could not be inspected). A file the directory lists as regular is inspected relative to
+/// the directory being listed (`DirEntry::metadata`), so its path is not walked again from
+/// the root.
+pub(super) fn list_agent_files_stat(root: &Path) -> Result<Vec<StatListed>, DeriveError> {
     let mut files = Vec::new();
     collect_md(&root.join(".claude").join("agents"), 0, &mut files)?;
     Ok(files)
 }
+
+/// A file the directory lists as regular, inspected relative to the directory; one replaced by
+/// something else since it was listed is inspected by path, following links as Claude Code does.
+fn inspect(entry: &std::fs::DirEntry) -> std::io::Result<std::fs::Metadata> {
+    let m = entry.metadata().ok().filter(std::fs::Metadata::is_file);
+    m.map_or_else(|| std::fs::metadata(entry.path()), Ok)
+}
+
+/// A listed agent file and what inspecting it found.
+pub(super) type StatListed = (PathBuf, std::io::Result<std::fs::Metadata>);
 
 /// `path` from `root`. The listing's paths are `root` joined with more, so a byte prefix
 /// finds it (`Path::strip_prefix` compares component by component: more than the listing
@@ -211,7 +232,7 @@ fn declare(rel: String, parsed: Parsed, decl: &mut Declarations) {
     decl.agents.insert(name, (rel, result));
 }
 
-fn collect_md(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), DeriveError> {
+fn collect_md(dir: &Path, depth: usize, out: &mut Vec<StatListed>) -> Result<(), DeriveError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -234,21 +255,27 @@ fn collect_md(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), De
     entries.sort_by_cached_key(std::fs::DirEntry::file_name);
     for entry in entries {
         let path = entry.path();
-        // The directory listing's own type, unless it is a link (Claude Code follows those):
-        // a statx per agent file saved on every call.
-        let ft = match entry.file_type() {
-            Ok(t) if !t.is_symlink() => Ok(t),
-            _ => std::fs::metadata(&path).map(|m| m.file_type()),
+        // The directory listing's own type, unless it is a link (Claude Code follows those).
+        let listed_type = entry.file_type().ok().filter(|t| !t.is_symlink());
+        let is_md = path.extension().is_some_and(|e| e == "md");
+        let (ft, inspected) = match listed_type {
+            Some(t) => (Some(t), None),
+            // A link, or a type the listing does not give: followed, by path.
+            None => {
+                let m = std::fs::metadata(&path);
+                (m.as_ref().ok().map(std::fs::Metadata::file_type), Some(m))
+            }
         };
         match ft {
-            Ok(ft) if ft.is_dir() && depth < MAX_DIR_DEPTH => collect_md(&path, depth + 1, out)?,
-            Ok(ft) if ft.is_file() && path.extension().is_some_and(|e| e == "md") => {
+            Some(ft) if ft.is_dir() && depth < MAX_DIR_DEPTH => collect_md(&path, depth + 1, out)?,
+            Some(ft) if ft.is_file() && is_md => {
                 if out.len() >= MAX_AGENT_FILES {
                     return Err(DeriveError::DeclarationsUnreadable(format!(
                         "more than {MAX_AGENT_FILES} agent files under .claude/agents"
                     )));
                 }
-                out.push(path);
+                let meta = inspected.unwrap_or_else(|| inspect(&entry));
+                out.push((path, meta));
             }
             _ => {}
         }

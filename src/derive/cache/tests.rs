@@ -1,6 +1,7 @@
 //! The roster cache's tests: reuse, edits, seals, and the table of agent files.
 
 use super::*;
+use crate::derive::list_agent_files;
 
 const KEY: [u8; 32] = [7; 32];
 
@@ -55,8 +56,9 @@ fn later() -> SystemTime {
 
 /// The cache key of the project's inputs as they are now, once settled.
 fn key_of(root: &Path) -> String {
-    let files = list_agent_files(root).unwrap();
-    stamp(root, &files, (&BTreeMap::new(), None), later())
+    let listed = list_agent_files_stat(root).unwrap();
+    stamp(root, listed, (&BTreeMap::new(), None), later())
+        .1
         .unwrap()
         .key
 }
@@ -111,10 +113,13 @@ fn a_settled_derivation_is_reused_and_an_edit_is_seen() {
 #[test]
 fn an_agent_file_gone_between_listing_and_stamping_is_not_cached() {
     let (root, attenu) = project();
-    let mut files = list_agent_files(&root).unwrap();
-    assert!(stamp(&root, &files, (&BTreeMap::new(), None), later()).is_some());
-    files.push(root.join(".claude/agents/vanished.md"));
-    assert!(stamp(&root, &files, (&BTreeMap::new(), None), later()).is_none());
+    let stamped = |listed| stamp(&root, listed, (&BTreeMap::new(), None), later()).1;
+    assert!(stamped(list_agent_files_stat(&root).unwrap()).is_some());
+    let mut listed = list_agent_files_stat(&root).unwrap();
+    let vanished = root.join(".claude/agents/vanished.md");
+    let gone = std::fs::metadata(&vanished);
+    listed.push((vanished, gone));
+    assert!(stamped(listed).is_none());
     assert!(!attenu.join(CACHE_FILE).exists());
     std::fs::remove_dir_all(&root).unwrap();
 }
