@@ -23,6 +23,8 @@ pub(super) struct Ctx<'a> {
     pub mac_key: std::cell::OnceCell<[u8; 32]>,
     /// The key of the inputs the last [`Ctx::roster`] was derived from.
     pub derived_from: std::cell::RefCell<Option<String>>,
+    /// When (Unix ms) the last [`Ctx::roster`] began to inspect the inputs.
+    pub derived_at: std::cell::Cell<u64>,
 }
 
 impl Ctx<'_> {
@@ -49,6 +51,7 @@ impl Ctx<'_> {
     }
 
     pub fn roster(&self) -> Result<Roster, Reason> {
+        self.derived_at.set(crate::clock::now_ms());
         let (roster, key) = cache::derive_cached_keyed(
             self.project,
             self.configured(),
@@ -176,14 +179,24 @@ impl ChainTarget {
 /// process that derived just before an edit would reopen the old derivation's chain after
 /// the new one, and chains would flip back and forth). When no input was touched since it was
 /// derived (the listing and every stamp are the same), deriving again would read the same
-/// files, so the roster stands: an edit's first call derives once, not twice.
+/// files, so the roster stands: an edit's first call derives once, not twice. Nor is it
+/// looked at again when this call began to inspect the inputs after the current chain was
+/// opened (when the state knows): what that chain's opener read, this call read later (the
+/// usual case: the chain is older than the edit). A wall clock set back between the two can only make this call open
+/// one chain too many, for what it read; the next call derives again.
 pub(super) fn roster_under_lock(
     ctx: &Ctx<'_>,
     ledger: &Ledger,
     roster: Roster,
 ) -> Result<Roster, Reason> {
     match ledger.current() {
-        Some(c) if c.digest != roster.digest && !ctx.inputs_unchanged() => ctx.roster(),
+        Some(c)
+            if c.digest != roster.digest
+                && (c.opened_ms == 0 || ctx.derived_at.get() <= c.opened_ms)
+                && !ctx.inputs_unchanged() =>
+        {
+            ctx.roster()
+        }
         _ => Ok(roster),
     }
 }

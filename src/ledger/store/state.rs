@@ -35,6 +35,10 @@ pub struct ChainInfo {
     /// (`context.checkpoint_lost`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub checkpoint_losses: u64,
+    /// The root entry's `ts` (Unix ms): when the chain was opened; 0 in a state written before
+    /// it was kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub opened_ms: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -110,6 +114,7 @@ impl ChainInfo {
             tree: Frontier::new(),
             checkpointed: None,
             checkpoint_losses: 0,
+            opened_ms: root.get("ts").and_then(Value::as_u64).unwrap_or(0),
         }
     }
 
