@@ -58,9 +58,9 @@ pub const TABLE_FILE: &str = "roster.files";
 const HEADER: &str = "attenu-roster v3 ";
 /// Sealed before the body, so no other file sealed with the same key reads as a roster.
 const SEAL_DOMAIN: &[u8] = b"attenu-hook roster cache v3\n";
-/// Bumped whenever derivation would give another roster for the same files, so a cache
-/// written by an older build of the same version is not read.
-const DERIVATION_RULES: u32 = 8;
+/// Bumped whenever derivation would give another roster (or digest) for the same files, so a
+/// cache written by an older build of the same version is not read.
+const DERIVATION_RULES: u32 = 9;
 /// How old every input must be before its derivation is cached.
 pub const SETTLE: Duration = Duration::from_secs(2);
 /// A cache file larger than this is not read (a roster of 2,000 agents is far smaller: each

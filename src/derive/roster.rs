@@ -108,10 +108,12 @@ impl Roster {
 
 /// The digest of a roster's permission sets (not of its notes), as the ledger records it: the
 /// SHA-256 of the RFC 8785 form of `{"root", "agents": {name: {"scopes", "invalid"}}}`, where
-/// an agent holding exactly the root's set has `"scopes": "root"` rather than a copy of it.
-/// With `n` agents inheriting the root, copies made the document (and its hashing) grow with
-/// `n²`. Written straight to bytes; a roster whose agents all hold sets of their own keeps the
-/// digest it had before.
+/// an agent holding exactly the root's set has `"scopes": "root"`, and one holding the same
+/// set as an agent before it (in the document's order) `"scopes": "as:<that agent>"`, rather
+/// than a copy. With `n` agents inheriting the root, copies made the document (and its
+/// hashing) grow with `n²`; a collection's agents that inherit the pool less a tool or two
+/// hold a handful of such sets between them. Written straight to bytes; a roster whose agents
+/// all hold sets of their own keeps the digest it had before.
 pub(super) fn digest_of(
     root: &Scopes,
     root_excluded: &BTreeSet<String>,
@@ -124,7 +126,8 @@ pub(super) fn digest_of(
         };
         canonical::write_array(s.iter(), string, out).expect("strings always have a canonical form")
     };
-    let mut written: Vec<(&Scopes, std::ops::Range<usize>)> = Vec::new();
+    // Each set written out so far, with the agent that holds it first.
+    let mut written: Vec<(&Scopes, &str)> = Vec::new();
     let mut out = Vec::with_capacity(4096);
     out.extend_from_slice(b"{\"agents\":");
     // Exclusions enter only where there are some, so a roster without any keeps the digest
@@ -154,12 +157,15 @@ pub(super) fn digest_of(
             out.extend_from_slice(b"\"root\"}");
             continue;
         }
-        match written.iter().find(|(s, _)| s.same(&a.scopes)) {
-            Some((_, at)) => out.extend_from_within(at.clone()),
+        // Equal sets, shared or not, give the same document.
+        match written
+            .iter()
+            .find(|(s, _)| s.same(&a.scopes) || **s == a.scopes)
+        {
+            Some((_, first)) => canonical::write_string(&format!("as:{first}"), &mut out),
             None => {
-                let start = out.len();
                 set(&a.scopes, &mut out);
-                written.push((&a.scopes, start..out.len()));
+                written.push((&a.scopes, name));
             }
         }
         out.push(b'}');
@@ -180,9 +186,15 @@ mod tests {
 
     /// The digest's definition, as a JSON tree.
     fn digest_by_tree(r: &Roster) -> String {
-        let agent_doc = |a: &AgentAuthority| {
+        // The agents in the document's order: by their names' UTF-16 code units.
+        let mut order: Vec<(&String, &AgentAuthority)> = r.agents.iter().collect();
+        order.sort_by_key(|(name, _)| name.encode_utf16().collect::<Vec<u16>>());
+        let agent_doc = |name: &String, a: &AgentAuthority| {
+            let first = order.iter().find(|(_, b)| b.scopes == a.scopes).unwrap().0;
             let scopes = if a.scopes == r.root {
                 json!("root")
+            } else if first != name {
+                json!(format!("as:{first}"))
             } else {
                 json!(a.scopes)
             };
@@ -194,7 +206,7 @@ mod tests {
         };
         let mut doc = json!({
             "root": r.root,
-            "agents": r.agents.iter().map(|(k, a)| (k.clone(), agent_doc(a))).collect::<serde_json::Map<_, _>>(),
+            "agents": r.agents.iter().map(|(k, a)| (k.clone(), agent_doc(k, a))).collect::<serde_json::Map<_, _>>(),
         });
         if !r.root_excluded.is_empty() {
             doc["root_excluded"] = json!(r.root_excluded);
@@ -212,15 +224,20 @@ mod tests {
         let root: Scopes = set(&["agent.delegate.x--41-20b", "fs.read", "mcp.*", "q\"\\\n"]).into();
         let mut agents = BTreeMap::new();
         // Names whose UTF-8 and UTF-16 orders differ, shared and unshared sets, exclusions.
-        for (i, name) in ["a", "\u{ff5e}", "\u{1f600}", "Z z", "b"]
+        let shared: Scopes = set(&["fs.read"]).into();
+        for (i, name) in ["a", "\u{ff5e}", "\u{1f600}", "Z z", "\u{ff60}", "c"]
             .iter()
             .enumerate()
         {
-            // Shared with the root, equal to it without being shared, or a set of its own.
-            let scopes = match i % 3 {
+            // Shared with the root or equal to it without being shared; a set of their own
+            // that others hold too, shared or only equal (the first holder differs between
+            // UTF-8 and UTF-16 order); a set of its own alone.
+            let scopes = match i {
                 0 => root.clone(),
-                1 => (*root).clone().into(),
-                _ => set(&["fs.read"]).into(),
+                1 | 2 => shared.clone(),
+                3 => (*root).clone().into(),
+                4 => set(&["fs.read"]).into(),
+                _ => set(&["fs.grep"]).into(),
             };
             let excluded = if i == 1 {
                 set(&["mcp.pay.refund"])
