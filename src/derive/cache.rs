@@ -38,7 +38,7 @@ mod codec;
 mod files;
 
 use super::declarations::{
-    list_agent_files_stat, read_declarations_listed, Listed, Outcome, StatListed,
+    list_agent_files_stat, paths, read_declarations_listed, Listed, Outcome, StatListed,
 };
 use super::{configure, derive_from, resolve, DeriveError, Roster};
 use crate::fs;
@@ -99,9 +99,7 @@ pub fn derive_cached_keyed(
 /// [`SETTLE`]).
 pub fn inputs_key(root: &Path, configured: Configured<'_>) -> Option<String> {
     let listed = list_agent_files_stat(root).ok()?;
-    stamp(root, listed, configured, SystemTime::now())
-        .1
-        .map(|s| s.key)
+    stamp(root, &listed, configured, SystemTime::now()).map(|s| s.key)
 }
 
 /// This build, as the table of agent files names it: another build may parse otherwise.
@@ -118,11 +116,10 @@ fn derive_cached_at(
 ) -> Result<(Roster, Option<String>), DeriveError> {
     let (extra_agents, session_pool) = configured;
     let listed = list_agent_files_stat(root)?;
-    let (files, before) = match stamp(root, listed, configured, now) {
-        (files, Some(before)) => (files, before),
-        (files, None) => {
-            return derive_from(root, files, extra_agents, session_pool).map(|r| (r, None))
-        }
+    let before = stamp(root, &listed, configured, now);
+    let files = paths(listed);
+    let Some(before) = before else {
+        return derive_from(root, files, extra_agents, session_pool).map(|r| (r, None));
     };
     let path = attenu_dir.join(CACHE_FILE);
     if let Some(roster) = read(&path, mac_key).and_then(|c| c.roster(&before.key)) {
@@ -242,23 +239,10 @@ fn settings_stamps(root: &Path) -> Option<[Option<FileStamp>; 2]> {
     settings_meta(root).map(|m| m.map(|m| m.as_ref().map(stamp_bytes)))
 }
 
-/// The listed files' paths and their stamp; `None` for the stamp when an input cannot be
-/// inspected (derivation then reads and reports it).
+/// `None` when an input cannot be inspected (derivation then reads and reports it).
 fn stamp(
     root: &Path,
-    listed: Vec<StatListed>,
-    configured: Configured<'_>,
-    now: SystemTime,
-) -> (Vec<PathBuf>, Option<Stamp>) {
-    let (files, metas): (Vec<PathBuf>, Vec<_>) = listed.into_iter().unzip();
-    let stamp = stamp_of(root, &files, metas, configured, now);
-    (files, stamp)
-}
-
-fn stamp_of(
-    root: &Path,
-    files: &[PathBuf],
-    metas: Vec<std::io::Result<std::fs::Metadata>>,
+    listed: &[StatListed],
     (extra_agents, session_pool): Configured<'_>,
     now: SystemTime,
 ) -> Option<Stamp> {
@@ -280,9 +264,9 @@ fn stamp_of(
         field(head);
     }
     // `None` (no caching) when an agent file the listing found cannot be stamped or is gone.
-    let mut stamps = Vec::with_capacity(files.len());
-    for (f, meta) in files.iter().zip(metas) {
-        let meta = meta.ok()?;
+    let mut stamps = Vec::with_capacity(listed.len());
+    for (f, meta) in listed {
+        let meta = meta.as_ref().ok()?.clone();
         let s = AgentStamp {
             bytes: stamp_bytes(&meta),
             settled: settled(&meta, settled_before),

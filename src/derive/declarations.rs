@@ -39,10 +39,12 @@ pub fn read_declarations(root: &Path) -> Result<Declarations, DeriveError> {
 
 /// Every `.md` file under `.claude/agents`, in order.
 pub(super) fn list_agent_files(root: &Path) -> Result<Vec<PathBuf>, DeriveError> {
-    Ok(list_agent_files_stat(root)?
-        .into_iter()
-        .map(|(path, _)| path)
-        .collect())
+    list_agent_files_stat(root).map(paths)
+}
+
+/// The listed files' paths.
+pub(super) fn paths(listed: Vec<StatListed>) -> Vec<PathBuf> {
+    listed.into_iter().map(|(path, _)| path).collect()
 }
 
 /// [`list_agent_files`], each file with its metadata as the listing found it (`Err` when it

@@ -57,8 +57,7 @@ fn later() -> SystemTime {
 /// The cache key of the project's inputs as they are now, once settled.
 fn key_of(root: &Path) -> String {
     let listed = list_agent_files_stat(root).unwrap();
-    stamp(root, listed, (&BTreeMap::new(), None), later())
-        .1
+    stamp(root, &listed, (&BTreeMap::new(), None), later())
         .unwrap()
         .key
 }
@@ -113,13 +112,13 @@ fn a_settled_derivation_is_reused_and_an_edit_is_seen() {
 #[test]
 fn an_agent_file_gone_between_listing_and_stamping_is_not_cached() {
     let (root, attenu) = project();
-    let stamped = |listed| stamp(&root, listed, (&BTreeMap::new(), None), later()).1;
-    assert!(stamped(list_agent_files_stat(&root).unwrap()).is_some());
     let mut listed = list_agent_files_stat(&root).unwrap();
+    let stamped = |listed: &[StatListed]| stamp(&root, listed, (&BTreeMap::new(), None), later());
+    assert!(stamped(&listed).is_some());
     let vanished = root.join(".claude/agents/vanished.md");
     let gone = std::fs::metadata(&vanished);
     listed.push((vanished, gone));
-    assert!(stamped(listed).is_none());
+    assert!(stamped(&listed).is_none());
     assert!(!attenu.join(CACHE_FILE).exists());
     std::fs::remove_dir_all(&root).unwrap();
 }
