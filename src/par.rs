@@ -110,6 +110,13 @@ pub fn map_into<T: Sync, R: Send>(
             }));
         }
         drop(tx);
+        // To the thread that made it; gone only if that thread panicked, which the scope
+        // re-raises. The calling thread's own batches are dropped here.
+        let hand_back = |maker: usize, out: Vec<R>| {
+            if let Some(back) = maker.checked_sub(1).and_then(|m| give_back.get(m)) {
+                let _ = back.send(out);
+            }
+        };
         let mut ready: Vec<Option<(usize, Vec<R>)>> = (0..batches).map(|_| None).collect();
         let mut want = 0;
         let mut ok = true;
@@ -119,10 +126,7 @@ pub fn map_into<T: Sync, R: Send>(
             }
             if let Some((maker, out)) = ready[want].take() {
                 ok = out.iter().all(&mut sink);
-                if let Some(back) = maker.checked_sub(1).and_then(|m| give_back.get(m)) {
-                    // Gone only if that thread panicked, which the scope re-raises.
-                    let _ = back.send(out);
-                }
+                hand_back(maker, out);
                 want += 1;
                 continue;
             }
@@ -141,9 +145,7 @@ pub fn map_into<T: Sync, R: Send>(
         stop.store(true, Ordering::Relaxed);
         // Batches made but not handed over (the sink stopped) go back to their makers too.
         for (maker, out) in ready.into_iter().flatten() {
-            if let Some(back) = maker.checked_sub(1).and_then(|m| give_back.get(m)) {
-                let _ = back.send(out);
-            }
+            hand_back(maker, out);
         }
         drop(give_back);
         // Batches still in flight from the others are dropped here; few, at a stop.

@@ -182,8 +182,8 @@ impl ChainTarget {
 /// files, so the roster stands: an edit's first call derives once, not twice. Nor is it
 /// looked at again when this call began to inspect the inputs after the current chain was
 /// opened (when the state knows): what that chain's opener read, this call read later (the
-/// usual case: the chain is older than the edit). A wall clock set back between the two can only make this call open
-/// one chain too many, for what it read; the next call derives again.
+/// usual case: the chain is older than the edit). A wall clock set back between the two can
+/// only make this call open one chain too many, for what it read; the next call derives again.
 pub(super) fn roster_under_lock(
     ctx: &Ctx<'_>,
     ledger: &Ledger,
