@@ -55,9 +55,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const CACHE_FILE: &str = "roster.cache";
 /// The table of agent files, read only when the roster's key does not match.
 pub const TABLE_FILE: &str = "roster.files";
-const HEADER: &str = "attenu-roster v3 ";
+const HEADER: &str = "attenu-roster v4 ";
 /// Sealed before the body, so no other file sealed with the same key reads as a roster.
-const SEAL_DOMAIN: &[u8] = b"attenu-hook roster cache v3\n";
+const SEAL_DOMAIN: &[u8] = b"attenu-hook roster cache v4\n";
 /// Bumped whenever derivation would give another roster (or digest) for the same files, so a
 /// cache written by an older build of the same version is not read.
 const DERIVATION_RULES: u32 = 9;
@@ -117,9 +117,8 @@ fn derive_cached_at(
     let (extra_agents, session_pool) = configured;
     let listed = list_agent_files_stat(root)?;
     let before = stamp(root, &listed, configured, now);
-    let files = paths(listed);
     let Some(before) = before else {
-        return derive_from(root, files, extra_agents, session_pool).map(|r| (r, None));
+        return derive_from(root, paths(listed), extra_agents, session_pool).map(|r| (r, None));
     };
     let path = attenu_dir.join(CACHE_FILE);
     if let Some(roster) = read(&path, mac_key).and_then(|c| c.roster(&before.key)) {
@@ -129,15 +128,20 @@ fn derive_cached_at(
     let mut known = read(&table, mac_key)
         .and_then(|c| c.files())
         .unwrap_or_default();
-    // An entry stands for its file only while the file has the entry's stamp, settled.
-    let listed = files.iter().zip(&before.files).map(|(f, s)| Listed {
-        path: f.clone(),
-        meta: Some(s.meta.clone()),
-        known: known
-            .remove(relative(root, f))
-            .filter(|e| s.settled && e.stamp == s.bytes)
-            .map(|e| e.parsed),
-    });
+    let files: Vec<PathBuf> = listed.iter().map(|(f, _)| f.clone()).collect();
+    // An entry stands for its file only while the file has the entry's stamp, settled. Every
+    // listed file's metadata is there: `stamp` gave `None` for any that was not.
+    let listed = listed
+        .into_iter()
+        .zip(&before.files)
+        .map(|((f, meta), s)| Listed {
+            known: known
+                .remove(relative(root, &f))
+                .filter(|e| s.settled && e.stamp == s.bytes)
+                .map(|e| e.parsed),
+            path: f,
+            meta: meta.ok(),
+        });
     let (decl, outcomes) = read_declarations_listed(root, listed, before.settled)?;
     let roster = resolve(configure(decl, extra_agents, session_pool));
     if before.settled && unmoved(root, &files, &outcomes, &before) {
@@ -185,7 +189,6 @@ struct Stamp {
 
 /// One agent file's stamp.
 struct AgentStamp {
-    meta: std::fs::Metadata,
     bytes: FileStamp,
     /// Its mtime and ctime are at least [`SETTLE`] old.
     settled: bool,
@@ -266,11 +269,10 @@ fn stamp(
     // `None` (no caching) when an agent file the listing found cannot be stamped or is gone.
     let mut stamps = Vec::with_capacity(listed.len());
     for (f, meta) in listed {
-        let meta = meta.as_ref().ok()?.clone();
+        let meta = meta.as_ref().ok()?;
         let s = AgentStamp {
-            bytes: stamp_bytes(&meta),
-            settled: settled(&meta, settled_before),
-            meta,
+            bytes: stamp_bytes(meta),
+            settled: settled(meta, settled_before),
         };
         field(relative(root, f));
         field(&s.bytes);

@@ -52,6 +52,81 @@ pub struct Provenance {
     pub listed_removed: BTreeMap<String, BTreeSet<String>>,
 }
 
+/// A roster's [`Provenance`], read when first asked for. Only a deny's hint, `--derive` and
+/// `doctor` read it, and a cached roster of 200 agents would otherwise parse it (a few
+/// hundred names) on every call that allows.
+#[derive(Default)]
+pub struct Why {
+    parsed: std::sync::OnceLock<Provenance>,
+    /// Its JSON as the roster cache holds it, until it is parsed.
+    json: Option<Box<str>>,
+}
+
+impl Why {
+    /// The provenance written as `json` (by the roster cache, under its seal).
+    pub fn from_json(json: String) -> Why {
+        Why {
+            parsed: std::sync::OnceLock::new(),
+            json: Some(json.into_boxed_str()),
+        }
+    }
+}
+
+impl From<Provenance> for Why {
+    fn from(p: Provenance) -> Why {
+        Why {
+            parsed: p.into(),
+            json: None,
+        }
+    }
+}
+
+impl std::ops::Deref for Why {
+    type Target = Provenance;
+    /// A sealed cache holds only what this build wrote, so the JSON parses; if it ever did
+    /// not, the hints would lose their detail (they never decide anything).
+    fn deref(&self) -> &Provenance {
+        self.parsed.get_or_init(|| {
+            self.json
+                .as_deref()
+                .and_then(|j| serde_json::from_str(j).ok())
+                .unwrap_or_default()
+        })
+    }
+}
+
+impl Clone for Why {
+    fn clone(&self) -> Why {
+        Why::from((**self).clone())
+    }
+}
+
+impl PartialEq for Why {
+    fn eq(&self, other: &Why) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Why {}
+
+impl std::fmt::Debug for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl serde::Serialize for Why {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Why {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Why, D::Error> {
+        Provenance::deserialize(d).map(Why::from)
+    }
+}
+
 /// One change that would let a call through, as a deny names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -254,6 +329,17 @@ mod tests {
     }
 
     /// Each way an agent can lack a tool, and the one change each deny names.
+    #[test]
+    fn a_provenance_kept_as_json_reads_as_the_one_written() {
+        let r = roster(&[("a", "---\nname: a\n---\n")], &["Read"], &["Bash"]);
+        let json = serde_json::to_string(&*r.why).unwrap();
+        let back = Why::from_json(json);
+        assert_eq!(*back, *r.why);
+        assert!(back.inheriting.contains("a"));
+        // Text this build did not write loses only the hints' detail.
+        assert_eq!(*Why::from_json("{not json".into()), Provenance::default());
+    }
+
     #[test]
     fn each_missing_scope_names_the_change_that_would_grant_it() {
         let r = roster(

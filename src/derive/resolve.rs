@@ -78,7 +78,7 @@ pub fn resolve(decl: Declarations) -> Roster {
         problems: decl.problems,
         broken_files: decl.broken_files,
         digest,
-        why,
+        why: why.into(),
     }
 }
 

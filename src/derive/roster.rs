@@ -40,7 +40,7 @@ pub struct Roster {
     pub digest: String,
     /// Why each agent holds what it holds, for the deny hints (not in the digest).
     #[serde(default)]
-    pub why: super::provenance::Provenance,
+    pub why: super::provenance::Why,
 }
 
 /// An agent file no agent could be derived from, and why.

@@ -9,15 +9,19 @@
 //! root_set root_excluded_set
 //! n_agents  (name scopes_set excluded_set has_invalid [invalid] source)*   names ascending
 //! n_unrepresented string*   n_problems string*
-//! extras                      JSON of the broken files and the provenance (small, rare)
+//! broken_files                JSON of the broken agent files (usually `[]`)
+//! why                         JSON of the provenance, parsed only when a hint asks for it
 //! ```
 //!
 //! Decoding builds each distinct set once and every agent holding it shares it, so reading
 //! 200 agents that inherit the session pool costs one set of ~200 scopes, not 200 of them.
+//! The scope table is read in place (a set's members are the only strings made from it), and
+//! the provenance is kept as text until a deny's hint reads it ([`Why`]).
 //! The body is sealed (see the parent module) before it is ever decoded; decoding still
 //! checks every count, index and order, and anything off is `None`: the roster is derived
 //! from the files again.
 
+use crate::derive::provenance::Why;
 use crate::derive::roster::{AgentAuthority, Roster};
 use crate::derive::scopes::Scopes;
 use std::collections::{BTreeMap, BTreeSet};
@@ -85,10 +89,10 @@ pub fn encode<'a>(key: &str, roster: &'a Roster) -> Vec<u8> {
             put_str(&mut out, s);
         }
     }
-    // What only a deny or `--derive` reads; a few KB even for 200 agents.
-    let extras = serde_json::to_string(&(&roster.broken_files, &roster.why))
-        .expect("the provenance serializes");
-    put_str(&mut out, &extras);
+    let broken = serde_json::to_string(&roster.broken_files).expect("broken files serialize");
+    put_str(&mut out, &broken);
+    let why = serde_json::to_string(&*roster.why).expect("the provenance serializes");
+    put_str(&mut out, &why);
     out
 }
 
@@ -98,9 +102,9 @@ pub fn decode(body: &[u8]) -> Option<(String, Roster)> {
     let key = r.string()?;
     let digest = r.string()?;
     let n = r.count(4)?;
-    let mut table: Vec<String> = Vec::with_capacity(n);
+    let mut table: Vec<&str> = Vec::with_capacity(n);
     for _ in 0..n {
-        let s = r.string()?;
+        let s = std::str::from_utf8(r.bytes()?).ok()?;
         if table.last().is_some_and(|last| *last >= s) {
             return None;
         }
@@ -118,7 +122,7 @@ pub fn decode(body: &[u8]) -> Option<(String, Roster)> {
                 return None;
             }
             last = Some(i);
-            members.push(table[i].clone());
+            members.push(table[i].to_string());
         }
         sets.push(members.into_iter().collect::<BTreeSet<String>>().into());
     }
@@ -126,7 +130,7 @@ pub fn decode(body: &[u8]) -> Option<(String, Roster)> {
     let root = set(&mut r)?;
     let root_excluded = (*set(&mut r)?).clone();
     let n = r.count(10)?;
-    let mut agents = BTreeMap::new();
+    let mut agents: Vec<(String, AgentAuthority)> = Vec::with_capacity(n);
     for _ in 0..n {
         let name = r.string()?;
         let scopes = set(&mut r)?;
@@ -137,32 +141,29 @@ pub fn decode(body: &[u8]) -> Option<(String, Roster)> {
             _ => return None,
         };
         let source = r.string()?;
-        if agents
-            .last_key_value()
-            .is_some_and(|(last, _)| *last >= name)
-        {
+        if agents.last().is_some_and(|(last, _)| *last >= name) {
             return None;
         }
-        agents.insert(
-            name,
-            AgentAuthority {
-                scopes,
-                excluded,
-                invalid,
-                source,
-            },
-        );
+        let a = AgentAuthority {
+            scopes,
+            excluded,
+            invalid,
+            source,
+        };
+        agents.push((name, a));
     }
     let unrepresented = r.strings()?;
     let problems = r.strings()?;
-    let (broken_files, why) = serde_json::from_str(&r.string()?).ok()?;
+    let broken_files = serde_json::from_str(&r.string()?).ok()?;
+    let why = Why::from_json(r.string()?);
     if !r.rest.is_empty() {
         return None;
     }
     let roster = Roster {
         root,
         root_excluded,
-        agents,
+        // In ascending order, checked above: built in one pass.
+        agents: agents.into_iter().collect::<BTreeMap<_, _>>(),
         unrepresented,
         problems,
         broken_files,
@@ -279,7 +280,8 @@ mod tests {
             why: crate::derive::provenance::Provenance {
                 inheriting: ["a".to_string(), "b".to_string()].into(),
                 ..Default::default()
-            },
+            }
+            .into(),
         }
     }
 
