@@ -247,16 +247,18 @@ fn collect_md(dir: &Path, depth: usize, out: &mut Vec<StatListed>) -> Result<(),
     };
     let mut entries = entries
         .map(|entry| {
-            entry.map_err(|e| {
+            let entry = entry.map_err(|e| {
                 DeriveError::DeclarationsUnreadable(format!("cannot list {}: {e}", dir.display()))
-            })
+            })?;
+            Ok((entry.path(), entry))
         })
         .collect::<Result<Vec<_>, _>>()?;
     // Each directory in name order, depth first: the order of the paths sorted (by their
-    // components), without comparing whole paths, which cost more than the listing.
-    entries.sort_by_cached_key(std::fs::DirEntry::file_name);
-    for entry in entries {
-        let path = entry.path();
+    // components). The paths of one directory differ only after its own, so their bytes
+    // order them as their names do, without a copy of each name or a walk of components.
+    entries.sort_unstable_by(|(a, _), (b, _)| a.as_os_str().cmp(b.as_os_str()));
+    out.reserve(entries.len());
+    for (path, entry) in entries {
         // The directory listing's own type, unless it is a link (Claude Code follows those).
         let listed_type = entry.file_type().ok().filter(|t| !t.is_symlink());
         let is_md = path.extension().is_some_and(|e| e == "md");
