@@ -12,8 +12,10 @@ of them without `tools:`), and the hook is timed as a new user meets it:
 * `first_call`: the first PreToolUse of a new session, with no SessionStart before it;
 * `session_start` and `first_after_start`: a SessionStart, then that session's first call;
 * `after_edit`: the first PreToolUse right after an agent file's `tools:` line changed (the
-  edit is not settled, so the roster is derived from the files and a new chain opens), and
-  `after_edit_settled`: the first call once it settled (which writes the roster cache);
+  edit is not settled, so the roster is derived from the files and a new chain opens),
+  `after_edit_settled`: the next call once it settled (which writes the roster cache), and
+  `after_settled_edit`: the first call after an edit made `SETTLE` before it, the usual case
+  (it derives, opens a new chain and writes the cache);
 * `opening_bytes`: the bytes of the `root` and `spawn` lines a new session's first call
   wrote, `ledger_bytes` the whole file, `cache_bytes` the roster cache.
 
@@ -163,7 +165,7 @@ def measure(ours: Ours, agents: int, root: Path, warm: int, rounds: int, edits: 
     res["cache_bytes"] = cache.stat().st_size if cache.exists() else 0
     edited = Path(project) / ".claude" / "agents" / "researcher.md"
     original = edited.read_text()
-    after, settled = [], []
+    after, settled, later = [], [], []
     for i in range(edits):
         extra = ", Grep" if i % 2 == 0 else ""
         edited.write_text(original.replace("tools: Read, WebFetch",
@@ -173,8 +175,14 @@ def measure(ours: Ours, agents: int, root: Path, warm: int, rounds: int, edits: 
         time.sleep(SETTLE_S)
         settled.append(checked(ours, project, pre_payload(project, s, f"toolu_es{i}"),
                                "after edit, settled", "after_edit_settled"))
+        # The usual case: a person edits, and the next tool call comes seconds later.
+        edited.write_text(original.replace("tools: Read, WebFetch", "tools: Read, WebFetch, Glob"))
+        time.sleep(SETTLE_S)
+        later.append(checked(ours, project, pre_payload(project, s, f"toolu_el{i}"),
+                             "after a settled edit", "after_settled_edit"))
     res["after_edit"] = stats(after)
     res["after_edit_settled"] = stats(settled)
+    res["after_settled_edit"] = stats(later)
     res["session_ledger_bytes"] = ours.ledger(project, s).stat().st_size
     res["cpu_ms"] = {k: stats(v) for k, v in CPU.items()}
     return res
@@ -189,7 +197,8 @@ def table(results: list, reference: dict | None) -> str:
         ("SessionStart", "session_start"),
         ("first call after SessionStart", "first_after_start"),
         ("first call after a `tools:` edit (not yet settled)", "after_edit"),
-        ("first call once the edit settled (writes the cache)", "after_edit_settled"),
+        ("second call, once that edit settled (writes the cache)", "after_edit_settled"),
+        ("first call after an edit made 2 s before it", "after_settled_edit"),
     ]
     head = "| measurement: p50 ms wall (CPU) | " + " | ".join(f"{r['agents']} agents" for r in results)
     if reference:
