@@ -63,6 +63,8 @@ def main():
                 hook(args.bin, project, payload(project, "PostToolUse", f"t{i}", f"/x{i}", "ok", session="tpl"))
             subprocess.run([args.gen, project, "tpl", "s1", str(n), "--lose-checkpoint"], check=True)
             size = os.path.getsize(os.path.join(project, ".attenu/ledger-s1.jsonl"))
+            # A ledger this big was written over days, not just now: its writeback is not the call's.
+            os.sync()
             calls = []
             for attempt in range(args.max_calls):
                 secs, cpu, r = hook(args.bin, project, payload(project, "PreToolUse", f"z{attempt}", "/z"))

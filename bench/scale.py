@@ -15,7 +15,9 @@ Standard library only; Linux (`/usr/bin/time -v` gives each process's maximum RS
  3. Runs the example, which grows a session of --entries entries from that template through
     `Ledger::append` (a fresh call id and tool_use_id per allow/outcome pair), so the chain,
     the tree and the sealed checkpoint are the hook's own, signed with the project's keys.
- 4. Times `attenu-hook export` (wall clock and maximum RSS), --runs times.
+ 4. Times `attenu-hook export` (wall clock and maximum RSS), --runs times, each to a new path
+    after `sync` (so no run pays for the growth's writeback or for freeing the run before's
+    bundle; replacing a bundle of 750 MB adds its removal, measured apart in BENCHMARKS.md).
  5. Times `attenu-hook verify BUNDLE --pub anchor.pub` the same way, checking exit 0.
  6. With --reference-python, times the reference `attenu_guard.evidence.verify_bundle` on the
     same bundle once (tests/support/ref_verify.py), checking it answers ok.
@@ -116,9 +118,16 @@ def main() -> int:
             grow_s = time.perf_counter() - t0
         bundle = tmp / "bundle-big.json"
         key = project / ".attenu" / "anchor.pub"
-        export = [timed([str(BIN), "export", "--project", str(project), "--session", "big",
-                         "--out", str(bundle)]) for _ in range(args.runs)]
-        verify = [timed([str(BIN), "verify", str(bundle), "--pub", str(key)]) for _ in range(args.runs)]
+        export, verify = [], []
+        for _ in range(args.runs):
+            # Each run a first export, after the writeback of what came before it: otherwise a
+            # run pays for freeing the previous run's 750 MB bundle and for the growth's flush.
+            bundle.unlink(missing_ok=True)
+            os.sync()
+            export.append(timed([str(BIN), "export", "--project", str(project), "--session", "big",
+                                 "--out", str(bundle)]))
+        for _ in range(args.runs):
+            verify.append(timed([str(BIN), "verify", str(bundle), "--pub", str(key)]))
         verdict = verify[-1]["stdout"].strip().splitlines()[-1]
         if not verdict.startswith("VALID:"):
             raise SystemExit(f"verify did not answer VALID: {verdict}")
