@@ -257,7 +257,7 @@ fn collect_md(dir: &Path, depth: usize, out: &mut Vec<StatListed>) -> Result<(),
     // components). The paths of one directory differ only after its own, so their bytes
     // order them as their names do, without a copy of each name or a walk of components.
     entries.sort_unstable_by(|(a, _), (b, _)| a.as_os_str().cmp(b.as_os_str()));
-    out.reserve(entries.len());
+    out.reserve(entries.len().min(MAX_AGENT_FILES.saturating_sub(out.len())));
     for (path, entry) in entries {
         // The directory listing's own type, unless it is a link (Claude Code follows those).
         let listed_type = entry.file_type().ok().filter(|t| !t.is_symlink());

@@ -63,12 +63,15 @@ pub struct Why {
 }
 
 impl Why {
-    /// The provenance written as `json` (by the roster cache, under its seal).
-    pub fn from_json(json: String) -> Why {
-        Why {
+    /// The provenance written as `json` (by the roster cache, under its seal); `None` when it
+    /// is not JSON at all. Checked without building anything, so text that is not what this
+    /// build writes makes the cache a miss rather than hints that say less than they should.
+    pub fn from_json(json: String) -> Option<Why> {
+        serde_json::from_str::<serde::de::IgnoredAny>(&json).ok()?;
+        Some(Why {
             parsed: std::sync::OnceLock::new(),
             json: Some(json.into_boxed_str()),
-        }
+        })
     }
 }
 
@@ -83,8 +86,8 @@ impl From<Provenance> for Why {
 
 impl std::ops::Deref for Why {
     type Target = Provenance;
-    /// A sealed cache holds only what this build wrote, so the JSON parses; if it ever did
-    /// not, the hints would lose their detail (they never decide anything).
+    /// A sealed cache holds only what this build wrote, and it was checked to be JSON; if it
+    /// ever were not a provenance, the hints would lose their detail (they decide nothing).
     fn deref(&self) -> &Provenance {
         self.parsed.get_or_init(|| {
             self.json
@@ -96,8 +99,15 @@ impl std::ops::Deref for Why {
 }
 
 impl Clone for Why {
+    /// A copy made before anything read the provenance stays unread.
     fn clone(&self) -> Why {
-        Why::from((**self).clone())
+        match (self.parsed.get(), &self.json) {
+            (None, Some(json)) => Why {
+                parsed: std::sync::OnceLock::new(),
+                json: Some(json.clone()),
+            },
+            _ => Why::from((**self).clone()),
+        }
     }
 }
 
@@ -328,18 +338,26 @@ mod tests {
         }
     }
 
-    /// Each way an agent can lack a tool, and the one change each deny names.
     #[test]
     fn a_provenance_kept_as_json_reads_as_the_one_written() {
         let r = roster(&[("a", "---\nname: a\n---\n")], &["Read"], &["Bash"]);
         let json = serde_json::to_string(&*r.why).unwrap();
-        let back = Why::from_json(json);
+        let back = Why::from_json(json).unwrap();
         assert_eq!(*back, *r.why);
         assert!(back.inheriting.contains("a"));
-        // Text this build did not write loses only the hints' detail.
-        assert_eq!(*Why::from_json("{not json".into()), Provenance::default());
+        // Text that is not JSON is refused: the cache is then a miss.
+        assert!(Why::from_json("{not json".into()).is_none());
+        // JSON of another shape loses only the hints' detail.
+        assert_eq!(
+            *Why::from_json("[1]".into()).unwrap(),
+            Provenance::default()
+        );
+        // A copy made before anything read it is the same provenance.
+        let unread = Why::from_json(serde_json::to_string(&*r.why).unwrap()).unwrap();
+        assert_eq!(*unread.clone(), *r.why);
     }
 
+    /// Each way an agent can lack a tool, and the one change each deny names.
     #[test]
     fn each_missing_scope_names_the_change_that_would_grant_it() {
         let r = roster(

@@ -10,7 +10,7 @@
 //! n_agents  (name scopes_set excluded_set has_invalid [invalid] source)*   names ascending
 //! n_unrepresented string*   n_problems string*
 //! broken_files                JSON of the broken agent files (usually `[]`)
-//! why                         JSON of the provenance, parsed only when a hint asks for it
+//! why                         JSON of the provenance: checked as JSON, parsed when a hint asks
 //! ```
 //!
 //! Decoding builds each distinct set once and every agent holding it shares it, so reading
@@ -155,7 +155,7 @@ pub fn decode(body: &[u8]) -> Option<(String, Roster)> {
     let unrepresented = r.strings()?;
     let problems = r.strings()?;
     let broken_files = serde_json::from_str(&r.string()?).ok()?;
-    let why = Why::from_json(r.string()?);
+    let why = Why::from_json(r.string()?)?;
     if !r.rest.is_empty() {
         return None;
     }
