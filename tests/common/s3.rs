@@ -47,12 +47,17 @@ pub struct Garage {
     pub secret: String,
 }
 
-/// A port free on loopback now (bound, then released for the server to take).
+/// A port free on loopback now (bound, then released for the server to take), below the
+/// kernel's ephemeral range: a port that `bind(0)` hands out is one that any outgoing
+/// connection (another test's shipper, the `garage` CLI) may take before the server binds it.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port on 127.0.0.1")
+    for _ in 0..1000 {
+        let port = 20_000 + (u16::from_str_radix(&random_hex(2), 16).unwrap() % 12_000);
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port on 127.0.0.1 in 20000..32000")
 }
 
 fn random_hex(bytes: usize) -> String {
@@ -69,6 +74,22 @@ impl Garage {
     /// `evidence` and a key with read and write on it.
     pub fn start() -> Garage {
         let bin = need_garage();
+        // A port taken between choosing it and the server's bind makes Garage exit at once:
+        // then it starts again on other ports.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match Garage::try_start(&bin) {
+                Ok(g) => return g,
+                Err(log) if attempt < 5 => eprintln!("garage exited at start, retrying:\n{log}"),
+                Err(log) => panic!("garage did not start in {attempt} attempts:\n{log}"),
+            }
+        }
+    }
+
+    /// [`Garage::start`] on one pair of ports; the server's log when it exited at start.
+    fn try_start(bin: &std::path::Path) -> Result<Garage, String> {
+        let bin = bin.to_path_buf();
         let dir = TempDir::new("garage");
         let (rpc, s3) = (free_port(), free_port());
         let config = format!(
@@ -91,7 +112,7 @@ impl Garage {
             key_id: String::new(),
             secret: String::new(),
         };
-        g.resume();
+        g.start_server()?;
         let id = g.cli(&["node", "id", "-q"]);
         let id = id.trim().split('@').next().unwrap().to_string();
         g.cli(&["layout", "assign", "-z", "dc1", "-c", "1G", &id]);
@@ -117,7 +138,7 @@ impl Garage {
             "attenu-test",
         ]);
         g.wait_for_s3();
-        g
+        Ok(g)
     }
 
     fn config(&self) -> PathBuf {
@@ -143,7 +164,15 @@ impl Garage {
 
     /// Starts the server on its directory (again, after [`Garage::stop`]) and waits until its
     /// RPC answers.
+    #[allow(dead_code)] // tests/audit.rs includes this file but never restarts a server
     pub fn resume(&mut self) {
+        if let Err(log) = self.start_server() {
+            panic!("garage exited at start:\n{log}");
+        }
+    }
+
+    /// [`Garage::resume`], or the server's log when it exited before its RPC answered.
+    fn start_server(&mut self) -> Result<(), String> {
         assert!(self.server.is_none(), "garage runs already");
         let log = std::fs::File::create(self.dir.path().join("server.log")).unwrap();
         let child = Command::new(&self.bin)
@@ -168,6 +197,15 @@ impl Garage {
             if status.is_ok_and(|s| s.success()) {
                 break;
             }
+            let exited = self
+                .server
+                .as_mut()
+                .is_some_and(|c| c.try_wait().is_ok_and(|s| s.is_some()));
+            // Garage reports a port in use as a panic, and may not have exited yet.
+            if exited || self.log().contains("Address already in use") {
+                self.stop();
+                return Err(self.log());
+            }
             assert!(
                 Instant::now() < deadline,
                 "garage did not start:\n{}",
@@ -178,6 +216,7 @@ impl Garage {
         if !self.key_id.is_empty() {
             self.wait_for_s3();
         }
+        Ok(())
     }
 
     /// Waits until the S3 API accepts connections.
