@@ -42,12 +42,15 @@ fn run_as_claude_code(
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child
+    // A command that fails before it reads stdin (a missing hook) may close it first.
+    let wrote = child
         .stdin
         .take()
         .unwrap()
-        .write_all(event.to_string().as_bytes())
-        .unwrap();
+        .write_all(event.to_string().as_bytes());
+    if let Err(e) = wrote {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+    }
     let out = child.wait_with_output().unwrap();
     Out {
         code: out.status.code().unwrap_or(-1),
