@@ -116,8 +116,7 @@ fn derive_cached_at(
 ) -> Result<(Roster, Option<String>), DeriveError> {
     let (extra_agents, session_pool) = configured;
     let listed = list_agent_files_stat(root)?;
-    let before = stamp(root, &listed, configured, now);
-    let Some(before) = before else {
+    let Some(before) = stamp(root, &listed, configured, now) else {
         return derive_from(root, paths(listed), extra_agents, session_pool).map(|r| (r, None));
     };
     let path = attenu_dir.join(CACHE_FILE);

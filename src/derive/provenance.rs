@@ -101,12 +101,12 @@ impl std::ops::Deref for Why {
 impl Clone for Why {
     /// A copy made before anything read the provenance stays unread.
     fn clone(&self) -> Why {
-        match (self.parsed.get(), &self.json) {
-            (None, Some(json)) => Why {
+        match self.parsed.get() {
+            Some(p) => Why::from(p.clone()),
+            None => Why {
                 parsed: std::sync::OnceLock::new(),
-                json: Some(json.clone()),
+                json: self.json.clone(),
             },
-            _ => Why::from((**self).clone()),
         }
     }
 }
