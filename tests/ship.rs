@@ -29,6 +29,8 @@ fn main() {
         without_ship_configured_ship_exits_2_and_says_how,
         a_detached_shipper_holds_no_descriptor_the_caller_waits_on,
         an_https_endpoint_gets_a_tls_handshake,
+        a_shipper_that_leaves_a_busy_lock_loses_nothing,
+        ship_by_hand_waits_for_the_running_drain_and_ships_what_is_left,
     ]);
 }
 
@@ -579,4 +581,105 @@ fn an_https_endpoint_gets_a_tls_handshake() {
     assert_eq!(server.join().unwrap(), [0x16, 0x03], "a TLS handshake");
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert_eq!(pending(p.path()).len(), 1, "nothing lost");
+}
+
+/// Waits until the process `pid` (not our child) has ended or is a zombie.
+fn wait_gone(pid: u32) {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat.rsplit(')').next().and_then(|f| f.split_whitespace().next());
+        if matches!(state, None | Some("Z") | Some("X")) {
+            return;
+        }
+        assert!(Instant::now() < until, "process {pid} is still running");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits until `path` exists.
+fn wait_for(path: &Path) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while !path.exists() {
+        assert!(Instant::now() < until, "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A shipper that holds the lock after its last scan, and one started for a newly queued
+/// object that leaves because the lock is taken: the first ships that object before it exits.
+/// The interleaving is forced: the first pauses (ATTENU_SHIP_TEST_PAUSE) in that window.
+fn a_shipper_that_leaves_a_busy_lock_loses_nothing() {
+    common::harness::need_test_faults();
+    let share = TempDir::new("share-bell");
+    let url = format!("file://{}", share.path().display());
+    let p = project("ship-bell", &url);
+    let objs = objects(2);
+    queue(p.path(), &objs[0].0, &objs[0].1);
+    let pause = TempDir::new("ship-bell-pause");
+    let pause_env = [(
+        "ATTENU_SHIP_TEST_PAUSE".to_string(),
+        pause.path().display().to_string(),
+    )];
+    let mut first = command(p.path(), &pause_env, &["ship", "--quiet"])
+        .spawn()
+        .unwrap();
+    wait_for(&pause.path().join("paused"));
+    assert_eq!(pending(p.path()), Vec::<String>::new(), "the first drain ran");
+    // The hook's way of asking for a shipper: queue, then `spawn_detached`.
+    queue(p.path(), &objs[1].0, &objs[1].1);
+    let out = command(p.path(), &[], &["ship", "--detach"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    wait_gone(String::from_utf8_lossy(&out.stdout).trim().parse().unwrap());
+    assert_eq!(
+        pending(p.path()),
+        vec![objs[1].0.clone()],
+        "the second shipper left the object to the lock's holder"
+    );
+    std::fs::write(pause.path().join("go"), b"").unwrap();
+    assert!(first.wait().unwrap().success());
+    assert_eq!(pending(p.path()), Vec::<String>::new(), "nothing left behind");
+    for (k, b) in &objs {
+        assert_eq!(&std::fs::read(share.path().join(k)).unwrap(), b, "{k}");
+    }
+}
+
+/// `ship` by hand while a drain holds the lock waits for it, says what it shipped, then ships
+/// what was queued after that drain's last scan.
+fn ship_by_hand_waits_for_the_running_drain_and_ships_what_is_left() {
+    common::harness::need_test_faults();
+    let share = TempDir::new("share-wait");
+    let url = format!("file://{}", share.path().display());
+    let p = project("ship-wait", &url);
+    let objs = objects(3);
+    queue(p.path(), &objs[0].0, &objs[0].1);
+    queue(p.path(), &objs[1].0, &objs[1].1);
+    let pause = TempDir::new("ship-wait-pause");
+    let pause_env = [(
+        "ATTENU_SHIP_TEST_PAUSE".to_string(),
+        pause.path().display().to_string(),
+    )];
+    let mut first = command(p.path(), &pause_env, &["ship", "--quiet"])
+        .spawn()
+        .unwrap();
+    wait_for(&pause.path().join("paused"));
+    // Queued without a bell: only a shipper that scans again finds it.
+    queue(p.path(), &objs[2].0, &objs[2].1);
+    let mut by_hand = command(p.path(), &[], &["ship"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(by_hand.stderr.take().unwrap()).lines();
+    let waiting = lines.next().unwrap().unwrap();
+    assert!(waiting.contains("waiting for it to finish"), "{waiting}");
+    std::fs::write(pause.path().join("go"), b"").unwrap();
+    assert!(first.wait().unwrap().success());
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    let rest = rest.join("\n");
+    assert!(rest.contains("the running shipper shipped 2 object(s)"), "{rest}");
+    assert!(rest.contains(&format!("shipped 1/1 {}", objs[2].0)), "{rest}");
+    assert!(rest.contains("the outbox is empty"), "{rest}");
+    assert!(by_hand.wait().unwrap().success());
+    assert_eq!(pending(p.path()), Vec::<String>::new());
 }

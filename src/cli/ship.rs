@@ -4,7 +4,8 @@
 
 use super::project::state_project_dir;
 use super::{fail, Exit};
-use crate::ship::{DrainError, Outcome};
+use crate::ship::{DrainError, Outcome, WhenBusy};
+use std::time::Duration;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -12,9 +13,12 @@ pub struct Args {
     #[arg(long, value_name = "DIR", default_value = ".")]
     project: PathBuf,
     /// No progress, and leave quietly when another shipper drains the outbox (as the hook's
-    /// detached shipper does)
+    /// detached shipper does: the running one ships what this one would have)
     #[arg(long)]
     quiet: bool,
+    /// How long to wait for a running shipper to finish before draining what it left
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    wait: u64,
     /// Start a detached shipper (no terminal, its own process group, not waited for), print
     /// its process id and return at once
     #[arg(long, conflicts_with = "quiet")]
@@ -56,15 +60,32 @@ pub fn run(a: Args) -> Exit {
         };
         eprintln!("{what} {n}/{of} {key}");
     };
-    let report = match crate::ship::drain(&root, &url, &mut progress) {
+    let busy = if quiet {
+        WhenBusy::Leave
+    } else {
+        WhenBusy::Wait(Duration::from_secs(a.wait))
+    };
+    let mut waiting = || {
+        eprintln!("ship: another shipper is draining the outbox; waiting for it to finish…");
+    };
+    let report = match crate::ship::drain(&root, &url, busy, &mut progress, &mut waiting) {
         Ok(r) => r,
         Err(DrainError::Busy(_)) if quiet => return Exit::Success,
         Err(e @ DrainError::Busy(_)) => {
-            eprintln!("attenu-hook: {e}; it ships what this one would have");
+            eprintln!("attenu-hook: {e} and did not finish within {} s; run `attenu-hook ship` again, or `attenu-hook doctor` to see its last error", a.wait);
             return Exit::CheckFailed;
         }
         Err(e) => return fail(e),
     };
+    if let Some(other) = report.waited_for.as_ref().filter(|_| !quiet) {
+        match &other.last_error {
+            None => eprintln!("ship: the running shipper shipped {} object(s)", other.shipped),
+            Some(why) => eprintln!(
+                "ship: the running shipper shipped {} object(s) and left {}: {why}",
+                other.shipped, other.left
+            ),
+        }
+    }
     let left = report.left();
     if left == 0 {
         if !quiet {
@@ -89,3 +110,4 @@ pub fn run(a: Args) -> Exit {
     );
     Exit::CheckFailed
 }
+

@@ -6,7 +6,7 @@
 use super::outbox::{self, Pending, Refused};
 use super::state::{self, State};
 use super::store::{Created, Store, StoreError};
-use super::Target;
+use super::{faults, lock, Target};
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -50,6 +50,8 @@ pub struct Report {
     pub refused: Vec<Refused>,
     /// Why the drain left something, in one sentence; `None` when it left nothing it could ship.
     pub error: Option<String>,
+    /// When this drain waited for another shipper: what that one recorded when it let go.
+    pub waited_for: Option<State>,
 }
 
 impl Report {
@@ -77,12 +79,26 @@ pub enum DrainError {
     Runtime(#[source] std::io::Error),
 }
 
+/// What a drain does when another shipper holds the lock.
+#[derive(Debug, Clone, Copy)]
+pub enum WhenBusy {
+    /// Leave at once (the hook's detached shipper): the holder drains again when the bell rang
+    /// after its last scan, so nothing queued is left behind.
+    Leave,
+    /// Wait up to this long for the holder to finish, then drain what is left (by hand).
+    Wait(std::time::Duration),
+}
+
 /// Drains the outbox of the project at `project` to `url` (`[ship] url`), with the store's
-/// standard environment. `progress` sees each file as it is done, with its position.
+/// standard environment, until no object was queued since its last scan. `progress` sees each
+/// file as it is done, with its position; `waiting` is called once if it waits for another
+/// shipper.
 pub fn drain(
     project: &Path,
     url: &str,
+    busy: WhenBusy,
     progress: &mut dyn FnMut(usize, usize, &str, &Outcome),
+    waiting: &mut dyn FnMut(),
 ) -> Result<Report, DrainError> {
     let target = Target::parse(url).map_err(DrainError::Target)?;
     let outbox = outbox::outbox_dir(project);
@@ -95,49 +111,89 @@ pub fn drain(
         Ok(true) => {}
         Err(why) => return Err(outbox_err(why)),
     }
-    let Some(_lock) = super::lock::try_lock(&outbox).map_err(|e| outbox_err(e.to_string()))? else {
+    let mut waited = false;
+    let lock = match busy {
+        WhenBusy::Leave => lock::try_lock(&outbox),
+        WhenBusy::Wait(patience) => lock::wait_lock(&outbox, patience, &mut || {
+            waited = true;
+            waiting();
+        }),
+    };
+    let Some(mut held) = lock.map_err(|e| outbox_err(e.to_string()))? else {
         return Err(DrainError::Busy(outbox.display().to_string()));
     };
     let started = SystemTime::now();
-    let scan = outbox::scan(&outbox);
     let mut report = Report {
-        refused: scan.refused,
+        waited_for: waited.then(|| state::read(&outbox).ok().flatten()).flatten(),
         ..Report::default()
     };
-    if !scan.pending.is_empty() {
-        match Store::from_env(url, &target) {
-            Ok(store) => {
-                let rt = super::runtime().map_err(DrainError::Runtime)?;
-                rt.block_on(ship_all(&store, scan.pending, &mut report, progress));
+    loop {
+        let bell = lock::read_bell(&outbox);
+        let store_failed = one_round(&outbox, url, &target, &mut report, progress)?;
+        if store_failed || lock::read_bell(&outbox) == bell {
+            // Recorded while we hold the lock, so a shipper waiting for it reads this drain's.
+            record(&outbox, started, &mut report);
+            faults::pause_before_release();
+            // Let go, then look once more: a shipper started after our read left because we
+            // held the lock, and its object is ours to ship.
+            drop(held);
+            if store_failed || lock::read_bell(&outbox) == bell {
+                return Ok(report);
             }
-            Err(e) => {
-                report.error = Some(e.to_string());
-                report.outcomes = scan
-                    .pending
-                    .into_iter()
-                    .map(|p| (p.key, Outcome::NotAttempted))
-                    .collect();
+            match lock::try_lock(&outbox).map_err(|e| outbox_err(e.to_string()))? {
+                Some(again) => held = again,
+                // Whoever holds it now scans after the ring.
+                None => return Ok(report),
             }
         }
     }
-    if report.error.is_none() {
-        report.error = report
-            .refused
-            .first()
-            .map(|r| format!("{} is not shipped: it {}", r.path.display(), r.why));
+}
+
+/// One scan of the outbox and one pass over what it found and this drain has not tried yet,
+/// added to `report`. Returns whether the store itself failed (the rest was not tried).
+fn one_round(
+    outbox: &Path,
+    url: &str,
+    target: &Target,
+    report: &mut Report,
+    progress: &mut dyn FnMut(usize, usize, &str, &Outcome),
+) -> Result<bool, DrainError> {
+    let mut scan = outbox::scan(outbox);
+    // A refusal found again in a later round is the same refusal; a file tried already (a
+    // conflict, or one that could not be removed) is not tried twice in one drain.
+    report.refused = scan.refused;
+    let tried: std::collections::HashSet<&str> =
+        report.outcomes.iter().map(|(k, _)| k.as_str()).collect();
+    scan.pending.retain(|p| !tried.contains(p.key.as_str()));
+    if scan.pending.is_empty() {
+        return Ok(false);
     }
-    record(&outbox, started, &report);
-    Ok(report)
+    match Store::from_env(url, target) {
+        Ok(store) => {
+            let rt = super::runtime().map_err(DrainError::Runtime)?;
+            Ok(rt.block_on(ship_all(&store, scan.pending, report, progress)))
+        }
+        Err(e) => {
+            report.error = Some(e.to_string());
+            report.outcomes.extend(
+                scan.pending
+                    .into_iter()
+                    .map(|p| (p.key, Outcome::NotAttempted)),
+            );
+            Ok(true)
+        }
+    }
 }
 
 /// Ships `pending` in order. After a failure of the store itself (not a conflict), the rest is
-/// not tried: a store that is down would fail each one, each after its retries.
+/// not tried: a store that is down would fail each one, each after its retries. Returns
+/// whether that happened.
 async fn ship_all(
     store: &Store,
     pending: Vec<Pending>,
     report: &mut Report,
     progress: &mut dyn FnMut(usize, usize, &str, &Outcome),
-) {
+) -> bool {
     let of = pending.len();
     let mut stopped = false;
     for (i, p) in pending.into_iter().enumerate() {
@@ -162,6 +218,7 @@ async fn ship_all(
         progress(i + 1, of, &p.key, &outcome);
         report.outcomes.push((p.key, outcome));
     }
+    stopped
 }
 
 /// Ships one file. `Err` is a failure of the store; a file that cannot be read or removed is
@@ -215,8 +272,15 @@ fn remove(p: &Pending, outcome: Outcome) -> Outcome {
     }
 }
 
-/// Writes `.state` for `doctor`. A state that cannot be written costs only the report.
-fn record(outbox: &Path, started: SystemTime, report: &Report) {
+/// Names the first refusal as the reason when nothing else is, and writes `.state` for
+/// `doctor`. A state that cannot be written costs only the report.
+fn record(outbox: &Path, started: SystemTime, report: &mut Report) {
+    if report.error.is_none() {
+        report.error = report
+            .refused
+            .first()
+            .map(|r| format!("{} is not shipped: it {}", r.path.display(), r.why));
+    }
     let previous = state::read(outbox).ok().flatten();
     let now = state::unix_ms(SystemTime::now());
     let s = State {

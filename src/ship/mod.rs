@@ -9,10 +9,12 @@
 //! - [`store`]: the object store (S3-compatible or a directory), keyed below the URL's prefix.
 //! - [`outbox`]: the walk of the outbox and the key alphabet.
 //! - [`drain`](mod@drain): read, create, compare, remove; write [`state`].
-//! - [`lock`]: one shipper per project.
+//! - [`lock`]: one shipper per project, and the bell that makes sure no queued object waits
+//!   for a shipper that already left.
 //! - [`spawn`]: a detached shipper that holds no descriptor Claude Code waits on.
 
 pub mod drain;
+mod faults;
 pub mod lock;
 pub mod outbox;
 pub mod spawn;
@@ -20,7 +22,7 @@ pub mod state;
 pub mod store;
 pub mod target;
 
-pub use drain::{conflict_text, drain, DrainError, Outcome, Report};
+pub use drain::{conflict_text, drain, DrainError, Outcome, Report, WhenBusy};
 pub use outbox::{component_ok, key_ok, outbox_dir};
 pub use spawn::spawn_detached;
 pub use state::State;

@@ -31,9 +31,12 @@ pub fn shipper_binary() -> Option<PathBuf> {
     })
 }
 
-/// Starts `attenu-hook-ship ship --quiet --project <project>` detached. Returns as soon as the
-/// process is started; its process id is returned only for tests and logs.
+/// Rings the outbox's bell (see [`super::lock`]) and starts `attenu-hook-ship ship --quiet
+/// --project <project>` detached. Call it after queueing. Returns as soon as the process is
+/// started; its process id is returned only for tests and logs.
 pub fn spawn_detached(project: &Path) -> io::Result<u32> {
+    // A bell that cannot ring still starts this shipper; it drains what is queued now.
+    let _ = super::lock::ring(&super::outbox::outbox_dir(project));
     let exe = shipper_binary().ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::NotFound,
