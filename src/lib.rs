@@ -28,3 +28,4 @@ pub mod reason;
 pub mod report;
 pub mod ship;
 pub mod tlog;
+pub mod trust;

@@ -435,6 +435,11 @@ fn a_file_target_ships_the_same_way() {
     queue(gone.path(), &objs[2].0, &objs[2].1);
     let out = ship(gone.path(), &[]);
     assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("/nonexistent/attenu-share does not exist: mount the share there, or create it (`mkdir -p /nonexistent/attenu-share`)"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(pending(gone.path()), vec![objs[2].0.clone()]);
 }
 
@@ -588,7 +593,10 @@ fn wait_gone(pid: u32) {
     let until = Instant::now() + Duration::from_secs(60);
     loop {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat.rsplit(')').next().and_then(|f| f.split_whitespace().next());
+        let state = stat
+            .rsplit(')')
+            .next()
+            .and_then(|f| f.split_whitespace().next());
         if matches!(state, None | Some("Z") | Some("X")) {
             return;
         }
@@ -625,11 +633,21 @@ fn a_shipper_that_leaves_a_busy_lock_loses_nothing() {
         .spawn()
         .unwrap();
     wait_for(&pause.path().join("paused"));
-    assert_eq!(pending(p.path()), Vec::<String>::new(), "the first drain ran");
+    assert_eq!(
+        pending(p.path()),
+        Vec::<String>::new(),
+        "the first drain ran"
+    );
     // The hook's way of asking for a shipper: queue, then `spawn_detached`.
     queue(p.path(), &objs[1].0, &objs[1].1);
-    let out = command(p.path(), &[], &["ship", "--detach"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = command(p.path(), &[], &["ship", "--detach"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     wait_gone(String::from_utf8_lossy(&out.stdout).trim().parse().unwrap());
     assert_eq!(
         pending(p.path()),
@@ -638,7 +656,11 @@ fn a_shipper_that_leaves_a_busy_lock_loses_nothing() {
     );
     std::fs::write(pause.path().join("go"), b"").unwrap();
     assert!(first.wait().unwrap().success());
-    assert_eq!(pending(p.path()), Vec::<String>::new(), "nothing left behind");
+    assert_eq!(
+        pending(p.path()),
+        Vec::<String>::new(),
+        "nothing left behind"
+    );
     for (k, b) in &objs {
         assert_eq!(&std::fs::read(share.path().join(k)).unwrap(), b, "{k}");
     }
@@ -677,8 +699,14 @@ fn ship_by_hand_waits_for_the_running_drain_and_ships_what_is_left() {
     assert!(first.wait().unwrap().success());
     let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
     let rest = rest.join("\n");
-    assert!(rest.contains("the running shipper shipped 2 object(s)"), "{rest}");
-    assert!(rest.contains(&format!("shipped 1/1 {}", objs[2].0)), "{rest}");
+    assert!(
+        rest.contains("the running shipper shipped 2 object(s)"),
+        "{rest}"
+    );
+    assert!(
+        rest.contains(&format!("shipped 1/1 {}", objs[2].0)),
+        "{rest}"
+    );
     assert!(rest.contains("the outbox is empty"), "{rest}");
     assert!(by_hand.wait().unwrap().success());
     assert_eq!(pending(p.path()), Vec::<String>::new());

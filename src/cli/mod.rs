@@ -8,6 +8,7 @@ pub mod derive;
 mod derive_human;
 mod docs;
 mod doctor;
+mod enroll;
 mod export;
 mod install;
 mod keygen;
@@ -60,6 +61,9 @@ pub enum Command {
     Prove(prove::Args),
     /// Write a new Ed25519 reviewer key (0600); prints its public key on the last line
     Keygen(keygen::Args),
+    /// Create (or reuse) this user's signing key outside any clone and print its public key
+    /// for the team's CA; with --cert, install the certificate the CA signed
+    Enroll(enroll::Args),
     /// Host only: issue a signed authorization for one exact tool call (gated scopes)
     Authorize(authorize::Args),
     /// Host only: record a verified business receipt for a call
@@ -180,6 +184,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Verify(a) => verify::run(a),
         Command::Prove(a) => prove::run(a),
         Command::Keygen(a) => keygen::run(a),
+        Command::Enroll(a) => enroll::run(a),
         Command::Authorize(a) => authorize::run(a),
         Command::Receipt(a) => receipt::run(a),
         Command::Install(a) => install::run(a),

@@ -5,8 +5,8 @@
 use super::project::state_project_dir;
 use super::{fail, Exit};
 use crate::ship::{DrainError, Outcome, WhenBusy};
-use std::time::Duration;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -79,7 +79,10 @@ pub fn run(a: Args) -> Exit {
     };
     if let Some(other) = report.waited_for.as_ref().filter(|_| !quiet) {
         match &other.last_error {
-            None => eprintln!("ship: the running shipper shipped {} object(s)", other.shipped),
+            None => eprintln!(
+                "ship: the running shipper shipped {} object(s)",
+                other.shipped
+            ),
             Some(why) => eprintln!(
                 "ship: the running shipper shipped {} object(s) and left {}: {why}",
                 other.shipped, other.left
@@ -110,4 +113,3 @@ pub fn run(a: Args) -> Exit {
     );
     Exit::CheckFailed
 }
-

@@ -19,6 +19,7 @@ use crate::fs;
 use crate::ledger::canonical::CanonicalError;
 use crate::ledger::chain::{self, hex};
 use crate::ledger::store::{Ledger, SessionPaths, StoreError};
+use crate::trust::Signer;
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -39,6 +40,8 @@ pub enum ExportError {
     Ledger(#[from] StoreError),
     #[error(transparent)]
     Key(#[from] keys::KeyError),
+    #[error(transparent)]
+    Signer(#[from] crate::trust::SignerError),
     #[error(transparent)]
     Checkpoint(#[from] checkpoint::CheckpointError),
     /// The verified state and the file disagree: never signed.
@@ -184,9 +187,10 @@ const CHUNK: u64 = 4 << 20;
 /// a chunk at a time straight into the bundle file (only the root line is parsed).
 pub fn export_locked(
     ledger: &Ledger,
-    key: &AnchorKey,
+    signer: &Signer,
     out: Option<&Path>,
 ) -> Result<Vec<Written>, ExportError> {
+    let key = &signer.key;
     let chains = &ledger.state.chains;
     let file_len = ledger.state.stamp.len;
     let base = out.map(Path::to_path_buf).unwrap_or_else(|| {
@@ -216,14 +220,13 @@ pub fn export_locked(
         // The verified state's tree: export re-hashes nothing.
         let tree_root = info.tree.root();
         let signed = checkpoint::sign(key, &info.chain_id, info.tree.size(), &tree_root)?;
-        let rest = serde_json::to_vec(&envelope(
-            &info.chain_id,
-            anchor,
-            i + 1,
-            of,
-            previous,
-            &signed,
-        ))?;
+        let mut envelope = envelope(&info.chain_id, anchor, i + 1, of, previous, &signed);
+        if let Some(cert) = &signer.cert {
+            // Outside the signed anchor, and needing no signature of ours: the CA's signature
+            // vouches for the key that signed the anchor.
+            envelope["signer"] = json!({"kid": key.kid, "certificate": cert.line});
+        }
+        let rest = serde_json::to_vec(&envelope)?;
         let path = bundle_path(&base, i + 1);
         let mut refused = None;
         let result = fs::write_atomic_with(&path, true, |w| {
@@ -334,13 +337,13 @@ pub fn export_session(
             project: project.to_path_buf(),
         });
     }
-    let key = keys::load_or_create(&attenu)?;
+    let signer = crate::trust::signer::load(&attenu)?;
     let ledger = Ledger::open(
         paths,
-        key.checkpoint_mac_key(),
+        keys::checkpoint_mac_key(&attenu)?,
         Instant::now() + Duration::from_secs(10),
     )?;
-    export_locked(&ledger, &key, out)
+    export_locked(&ledger, &signer, out)
 }
 
 /// The session whose ledger was written most recently.
@@ -460,23 +463,36 @@ mod tests {
             ])
             .unwrap();
         let out = attenu.join("b.json");
-        let written = export_locked(&ledger, &key, Some(&out)).unwrap();
+        let written = export_locked(
+            &ledger,
+            &Signer::anchor(keys::load_or_create(&attenu).unwrap()),
+            Some(&out),
+        )
+        .unwrap();
         assert_eq!(written.len(), 1);
         assert_eq!(written[0].entries, 2);
         // A state that claims a line the file does not hold is never signed.
         ledger.state.chains[0].entries = 3;
-        let err = export_locked(&ledger, &key, Some(&out))
-            .unwrap_err()
-            .to_string();
+        let err = export_locked(
+            &ledger,
+            &Signer::anchor(keys::load_or_create(&attenu).unwrap()),
+            Some(&out),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("differs from its verified checkpoint"),
             "{err}"
         );
         ledger.state.chains[0].entries = 2;
         ledger.state.chains[0].chain_id = "c2".into();
-        let err = export_locked(&ledger, &key, Some(&out))
-            .unwrap_err()
-            .to_string();
+        let err = export_locked(
+            &ledger,
+            &Signer::anchor(keys::load_or_create(&attenu).unwrap()),
+            Some(&out),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("chain's id"), "{err}");
         drop(ledger);
         let _ = std::fs::remove_dir_all(attenu.parent().unwrap());

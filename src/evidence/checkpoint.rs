@@ -67,6 +67,16 @@ pub fn sign(
     Ok(tlog::sign(&body, &key.kid, &key.signing)?)
 }
 
+/// Where the certificate that vouches for key `kid` lives in the store: named by its bytes'
+/// SHA-256, so a renewed certificate is a new object and the same one is written once.
+pub fn certificate_name(kid: &str, bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    format!(
+        "{kid}/certificate/{}.pub",
+        chain::hex(&Sha256::digest(bytes))
+    )
+}
+
 /// Where a chain's objects live, below the store's prefix (and below `.attenu/outbox/`).
 pub struct ObjectNames<'a> {
     pub kid: &'a str,

@@ -53,10 +53,11 @@ pub fn prove(
         Some(s) => SessionPaths::new(&attenu, s),
         None => newest_session(&attenu)?,
     };
-    let key = keys::load_or_create(&attenu).map_err(ExportError::from)?;
+    let signer = crate::trust::signer::load(&attenu).map_err(ExportError::from)?;
+    let key = signer.key;
     let ledger = Ledger::open(
         paths,
-        key.checkpoint_mac_key(),
+        keys::checkpoint_mac_key(&attenu).map_err(ExportError::from)?,
         Instant::now() + Duration::from_secs(10),
     )
     .map_err(ExportError::from)?;

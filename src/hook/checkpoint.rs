@@ -6,8 +6,9 @@
 use super::context::Ctx;
 use crate::evidence::bundle::Written;
 use crate::evidence::checkpoint::{self, ObjectNames};
-use crate::evidence::{keys, outbox};
+use crate::evidence::outbox;
 use crate::ledger::store::{CheckpointMark, Ledger};
+use crate::trust::Signer;
 
 /// Why a checkpoint is made now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,11 +38,11 @@ pub(super) fn make(ctx: &Ctx<'_>, ledger: &mut Ledger, occasion: Occasion) -> Op
     if due.is_empty() {
         return None;
     }
-    let queued = keys::load_or_create(ctx.attenu)
+    let queued = crate::trust::signer::load(ctx.attenu)
         .map_err(|e| e.to_string())
-        .and_then(|key| {
+        .and_then(|signer| {
             due.into_iter()
-                .try_for_each(|i| queue(ctx, ledger, &key, i))
+                .try_for_each(|i| queue(ctx, ledger, &signer, i))
         });
     match queued {
         Ok(()) => {
@@ -57,13 +58,13 @@ pub(super) fn make(ctx: &Ctx<'_>, ledger: &mut Ledger, occasion: Occasion) -> Op
 
 /// Signs chain `index`'s checkpoint and queues it, with the entries since its last one, then
 /// records it as queued in the sealed state.
-fn queue(
-    ctx: &Ctx<'_>,
-    ledger: &mut Ledger,
-    key: &keys::AnchorKey,
-    index: usize,
-) -> Result<(), String> {
+fn queue(ctx: &Ctx<'_>, ledger: &mut Ledger, signer: &Signer, index: usize) -> Result<(), String> {
+    let key = &signer.key;
     let chain = ledger.state.chains[index].clone();
+    if chain.checkpointed.is_none() {
+        // A chain's first checkpoint brings the certificate that vouches for its key.
+        queue_certificate(ctx, signer)?;
+    }
     let (size, root) = (chain.tree.size(), chain.tree.root());
     let from = chain.checkpointed.unwrap_or(CheckpointMark {
         size: 0,
@@ -104,13 +105,14 @@ fn queue(
 pub(super) fn queue_bundles(
     ctx: &Ctx<'_>,
     ledger: &Ledger,
-    key: &keys::AnchorKey,
+    signer: &Signer,
     written: &[Written],
 ) -> Vec<String> {
     if ctx.config.ship.url.is_none() {
         return Vec::new();
     }
-    let mut warnings = Vec::new();
+    let key = &signer.key;
+    let mut warnings: Vec<String> = queue_certificate(ctx, signer).err().into_iter().collect();
     for w in written {
         let names = ObjectNames {
             kid: &key.kid,
@@ -129,4 +131,19 @@ pub(super) fn queue_bundles(
     }
     let _ = crate::ship::spawn_detached(ctx.project);
     warnings
+}
+
+/// Queues the signer's certificate (content-named, so queueing it again ships nothing new);
+/// an uncertified signer has none.
+fn queue_certificate(ctx: &Ctx<'_>, signer: &Signer) -> Result<(), String> {
+    let Some(cert) = &signer.cert else {
+        return Ok(());
+    };
+    let text = format!("{}\n", cert.line);
+    outbox::put(
+        ctx.attenu,
+        &checkpoint::certificate_name(&signer.key.kid, text.as_bytes()),
+        text.as_bytes(),
+    )
+    .map_err(|e| format!("the signing certificate could not be queued: {e}"))
 }

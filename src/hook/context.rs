@@ -208,6 +208,7 @@ pub(super) fn chain_for(
     ledger: &Ledger,
     roster: &Roster,
     p: &Payload,
+    config: &crate::config::Config,
 ) -> Result<ChainTarget, Reason> {
     if let Some(c) = ledger.current() {
         if c.digest == roster.digest && c.nodes.contains_key("") {
@@ -229,6 +230,10 @@ pub(super) fn chain_for(
             now_ms: crate::clock::now_ms(),
             salt: salt.clone(),
             previous: ledger.current(),
+            identity: Some(crate::trust::identity::of_session(
+                &ledger.paths.dir,
+                config,
+            )),
         },
     );
     let nodes = opened.nodes();

@@ -4,7 +4,7 @@
 use super::checkpoint::{self, Occasion};
 use super::context::{chain_for, roster_under_lock, store_reason, Ctx};
 use crate::derive::Roster;
-use crate::evidence::{bundle, keys};
+use crate::evidence::bundle;
 use crate::ledger::entry::done_entry;
 use crate::ledger::store::{Ledger, SessionPaths};
 use crate::protocol::{Answer, Event};
@@ -18,7 +18,7 @@ fn open_session_chain(ctx: &Ctx<'_>, agent: Option<&str>) -> Result<(Roster, Led
     let roster = ctx.roster()?;
     let mut ledger = ctx.open_ledger()?;
     let roster = roster_under_lock(ctx, &ledger, roster)?;
-    let mut target = chain_for(&ledger, &roster, ctx.p)?;
+    let mut target = chain_for(&ledger, &roster, ctx.p, ctx.config)?;
     target.node_of(&roster, agent, crate::clock::now_ms());
     ledger.append(target.opening).map_err(store_reason)?;
     Ok((roster, ledger))
@@ -78,9 +78,9 @@ pub(super) fn stop(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     let mut warnings: Vec<String> = checkpoint::make(ctx, &mut ledger, Occasion::Always)
         .into_iter()
         .collect();
-    let key = keys::load_or_create(ctx.attenu)
+    let signer = crate::trust::signer::load(ctx.attenu)
         .map_err(|e| Reason::new(Code::KeyUnavailable, e.to_string()))?;
-    let written = bundle::export_locked(&ledger, &key, None)
+    let written = bundle::export_locked(&ledger, &signer, None)
         .map_err(|e| Reason::new(Code::LedgerWriteFailed, e.to_string()))?;
     if written.is_empty() {
         // An empty ledger (opened, nothing recorded yet) has no chain to sign.
@@ -88,7 +88,7 @@ pub(super) fn stop(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     }
     if ctx.p.event == Event::SessionEnd {
         // Only the closing bundles ship: the audit reads a bundle as the session's end.
-        warnings.extend(checkpoint::queue_bundles(ctx, &ledger, &key, &written));
+        warnings.extend(checkpoint::queue_bundles(ctx, &ledger, &signer, &written));
     }
     let names: Vec<String> = written
         .iter()

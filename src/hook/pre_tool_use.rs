@@ -30,7 +30,7 @@ pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         reach: &reach,
     };
     let decision = policy::decide(&roster, ctx.config, &call, ctx.project);
-    let mut target = chain_for(&ledger, &roster, p)?;
+    let mut target = chain_for(&ledger, &roster, p, ctx.config)?;
     let node = target.node_of(
         &roster,
         decision.node_agent.as_deref(),

@@ -111,6 +111,11 @@ fn wiring(project: &Path) -> Vec<(PathBuf, Guarded)> {
     let mut out = vec![
         (real(&claude.join("settings.json")), Guarded::Settings),
         (real(&claude.join("settings.local.json")), Guarded::Settings),
+        (
+            real(&project.join(crate::config::TEAM_FILE)),
+            Guarded::Settings,
+        ),
+        (real(Path::new("/etc/attenu-hook")), Guarded::Managed),
         (real(&claude.join("agents")), Guarded::Declarations),
         (real(&claude.join("hooks")), Guarded::HookCommand),
         (real(&claude.join("hooks/attenu-hook")), Guarded::HookBinary),
@@ -120,6 +125,10 @@ fn wiring(project: &Path) -> Vec<(PathBuf, Guarded)> {
             Guarded::Managed,
         ),
     ];
+    // This user's enrolled signing key lives outside the clone: a secret like `.attenu/`.
+    if let Some(dir) = crate::trust::signer::enrolled_dir().filter(|d| d.is_absolute()) {
+        out.push((real(&dir), Guarded::State));
+    }
     agent_links(&claude.join("agents"), 0, &mut out);
     if let Some(cfg) = crate::ops::user_config_dir().filter(|c| c.is_absolute()) {
         for (name, what) in [

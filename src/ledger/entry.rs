@@ -100,6 +100,9 @@ struct RootContext<'a> {
     /// The reference's authority has no exclusions: the narrower denials go beside it.
     #[serde(skip_serializing_if = "BTreeSet::is_empty")]
     excluded: &'a BTreeSet<String>,
+    /// Who and where (`crate::trust::identity`): signer, user, host, repository, harness.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    identity: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Serialize)]
@@ -166,6 +169,8 @@ pub struct Opening<'a> {
     pub now_ms: u64,
     pub salt: String,
     pub previous: Option<&'a ChainInfo>,
+    /// Who and where, read at the edge.
+    pub identity: Option<serde_json::Value>,
 }
 
 /// The root entry that opens a new chain for `roster`. Agents' spawns are not part of the
@@ -202,6 +207,7 @@ pub fn open_chain<'a>(
             unrepresented: &roster.unrepresented,
             problems: &roster.problems,
             excluded: &roster.root_excluded,
+            identity: opening.identity,
         },
     });
     OpenedChain {

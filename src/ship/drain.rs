@@ -124,7 +124,9 @@ pub fn drain(
     };
     let started = SystemTime::now();
     let mut report = Report {
-        waited_for: waited.then(|| state::read(&outbox).ok().flatten()).flatten(),
+        waited_for: waited
+            .then(|| state::read(&outbox).ok().flatten())
+            .flatten(),
         ..Report::default()
     };
     loop {

@@ -17,6 +17,10 @@ use std::time::{Duration, SystemTime};
 /// Why the store could not do what was asked. The text names the store and the key.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// A `file://` store whose directory is missing. Never created here: a share that is not
+    /// mounted would otherwise take the evidence onto this machine's own disk.
+    #[error("the store's directory {} does not exist: mount the share there, or create it (`mkdir -p {}`) if a local directory is what you meant", .root.display(), .root.display())]
+    NoDirectory { root: std::path::PathBuf },
     #[error("cannot open the store {url}: {source}")]
     Open {
         url: String,
@@ -114,6 +118,9 @@ impl Store {
                 (Arc::new(s3), prefix.clone())
             }
             Target::File { root } => {
+                if !root.is_dir() {
+                    return Err(StoreError::NoDirectory { root: root.clone() });
+                }
                 let fs = LocalFileSystem::new_with_prefix(root).map_err(open_err)?;
                 (Arc::new(fs), Vec::new())
             }
