@@ -19,6 +19,8 @@ fn main() {
         certified_sessions_are_complete_and_named_the_unenrolled_one_is_not,
         an_audit_refuses_expired_revoked_and_foreign_certificates,
         a_ca_with_no_session_in_the_store_fails_the_audit,
+        a_local_file_that_weakens_the_team_and_admin_files_is_recorded,
+        subagents_cannot_reach_the_team_file_or_the_enrolled_key,
     ]);
 }
 
@@ -548,4 +550,121 @@ fn a_ca_with_no_session_in_the_store_fails_the_audit() {
             .contains("no session"),
         "{report}"
     );
+}
+
+/// The administrator's file and the team's committed file set enforcement and shipping; the
+/// clone's own file turns enforcement down. It applies, and the chain's root says so.
+fn a_local_file_that_weakens_the_team_and_admin_files_is_recorded() {
+    let p = sample("team-layers");
+    let admin = TempDir::new("team-layers-admin");
+    let admin_file = admin.path().join("config.toml");
+    std::fs::write(&admin_file, "enforce_main_thread = true\n").unwrap();
+    std::fs::write(
+        p.path().join(".claude/attenu.toml"),
+        "mode = \"enforce\"\n[gate]\nrequire = [\"exec.bash\"]\n",
+    )
+    .unwrap();
+    write_config(
+        p.path(),
+        "mode = \"observe\"\nenforce_main_thread = false\n",
+    );
+    let env = [("ATTENU_ADMIN_CONFIG", admin_file.as_os_str())];
+    let bash = pre(
+        "s1",
+        p.path(),
+        Some("reviewer"),
+        "Bash",
+        json!({"command": "ls"}),
+        "t1",
+    );
+    let out = hook_env(p.path(), &bash, &env);
+    assert!(
+        out.is_allow(),
+        "observe, as the local file says: {}",
+        out.stdout
+    );
+    let root = &entries(p.path(), "s1")[0];
+    let config = &root["context"]["identity"]["config"];
+    let sources: Vec<&str> = config["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(sources.len(), 3, "{config}");
+    assert_eq!(sources[0], admin_file.to_str().unwrap());
+    assert!(sources[1].ends_with(".claude/attenu.toml"), "{config}");
+    let overrides = config["overrides"].to_string();
+    assert!(
+        overrides.contains("mode observe instead of enforce"),
+        "{overrides}"
+    );
+    assert!(overrides.contains("enforce_main_thread off"), "{overrides}");
+    // Without the local file, the team's and the administrator's values hold.
+    std::fs::remove_file(p.path().join(".attenu/config.toml")).unwrap();
+    let bash = pre(
+        "s2",
+        p.path(),
+        Some("reviewer"),
+        "Bash",
+        json!({"command": "ls"}),
+        "t2",
+    );
+    assert!(hook_env(p.path(), &bash, &env).denied());
+    // A typo in the team's file denies, naming that file.
+    std::fs::write(p.path().join(".claude/attenu.toml"), "mdoe = \"observe\"\n").unwrap();
+    let read = pre(
+        "s3",
+        p.path(),
+        Some("reviewer"),
+        "Read",
+        json!({"file_path": "/x"}),
+        "t3",
+    );
+    let out = hook_env(p.path(), &read, &env);
+    assert!(
+        out.denied() && out.reason().contains(".claude/attenu.toml"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// The committed team file is the settings' equal, and the enrolled key a secret like
+/// `.attenu/`: a subagent can neither write the one nor read the other.
+fn subagents_cannot_reach_the_team_file_or_the_enrolled_key() {
+    let p = common::ProjectBuilder::new("team-guard")
+        .agent("ops", "tools: Read, Write, Edit")
+        .build();
+    let home = TempDir::new("team-guard-home");
+    let key_dir = home.path().join(".config/attenu-hook");
+    std::fs::create_dir_all(&key_dir).unwrap();
+    let env = [("HOME", home.path().as_os_str())];
+    let root = p.path().display().to_string();
+    for (tool, input) in [
+        (
+            "Write",
+            json!({"file_path": format!("{root}/.claude/attenu.toml"), "content": "mode = \"observe\""}),
+        ),
+        (
+            "Edit",
+            json!({"file_path": format!("{root}/.claude/attenu.toml")}),
+        ),
+        (
+            "Read",
+            json!({"file_path": format!("{}/signing-key", key_dir.display())}),
+        ),
+        (
+            "Write",
+            json!({"file_path": format!("{}/signing-key-cert.pub", key_dir.display())}),
+        ),
+    ] {
+        let call = pre("s1", p.path(), Some("ops"), tool, input.clone(), "t1");
+        let out = hook_env(p.path(), &call, &env);
+        assert!(out.denied(), "{tool} {input}: {}", out.stdout);
+        assert!(
+            out.reason().contains("[self-protection]"),
+            "{}",
+            out.reason()
+        );
+    }
 }
