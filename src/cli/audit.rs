@@ -24,9 +24,9 @@ pub struct Args {
 pub fn run(a: Args) -> Exit {
     let mut pinned = Keys::new();
     for path in &a.pub_keys {
-        match keys::read_public(path) {
-            Ok(key) => {
-                pinned.insert(keys::kid_for(&key), key);
+        match keys::load_pinned(path) {
+            Ok(k) => {
+                pinned.insert(k.kid, k.key);
             }
             Err(e) => return fail(e),
         }

@@ -113,12 +113,13 @@ mod version;
 mod vocab;
 
 pub use anchor::anchor_signing_input;
-pub use input::{parse_anchor_pub, verify_bundle_bytes, InputError, KeyError};
+pub use input::{verify_bundle_bytes, InputError};
 pub use notices::Notice;
 pub use render::render_text;
 pub use report::{AnchorKey, CallSummary, Checks, Failure, FailureName, OpenCall, Report};
 pub use run::{run, EXIT_VALID_KEY_NOT_PINNED, EXIT_VALID_WITH_NOTICE};
 pub use scope::scope_covers;
+pub(crate) use shown::shown;
 pub(in crate::evidence) use shown::shown_str_escaped;
 pub use stream::{verify_clean_stream, Input};
 pub(crate) use vocab::ledger_field;

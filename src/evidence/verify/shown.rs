@@ -30,7 +30,7 @@ pub(super) fn escaped(v: &Value) -> String {
 }
 
 /// A value from the bundle as a message prints it: bare when that is safe, escaped otherwise.
-pub(super) fn shown(v: &Value) -> String {
+pub(crate) fn shown(v: &Value) -> String {
     match v {
         Value::String(s) if is_bare(s) => s.to_string(),
         Value::Null | Value::Bool(_) | Value::Number(_) => v.to_string(),
