@@ -327,7 +327,7 @@ fn file_system_of(path: &Path) -> Option<String> {
 /// Regression guard: POSIX does not promise that `fdatasync` of a new file makes its name
 /// durable, so before the first answer of a session the directory is synced too, except on
 /// ext4 and XFS, whose own fsync of a new file writes its name (see
-/// `fsutil::new_name_durable_with_file`); later calls sync the ledger only. Checked on a tmpfs
+/// `fs::durable::new_name_durable_with_file`); later calls sync the ledger only. Checked on a tmpfs
 /// (never trusted) and in the temp dir, against what mountinfo says that is.
 fn a_new_ledgers_name_is_made_durable_before_the_first_answer() {
     need_tool("strace", "-V");

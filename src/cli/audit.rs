@@ -2,6 +2,7 @@
 //! (`crate::audit`). Exit 0 when every session is complete or open, 1 when one is not, 2 when
 //! the store or a key file cannot be read.
 
+use super::terminal::Terminal;
 use super::{fail, Exit};
 use crate::audit::{self, Keys};
 use crate::evidence::keys;
@@ -71,7 +72,7 @@ pub fn run(a: Args) -> Exit {
     } else {
         print!(
             "{}",
-            audit::render::render_text(&report, &a.url, audit::render::terminal_width())
+            audit::render::render_text(&report, &a.url, Terminal::stdout().width_or(100))
         );
     }
     if report.passes() {

@@ -2,8 +2,8 @@
 //! lines), a list of sessions, or a per-agent summary.
 
 use super::project::SessionArgs;
+use super::terminal::Terminal;
 use super::{fail, Exit};
-use std::io::IsTerminal;
 
 #[derive(clap::Args, Debug)]
 // Here --session goes without a help text (in place: the completions keep their order).
@@ -34,7 +34,8 @@ pub fn run(a: Args) -> Exit {
         Ok(read) => read,
         Err(e) => return fail(e),
     };
-    let color = !a.json && std::io::stdout().is_terminal();
+    let terminal = Terminal::stdout();
+    let color = !a.json && terminal.colour;
     for w in &read.unverified {
         eprintln!("attenu-hook: WARNING: {w}");
     }
@@ -50,7 +51,7 @@ pub fn run(a: Args) -> Exit {
     } else if a.sessions {
         log::render_sessions(&rows, a.json)
     } else {
-        log::render(&rows, a.json, color, width())
+        log::render(&rows, a.json, color, terminal.table_width())
     };
     print!("{text}");
     if read.unverified.is_empty() {
@@ -58,33 +59,4 @@ pub fn run(a: Args) -> Exit {
     } else {
         Exit::CheckFailed
     }
-}
-
-/// The width to fit the table to: `COLUMNS` when set, else the terminal's (`stty size`), else
-/// 80 on a terminal; `None` (one line per row) when stdout is not a terminal.
-fn width() -> Option<usize> {
-    let columns = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse().ok());
-    if let Some(c) = columns.filter(|&c: &usize| c > 0) {
-        return Some(c);
-    }
-    if !std::io::stdout().is_terminal() {
-        return None;
-    }
-    let asked = std::fs::File::open("/dev/tty").ok().and_then(|tty| {
-        std::process::Command::new("stty")
-            .arg("size")
-            .stdin(tty)
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()
-    });
-    let cols = asked.and_then(|o| {
-        String::from_utf8_lossy(&o.stdout)
-            .split_whitespace()
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-    });
-    Some(cols.filter(|&c: &usize| c > 0).unwrap_or(80))
 }

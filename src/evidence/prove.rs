@@ -108,7 +108,7 @@ pub fn proof_for(key: &AnchorKey, entries: &[Value], index: usize) -> Result<Str
         .unwrap_or("");
     let signed = checkpoint::sign(key, chain_id, tree.size(), &tree.root())?;
     let path = tlog::inclusion_proof(&leaves, index as u64, tree.size())?;
-    let line = crate::ledger::canonical::to_vec(&entries[index])
+    let line = crate::json::canonical::to_vec(&entries[index])
         .map_err(|e| ProveError::Ledger(e.to_string()))?;
     Ok(TlogProof::new(index as u64, path, &signed)?
         .with_extra(line)

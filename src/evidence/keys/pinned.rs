@@ -11,8 +11,8 @@
 //! command that takes `--pub` reads it.
 
 use super::kid_for;
-use crate::evidence::doc::Json;
 use crate::evidence::verify::{shown, AnchorKey};
+use crate::json::tree::Json;
 use crate::ledger::chain;
 use ed25519_dalek::VerifyingKey;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,8 @@
 //! limit).
 
 use super::{verify_bundle_with, AnchorKey, Failure, FailureName, Report, Value};
-use crate::evidence::strict;
+use crate::json::strict;
+use crate::ledger::fields::ENTRY_MARKERS;
 
 /// Why a bundle file could not be used at all (exit code 2).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -101,9 +102,7 @@ fn not_a_bundle(value: &Value) -> Result<(), InputError> {
 
 /// An object with a ledger entry's own members (`event`, `prev_hash`, `hash`).
 fn is_ledger_entry(members: &super::Obj) -> bool {
-    ["event", "prev_hash", "hash"]
-        .iter()
-        .all(|k| members.contains_key(k))
+    ENTRY_MARKERS.iter().all(|k| members.contains_key(k))
 }
 
 /// A ledger file is one entry per line, so it is not one JSON document: its first line is.
@@ -115,11 +114,8 @@ fn first_line_is_ledger_entry(text: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(line)
         .ok()
         .and_then(|v| {
-            v.as_object().map(|o| {
-                ["event", "prev_hash", "hash"]
-                    .iter()
-                    .all(|k| o.contains_key(*k))
-            })
+            v.as_object()
+                .map(|o| ENTRY_MARKERS.iter().all(|k| o.contains_key(*k)))
         })
         .unwrap_or(false)
 }

@@ -1,5 +1,6 @@
 //! The verified state of a session ledger: its chains, their nodes, and the calls still open.
 
+use crate::ledger::fields::field;
 use crate::tlog::Frontier;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -70,7 +71,7 @@ impl LossCause {
 /// What the first entry appended after a lost checkpoint records in its
 /// `context.checkpoint_lost`: the ledger was re-verified from GENESIS and verified, but nothing
 /// shows it was not cut short first (every prefix of a chain verifies), so a reviewer must
-/// know the local rollback check did not run here (docs/LEDGER.md).
+/// know the local rollback check did not run here (docs/FORMATS.md, "Lost checkpoints").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckpointLoss {
     pub cause: LossCause,
@@ -144,7 +145,7 @@ impl ChainInfo {
         let Some(node) = e.get("node").and_then(Value::as_str) else {
             return;
         };
-        match e.get("event").and_then(Value::as_str) {
+        match e.get(field::EVENT).and_then(Value::as_str) {
             Some("root") => {
                 self.nodes.insert(String::new(), node.to_string());
             }
@@ -260,7 +261,7 @@ pub(super) fn track_pending(
     e: &Map<String, Value>,
     chain_id: &str,
 ) {
-    match e.get("event").and_then(Value::as_str) {
+    match e.get(field::EVENT).and_then(Value::as_str) {
         Some("allow") => {
             let (Some(tu), Some(cid)) = (
                 e.get("context")

@@ -8,6 +8,7 @@ use super::state::{end_open_calls, track_pending, ChainInfo, CheckpointLoss, Los
 use super::{whole_lines_len, Ledger, StoreError};
 use crate::fs;
 use crate::ledger::chain::{self, ChainBreak};
+use crate::ledger::fields::{event, field};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::os::unix::fs::FileExt;
@@ -90,7 +91,7 @@ impl Ledger {
         self.state.unrecorded_loss = self.lost.clone();
         // Even an empty ledger gets its checkpoint now: a crash after the first append and
         // before its checkpoint then leaves a stale checkpoint, not a missing one.
-        self.write_checkpoint();
+        self.write_sealed();
         self.remove_progress();
         Ok(())
     }
@@ -278,7 +279,7 @@ impl Scanner {
             }
             Err(LineError::NotAnObject) => return Err(broke(ChainBreak::NotAnObject { index })),
         };
-        if e.get("event").and_then(Value::as_str) == Some("root") {
+        if e.get(field::EVENT).and_then(Value::as_str) == Some(event::ROOT) {
             self.open_chain(&e)?;
         }
         let offset = self.offset;
@@ -378,7 +379,7 @@ pub fn chains_of(bytes: &[u8]) -> Result<Vec<Vec<Value>>, String> {
     for (i, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
         let v: Value = serde_json::from_slice(line)
             .map_err(|e| format!("line {} is not valid JSON ({e})", i + 1))?;
-        if v.get("event").and_then(Value::as_str) == Some("root") || out.is_empty() {
+        if v.get(field::EVENT).and_then(Value::as_str) == Some(event::ROOT) || out.is_empty() {
             out.push(Vec::new());
         }
         out.last_mut().expect("pushed above").push(v);

@@ -95,7 +95,7 @@ fn reference_verdict(python: &std::ffi::OsStr, bundle: &Value, public: &Verifyin
 
 /// An Ed25519-signed bundle built here is accepted by the reference verifier under the
 /// public key alone (so the anchor signing input is right), and a re-signed one is refused
-/// by both. Needs ATTENU_REF_PYTHON (as tests/verify_vectors.rs does); skipped without it.
+/// by both. Needs ATTENU_REF_PYTHON (as tests/conformance.rs does); skipped without it.
 #[test]
 fn the_reference_accepts_our_ed25519_anchor() {
     let Some(python) = std::env::var_os("ATTENU_REF_PYTHON") else {
