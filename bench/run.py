@@ -283,7 +283,7 @@ class Ours:
         return Path(project) / ".attenu" / f"ledger-{session}.jsonl"
 
     def checkpoint(self, project: str, session: str) -> Path:
-        """The ledger's sealed checkpoint (src/ledger/store.rs, SessionPaths)."""
+        """The ledger's sealed state (src/ledger/store/mod.rs, SessionPaths)."""
         return Path(project) / ".attenu" / f"ledger-{session}.state.json"
 
 
