@@ -495,7 +495,7 @@ fn check_scan(bytes: &[u8]) {
     let state = match scanned {
         Ok(state) => state,
         Err(why) => {
-            assert!(!why.is_empty());
+            assert!(!why.to_string().is_empty());
             return;
         }
     };

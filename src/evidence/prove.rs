@@ -61,7 +61,7 @@ pub fn prove(
     )
     .map_err(ExportError::from)?;
     let bytes = ledger.read_verified().map_err(ExportError::from)?;
-    let chains = chains_of(&bytes).map_err(ProveError::Ledger)?;
+    let chains = chains_of(&bytes).map_err(|e| ProveError::Ledger(e.to_string()))?;
     let (entries, index) = locate(&chains, &which, &ledger.paths.name)?;
     proof_for(&key, entries, index)
 }

@@ -117,7 +117,9 @@ fn seal_onto(
     let hash = chain::seal(&mut e, &chain.head)
         .map_err(|err| StoreError::Io(format!("entry cannot be canonicalised: {err}")))?;
     chain.note_entry(&e);
-    chain.grow_tree(&hash).map_err(StoreError::Io)?;
+    chain
+        .grow_tree(&hash)
+        .map_err(|e| StoreError::Io(e.to_string()))?;
     let chain_id = chain.chain_id.clone();
     chain.head = hash;
     chain.entries += 1;

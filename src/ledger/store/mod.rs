@@ -67,7 +67,7 @@ pub use state::{
     ChainInfo, CheckpointLoss, CheckpointMark, FileStamp, LossCause, Pending, State,
     CHECKPOINT_LOST, MAX_OPEN_CALLS,
 };
-pub use verify::{chains_of, scan};
+pub use verify::{chains_of, scan, ScanError};
 
 use crate::fs;
 use crate::ledger::chain;

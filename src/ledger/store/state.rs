@@ -127,9 +127,9 @@ impl ChainInfo {
 
     /// Adds an entry, by its own hash, to the chain's tree. A hash that is not 32 bytes of hex
     /// never comes from `chain::seal` or a verified chain.
-    pub(super) fn grow_tree(&mut self, entry_hash: &str) -> Result<(), String> {
+    pub(super) fn grow_tree(&mut self, entry_hash: &str) -> Result<(), super::ScanError> {
         let leaf = crate::evidence::checkpoint::leaf_of_hash(entry_hash)
-            .ok_or_else(|| format!("entry hash {entry_hash} is not 32 bytes of hex"))?;
+            .ok_or_else(|| super::ScanError::NotAHash(entry_hash.to_string()))?;
         self.tree.append(leaf);
         Ok(())
     }
