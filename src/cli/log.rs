@@ -1,6 +1,8 @@
 //! `attenu-hook log`: the decisions as a readable table fitted to the terminal (or JSON
 //! lines), a list of sessions, or a per-agent summary.
 
+mod table;
+
 use super::project::SessionArgs;
 use super::terminal::Terminal;
 use super::{fail, Exit};
@@ -30,7 +32,7 @@ pub struct Args {
 
 /// Exit 1 when a ledger shown cannot be verified.
 pub fn run(a: Args) -> Exit {
-    let read = match crate::evidence::log::rows(&a.at.state_dir(), a.at.session()) {
+    let read = match table::rows(&a.at.state_dir(), a.at.session()) {
         Ok(read) => read,
         Err(e) => return fail(e),
     };
@@ -45,13 +47,12 @@ pub fn run(a: Args) -> Exit {
         .filter(|r| a.agent.as_deref().is_none_or(|agent| r.agent == agent))
         .filter(|r| !a.denied || r.decision == "DENY" || r.decision == "would-deny")
         .collect();
-    use crate::evidence::log;
     let text = if a.summary {
-        log::render_summary(&rows, a.json)
+        table::render_summary(&rows, a.json)
     } else if a.sessions {
-        log::render_sessions(&rows, a.json)
+        table::render_sessions(&rows, a.json)
     } else {
-        log::render(&rows, a.json, color, terminal.table_width())
+        table::render(&rows, a.json, color, terminal.table_width())
     };
     print!("{text}");
     if read.unverified.is_empty() {

@@ -2,7 +2,6 @@
 pub mod bundle;
 pub mod checkpoint;
 pub mod keys;
-pub mod log;
 pub mod outbox;
 pub mod prove;
 pub mod verify;

@@ -1,4 +1,5 @@
-//! `attenu-hook log`: the ledger as a readable table.
+//! `attenu-hook log`: the ledger as a readable table (the rows read from every session's
+//! ledger, and their table, sessions and summary views).
 
 use crate::clock as time;
 use crate::ledger::fields::{event, field};
