@@ -16,7 +16,7 @@ use super::keys::{self, AnchorKey};
 use super::verify::anchor_signing_input;
 use crate::clock as time;
 use crate::fs;
-use crate::ledger::canonical::CanonicalError;
+use crate::json::canonical::CanonicalError;
 use crate::ledger::chain::{self, hex};
 use crate::ledger::store::{Ledger, SessionPaths, StoreError};
 use crate::trust::Signer;
