@@ -274,9 +274,17 @@ fn verify_report_and_audit_accept_and_refuse_the_same_key_files() {
             cli(&["audit", &url, "--pub", key]),
         ]
     };
-    for out in run_all(&honest) {
+    // The key is accepted by all three; the audit of an empty store then fails on the finding
+    // that the pinned key has no session there (issue 38), not on the key file.
+    let [verify, report, audit] = run_all(&honest);
+    for out in [&verify, &report] {
         assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     }
+    assert_eq!(audit.code, 1, "{}{}", audit.stdout, audit.stderr);
+    assert_contains(
+        &audit.stdout,
+        &["FINDING: the store holds no session of the pinned key"],
+    );
     for (key, why) in [(&rs256, "alg is RS256"), (&bom, "byte order mark")] {
         for out in run_all(key) {
             assert_eq!(out.code, 2, "{key:?}: {}{}", out.stdout, out.stderr);
