@@ -36,6 +36,7 @@
 
 mod codec;
 mod files;
+pub mod pin;
 
 use super::declarations::{
     list_agent_files_stat, paths, read_declarations_listed, Listed, Outcome, StatListed,
@@ -55,9 +56,18 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const CACHE_FILE: &str = "roster.cache";
 /// The table of agent files, read only when the roster's key does not match.
 pub const TABLE_FILE: &str = "roster.files";
-const HEADER: &str = "attenu-roster v4 ";
-/// Sealed before the body, so no other file sealed with the same key reads as a roster.
-const SEAL_DOMAIN: &[u8] = b"attenu-hook roster cache v4\n";
+/// The roster cache's kind of sealed file.
+const CACHE: Kind = Kind {
+    header: "attenu-roster v4 ",
+    domain: b"attenu-hook roster cache v4\n",
+};
+
+/// A kind of sealed file: its header, and the label sealed before the body, so that no other
+/// file sealed with the same key reads as one of this kind.
+struct Kind {
+    header: &'static str,
+    domain: &'static [u8],
+}
 /// Bumped whenever derivation would give another roster (or digest) for the same files, so a
 /// cache written by an older build of the same version is not read.
 const DERIVATION_RULES: u32 = 9;
@@ -81,26 +91,6 @@ pub fn derive_cached(
 
 /// What the configuration adds to the files: `[agents]` and `[derive] session_pool`.
 pub type Configured<'a> = (&'a BTreeMap<String, Vec<String>>, Option<&'a [String]>);
-
-/// [`derive_cached`], with the key of the inputs it was derived from (`None` when an input
-/// could not be stamped), for [`inputs_key`] to compare with later.
-pub fn derive_cached_keyed(
-    root: &Path,
-    configured: Configured<'_>,
-    attenu_dir: &Path,
-    mac_key: &[u8; 32],
-) -> Result<(Roster, Option<String>), DeriveError> {
-    derive_cached_at(root, configured, attenu_dir, mac_key, SystemTime::now())
-}
-
-/// The key of the project's inputs as they are now: the listing and every input's stamp.
-/// Equal to an earlier key when no input was added, removed, replaced or written since, but
-/// for a write within one timestamp tick of the earlier stamp that kept the size (see
-/// [`SETTLE`]).
-pub fn inputs_key(root: &Path, configured: Configured<'_>) -> Option<String> {
-    let listed = list_agent_files_stat(root).ok()?;
-    stamp(root, &listed, configured, SystemTime::now()).map(|s| s.key)
-}
 
 /// This build, as the table of agent files names it: another build may parse otherwise.
 fn build() -> String {
@@ -302,9 +292,9 @@ fn stamp(
     })
 }
 
-fn seal(mac_key: &[u8; 32], body: &[u8]) -> Option<Hmac<Sha256>> {
+fn seal(kind: &Kind, mac_key: &[u8; 32], body: &[u8]) -> Option<Hmac<Sha256>> {
     let mut mac = Hmac::<Sha256>::new_from_slice(mac_key).ok()?;
-    mac.update(SEAL_DOMAIN);
+    mac.update(kind.domain);
     mac.update(body);
     Some(mac)
 }
@@ -336,14 +326,19 @@ impl Cached {
 /// The cache, if the file is ours (a regular file of this user, never a symlink, with a valid
 /// seal).
 fn read(path: &Path, mac_key: &[u8; 32]) -> Option<Cached> {
+    read_kind(&CACHE, path, mac_key)
+}
+
+/// A sealed file of `kind` whose roster part starts right after the seal.
+fn read_kind(kind: &Kind, path: &Path, mac_key: &[u8; 32]) -> Option<Cached> {
     let (bytes, _) = fs::read_owned(path, MAX_CACHE_BYTES).ok()??;
-    let body = bytes.strip_prefix(HEADER.as_bytes())?;
+    let body = bytes.strip_prefix(kind.header.as_bytes())?;
     let (tag, body) = body.split_at_checked(64)?;
     let body = body.strip_prefix(b"\n")?;
     let tag = crate::ledger::chain::unhex(std::str::from_utf8(tag).ok()?)?;
-    seal(mac_key, body)?.verify_slice(&tag).ok()?;
+    seal(kind, mac_key, body)?.verify_slice(&tag).ok()?;
     let len = u32::from_le_bytes(body.get(..4)?.try_into().ok()?) as usize;
-    let start = HEADER.len() + 65 + 4;
+    let start = kind.header.len() + 65 + 4;
     let end = start.checked_add(len).filter(|&end| end <= bytes.len())?;
     Some(Cached {
         bytes,
@@ -374,26 +369,26 @@ fn write(
     let mut body = Vec::with_capacity(64 * files.len() + 4096);
     codec::put_bytes(&mut body, &[]);
     files::encode(&mut body, &build(), entries.into_iter());
-    write_sealed(table, mac_key, &body);
+    let _ = fs::write_expendable(table, &sealed(&CACHE, mac_key, &body));
     let roster_part = codec::encode(&before.key, roster);
     let mut body = Vec::with_capacity(roster_part.len() + 64);
     codec::put_bytes(&mut body, &roster_part);
     files::encode(&mut body, &build(), std::iter::empty());
-    write_sealed(path, mac_key, &body);
+    let _ = fs::write_expendable(path, &sealed(&CACHE, mac_key, &body));
 }
 
-/// Writes `body` under the header and its seal.
-fn write_sealed(path: &Path, mac_key: &[u8; 32], body: &[u8]) {
-    let Some(mac) = seal(mac_key, body) else {
-        return;
-    };
-    let tag = crate::ledger::chain::hex(&mac.finalize().into_bytes());
-    let mut file = Vec::with_capacity(HEADER.len() + 65 + body.len());
-    file.extend_from_slice(HEADER.as_bytes());
+/// `body` under the header of `kind` and its seal.
+fn sealed(kind: &Kind, mac_key: &[u8; 32], body: &[u8]) -> Vec<u8> {
+    let tag = seal(kind, mac_key, body)
+        .map(|mac| crate::ledger::chain::hex(&mac.finalize().into_bytes()))
+        // A key HMAC refuses (none: any length is accepted) leaves a file no reader accepts.
+        .unwrap_or_default();
+    let mut file = Vec::with_capacity(kind.header.len() + 65 + body.len());
+    file.extend_from_slice(kind.header.as_bytes());
     file.extend_from_slice(tag.as_bytes());
     file.push(b'\n');
     file.extend_from_slice(body);
-    let _ = fs::write_expendable(path, &file);
+    file
 }
 
 #[cfg(test)]
