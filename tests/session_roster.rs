@@ -81,7 +81,7 @@ fn agent_edits_mid_session_change_nothing_until_the_next_session() {
     .unwrap();
     std::fs::remove_file(agent_file(&p, "helper")).unwrap();
     assert_eq!(decisions(&p, "s1", "b"), before, "the running session");
-    // Nor does a later SubagentStart or compaction reload it.
+    // Nor does a later SubagentStart or a compaction reload it (`/clear` and a resume do).
     let mut start = p.subagent("newcomer", "Read").value();
     start["hook_event_name"] = json!("SubagentStart");
     let out = hook(p.path(), &start);
@@ -106,6 +106,10 @@ fn agent_edits_mid_session_change_nothing_until_the_next_session() {
     assert!(first[3], "s3 started after ops got Bash back");
     std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Read\n---\n").unwrap();
     assert_eq!(decisions(&p, "s3", "f"), first);
+    // `/clear` reloads Claude Code's agent definitions, and the hook's pin with them.
+    assert_eq!(p.session_start("s1", "clear").code, 0);
+    assert_eq!(decisions(&p, "s1", "g")[..4], [true, true, true, false]);
+    assert_eq!(of_event(&p.entries("s1"), "root").len(), 2);
     p.event("s1", "SessionEnd");
     for s in ["s1", "s2", "s3"] {
         for b in p.export(s) {

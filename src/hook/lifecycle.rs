@@ -40,9 +40,9 @@ fn open_session_chain(
 /// opens the chain itself when SessionStart is not wired or failed; its failure is reported
 /// to the user, and the first tool call then fails closed on the same cause.
 pub(super) fn session_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
-    // A new Claude Code process (started or resumed) loads the agent definitions afresh, and
-    // so does the hook; `/clear` and compaction go on in the same process with the same ones.
-    let repin = !matches!(ctx.p.source.as_deref(), Some("clear" | "compact"));
+    // Claude Code loads the agent definitions afresh when a session starts or is resumed and
+    // after `/clear` (docs/DERIVATION.md), and so does the hook; a compaction keeps them.
+    let repin = ctx.p.source.as_deref() != Some("compact");
     let (_, mut ledger) = open_session_chain(ctx, None, repin).map_err(|r| {
         Reason::new(
             r.code,
