@@ -317,6 +317,15 @@ impl Cached {
         codec::decode(part).map(|(_, roster)| roster)
     }
 
+    /// [`Cached::roster`] read for one call ([`codec::decode_for`]).
+    fn roster_for(&self, key: &str, agent: Option<&str>) -> Option<Roster> {
+        let part = &self.bytes[self.roster.clone()];
+        if codec::key_of(part)? != key {
+            return None;
+        }
+        codec::decode_for(part, agent).map(|(_, roster)| roster)
+    }
+
     /// The table of agent files, if this build wrote it.
     fn files(&self) -> Option<HashMap<Vec<u8>, files::Entry>> {
         files::decode(&self.bytes[self.roster.end..], &build())

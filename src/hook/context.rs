@@ -173,10 +173,17 @@ pub(super) enum Found {
 
 impl Ctx<'_> {
     /// The session's pinned roster: one sealed file, whatever the roster's size, and no agent
-    /// file listed or stamped. Without a pin that reads, derived from the files.
+    /// file listed or stamped. Only the root's and the calling subagent's sets are built (the
+    /// call reads no other agent's); without a pin that reads, derived from the files.
     pub fn session_roster(&self) -> Result<Found, Reason> {
         let name = session_file_name(&self.p.session_id);
-        match pin::read(self.attenu, &name, &self.mac_key()?) {
+        // The declared agent whose authority this event needs: a subagent's call, or the type
+        // a SubagentStart announces.
+        let agent = match self.p.event {
+            crate::protocol::Event::SubagentStart => self.p.agent_type.as_deref(),
+            _ => self.p.agent_id.as_ref().and(self.p.agent_type.as_deref()),
+        };
+        match pin::read_for(self.attenu, &name, &self.mac_key()?, agent) {
             Some(r) => Ok(Found::Pinned(r)),
             None => Ok(Found::Derived(self.roster()?)),
         }

@@ -34,6 +34,18 @@ pub fn read(attenu_dir: &Path, name: &str, mac_key: &[u8; 32]) -> Option<Roster>
     read_kind(&PIN, &path(attenu_dir, name), mac_key)?.roster(&key(name))
 }
 
+/// [`read`] for one call by `agent` (`None`: the main thread or a session event): only the
+/// root's and that agent's sets are built ([`super::codec::decode_for`]); every other agent
+/// is named but holds nothing. What a warm call costs then hardly grows with the roster.
+pub fn read_for(
+    attenu_dir: &Path,
+    name: &str,
+    mac_key: &[u8; 32],
+    agent: Option<&str>,
+) -> Option<Roster> {
+    read_kind(&PIN, &path(attenu_dir, name), mac_key)?.roster_for(&key(name), agent)
+}
+
 /// Pins `roster` for session `name`, replacing any pin (readers see the old file or the new
 /// one). Not made durable: a pin lost in a crash is derived again, and used only if the
 /// session's chain was opened with the same roster.
@@ -81,6 +93,7 @@ mod tests {
         let r = roster();
         assert!(write(&dir, "s1", &[3; 32], &r));
         assert_eq!(read(&dir, "s1", &[3; 32]), Some(r.clone()));
+        assert_eq!(read_for(&dir, "s1", &[3; 32], Some("r")), Some(r.clone()));
         // Another key, or the file under another session's name: not a pin.
         assert_eq!(read(&dir, "s1", &[4; 32]), None);
         std::fs::copy(path(&dir, "s1"), path(&dir, "s2")).unwrap();
