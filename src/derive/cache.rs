@@ -89,6 +89,36 @@ pub fn derive_cached(
     derive_cached_at(root, configured, attenu_dir, mac_key, SystemTime::now()).map(|(r, _)| r)
 }
 
+/// A roster in the cache's binary form ([`codec`]): what a session's pin holds, and what is
+/// read for one call with [`decode_part_for`].
+pub struct Part(Vec<u8>);
+
+/// [`derive_cached`] for a session's pin: the roster's binary form, copied from the cache when
+/// it holds the inputs (nothing is decoded or encoded again), else encoded from the derivation.
+pub fn derive_cached_part(
+    root: &Path,
+    configured: Configured<'_>,
+    attenu_dir: &Path,
+    mac_key: &[u8; 32],
+) -> Result<Part, DeriveError> {
+    let now = SystemTime::now();
+    let listed = list_agent_files_stat(root)?;
+    if let Some(before) = stamp(root, &listed, configured, now) {
+        let cached = read(&attenu_dir.join(CACHE_FILE), mac_key);
+        if let Some(part) = cached.as_ref().and_then(|c| c.part(&before.key)) {
+            return Ok(Part(part.to_vec()));
+        }
+    }
+    // A miss (an edit, or inputs not yet settled): derived as `derive_cached` derives.
+    let (roster, key) = derive_cached_at(root, configured, attenu_dir, mac_key, now)?;
+    Ok(Part(codec::encode(&key.unwrap_or_default(), &roster)))
+}
+
+/// The roster of `part`, read for one call by `agent` ([`codec::decode_for`]).
+pub fn decode_part_for(part: &Part, agent: Option<&str>) -> Option<Roster> {
+    codec::decode_for(&part.0, agent).map(|(_, r)| r)
+}
+
 /// What the configuration adds to the files: `[agents]` and `[derive] session_pool`.
 pub type Configured<'a> = (&'a BTreeMap<String, Vec<String>>, Option<&'a [String]>);
 
@@ -317,13 +347,10 @@ impl Cached {
         codec::decode(part).map(|(_, roster)| roster)
     }
 
-    /// [`Cached::roster`] read for one call ([`codec::decode_for`]).
-    fn roster_for(&self, key: &str, agent: Option<&str>) -> Option<Roster> {
+    /// The roster part, if it was derived from exactly the inputs named by `key`.
+    fn part(&self, key: &str) -> Option<&[u8]> {
         let part = &self.bytes[self.roster.clone()];
-        if codec::key_of(part)? != key {
-            return None;
-        }
-        codec::decode_for(part, agent).map(|(_, roster)| roster)
+        (codec::key_of(part)? == key).then_some(part)
     }
 
     /// The table of agent files, if this build wrote it.

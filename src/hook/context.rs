@@ -47,9 +47,10 @@ impl Ctx<'_> {
             .min(crate::gate::db::BUSY_TIMEOUT)
     }
 
-    /// The roster the files give now, through the roster cache.
-    pub fn roster(&self) -> Result<Roster, Reason> {
-        cache::derive_cached(
+    /// The roster the files give now, through the roster cache: its binary form, to pin, and
+    /// read for this event's agent ([`Ctx::agent`]).
+    pub fn roster(&self) -> Result<(Roster, cache::Part), Reason> {
+        let part = cache::derive_cached_part(
             self.project,
             self.configured(),
             self.attenu,
@@ -58,7 +59,23 @@ impl Ctx<'_> {
         .map_err(|e| match e {
             DeriveError::SettingsInvalid(m) => Reason::new(Code::SettingsInvalid, m),
             DeriveError::DeclarationsUnreadable(m) => Reason::new(Code::DeclarationsUnreadable, m),
-        })
+        })?;
+        let roster = cache::decode_part_for(&part, self.agent()).ok_or_else(|| {
+            Reason::new(
+                Code::InternalError,
+                "the roster just derived does not read back; delete .attenu/roster.cache",
+            )
+        })?;
+        Ok((roster, part))
+    }
+
+    /// The declared agent whose authority this event needs: a subagent's call, or the type a
+    /// SubagentStart announces. A roster is read for it alone (`codec::decode_for`).
+    fn agent(&self) -> Option<&str> {
+        match self.p.event {
+            crate::protocol::Event::SubagentStart => self.p.agent_type.as_deref(),
+            _ => self.p.agent_id.as_ref().and(self.p.agent_type.as_deref()),
+        }
     }
 
     /// What the configuration adds to the project's files for derivation.
@@ -167,8 +184,8 @@ pub(super) enum Found {
     /// The roster pinned for the session when it started.
     Pinned(Roster),
     /// Derived from the files now: the session has no pin yet (its first event), or its pin
-    /// is lost. [`pinned_under_lock`] settles which roster it is.
-    Derived(Roster),
+    /// is lost. [`pinned_under_lock`] settles which roster it is. With its binary form, to pin.
+    Derived(Roster, cache::Part),
 }
 
 impl Ctx<'_> {
@@ -177,15 +194,12 @@ impl Ctx<'_> {
     /// call reads no other agent's); without a pin that reads, derived from the files.
     pub fn session_roster(&self) -> Result<Found, Reason> {
         let name = session_file_name(&self.p.session_id);
-        // The declared agent whose authority this event needs: a subagent's call, or the type
-        // a SubagentStart announces.
-        let agent = match self.p.event {
-            crate::protocol::Event::SubagentStart => self.p.agent_type.as_deref(),
-            _ => self.p.agent_id.as_ref().and(self.p.agent_type.as_deref()),
-        };
-        match pin::read_for(self.attenu, &name, &self.mac_key()?, agent) {
+        match pin::read_for(self.attenu, &name, &self.mac_key()?, self.agent()) {
             Some(r) => Ok(Found::Pinned(r)),
-            None => Ok(Found::Derived(self.roster()?)),
+            None => {
+                let (roster, part) = self.roster()?;
+                Ok(Found::Derived(roster, part))
+            }
         }
     }
 }
@@ -204,14 +218,14 @@ pub(super) fn pinned_under_lock(
     found: Found,
     repin: bool,
 ) -> Result<Roster, Reason> {
-    let derived = match found {
+    let (derived, part) = match found {
         Found::Pinned(r) => return Ok(r),
-        Found::Derived(r) => r,
+        Found::Derived(r, part) => (r, part),
     };
     let name = &ledger.paths.name;
     let key = ctx.mac_key()?;
     if !repin {
-        if let Some(r) = pin::read(ctx.attenu, name, &key) {
+        if let Some(r) = pin::read_for(ctx.attenu, name, &key, ctx.agent()) {
             return Ok(r);
         }
         if let Some(c) = ledger.current().filter(|c| c.digest != derived.digest) {
@@ -227,7 +241,7 @@ pub(super) fn pinned_under_lock(
         }
     }
     // A pin that cannot be written is derived again on the next call, and checked as above.
-    pin::write(ctx.attenu, name, &key, &derived);
+    pin::write(ctx.attenu, name, &key, &part);
     Ok(derived)
 }
 

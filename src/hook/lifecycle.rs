@@ -22,7 +22,8 @@ fn open_session_chain(
     repin: bool,
 ) -> Result<(Roster, Ledger), Reason> {
     let found = if repin {
-        Found::Derived(ctx.roster()?)
+        let (roster, part) = ctx.roster()?;
+        Found::Derived(roster, part)
     } else {
         ctx.session_roster()?
     };

@@ -3,7 +3,8 @@
 //! Claude Code loads the agent definitions when a session starts and keeps them for the
 //! session. The hook does the same: the roster derived for a session's first event is written
 //! here, sealed like the roster cache (an HMAC under the checkpoint key, a label of its own,
-//! the session's name inside the sealed body), and every later call of that session decides
+//! the session's name inside the sealed body, after the roster part, which is copied from the
+//! roster cache when that holds the inputs), and every later call of that session decides
 //! with it without listing or stamping a single agent file. A warm call reads this one file.
 //!
 //! A pin that is missing, not ours, or whose seal fails is never trusted: the caller derives
@@ -24,14 +25,24 @@ pub fn path(attenu_dir: &Path, name: &str) -> PathBuf {
     attenu_dir.join(format!("roster-{name}.pin"))
 }
 
-/// What the sealed body names: the session, so one session's pin never reads as another's.
-fn key(name: &str) -> String {
-    format!("session {name}")
+/// What the sealed body names after the roster: the session, so one session's pin never
+/// reads as another's.
+fn session_tail(name: &str) -> Vec<u8> {
+    let mut tail = Vec::new();
+    super::codec::put_str(&mut tail, &format!("session {name}"));
+    tail
+}
+
+/// The pin's roster part, if the pin is ours, sealed and of this session.
+fn part(attenu_dir: &Path, name: &str, mac_key: &[u8; 32]) -> Option<super::Cached> {
+    let c = read_kind(&PIN, &path(attenu_dir, name), mac_key)?;
+    (c.bytes[c.roster.end..] == session_tail(name)[..]).then_some(c)
 }
 
 /// The roster pinned for session `name`, if its pin is ours, sealed and of this session.
 pub fn read(attenu_dir: &Path, name: &str, mac_key: &[u8; 32]) -> Option<Roster> {
-    read_kind(&PIN, &path(attenu_dir, name), mac_key)?.roster(&key(name))
+    let c = part(attenu_dir, name, mac_key)?;
+    super::codec::decode(&c.bytes[c.roster.clone()]).map(|(_, r)| r)
 }
 
 /// [`read`] for one call by `agent` (`None`: the main thread or a session event): only the
@@ -43,16 +54,17 @@ pub fn read_for(
     mac_key: &[u8; 32],
     agent: Option<&str>,
 ) -> Option<Roster> {
-    read_kind(&PIN, &path(attenu_dir, name), mac_key)?.roster_for(&key(name), agent)
+    let c = part(attenu_dir, name, mac_key)?;
+    super::codec::decode_for(&c.bytes[c.roster.clone()], agent).map(|(_, r)| r)
 }
 
-/// Pins `roster` for session `name`, replacing any pin (readers see the old file or the new
-/// one). Not made durable: a pin lost in a crash is derived again, and used only if the
-/// session's chain was opened with the same roster.
-pub fn write(attenu_dir: &Path, name: &str, mac_key: &[u8; 32], roster: &Roster) -> bool {
-    let part = super::codec::encode(&key(name), roster);
-    let mut body = Vec::with_capacity(part.len() + 4);
-    super::codec::put_bytes(&mut body, &part);
+/// Pins the roster of `part` for session `name`, replacing any pin (readers see the old file
+/// or the new one). Not made durable: a pin lost in a crash is derived again, and used only if
+/// the session's chain was opened with the same roster.
+pub fn write(attenu_dir: &Path, name: &str, mac_key: &[u8; 32], part: &super::Part) -> bool {
+    let mut body = Vec::with_capacity(part.0.len() + 64);
+    super::codec::put_bytes(&mut body, &part.0);
+    body.extend_from_slice(&session_tail(name));
     let file = sealed(&PIN, mac_key, &body);
     crate::fs::write_atomic(&path(attenu_dir, name), &file, false).is_ok()
 }
@@ -91,7 +103,8 @@ mod tests {
     fn a_pin_reads_back_for_its_own_session_only() {
         let dir = scratch();
         let r = roster();
-        assert!(write(&dir, "s1", &[3; 32], &r));
+        let part = super::super::Part(super::super::codec::encode("k", &r));
+        assert!(write(&dir, "s1", &[3; 32], &part));
         assert_eq!(read(&dir, "s1", &[3; 32]), Some(r.clone()));
         assert_eq!(read_for(&dir, "s1", &[3; 32], Some("r")), Some(r.clone()));
         // Another key, or the file under another session's name: not a pin.
