@@ -101,13 +101,10 @@ pub fn decode(body: &[u8]) -> Option<(String, Roster)> {
     decode_with(body, None)
 }
 
-/// What an agent not asked for holds in a [`decode_for`] roster: nothing, and it says why.
-pub const NOT_DECODED: &str =
-    "not decoded: this roster was read for another agent's call (a bug if it is ever seen)";
-
 /// [`decode`] for one call: the root's sets and those of `agent` (none for `None`, the main
-/// thread) are built; every other agent keeps its name, place and source but holds nothing
-/// and is marked [`NOT_DECODED`], so a use of it that was not meant could only refuse. A
+/// thread) are built; every other agent keeps its name and place but holds nothing, with an
+/// empty source and an empty `invalid` note (an empty `String` allocates nothing), so a use of
+/// it that was not meant could only refuse. A
 /// roster of 500 agents then costs its root and one agent's set, not every distinct set. The
 /// whole body is still checked as [`decode`] checks it.
 pub fn decode_for(body: &[u8], agent: Option<&str>) -> Option<(String, Roster)> {
@@ -168,29 +165,35 @@ fn decode_with(body: &[u8], only: Option<Option<&str>>) -> Option<(String, Roste
         if scopes as usize >= raw.len() || excluded as usize >= raw.len() {
             return None;
         }
-        let invalid = match r.byte()? {
-            0 => None,
-            1 => Some(r.string()?),
-            _ => return None,
-        };
-        let source = r.string()?;
         if agents.last().is_some_and(|(last, _)| *last >= name) {
             return None;
         }
         let wanted = only.is_none_or(|a| a == Some(name.as_str()));
         let a = if wanted {
+            let invalid = match r.byte()? {
+                0 => None,
+                1 => Some(r.string()?),
+                _ => return None,
+            };
             AgentAuthority {
                 scopes: set(scopes)?,
                 excluded: (*set(excluded)?).clone(),
                 invalid,
-                source,
+                source: r.string()?,
             }
         } else {
+            // Passed over without a copy: its note and source are not read for this call.
+            match r.byte()? {
+                0 => {}
+                1 => _ = r.bytes()?,
+                _ => return None,
+            }
+            r.bytes()?;
             AgentAuthority {
                 scopes: nothing.clone(),
                 excluded: BTreeSet::new(),
-                invalid: Some(NOT_DECODED.to_string()),
-                source,
+                invalid: Some(String::new()),
+                source: String::new(),
             }
         };
         agents.push((name, a));
@@ -356,7 +359,7 @@ mod tests {
                     assert_eq!(a, &r.agents[name]);
                 } else {
                     assert!(a.scopes.is_empty() && !a.holds("fs.read"), "{name}");
-                    assert_eq!(a.invalid.as_deref(), Some(NOT_DECODED));
+                    assert_eq!(a.invalid.as_deref(), Some(""));
                 }
             }
         }
