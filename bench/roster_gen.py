@@ -8,7 +8,9 @@ collections (none of their text is used): names in kebab-case, in CamelCase and 
 spaces ("Python Security Expert"), descriptions of one to three sentences with examples, a
 `model:` line in most, and bodies of 30-120 lines. About 93% have no `tools:` line and so
 inherit the session pool; the rest list tools, some with MCP tools, and some carry
-`disallowedTools`. Standard library only; nothing here runs under `cargo test`.
+`disallowedTools`. With `--collections`, three such collections side by side in nested folders,
+with names some of them share (`generate_collections`). Standard library only; nothing here
+runs under `cargo test`.
 """
 
 import argparse
@@ -131,14 +133,57 @@ def generate(root: Path, agents: int = 200, seed: int = 27) -> list:
     return sorted(names)
 
 
+# Three public collections in one project (issue 40): each in its own folder tree, up to four
+# folders deep, most of their agents without `tools:`, and some names in two of them.
+# (folder, depth of its subfolders, share of its agents without `tools:`; None: one in fifteen
+# lists them, as in `generate`).
+COLLECTIONS = [("collection-a", 1, None), ("collection-b", 2, 0.65), ("collection-c", 4, 0.4)]
+FOLDERS = ["engineering", "quality", "infra", "data", "product", "security", "languages",
+           "frontend", "backend", "ops"]
+
+
+def generate_collections(root: Path, agents: int = 500, seed: int = 40) -> list:
+    """Like `generate`, shaped as three collections side by side (the ~500-agent case of
+    issue 40): nested folders, about two thirds without `tools:` (one in three of the third
+    collection lists them), and one name in fourteen declared by two collections, which Claude
+    Code and the hook then refuse as declared twice. Returns every declared name, sorted, a
+    duplicated one once."""
+    rng = random.Random(seed)
+    d = root / ".claude" / "agents"
+    d.mkdir(parents=True, exist_ok=True)
+    used: set = set()
+    names: list = []
+    per = [agents // 3, agents // 3, agents - 2 * (agents // 3)]
+    for (coll, depth, inherit), count in zip(COLLECTIONS, per):
+        for i in range(count):
+            if names and i % 14 == 5:
+                name = rng.choice(names)  # the same agent, also in this collection
+            else:
+                name = agent_name(rng, i, used)
+            with_tools = i % 15 == 7 if inherit is None else rng.random() >= inherit
+            parts = [coll] + [rng.choice(FOLDERS) for _ in range(rng.randint(0, depth))]
+            sub = d.joinpath(*parts)
+            sub.mkdir(parents=True, exist_ok=True)
+            f = sub / f"{slug(name)}.md"
+            if f.exists():
+                f = sub / f"{slug(name)}-{i}.md"
+            f.write_text(
+                frontmatter(rng, name, with_tools) + "\n" + body(rng, name))
+            names.append(name)
+    return sorted(set(names))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dir")
     ap.add_argument("--agents", type=int, default=200)
     ap.add_argument("--seed", type=int, default=27)
+    ap.add_argument("--collections", action="store_true",
+                    help="three collections in nested folders, with duplicate names")
     a = ap.parse_args()
-    names = generate(Path(a.dir), a.agents, a.seed)
+    gen = generate_collections if a.collections else generate
+    names = gen(Path(a.dir), a.agents, a.seed)
     print(f"{len(names)} agents under {a.dir}/.claude/agents")
     return 0
 

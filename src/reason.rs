@@ -17,6 +17,8 @@ pub enum Code {
     AgentDeclarationInvalid,
     /// A subagent tried to touch the hook's own state, settings or keys.
     SelfProtection,
+    /// The operator revoked this subagent's authority (or this tool of it) in `.attenu/revoke`.
+    Revoked,
 
     // Failures: the hook could not decide or could not record, so it fails closed.
     PayloadInvalid,
@@ -33,6 +35,8 @@ pub enum Code {
     LedgerReverifying,
     LedgerWriteFailed,
     KeyUnavailable,
+    /// The session's pinned roster is lost and the files no longer give the same one.
+    RosterPinLost,
     DeadlineExceeded,
     InternalError,
 
@@ -58,6 +62,7 @@ impl Code {
         Code::UndeclaredAgent,
         Code::AgentDeclarationInvalid,
         Code::SelfProtection,
+        Code::Revoked,
         Code::PayloadInvalid,
         Code::PayloadTooLarge,
         Code::EventMissing,
@@ -71,6 +76,7 @@ impl Code {
         Code::LedgerReverifying,
         Code::LedgerWriteFailed,
         Code::KeyUnavailable,
+        Code::RosterPinLost,
         Code::DeadlineExceeded,
         Code::InternalError,
         Code::GateAuthorizationRequired,
@@ -92,6 +98,7 @@ impl Code {
             Code::UndeclaredAgent => "undeclared-agent",
             Code::AgentDeclarationInvalid => "agent-declaration-invalid",
             Code::SelfProtection => "self-protection",
+            Code::Revoked => "revoked",
             Code::PayloadInvalid => "payload-invalid",
             Code::PayloadTooLarge => "payload-too-large",
             Code::EventMissing => "event-missing",
@@ -105,6 +112,7 @@ impl Code {
             Code::LedgerReverifying => "ledger-reverifying",
             Code::LedgerWriteFailed => "ledger-write-failed",
             Code::KeyUnavailable => "key-unavailable",
+            Code::RosterPinLost => "roster-pin-lost",
             Code::DeadlineExceeded => "deadline-exceeded",
             Code::InternalError => "internal-error",
             Code::GateAuthorizationRequired => "gate-authorization-required",
@@ -123,7 +131,7 @@ impl Code {
     /// The attenu-guard `disposition` a decision denial carries on the ledger.
     pub fn disposition(self) -> Option<&'static str> {
         match self {
-            Code::OutOfAuthority => Some("out_of_authority"),
+            Code::OutOfAuthority | Code::Revoked => Some("out_of_authority"),
             Code::Unresolved | Code::UndeclaredAgent | Code::AgentDeclarationInvalid => {
                 Some("unresolved")
             }

@@ -1,6 +1,7 @@
 //! A session's chains over time: torn tails and crashed openings recovered and recorded,
-//! parallel processes keeping one chain, a stuck lock, a mid-session agent edit starting a new
-//! linked chain, and SessionStart opening the ledger.
+//! parallel processes keeping one chain, a stuck lock, a mid-session agent edit changing
+//! nothing until the session is resumed on a new linked chain, and SessionStart opening the
+//! ledger.
 
 mod common;
 use common::*;
@@ -125,8 +126,11 @@ fn parallel_hook_processes_keep_one_valid_chain() {
     p.export("s1");
 }
 
+/// An agent edit mid-session changes nothing in the running session, as in Claude Code, which
+/// loads its agents when the session starts; resuming it (which loads them afresh, as `/clear`
+/// does) opens a new chain linked to the last, for the edited roster.
 #[test]
-fn a_mid_session_agent_edit_starts_a_new_linked_chain() {
+fn a_mid_session_agent_edit_takes_effect_when_the_session_is_resumed_on_a_new_linked_chain() {
     let p = sample("edit");
     reviewer_read(p.path(), "s1", "/x", "t1");
     assert!(p.subagent("reviewer", "Bash").id("t2").run().denied());
@@ -135,7 +139,13 @@ fn a_mid_session_agent_edit_starts_a_new_linked_chain() {
         "---\nname: reviewer\ndescription: now runs commands\ntools: Read, Bash\n---\n",
     )
     .unwrap();
-    assert_allowed(&p.subagent("reviewer", "Bash").id("t3").run());
+    assert_denied_with(&p.subagent("reviewer", "Bash").id("t3").run(), "unresolved");
+    assert_eq!(of_event(&p.entries("s1"), "root").len(), 1);
+    // A compaction keeps Claude Code's agent definitions: still the pinned roster.
+    assert_eq!(p.session_start("s1", "compact").code, 0);
+    assert!(p.subagent("reviewer", "Bash").id("t4").run().denied());
+    assert_eq!(p.session_start("s1", "resume").code, 0);
+    assert_allowed(&p.subagent("reviewer", "Bash").id("t5").run());
     let es = p.entries("s1");
     let roots = of_event(&es, "root");
     assert_eq!(roots.len(), 2);
@@ -154,7 +164,8 @@ fn a_mid_session_agent_edit_starts_a_new_linked_chain() {
     assert!(files[0].ends_with("bundle-s1.json") && files[1].ends_with("bundle-s1.chain2.json"));
 }
 
-/// Regression: the open calls of the chain an edit ended stayed open on the next chain, so the
+/// Regression: the open calls of the chain an edit ended (now: a resume after an edit) stayed
+/// open on the next chain, so the
 /// outcome of a call allowed before the edit was written into the new chain (an outcome
 /// without an allow there, which fails verification) and, hashed with the new chain's salt,
 /// halted Claude as "input changed after authorization". No chain can carry that outcome: it
@@ -177,6 +188,8 @@ fn an_outcome_arriving_after_a_mid_session_edit_is_not_bound_to_the_new_chain() 
         "---\nname: reviewer\ntools: Read, Grep\n---\n",
     )
     .unwrap();
+    // A resumed session reads the edit (and so opens a new chain) while t1 is still open.
+    assert_eq!(p.session_start("s1", "resume").code, 0);
     assert_allowed(&hook(p.path(), &read("t2")));
     // Through the checkpoint, and through a full re-verify without it: the same answer.
     for drop_checkpoint in [false, true] {

@@ -248,8 +248,8 @@ fn a_chain_closed_by_an_agent_edit_ships_its_last_entries() {
         0
     );
     assert_allowed(&p.read_by("reviewer", "/p/a").id("t1").run());
-    // The edit opens a new chain at the next call; the old one's third entry (root, spawn,
-    // allow) must not stay on the machine only.
+    // The edit opens a new chain when the session is resumed; the old one's third entry
+    // (root, spawn, allow) must not stay on the machine only.
     let agent = p.path().join(".claude/agents/reviewer.md");
     let text = std::fs::read_to_string(&agent).unwrap();
     std::fs::write(
@@ -257,6 +257,11 @@ fn a_chain_closed_by_an_agent_edit_ships_its_last_entries() {
         text.replace("tools: Read, Grep, Glob", "tools: Read, Grep, Glob, Bash"),
     )
     .unwrap();
+    // Read when the session is resumed (a running session keeps its pinned roster).
+    assert_eq!(
+        hook(p.path(), &session_start("s1", p.path(), "resume")).code,
+        0
+    );
     assert_allowed(&p.read_by("reviewer", "/p/b").id("t2").run());
     drain(p.path());
     let checkpoints = of_kind(&keys_under(share.path()), "checkpoint");

@@ -173,11 +173,14 @@ fn reference_accepts_every_chain_of_a_mid_session_edit() {
         "---\nname: reviewer\ntools: Read, Bash\n---\n",
     )
     .unwrap();
+    // The edit is read when the session is resumed (a running session keeps its pin).
+    assert_eq!(p.session_start("s1", "resume").code, 0);
     mixed_session(p.path(), "s1");
     assert_reference_accepts_both_chains(&py, p.path());
 }
 
-/// A call allowed on one chain whose outcome arrives after an agent edit started the next: the
+/// A call allowed on one chain whose outcome arrives after an agent edit (read by a resume)
+/// started the next: the
 /// outcome cannot be bound to the new chain (it would be an outcome without an allow), so it is
 /// not recorded there (Claude stops and a marker is left), and every bundle still verifies.
 fn reference_accepts_both_chains_when_a_call_spans_a_mid_session_edit() {
@@ -190,6 +193,7 @@ fn reference_accepts_both_chains_when_a_call_spans_a_mid_session_edit() {
         "---\nname: reviewer\ntools: Read, Grep\n---\n",
     )
     .unwrap();
+    assert_eq!(p.session_start("s1", "resume").code, 0);
     assert_allowed(&read("t2", "/p/b").run());
     for (id, path) in [("t1", "/p/a"), ("t2", "/p/b")] {
         let out = read(id, path).post(json!({"ok": true})).run();

@@ -1,6 +1,6 @@
 //! Crashes with real processes: SIGKILL at random moments, a panic and a stall past the
-//! deadline (before and after the tool ran), clock jumps, and a call racing an agent edit. Each
-//! ends in a deny (or a halt) with a reason, and nothing committed is lost.
+//! deadline (before and after the tool ran), clock jumps, and a session's first calls racing
+//! an agent edit. Each ends in a deny (or a halt) with a reason, and nothing committed is lost.
 
 mod common;
 use common::faults::{feed, hook_with};
@@ -20,7 +20,7 @@ fn main() {
         a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop,
         a_clock_jump_changes_no_decision_and_breaks_no_chain,
         a_clock_moved_past_an_authorizations_expiry_refuses_it,
-        a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lock
+        a_first_call_that_derived_before_an_edit_decides_with_the_pin_it_finds_under_the_lock
     ]);
 }
 
@@ -318,14 +318,15 @@ fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
     assert_allowed(&p.subagent("ops", "Bash").input(input).id("ontime").run());
 }
 
-/// Regression: a process that derived the roster just before an agent edit, and took the
-/// ledger lock just after another process had opened the edit's chain, reopened the old
-/// derivation's chain (and decided with it), so chains flipped back and forth. The roster is
-/// now derived again under the lock when the current chain belongs to another derivation.
-fn a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lock() {
+/// Two first calls of one session race an agent edit: the slow one derived the roster before
+/// the edit and waits before the ledger lock; the fast one derived after it, took the lock
+/// first and pinned the edited roster for the session. The slow call decides with that pin
+/// once it holds the lock: a session has the one roster its first event pinned under the lock,
+/// and one chain (before pinning, chains could flip back and forth between two derivations).
+/// A later edit, racing a warm call or not, changes nothing in the session.
+fn a_first_call_that_derived_before_an_edit_decides_with_the_pin_it_finds_under_the_lock() {
     need_test_faults();
     let p = sample("derive-race");
-    assert_allowed(&reviewer_read(p.path(), "s1", "/a", "t1"));
     let handshake = p.path().join("handshake");
     std::fs::create_dir(&handshake).unwrap();
     let slow = {
@@ -360,9 +361,17 @@ fn a_call_that_derived_before_an_edit_decides_with_the_edit_once_it_holds_the_lo
     let out = slow.join().unwrap();
     assert!(
         out.denied(),
-        "the slow call decides with the derivation current when it holds the lock: {}",
+        "the slow call decides with the roster the session was pinned to: {}",
         out.stdout
     );
+    // Giving Read back mid-session changes nothing in it; a new session has it.
+    std::fs::write(
+        p.path().join(".claude/agents/reviewer.md"),
+        "---\nname: reviewer\ntools: Read\n---\n",
+    )
+    .unwrap();
+    assert!(reviewer_read(p.path(), "s1", "/d", "t4").denied());
+    assert_allowed(&reviewer_read(p.path(), "s2", "/d", "t5"));
     let roots = of_event(&p.entries("s1"), "root").len();
-    assert_eq!(roots, 2, "no third chain reopening the old derivation");
+    assert_eq!(roots, 1, "one roster, one chain");
 }

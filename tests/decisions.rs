@@ -94,10 +94,11 @@ fn undeclared_subagent_types_hold_nothing_unless_configured() {
         assert!(out.denied(), "{ty}: {}", out.stdout);
         assert!(out.reason().contains("[undeclared-agent]"));
     }
+    // Configured agents are part of the roster a session is pinned to: a new session has it.
     write_config(p.path(), "[agents]\nExplore = [\"Read\", \"Grep\"]\n");
-    let out = p.read_by("Explore", "/x").id("t9").run();
+    let out = p.read_by("Explore", "/x").id("t9").session("s2").run();
     assert_allowed(&out);
-    let out = p.bash_by("Explore", "ls").id("t10").run();
+    let out = p.bash_by("Explore", "ls").id("t10").session("s2").run();
     assert!(out.denied());
 }
 

@@ -149,10 +149,12 @@ fn one_bad_declaration_never_denies_the_rest_of_the_project() {
     assert_denied_with(&dup, "agent-declaration-invalid");
 }
 
-/// Guards the roster cache: it is used once the declarations are settled, and an edit of an
-/// agent file, even one that keeps its size, still takes effect on the very next call.
+/// Guards the roster cache and the session's pin: the cache is used once the declarations are
+/// settled, and an edit of an agent file, even one that keeps its size, changes nothing in the
+/// running session (its roster was pinned when it started, as Claude Code loads its agents
+/// then) and takes effect in the very next session.
 #[test]
-fn an_agent_edit_after_the_roster_was_cached_takes_effect_on_the_next_call() {
+fn an_agent_edit_after_the_roster_was_cached_takes_effect_in_the_next_session() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let p = sample("rostercache");
     // A real project's declarations are older than the two seconds a derivation must settle.
@@ -161,7 +163,16 @@ fn an_agent_edit_after_the_roster_was_cached_takes_effect_on_the_next_call() {
     let cache = p.path().join(".attenu/roster.cache");
     let first = std::fs::metadata(&cache).expect("the settled derivation is cached");
     assert_eq!(first.permissions().mode() & 0o777, 0o600);
-    assert_allowed(&reviewer_read(p.path(), "s1", "/x", "t2"));
+    let pin = p.path().join(".attenu/roster-s1.pin");
+    assert_eq!(
+        std::fs::metadata(&pin)
+            .expect("the session's roster is pinned")
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    assert_allowed(&reviewer_read(p.path(), "s2", "/x", "t2"));
     assert_eq!(
         std::fs::metadata(&cache).unwrap().ino(),
         first.ino(),
@@ -172,8 +183,13 @@ fn an_agent_edit_after_the_roster_was_cached_takes_effect_on_the_next_call() {
     let edited = text.replace("tools: Read,", "tools: Bash,");
     assert_eq!(edited.len(), text.len());
     std::fs::write(&agent, edited).unwrap();
-    assert_allowed(&p.bash_by("reviewer", "ls").id("t3").run());
-    let out = reviewer_read(p.path(), "s1", "/x", "t4");
+    // The running sessions keep the roster they started with.
+    assert!(p.bash_by("reviewer", "ls").id("t3").run().denied());
+    assert_allowed(&reviewer_read(p.path(), "s1", "/x", "t4"));
+    assert_allowed(&reviewer_read(p.path(), "s2", "/x", "t4"));
+    // A new session reads the edit.
+    assert_allowed(&p.bash_by("reviewer", "ls").id("t5").session("s3").run());
+    let out = reviewer_read(p.path(), "s3", "/x", "t6");
     assert!(out.denied(), "Read was taken away: {}", out.stdout);
 }
 
@@ -210,14 +226,21 @@ fn an_incremental_derivation_is_the_one_from_the_files() {
     let dir = p.path().join(".claude/agents");
     let settle = || std::thread::sleep(std::time::Duration::from_millis(2100));
     // The chain of the session's latest call is for the roster derived from the files now.
+    // Each check is a new session: a running one keeps the roster it was pinned to.
     let mut n = 0;
     let mut agrees = |what: &str| {
         n += 1;
-        assert_allowed(&p.read_by("b", "/p/x").id(&format!("t{n}")).run());
+        let session = format!("s{n}");
+        assert_allowed(
+            &p.read_by("b", "/p/x")
+                .id(&format!("t{n}"))
+                .session(&session)
+                .run(),
+        );
         let out = cli(&["--derive", p.path().to_str().unwrap(), "--json"]);
         assert_eq!(out.code, 0, "{}", out.stderr);
         let derived: Value = serde_json::from_str(&out.stdout).unwrap();
-        let es = p.entries("s1");
+        let es = p.entries(&session);
         let root = of_event(&es, "root").last().copied().unwrap().clone();
         assert_eq!(root["context"]["digest"], derived["digest"], "{what}");
     };
@@ -232,8 +255,11 @@ fn an_incremental_derivation_is_the_one_from_the_files() {
     };
     edit("team/a0.md", "tools: Read, Grep", "tools: Bash, Grep");
     agrees("an edit, not settled");
-    assert_allowed(&p.bash_by("a0", "ls").id("x1").run());
-    assert_denied_with(&p.read_by("a0", "/p/x").id("x2").run(), "out-of-authority");
+    assert_allowed(&p.bash_by("a0", "ls").id("x1").session("s2").run());
+    assert_denied_with(
+        &p.read_by("a0", "/p/x").id("x2").session("s2").run(),
+        "out-of-authority",
+    );
     settle();
     agrees("the edit, settled");
     edit(
@@ -258,7 +284,7 @@ fn an_incremental_derivation_is_the_one_from_the_files() {
     edit("team/a8.md", "tools: Read, Grep", "tools: {Read: yes}");
     agrees("a broken file");
     assert_denied_with(
-        &p.read_by("a8", "/p/x").id("x3").run(),
+        &p.read_by("a8", "/p/x").id("x3").session("s8").run(),
         "agent-declaration-invalid",
     );
 }
@@ -279,7 +305,7 @@ fn an_agent_file_reached_through_a_symlink_is_one_declaration() {
     // Two files with one name are still refused.
     std::fs::remove_file(agents.join("link.md")).unwrap();
     std::fs::write(agents.join("copy.md"), "---\nname: rev\ntools: Read\n---\n").unwrap();
-    let out = p.read_by("rev", "/p/a").id("t2").run();
+    let out = p.read_by("rev", "/p/a").id("t2").session("s2").run();
     assert_denied_saying(&out, "declared twice");
 }
 
@@ -445,8 +471,9 @@ fn a_configured_session_pool_is_what_inheriting_agents_hold() {
     assert_denied_saying(&bad, "[derive] session_pool has '*'");
 }
 
-/// The pool is part of the roster cache's key: changing it takes effect on the next call
-/// even when the files are settled and the roster is cached.
+/// The pool is part of the roster cache's key: changing it takes effect in the next session
+/// even when the files are settled and the roster is cached (a running session keeps the
+/// roster it was pinned to, the pool included).
 #[test]
 fn a_session_pool_edit_takes_effect_with_a_cached_roster() {
     let p = ProjectBuilder::new("poolcache")
@@ -457,12 +484,13 @@ fn a_session_pool_edit_takes_effect_with_a_cached_roster() {
     assert_allowed(&p.bash_by("helper", "ls").id("t1").run());
     assert!(p.path().join(".attenu/roster.cache").exists());
     write_config(p.path(), "[derive]\nsession_pool = [\"Read\"]\n");
-    // `other` lists Bash, which no longer reaches `helper`.
+    assert_allowed(&p.bash_by("helper", "ls").id("t2").run());
+    // `other` lists Bash, which no longer reaches `helper` in a new session.
     assert_denied_with(
-        &p.bash_by("helper", "ls").id("t2").run(),
+        &p.bash_by("helper", "ls").id("t2").session("s2").run(),
         "out-of-authority",
     );
-    assert_allowed(&p.read_by("helper", "/x").id("t3").run());
+    assert_allowed(&p.read_by("helper", "/x").id("t3").session("s2").run());
 }
 
 /// A large roster where most agents inherit: `--derive --human` groups them by what they hold,

@@ -273,7 +273,8 @@ fn a_full_disk_denies_and_loses_nothing_committed() {
             .id("recovered")
             .run()
             .is_allow(),
-        "space back: calls decided again"
+        "space back: calls decided again: {}",
+        p.subagent("reviewer", "Read").id("recovered2").run().stdout
     );
     let es = entries(p, "s1");
     for id in &allowed {

@@ -400,6 +400,8 @@ fn removing_a_whole_chain_from_the_middle_is_detected() {
             format!("---\nname: reviewer\ntools: {tools}\n---\n"),
         )
         .unwrap();
+        // Each edit is read when the session is resumed, which opens a new chain.
+        assert_eq!(p.session_start("s1", "resume").code, 0);
         reviewer_read(p.path(), "s1", "/x", "t");
     }
     let path = p.ledger("s1");

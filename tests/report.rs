@@ -434,7 +434,8 @@ fn without_pub_the_key_is_not_pinned_and_without_any_key_it_is_invalid() {
     );
 }
 
-/// Two chains of one session (an agent file edited mid-session) and an audit on one page.
+/// Two chains of one session (an agent file edited, then the session resumed) and an audit on
+/// one page.
 fn several_chains_and_an_audit_go_on_one_page() {
     let p = sample("report-chains");
     assert_allowed(&reviewer_read(p.path(), "s1", "/p/a", "t1"));
@@ -443,6 +444,8 @@ fn several_chains_and_an_audit_go_on_one_page() {
         "---\nname: reviewer\ndescription: reviews\ntools: Read, Grep\n---\nbody\n",
     )
     .unwrap();
+    // Read when the session is resumed, which opens the second chain.
+    assert_eq!(p.session_start("s1", "resume").code, 0);
     assert!(p.subagent("reviewer", "Bash").id("t2").run().denied());
     let bundles = p.export("s1");
     assert_eq!(bundles.len(), 2, "{bundles:?}");

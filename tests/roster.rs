@@ -136,7 +136,13 @@ fn the_cached_roster_decides_as_the_files_do() {
     // (src/derive/cache.rs, SETTLE) the roster is cached, and later calls read the cache.
     check_agent(p.path(), "s1", 0);
     std::thread::sleep(std::time::Duration::from_millis(2300));
-    assert_allowed(&p.read_by(&name(1), "/p/a").id("t-warm").run());
+    // A new session derives (a running one decides with its pin and derives nothing).
+    assert_allowed(
+        &p.read_by(&name(1), "/p/a")
+            .id("t-warm")
+            .session("s-warm")
+            .run(),
+    );
     let cache = p.path().join(".attenu/roster.cache");
     assert!(cache.exists(), "a settled roster is cached");
     for i in SAMPLED {
@@ -230,12 +236,15 @@ fn the_reference_accepts_a_large_roster_session() {
             .run();
         assert_eq!(out.code, 0, "{}", out.stderr);
     }
-    // An edit mid-session opens a second chain, whose agents are spawned afresh.
+    // An edit mid-session changes nothing until Claude Code is resumed, which loads the agents
+    // afresh: the resumed session opens a second chain, whose agents are spawned afresh.
     std::fs::write(
         p.path().join(".claude/agents/python-security-expert-0.md"),
         "---\nname: python-security-expert-0\ntools: Read\n---\n",
     )
     .unwrap();
+    check_agent(p.path(), "s1", 0);
+    assert_eq!(p.session_start("s1", "resume").code, 0);
     check_agent_after_edit(p.path());
     p.event("s1", "SessionEnd");
     let bundles = p.export("s1");

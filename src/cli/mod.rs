@@ -18,6 +18,7 @@ mod prove;
 mod receipt;
 mod reconcile;
 mod report;
+mod revoke;
 mod ship;
 pub mod shipper;
 mod terminal;
@@ -73,6 +74,9 @@ pub enum Command {
     Install(install::Args),
     /// Check the wiring, the command, permissions, configuration and ledgers
     Doctor(doctor::Args),
+    /// Host only: take authority from a subagent in every running session at once
+    /// (.attenu/revoke); --restore gives it back, --list shows what is revoked
+    Revoke(revoke::Args),
     /// Print shell completions
     Completions {
         #[arg(value_enum)]
@@ -190,6 +194,7 @@ pub fn run(cli: Cli) -> Exit {
         Command::Receipt(a) => receipt::run(a),
         Command::Install(a) => install::run(a),
         Command::Doctor(a) => doctor::run(a),
+        Command::Revoke(a) => revoke::run(a),
         Command::Completions { shell } => docs::completions(shell),
         Command::Man { dir } => docs::man(dir.as_deref()),
         Command::Reconcile { action } => reconcile::run(action),

@@ -36,6 +36,7 @@
 
 mod codec;
 mod files;
+pub mod pin;
 
 use super::declarations::{
     list_agent_files_stat, paths, read_declarations_listed, Listed, Outcome, StatListed,
@@ -54,9 +55,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const CACHE_FILE: &str = "roster.cache";
 /// The table of agent files, read only when the roster's key does not match.
 pub const TABLE_FILE: &str = "roster.files";
-const HEADER: &str = "attenu-roster v4 ";
-/// Sealed before the body, so no other file sealed with the same key reads as a roster.
-const SEAL_DOMAIN: &[u8] = b"attenu-hook roster cache v4\n";
+/// The roster cache's sealed-file format ([`crate::fs::sealed`]); the session's pin has its own
+/// (`pin.rs`), so no file sealed with the same key reads as one of the other kind.
+const CACHE: Kind = Kind {
+    header: "attenu-roster v4 ",
+    domain: b"attenu-hook roster cache v4\n",
+};
+
+/// A kind of sealed file.
+use fs::SealedFormat as Kind;
 /// Bumped whenever derivation would give another roster (or digest) for the same files, so a
 /// cache written by an older build of the same version is not read.
 const DERIVATION_RULES: u32 = 9;
@@ -78,28 +85,38 @@ pub fn derive_cached(
     derive_cached_at(root, configured, attenu_dir, mac_key, SystemTime::now()).map(|(r, _)| r)
 }
 
-/// What the configuration adds to the files: `[agents]` and `[derive] session_pool`.
-pub type Configured<'a> = (&'a BTreeMap<String, Vec<String>>, Option<&'a [String]>);
+/// A roster in the cache's binary form ([`codec`]): what a session's pin holds, and what is
+/// read for one call with [`decode_part_for`].
+pub struct Part(Vec<u8>);
 
-/// [`derive_cached`], with the key of the inputs it was derived from (`None` when an input
-/// could not be stamped), for [`inputs_key`] to compare with later.
-pub fn derive_cached_keyed(
+/// [`derive_cached`] for a session's pin: the roster's binary form, copied from the cache when
+/// it holds the inputs (nothing is decoded or encoded again), else encoded from the derivation.
+pub fn derive_cached_part(
     root: &Path,
     configured: Configured<'_>,
     attenu_dir: &Path,
     mac_key: &[u8; 32],
-) -> Result<(Roster, Option<String>), DeriveError> {
-    derive_cached_at(root, configured, attenu_dir, mac_key, SystemTime::now())
+) -> Result<Part, DeriveError> {
+    let now = SystemTime::now();
+    let listed = list_agent_files_stat(root)?;
+    if let Some(before) = stamp(root, &listed, configured, now) {
+        let cached = read(&attenu_dir.join(CACHE_FILE), mac_key);
+        if let Some(part) = cached.as_ref().and_then(|c| c.part(&before.key)) {
+            return Ok(Part(part.to_vec()));
+        }
+    }
+    // A miss (an edit, or inputs not yet settled): derived as `derive_cached` derives.
+    let (roster, key) = derive_cached_at(root, configured, attenu_dir, mac_key, now)?;
+    Ok(Part(codec::encode(&key.unwrap_or_default(), &roster)))
 }
 
-/// The key of the project's inputs as they are now: the listing and every input's stamp.
-/// Equal to an earlier key when no input was added, removed, replaced or written since, but
-/// for a write within one timestamp tick of the earlier stamp that kept the size (see
-/// [`SETTLE`]).
-pub fn inputs_key(root: &Path, configured: Configured<'_>) -> Option<String> {
-    let listed = list_agent_files_stat(root).ok()?;
-    stamp(root, &listed, configured, SystemTime::now()).map(|s| s.key)
+/// The roster of `part`, read for one call by `agent` ([`codec::decode_for`]).
+pub fn decode_part_for(part: &Part, agent: Option<&str>) -> Option<Roster> {
+    codec::decode_for(&part.0, agent).map(|(_, r)| r)
 }
+
+/// What the configuration adds to the files: `[agents]` and `[derive] session_pool`.
+pub type Configured<'a> = (&'a BTreeMap<String, Vec<String>>, Option<&'a [String]>);
 
 /// This build, as the table of agent files names it: another build may parse otherwise.
 fn build() -> String {
@@ -301,12 +318,6 @@ fn stamp(
     })
 }
 
-/// The cache's sealed-file format ([`crate::fs::sealed`]).
-const SEALED: fs::SealedFormat = fs::SealedFormat {
-    header: HEADER,
-    domain: SEAL_DOMAIN,
-};
-
 /// A cache file, its seal verified: after the header, the roster part (its length first),
 /// then the table of agent files.
 struct Cached {
@@ -325,6 +336,12 @@ impl Cached {
         codec::decode(part).map(|(_, roster)| roster)
     }
 
+    /// The roster part, if it was derived from exactly the inputs named by `key`.
+    fn part(&self, key: &str) -> Option<&[u8]> {
+        let part = &self.bytes[self.roster.clone()];
+        (codec::key_of(part)? == key).then_some(part)
+    }
+
     /// The table of agent files, if this build wrote it.
     fn files(&self) -> Option<HashMap<Vec<u8>, files::Entry>> {
         files::decode(&self.bytes[self.roster.end..], &build())
@@ -334,8 +351,13 @@ impl Cached {
 /// The cache, if the file is ours (a regular file of this user, never a symlink, with a valid
 /// seal).
 fn read(path: &Path, mac_key: &[u8; 32]) -> Option<Cached> {
+    read_kind(&CACHE, path, mac_key)
+}
+
+/// A sealed file of `kind` whose roster part starts right after the seal.
+fn read_kind(kind: &Kind, path: &Path, mac_key: &[u8; 32]) -> Option<Cached> {
     let (bytes, _) = fs::read_owned(path, MAX_CACHE_BYTES).ok()??;
-    let body = SEALED.open(&bytes, mac_key)?;
+    let body = kind.open(&bytes, mac_key)?;
     let len = u32::from_le_bytes(body.get(..4)?.try_into().ok()?) as usize;
     let start = bytes.len() - body.len() + 4;
     let end = start.checked_add(len).filter(|&end| end <= bytes.len())?;
@@ -368,17 +390,17 @@ fn write(
     let mut body = Vec::with_capacity(64 * files.len() + 4096);
     codec::put_bytes(&mut body, &[]);
     files::encode(&mut body, &build(), entries.into_iter());
-    write_sealed(table, mac_key, &body);
+    let _ = fs::write_expendable(table, &sealed(&CACHE, mac_key, &body));
     let roster_part = codec::encode(&before.key, roster);
     let mut body = Vec::with_capacity(roster_part.len() + 64);
     codec::put_bytes(&mut body, &roster_part);
     files::encode(&mut body, &build(), std::iter::empty());
-    write_sealed(path, mac_key, &body);
+    let _ = fs::write_expendable(path, &sealed(&CACHE, mac_key, &body));
 }
 
-/// Writes `body` under the header and its seal.
-fn write_sealed(path: &Path, mac_key: &[u8; 32], body: &[u8]) {
-    let _ = fs::write_expendable(path, &SEALED.seal(mac_key, body));
+/// `body` under the header of `kind` and its seal.
+fn sealed(kind: &Kind, mac_key: &[u8; 32], body: &[u8]) -> Vec<u8> {
+    kind.seal(mac_key, body)
 }
 
 #[cfg(test)]

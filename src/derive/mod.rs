@@ -7,7 +7,9 @@
 //! * [`frontmatter`] reads one agent file, [`scopes`] one rule, in scope space;
 //! * [`resolve`](mod@resolve) makes the [`Roster`] ([`roster`]) out of them;
 //! * [`compat`] holds what is read as Claude Code 2.1.332 reads it, where that is not obvious;
-//! * [`cache`] keeps the last roster while its inputs are unchanged.
+//! * [`cache`] keeps the last roster while its inputs are unchanged, and the roster each
+//!   session was pinned to when it started ([`cache::pin`]);
+//! * [`revoke`] reads the operator's live revocation.
 
 pub mod cache;
 pub mod compat;
@@ -17,6 +19,7 @@ pub mod frontmatter;
 pub mod provenance;
 pub mod readable;
 pub mod resolve;
+pub mod revoke;
 pub mod roster;
 pub mod scopes;
 

@@ -133,12 +133,33 @@ pub fn read_owned(path: &Path, max: u64) -> Result<Option<(Vec<u8>, fs::Metadata
     if m.len() > max {
         return Err(too_large());
     }
-    // Sized from the metadata already read, so std does not stat the file again.
-    let mut bytes = Vec::with_capacity(m.len() as usize + 1);
-    (&file)
-        .take(max.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| ReadError::Io(format!("cannot read {}: {e}", path.display())))?;
+    // Sized from the metadata already read, and read into all of it at once: a file of the
+    // size it had costs one read and the one that finds its end, whatever that size (std's
+    // `read_to_end` reads in growing steps, so a larger file took more system calls).
+    let limit = usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX);
+    let mut bytes = vec![0u8; (m.len() as usize).saturating_add(1).min(limit)];
+    let mut filled = 0;
+    loop {
+        if filled == bytes.len() {
+            if bytes.len() >= limit {
+                return Err(too_large());
+            }
+            // The file grew since it was inspected.
+            bytes.resize(bytes.len().saturating_mul(2).min(limit), 0);
+        }
+        match (&file).read(&mut bytes[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(ReadError::Io(format!(
+                    "cannot read {}: {e}",
+                    path.display()
+                )))
+            }
+        }
+    }
+    bytes.truncate(filled);
     if bytes.len() as u64 > max {
         return Err(too_large());
     }

@@ -1,8 +1,9 @@
 //! Sealed files: the hook's own state files that it trusts only when it wrote them. Each is
 //! `<header><hex HMAC-SHA256>\n<body>`, the MAC taken under a key derived from the anchor seed
-//! over `<domain><body>`. Three formats use it: the ledger's sealed local state
+//! over `<domain><body>`. Four formats use it: the ledger's sealed local state
 //! (`ledger-<session>.state.json`), an unfinished re-verify's progress
-//! (`ledger-<session>.reverify.json`) and the roster cache (`roster-cache`, its table). Each
+//! (`ledger-<session>.reverify.json`), the roster cache (`roster.cache`, its table) and a
+//! session's pinned roster (`roster-<session>.pin`). Each
 //! has its own header and domain, so no file's body can pass for another's.
 //!
 //! The bytes are a format (docs/FORMATS.md): the header, the lower-case hex tag and the domain

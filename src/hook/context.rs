@@ -2,10 +2,11 @@
 //! the derived roster (through its cache) and the session's ledger.
 
 use crate::config::Config;
-use crate::derive::{cache, DeriveError, Roster};
+use crate::derive::cache::{self, pin};
+use crate::derive::{DeriveError, Roster};
 use crate::evidence::keys;
 use crate::ledger::entry::{self, Opening};
-use crate::ledger::store::{Ledger, SessionPaths, StoreError};
+use crate::ledger::store::{session_file_name, Ledger, SessionPaths, StoreError};
 use crate::protocol::Payload;
 use crate::reason::{Code, Reason};
 use serde_json::{Map, Value};
@@ -21,10 +22,6 @@ pub(super) struct Ctx<'a> {
     pub deadline: Instant,
     /// Read once per call: it seals the roster cache and the ledger checkpoint.
     pub mac_key: std::cell::OnceCell<[u8; 32]>,
-    /// The key of the inputs the last [`Ctx::roster`] was derived from.
-    pub derived_from: std::cell::RefCell<Option<String>>,
-    /// When (Unix ms) the last [`Ctx::roster`] began to inspect the inputs.
-    pub derived_at: std::cell::Cell<u64>,
 }
 
 impl Ctx<'_> {
@@ -50,9 +47,10 @@ impl Ctx<'_> {
             .min(crate::gate::db::BUSY_TIMEOUT)
     }
 
-    pub fn roster(&self) -> Result<Roster, Reason> {
-        self.derived_at.set(crate::clock::now_ms());
-        let (roster, key) = cache::derive_cached_keyed(
+    /// The roster the files give now, through the roster cache: its binary form, to pin, and
+    /// read for this event's agent ([`Ctx::agent`]).
+    pub fn roster(&self) -> Result<(Roster, cache::Part), Reason> {
+        let part = cache::derive_cached_part(
             self.project,
             self.configured(),
             self.attenu,
@@ -62,14 +60,22 @@ impl Ctx<'_> {
             DeriveError::SettingsInvalid(m) => Reason::new(Code::SettingsInvalid, m),
             DeriveError::DeclarationsUnreadable(m) => Reason::new(Code::DeclarationsUnreadable, m),
         })?;
-        *self.derived_from.borrow_mut() = key;
-        Ok(roster)
+        let roster = cache::decode_part_for(&part, self.agent()).ok_or_else(|| {
+            Reason::new(
+                Code::InternalError,
+                "the roster just derived does not read back; delete .attenu/roster.cache",
+            )
+        })?;
+        Ok((roster, part))
     }
 
-    /// Whether the inputs still have the stamps the last [`Ctx::roster`] read them with.
-    fn inputs_unchanged(&self) -> bool {
-        let before = self.derived_from.borrow().clone();
-        before.is_some() && cache::inputs_key(self.project, self.configured()) == before
+    /// The declared agent whose authority this event needs: a subagent's call, or the type a
+    /// SubagentStart announces. A roster is read for it alone (`codec::decode_for`).
+    fn agent(&self) -> Option<&str> {
+        match self.p.event {
+            crate::protocol::Event::SubagentStart => self.p.agent_type.as_deref(),
+            _ => self.p.agent_id.as_ref().and(self.p.agent_type.as_deref()),
+        }
     }
 
     /// What the configuration adds to the project's files for derivation.
@@ -173,32 +179,74 @@ impl ChainTarget {
     }
 }
 
-/// The roster to decide and record with, once the ledger lock is held. It was derived before
-/// the lock; if the current chain was opened for another derivation, another process may
-/// have seen a newer edit meanwhile, so it is derived again under the lock (otherwise a
-/// process that derived just before an edit would reopen the old derivation's chain after
-/// the new one, and chains would flip back and forth). When no input was touched since it was
-/// derived (the listing and every stamp are the same), deriving again would read the same
-/// files, so the roster stands: an edit's first call derives once, not twice. Nor is it
-/// looked at again when this call began to inspect the inputs after the current chain was
-/// opened (when the state knows): what that chain's opener read, this call read later (the
-/// usual case: the chain is older than the edit). A wall clock set back between the two can
-/// only make this call open one chain too many, for what it read; the next call derives again.
-pub(super) fn roster_under_lock(
+/// The roster a call decides with, as found before the ledger lock.
+pub(super) enum Found {
+    /// The roster pinned for the session when it started.
+    Pinned(Roster),
+    /// Derived from the files now: the session has no pin yet (its first event), or its pin
+    /// is lost. [`pinned_under_lock`] settles which roster it is. With its binary form, to pin.
+    Derived(Roster, cache::Part),
+}
+
+impl Ctx<'_> {
+    /// The session's pinned roster: one sealed file, whatever the roster's size, and no agent
+    /// file listed or stamped. Only the root's and the calling subagent's sets are built (the
+    /// call reads no other agent's); without a pin that reads, derived from the files.
+    pub fn session_roster(&self) -> Result<Found, Reason> {
+        let name = session_file_name(&self.p.session_id);
+        match pin::read_for(self.attenu, &name, &self.mac_key()?, self.agent()) {
+            Some(r) => Ok(Found::Pinned(r)),
+            None => {
+                let (roster, part) = self.roster()?;
+                Ok(Found::Derived(roster, part))
+            }
+        }
+    }
+}
+
+/// The roster to decide and record with, once the ledger lock is held: the session's pin.
+/// A roster derived before the lock (no pin was read) becomes the pin when the session has
+/// none yet, unless another process of the session pinned one meanwhile, which is then used:
+/// the session keeps the roster its first event under the lock saw. A session whose chain is
+/// already open (so its pin was written, then lost or broken) gets the derived roster only if
+/// it is the one its chain was opened with; a pin is never replaced by a wider one mid-session.
+/// `repin` (a `SessionStart` of a new Claude Code process, which loads the agents afresh)
+/// pins the derived roster whatever was pinned before.
+pub(super) fn pinned_under_lock(
     ctx: &Ctx<'_>,
     ledger: &Ledger,
-    roster: Roster,
+    found: Found,
+    repin: bool,
 ) -> Result<Roster, Reason> {
-    match ledger.current() {
-        Some(c)
-            if c.digest != roster.digest
-                && (c.opened_ms == 0 || ctx.derived_at.get() <= c.opened_ms)
-                && !ctx.inputs_unchanged() =>
-        {
-            ctx.roster()
+    let (derived, part) = match found {
+        Found::Pinned(r) => return Ok(r),
+        Found::Derived(r, part) => (r, part),
+    };
+    let name = &ledger.paths.name;
+    let key = ctx.mac_key()?;
+    if !repin {
+        if let Some(r) = pin::read_for(ctx.attenu, name, &key, ctx.agent()) {
+            return Ok(r);
         }
-        _ => Ok(roster),
+        if let Some(c) = ledger.current().filter(|c| c.digest != derived.digest) {
+            return Err(Reason::new(
+                Code::RosterPinLost,
+                format!(
+                    "the roster this session was pinned to when it started (.attenu/{}) is missing or its seal fails, and the agent files and settings now derive another one (digest {}, the session's chain was opened with {}); a running session is never given a roster other than its own, so every call is refused: start a new session, which reads the agent files afresh",
+                    pin::path(Path::new(""), name).display(),
+                    short(&derived.digest),
+                    short(&c.digest),
+                ),
+            ));
+        }
     }
+    // A pin that cannot be written is derived again on the next call, and checked as above.
+    pin::write(ctx.attenu, name, &key, &part);
+    Ok(derived)
+}
+
+fn short(digest: &str) -> &str {
+    digest.get(..12).unwrap_or(digest)
 }
 
 /// Opens a new chain when none exists or the derivation changed. An agent without a node on

@@ -67,8 +67,6 @@ pub fn handle_bytes(input: &[u8], started: Instant, set_deadline: &dyn Fn(Instan
         config: &config,
         deadline,
         mac_key: std::cell::OnceCell::new(),
-        derived_from: std::cell::RefCell::new(None),
-        derived_at: std::cell::Cell::new(0),
     };
     let result = match p.event {
         Event::PreToolUse => pre_tool_use::handle(&ctx),

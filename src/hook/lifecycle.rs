@@ -2,7 +2,7 @@
 //! first tool call; SubagentStop and SessionEnd export the signed bundle.
 
 use super::checkpoint::{self, Occasion};
-use super::context::{chain_for, roster_under_lock, store_reason, Ctx};
+use super::context::{chain_for, pinned_under_lock, store_reason, Ctx, Found};
 use crate::derive::Roster;
 use crate::evidence::bundle;
 use crate::ledger::entry::done_entry;
@@ -12,12 +12,23 @@ use crate::reason::{Code, Reason};
 use std::collections::BTreeSet;
 
 /// Verifies the session's ledger and opens its chain (its root) unless the current one
-/// already matches the derivation, and defines `agent`'s node on it when that is a declared
-/// agent not seen on it yet. Returns the roster it derived and the ledger, still locked.
-fn open_session_chain(ctx: &Ctx<'_>, agent: Option<&str>) -> Result<(Roster, Ledger), Reason> {
-    let roster = ctx.roster()?;
+/// already matches the session's roster, and defines `agent`'s node on it when that is a
+/// declared agent not seen on it yet. With `repin`, the roster is derived from the files and
+/// pinned for the session; otherwise it is the session's pin (pinned now if it has none).
+/// Returns the roster and the ledger, still locked.
+fn open_session_chain(
+    ctx: &Ctx<'_>,
+    agent: Option<&str>,
+    repin: bool,
+) -> Result<(Roster, Ledger), Reason> {
+    let found = if repin {
+        let (roster, part) = ctx.roster()?;
+        Found::Derived(roster, part)
+    } else {
+        ctx.session_roster()?
+    };
     let mut ledger = ctx.open_ledger()?;
-    let roster = roster_under_lock(ctx, &ledger, roster)?;
+    let roster = pinned_under_lock(ctx, &ledger, found, repin)?;
     let mut target = chain_for(&ledger, &roster, ctx.p, ctx.config)?;
     target.node_of(&roster, agent, crate::clock::now_ms());
     ledger.append(target.opening).map_err(store_reason)?;
@@ -30,7 +41,10 @@ fn open_session_chain(ctx: &Ctx<'_>, agent: Option<&str>) -> Result<(Roster, Led
 /// opens the chain itself when SessionStart is not wired or failed; its failure is reported
 /// to the user, and the first tool call then fails closed on the same cause.
 pub(super) fn session_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
-    let (_, mut ledger) = open_session_chain(ctx, None).map_err(|r| {
+    // Claude Code loads the agent definitions afresh when a session starts or is resumed and
+    // after `/clear` (docs/DERIVATION.md), and so does the hook; a compaction keeps them.
+    let repin = ctx.p.source.as_deref() != Some("compact");
+    let (_, mut ledger) = open_session_chain(ctx, None, repin).map_err(|r| {
         Reason::new(
             r.code,
             format!(
@@ -48,7 +62,7 @@ pub(super) fn session_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
 pub(super) fn subagent_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     let ty = ctx.p.agent_type.as_deref().unwrap_or("");
     // The subagent's spawn is written now, before its first tool call.
-    let (roster, ledger) = open_session_chain(ctx, Some(ty))?;
+    let (roster, ledger) = open_session_chain(ctx, Some(ty), false)?;
     drop(ledger);
     Ok(if roster.agents.contains_key(ty) {
         Answer::NoObjection

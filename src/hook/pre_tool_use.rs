@@ -1,8 +1,9 @@
 //! PreToolUse: decide under the ledger lock, record the ruling, then answer.
 
 use super::checkpoint::{self, Occasion};
-use super::context::{chain_for, roster_under_lock, store_reason, ChainTarget, Ctx};
+use super::context::{chain_for, pinned_under_lock, store_reason, ChainTarget, Ctx};
 use super::faults;
+use crate::derive::revoke;
 use crate::gate::authz::{self, ClaimCall};
 use crate::ledger::entry::{decision_entry, DecisionInput, Position};
 use crate::policy::{self, Call, GateOutcome, GateQuestion, Ruling};
@@ -16,12 +17,12 @@ pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         crate::fs::ensure_search_ignore(ctx.attenu)
             .map_err(|e| Reason::new(Code::StateDirUnsafe, e.to_string()))?;
     }
-    let roster = ctx.roster()?;
+    let found = ctx.session_roster()?;
     // Before the lock: it reads the file system (and, for a writing tool, the settings).
     let reach = super::reach::reach_of(p, ctx.project, ctx.attenu);
     faults::pause("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK");
     let mut ledger = ctx.open_ledger()?;
-    let roster = roster_under_lock(ctx, &ledger, roster)?;
+    let roster = pinned_under_lock(ctx, &ledger, found, false)?;
     let call = Call {
         tool_name: &p.tool_name,
         tool_input: &p.tool_input,
@@ -30,6 +31,8 @@ pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         reach: &reach,
     };
     let decision = policy::decide(&roster, ctx.config, &call, ctx.project);
+    // The operator's revocation, read afresh on every call: stricter than the pinned roster.
+    let decision = policy::revoke::apply(decision, &revoke::read(ctx.attenu), &p.tool_name);
     let mut target = chain_for(&ledger, &roster, p, ctx.config)?;
     let node = target.node_of(
         &roster,

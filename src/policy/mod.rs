@@ -11,6 +11,7 @@ pub mod decision;
 pub mod glob;
 pub mod hint;
 pub mod reach;
+pub mod revoke;
 pub mod self_protection;
 mod shell_tripwire;
 

@@ -17,7 +17,7 @@ const WIRING: &[&[u8]] = &[
 ];
 
 /// The commands a subagent may never run: each records what a host says.
-const HOST_ONLY: &[&str] = &["authorize", "keygen", "receipt", "reconcile"];
+const HOST_ONLY: &[&str] = &["authorize", "keygen", "receipt", "reconcile", "revoke"];
 
 /// What a shell command touches, if it names the state, the wiring or a host-only command.
 pub(super) fn command_hit(cmd: &str) -> Option<&'static str> {
@@ -48,7 +48,7 @@ fn hit_in(flat: &str) -> Option<&'static str> {
     {
         Some("the settings and command that wire the hook")
     } else if flat.contains("attenu-hook") && HOST_ONLY.iter().any(|c| flat.contains(c)) {
-        Some("host-only attenu-hook commands (authorize, keygen, receipt, reconcile)")
+        Some("host-only attenu-hook commands (authorize, keygen, receipt, reconcile, revoke)")
     } else {
         None
     }

@@ -71,6 +71,8 @@ pub struct Payload {
     pub error: Option<String>,
     pub is_interrupt: bool,
     pub duration_ms: Option<u64>,
+    /// SessionStart's `source` (`startup`, `resume`, `clear`, `compact`); `None` elsewhere.
+    pub source: Option<String>,
 }
 
 fn invalid(msg: impl Into<String>) -> Reason {
@@ -169,6 +171,7 @@ impl Payload {
             error: None,
             is_interrupt: false,
             duration_ms: None,
+            source: None,
         }
     }
 }
@@ -214,6 +217,15 @@ fn session_fields(obj: &Map<String, Value>, event: Event) -> Result<Payload, Rea
                 )))
             }
         },
+        // Only SessionStart's is read, and a value of another type is taken as absent: it
+        // decides no more than whether the session's roster is read afresh.
+        source: (event == Event::SessionStart)
+            .then(|| {
+                obj.get("source")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .flatten(),
         event,
     })
 }

@@ -76,6 +76,17 @@ impl Drop for Killed {
 }
 
 pub fn start_mock(python: &str, dir: &Path, project: &Path, log: &Path) -> (Killed, u16) {
+    start_mock_with(python, dir, project, log, &[])
+}
+
+/// [`start_mock`], with more arguments for the server (a `--scenario`).
+pub fn start_mock_with(
+    python: &str,
+    dir: &Path,
+    project: &Path,
+    log: &Path,
+    extra: &[&std::ffi::OsStr],
+) -> (Killed, u16) {
     let script = Path::new(REPO).join("tests/support/mock_messages_api.py");
     let stderr = fs::File::create(dir.join("mock.stderr")).unwrap();
     let mut child = Command::new(python)
@@ -89,6 +100,7 @@ pub fn start_mock(python: &str, dir: &Path, project: &Path, log: &Path) -> (Kill
         .arg("--log")
         .arg(log)
         .arg("--exit-on-stdin-eof")
+        .args(extra)
         .stdin(Stdio::piped()) // held open by `Killed`; closing it stops the server
         .stdout(Stdio::piped())
         .stderr(stderr)

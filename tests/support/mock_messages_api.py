@@ -21,6 +21,9 @@ leaves a file. Tool-use ids are deterministic (`toolu_<key>_<step>`), so a test 
 call in the hook's ledger.
 
     python3 mock_messages_api.py --trace-dir DIR [--timeout 120] [--log FILE] [--exit-on-stdin-eof]
+        [--scenario spawns|pin --project DIR]
+
+`--scenario pin` is live_pinning.rs's: see build_pin_scripts.
 """
 from __future__ import annotations
 
@@ -37,6 +40,8 @@ MARKER = re.compile(r"ATTENU-SCRIPT agent=([A-Za-z0-9_-]+)")
 # Filled in by main(): lists of Step (one assistant turn of (tool_name, tool_input) calls).
 MAIN_SCRIPT: list = []
 AGENT_SCRIPTS: dict = {}
+# (who, step) -> a function run once, just before that step's reply is sent.
+BEFORE_STEP: dict = {}
 
 # The subagents the main thread spawns in one turn: (key, subagent_type).
 # `key` is what the prompt names and what trace files are called after.
@@ -85,6 +90,45 @@ def build_scripts(trace_dir: str, read_target: str) -> None:
         "builder": [Step([touch("builder")]), Step([read])],
         # Bash is not in the reviewer's tools: Claude Code refuses it before any hook runs.
         "reviewer": [Step([read]), Step([touch("reviewer")])],
+    })
+
+
+PINNED_MD = "---\nname: pinned\ndescription: Reads files.\ntools: Read\n---\nYou read.\n"
+WIDENED_MD = "---\nname: pinned\ndescription: Reads files.\ntools: Read, Write\n---\nYou read.\n"
+NEWCOMER_MD = "---\nname: newcomer\ndescription: Writes files.\ntools: Read, Write\n---\nYou write.\n"
+
+
+def build_pin_scripts(trace_dir: str, read_target: str, project: str) -> None:
+    """The `pin` scenario (issue 40): the main thread runs one Bash; before the model's next
+    turn this server gives agent `pinned` (tools: Read) Write too and creates agent
+    `newcomer`; the main thread then spawns both. What Claude Code offers `pinned` (its
+    request's `tools`) and what it answers for `newcomer` show whether it reloaded them."""
+    agents = os.path.join(project, ".claude", "agents")
+
+    def touch(name: str):
+        return ("Bash", {"command": f"touch {os.path.join(trace_dir, 'trace-' + name)}",
+                         "description": f"leave trace {name}"})
+
+    def edit() -> None:
+        with open(os.path.join(agents, "pinned.md"), "w", encoding="utf-8") as fh:
+            fh.write(WIDENED_MD)
+        with open(os.path.join(agents, "newcomer.md"), "w", encoding="utf-8") as fh:
+            fh.write(NEWCOMER_MD)
+        open(os.path.join(trace_dir, "trace-edited"), "w").close()
+
+    spawns = [("Agent", {"description": f"scripted {key}",
+                         "prompt": f"ATTENU-SCRIPT agent={key}. Follow the script.",
+                         "subagent_type": key}) for key in ("pinned", "newcomer")]
+    MAIN_SCRIPT[:] = [Step([touch("main")]), Step(spawns, after_notifications=0),
+                      Step([touch("main-done")], after_notifications=1)]
+    BEFORE_STEP.clear()
+    BEFORE_STEP[("main", 1)] = edit
+    write = ("Write", {"file_path": os.path.join(trace_dir, "trace-pinned-write"),
+                       "content": "written by pinned\n"})
+    AGENT_SCRIPTS.clear()
+    AGENT_SCRIPTS.update({
+        "pinned": [Step([("Read", {"file_path": read_target})]), Step([write])],
+        "newcomer": [Step([write])],
     })
 
 
@@ -183,6 +227,10 @@ def decide(body: dict):
         return who, [{"type": "text", "text": f"{who}: script finished"}], "end_turn"
     if count_notifications(body) < script[step].after_notifications:
         return who, [{"type": "text", "text": f"{who}: waiting for subagents"}], "end_turn"
+    with _lock:
+        before = BEFORE_STEP.pop((who, step), None)
+    if before:
+        before()
     blocks = []
     for i, (name, inp) in enumerate(script[step].calls):
         blocks.append({"type": "tool_use", "id": f"toolu_{prefix}_{step}_{i}",
@@ -311,10 +359,16 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--log", default=None)
     ap.add_argument("--exit-on-stdin-eof", action="store_true")
+    ap.add_argument("--scenario", choices=["spawns", "pin"], default="spawns")
+    ap.add_argument("--project", default=None, help="the project the `pin` scenario edits")
     args = ap.parse_args()
 
     trace_dir = os.path.abspath(args.trace_dir)
-    build_scripts(trace_dir, args.read_target or os.path.join(trace_dir, "README.md"))
+    read_target = args.read_target or os.path.join(trace_dir, "README.md")
+    if args.scenario == "pin":
+        build_pin_scripts(trace_dir, read_target, os.path.abspath(args.project))
+    else:
+        build_scripts(trace_dir, read_target)
     Handler.log_file = args.log
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -98,6 +98,21 @@ pub fn encode<'a>(key: &str, roster: &'a Roster) -> Vec<u8> {
 
 /// The key and roster a body holds; `None` for anything that is not exactly such a body.
 pub fn decode(body: &[u8]) -> Option<(String, Roster)> {
+    decode_with(body, None)
+}
+
+/// [`decode`] for one call: the root's sets and those of `agent` (none for `None`, the main
+/// thread) are built; every other agent keeps its name and place but holds nothing, with an
+/// empty source and an empty `invalid` note (an empty `String` allocates nothing), so a use of
+/// it that was not meant could only refuse. A
+/// roster of 500 agents then costs its root and one agent's set, not every distinct set. The
+/// whole body is still checked as [`decode`] checks it.
+pub fn decode_for(body: &[u8], agent: Option<&str>) -> Option<(String, Roster)> {
+    decode_with(body, Some(agent))
+}
+
+/// `only`: `None` builds everything; `Some(agent)` as [`decode_for`].
+fn decode_with(body: &[u8], only: Option<Option<&str>>) -> Option<(String, Roster)> {
     let mut r = Reader { rest: body };
     let key = r.string()?;
     let digest = r.string()?;
@@ -110,45 +125,76 @@ pub fn decode(body: &[u8]) -> Option<(String, Roster)> {
         }
         table.push(s);
     }
+    // Each set's members as indices, checked; a set is built (once) when something holds it.
     let n = r.count(4)?;
-    let mut sets: Vec<Scopes> = Vec::with_capacity(n);
+    let mut raw: Vec<&[u8]> = Vec::with_capacity(n);
     for _ in 0..n {
         let len = r.count(4)?;
-        let mut members = Vec::with_capacity(len);
+        let members = r.take(len * 4)?;
         let mut last = None;
-        for _ in 0..len {
-            let i = r.u32()? as usize;
+        for i in members.chunks_exact(4) {
+            let i = u32::from_le_bytes(i.try_into().ok()?) as usize;
             if i >= table.len() || last.is_some_and(|l| l >= i) {
                 return None;
             }
             last = Some(i);
-            members.push(table[i].to_string());
         }
-        sets.push(members.into_iter().collect::<BTreeSet<String>>().into());
+        raw.push(members);
     }
-    let set = |r: &mut Reader| -> Option<Scopes> { sets.get(r.u32()? as usize).cloned() };
-    let root = set(&mut r)?;
-    let root_excluded = (*set(&mut r)?).clone();
+    let mut built: Vec<Option<Scopes>> = vec![None; raw.len()];
+    let mut set = |i: u32| -> Option<Scopes> {
+        let i = i as usize;
+        let members = raw.get(i)?;
+        let s = built[i].get_or_insert_with(|| {
+            members
+                .chunks_exact(4)
+                .map(|m| table[u32::from_le_bytes([m[0], m[1], m[2], m[3]]) as usize].to_string())
+                .collect::<BTreeSet<String>>()
+                .into()
+        });
+        Some(s.clone())
+    };
+    let root = set(r.u32()?)?;
+    let root_excluded = (*set(r.u32()?)?).clone();
+    let nothing = Scopes::default();
     let n = r.count(10)?;
     let mut agents: Vec<(String, AgentAuthority)> = Vec::with_capacity(n);
     for _ in 0..n {
         let name = r.string()?;
-        let scopes = set(&mut r)?;
-        let excluded = (*set(&mut r)?).clone();
-        let invalid = match r.byte()? {
-            0 => None,
-            1 => Some(r.string()?),
-            _ => return None,
-        };
-        let source = r.string()?;
+        let (scopes, excluded) = (r.u32()?, r.u32()?);
+        if scopes as usize >= raw.len() || excluded as usize >= raw.len() {
+            return None;
+        }
         if agents.last().is_some_and(|(last, _)| *last >= name) {
             return None;
         }
-        let a = AgentAuthority {
-            scopes,
-            excluded,
-            invalid,
-            source,
+        let wanted = only.is_none_or(|a| a == Some(name.as_str()));
+        let a = if wanted {
+            let invalid = match r.byte()? {
+                0 => None,
+                1 => Some(r.string()?),
+                _ => return None,
+            };
+            AgentAuthority {
+                scopes: set(scopes)?,
+                excluded: (*set(excluded)?).clone(),
+                invalid,
+                source: r.string()?,
+            }
+        } else {
+            // Passed over without a copy: its note and source are not read for this call.
+            match r.byte()? {
+                0 => {}
+                1 => _ = r.bytes()?,
+                _ => return None,
+            }
+            r.bytes()?;
+            AgentAuthority {
+                scopes: nothing.clone(),
+                excluded: BTreeSet::new(),
+                invalid: Some(String::new()),
+                source: String::new(),
+            }
         };
         agents.push((name, a));
     }
@@ -294,6 +340,36 @@ mod tests {
         assert_eq!(back, r);
         assert!(back.agents["a"].scopes.same(&back.root));
         assert!(back.agents["b"].scopes.same(&back.root));
+    }
+
+    #[test]
+    fn a_roster_read_for_one_agent_holds_that_agents_sets_and_every_name() {
+        let r = roster();
+        let body = encode("k", &r);
+        for agent in [Some("b"), Some("Ünï c"), None] {
+            let (_, one) = decode_for(&body, agent).unwrap();
+            assert_eq!(one.root, r.root);
+            assert_eq!(one.digest, r.digest);
+            assert!(
+                one.agents.keys().eq(r.agents.keys()),
+                "every name, in order"
+            );
+            for (name, a) in &one.agents {
+                if Some(name.as_str()) == agent {
+                    assert_eq!(a, &r.agents[name]);
+                } else {
+                    assert!(a.scopes.is_empty() && !a.holds("fs.read"), "{name}");
+                    assert_eq!(a.invalid.as_deref(), Some(""));
+                }
+            }
+        }
+        // Checked as a whole all the same.
+        for cut in 0..body.len() {
+            assert!(
+                decode_for(&body[..cut], Some("b")).is_none(),
+                "cut at {cut}"
+            );
+        }
     }
 
     #[test]

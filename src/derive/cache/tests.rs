@@ -275,8 +275,8 @@ fn plant(attenu: &Path, entries: &[(&[u8], FileStamp, crate::derive::declaration
         &build(),
         entries.iter().map(|(p, s, x)| (*p, s, x)),
     );
-    let tag = SEALED.tag(&KEY, &body);
-    let mut file = format!("{HEADER}{tag}\n").into_bytes();
+    let tag = CACHE.tag(&KEY, &body);
+    let mut file = format!("{}{tag}\n", CACHE.header).into_bytes();
     file.extend_from_slice(&body);
     std::fs::write(attenu.join(TABLE_FILE), file).unwrap();
     // A cached roster would be used before the table is read.
@@ -319,9 +319,9 @@ fn a_table_entry_is_used_only_for_its_own_settled_stamp() {
         .unwrap();
     let mut forged = text.clone();
     forged[at] = b'0';
-    let body = &forged[HEADER.len() + 65..];
-    let tag = SEALED.tag(&KEY, body);
-    forged[HEADER.len()..HEADER.len() + 64].copy_from_slice(tag.as_bytes());
+    let body = &forged[CACHE.header.len() + 65..];
+    let tag = CACHE.tag(&KEY, body);
+    forged[CACHE.header.len()..CACHE.header.len() + 64].copy_from_slice(tag.as_bytes());
     std::fs::write(attenu.join(TABLE_FILE), &forged).unwrap();
     assert!(!holds_bash(&derive(&root, &attenu, later())));
     std::fs::remove_dir_all(&root).unwrap();

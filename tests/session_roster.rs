@@ -1,0 +1,232 @@
+//! A session's roster is fixed when the session starts, as Claude Code loads its agent
+//! definitions then (docs/DERIVATION.md, "The session's roster"): edits, additions and
+//! removals of agent files mid-session change nothing in that session's decisions and take
+//! effect in the next session; a warm call reads the pin and never the agent files; a lost or
+//! forged pin is never widened; and the operator's `.attenu/revoke` narrows a running session
+//! on its next call.
+
+mod common;
+use common::*;
+use serde_json::json;
+
+/// A project with three agents.
+fn team(tag: &str) -> TempDir {
+    ProjectBuilder::new(tag)
+        .agent("reviewer", "description: reads\ntools: Read, Grep")
+        .agent("ops", "description: runs\ntools: Read, Bash, WebFetch")
+        .agent("helper", "description: inherits")
+        .settings(json!({"permissions": {"allow": ["Read", "Glob"]}}))
+        .build()
+}
+
+fn agent_file(p: &TempDir, name: &str) -> std::path::PathBuf {
+    p.path().join(format!(".claude/agents/{name}.md"))
+}
+
+/// The session's decisions, one per (agent, tool) probe, in order: `true` for an allow.
+fn decisions(p: &TempDir, session: &str, tag: &str) -> Vec<bool> {
+    let probes = [
+        ("reviewer", "Read"),
+        ("reviewer", "Write"),
+        ("reviewer", "Bash"),
+        ("ops", "Bash"),
+        ("helper", "Glob"),
+        ("helper", "Bash"),
+        ("newcomer", "Read"),
+    ];
+    probes
+        .iter()
+        .enumerate()
+        .map(|(i, (agent, tool))| {
+            let input = match *tool {
+                "Read" | "Write" => json!({"file_path": "/p/x", "content": "x"}),
+                "Bash" => json!({"command": "ls"}),
+                _ => json!({"pattern": "*"}),
+            };
+            let out = p
+                .subagent(agent, tool)
+                .input(input)
+                .session(session)
+                .id(&format!("{tag}-{i}"))
+                .run();
+            assert_eq!(out.code, 0, "{}", out.stderr);
+            out.is_allow()
+        })
+        .collect()
+}
+
+#[test]
+fn agent_edits_mid_session_change_nothing_until_the_next_session() {
+    let p = team("pin-edit");
+    assert_eq!(p.session_start("s1", "startup").code, 0);
+    let before = decisions(&p, "s1", "a");
+    assert_eq!(before, [true, false, false, true, true, true, false]);
+    // Mid-session: the reviewer gains Write and Bash, ops loses Bash, a new agent appears,
+    // the settings allow Bash for the inheriting helper... and helper's file is removed.
+    std::fs::write(
+        agent_file(&p, "reviewer"),
+        "---\nname: reviewer\ntools: Read, Grep, Write, Bash\n---\n",
+    )
+    .unwrap();
+    std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Read\n---\n").unwrap();
+    std::fs::write(
+        agent_file(&p, "newcomer"),
+        "---\nname: newcomer\ntools: Read\n---\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.path().join(".claude/settings.json"),
+        json!({"permissions": {"allow": ["Read", "Glob", "Bash", "Write"]}}).to_string(),
+    )
+    .unwrap();
+    std::fs::remove_file(agent_file(&p, "helper")).unwrap();
+    assert_eq!(decisions(&p, "s1", "b"), before, "the running session");
+    // Nor does a later SubagentStart or a compaction reload it (`/clear` and a resume do).
+    let mut start = p.subagent("newcomer", "Read").value();
+    start["hook_event_name"] = json!("SubagentStart");
+    let out = hook(p.path(), &start);
+    assert!(out.stdout.contains("not declared"), "{}", out.stdout);
+    assert_eq!(p.session_start("s1", "compact").code, 0);
+    assert_eq!(decisions(&p, "s1", "c"), before, "after compaction");
+    let es = p.entries("s1");
+    assert_eq!(of_event(&es, "root").len(), 1, "one roster, one chain");
+    // The next session has the edits.
+    assert_eq!(p.session_start("s2", "startup").code, 0);
+    assert_eq!(
+        decisions(&p, "s2", "d"),
+        [true, true, true, false, false, false, true]
+    );
+    assert_ne!(
+        p.entries("s1")[0]["context"]["digest"],
+        p.entries("s2")[0]["context"]["digest"]
+    );
+    // Without SessionStart, a session's first event pins its roster just the same.
+    std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Bash\n---\n").unwrap();
+    let first = decisions(&p, "s3", "e");
+    assert!(first[3], "s3 started after ops got Bash back");
+    std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Read\n---\n").unwrap();
+    assert_eq!(decisions(&p, "s3", "f"), first);
+    // `/clear` reloads Claude Code's agent definitions, and the hook's pin with them.
+    assert_eq!(p.session_start("s1", "clear").code, 0);
+    assert_eq!(decisions(&p, "s1", "g")[..4], [true, true, true, false]);
+    assert_eq!(of_event(&p.entries("s1"), "root").len(), 2);
+    p.event("s1", "SessionEnd");
+    for s in ["s1", "s2", "s3"] {
+        for b in p.export(s) {
+            let out = p.verify_pinned(&b);
+            assert_eq!(out.code, 0, "{s}: {}{}", out.stdout, out.stderr);
+        }
+    }
+}
+
+/// A warm call reads the session's pin, never the agent files: with `.claude/agents` turned
+/// into something that cannot be listed, a running session decides as before, while a new
+/// session, which must derive, is refused.
+#[test]
+fn a_warm_call_reads_the_pin_and_no_agent_file() {
+    let p = team("pin-warm");
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t1").run());
+    let agents = p.path().join(".claude/agents");
+    std::fs::rename(&agents, p.path().join("agents-away")).unwrap();
+    std::fs::write(&agents, "not a directory").unwrap();
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t2").run());
+    assert_allowed(&p.bash_by("ops", "ls").id("t3").run());
+    let out = p.read_by("reviewer", "/p/x").id("t4").session("s2").run();
+    assert_denied_with(&out, "declarations-unreadable");
+}
+
+/// A pin that is missing or forged is never trusted: the roster is derived again and used only
+/// if it is the one the session's chain was opened with; a wider one is refused.
+#[test]
+fn a_lost_or_forged_pin_never_widens_the_session() {
+    let p = team("pin-lost");
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t1").run());
+    let pin = p.path().join(".attenu/roster-s1.pin");
+    // Lost, files unchanged: derived again, the same roster, pinned again.
+    std::fs::remove_file(&pin).unwrap();
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t2").run());
+    assert!(pin.exists(), "pinned again");
+    let good = std::fs::read(&pin).unwrap();
+    std::fs::write(
+        agent_file(&p, "reviewer"),
+        "---\nname: reviewer\ntools: Read, Grep, Bash\n---\n",
+    )
+    .unwrap();
+    // Forged (one byte), or lost, after a widening edit: every call is refused.
+    let mut forged = good.clone();
+    let at = forged.len() - 2;
+    forged[at] ^= 1;
+    std::fs::write(&pin, &forged).unwrap();
+    assert_denied_with(
+        &p.bash_by("reviewer", "ls").id("t3").run(),
+        "roster-pin-lost",
+    );
+    std::fs::remove_file(&pin).unwrap();
+    let out = p.read_by("reviewer", "/p/x").id("t4").run();
+    assert_denied_with(&out, "roster-pin-lost");
+    assert_denied_saying(&out, "start a new session");
+    // Another session's pin under this session's name is not its pin either.
+    assert_allowed(&p.bash_by("reviewer", "ls").id("t5").session("s2").run());
+    std::fs::copy(p.path().join(".attenu/roster-s2.pin"), &pin).unwrap();
+    assert_denied_with(
+        &p.bash_by("reviewer", "ls").id("t6").run(),
+        "roster-pin-lost",
+    );
+    // The pin restored: the session goes on with its own roster.
+    std::fs::write(&pin, &good).unwrap();
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t7").run());
+    assert!(p.bash_by("reviewer", "ls").id("t8").run().denied());
+}
+
+/// `attenu-hook revoke` narrows a running session on its very next call, whatever its pin
+/// holds, and `--restore` gives it back.
+#[test]
+fn a_revocation_takes_effect_on_the_next_call() {
+    let p = team("revoke");
+    p.config("mode = \"observe\"\n");
+    assert_allowed(&p.bash_by("ops", "ls").id("t1").run());
+    let revoke = |args: &[&str]| {
+        let mut all = vec!["revoke", "--project", p.dir()];
+        all.extend_from_slice(args);
+        let out = cli(&all);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    };
+    revoke(&["ops", "Bash"]);
+    // Enforced even in observe mode: it is the operator's word in an incident.
+    let out = p.bash_by("ops", "ls").id("t2").run();
+    assert_denied_with(&out, "revoked");
+    assert_denied_saying(&out, "line 1 of .attenu/revoke (`ops: Bash`)");
+    assert_allowed(&p.read_by("ops", "/p/x").id("t3").run());
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t4").run());
+    revoke(&["*"]);
+    assert_denied_with(&p.read_by("reviewer", "/p/x").id("t5").run(), "revoked");
+    // The main thread is never revoked.
+    assert_allowed(
+        &p.main_thread("Read")
+            .input(json!({"file_path": "/p/x"}))
+            .id("t6")
+            .run(),
+    );
+    let listed = cli(&["revoke", "--project", p.dir(), "--list"]);
+    assert_eq!(listed.stdout, "ops: Bash\n*\n");
+    revoke(&["--restore", "*"]);
+    assert_allowed(&p.bash_by("ops", "ls").id("t7").run());
+    // A revocation file that is not the operator's (a link) revokes every subagent.
+    let file = p.path().join(".attenu/revoke");
+    let _ = std::fs::remove_file(&file);
+    std::os::unix::fs::symlink("/dev/null", &file).unwrap();
+    assert_denied_with(&p.read_by("reviewer", "/p/x").id("t8").run(), "revoked");
+    std::fs::remove_file(&file).unwrap();
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t9").run());
+    // Recorded as denials on the chain, and (enforced) a subagent may not run the command.
+    p.config("mode = \"enforce\"\n");
+    let es = p.entries("s1");
+    assert!(of_event(&es, "deny")
+        .iter()
+        .any(|d| d["context"]["reason_code"] == "revoked"));
+    let out = p
+        .bash_by("ops", "attenu-hook revoke --restore ops")
+        .id("t10")
+        .run();
+    assert_denied_with(&out, "self-protection");
+}
