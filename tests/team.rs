@@ -5,6 +5,8 @@
 //! `ssh-keygen` (openssh-client) and `git`; skipped loudly without them.
 
 mod common;
+#[path = "common/s3.rs"]
+mod s3;
 
 use common::*;
 use serde_json::{json, Value};
@@ -17,6 +19,7 @@ fn main() {
         enroll_makes_one_key_outside_the_clone_and_reuses_it,
         enroll_cert_refuses_what_does_not_certify_this_key,
         certified_sessions_are_complete_and_named_the_unenrolled_one_is_not,
+        certified_sessions_in_garage_are_complete_and_named,
         an_audit_refuses_expired_revoked_and_foreign_certificates,
         a_ca_with_no_session_in_the_store_fails_the_audit,
         a_local_file_that_weakens_the_team_and_admin_files_is_recorded,
@@ -197,14 +200,13 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .args(args))
 }
 
-fn repo(share: &Path, ca: &Ca) -> Repo {
+fn repo(url: &str, ca: &Ca) -> Repo {
     let dir = sample("team-repo");
     let ca_line = std::fs::read_to_string(&ca.public).unwrap();
     std::fs::write(
         dir.path().join(".claude/attenu.toml"),
         format!(
-            "[ship]\nurl = \"file://{}\"\n\n[trust]\nca = [{:?}]\n",
-            share.display(),
+            "[ship]\nurl = \"{url}\"\n\n[trust]\nca = [{:?}]\n",
             ca_line.trim()
         ),
     )
@@ -248,9 +250,8 @@ impl Repo {
     }
 }
 
-fn audit(m: &Machine, share: &Path, extra: &[&str]) -> (i32, Value, String) {
-    let url = format!("file://{}", share.display());
-    let mut args = vec!["audit", url.as_str(), "--json"];
+fn audit(m: &Machine, url: &str, extra: &[&str]) -> (i32, Value, String) {
+    let mut args = vec!["audit", url, "--json"];
     args.extend_from_slice(extra);
     let out = m.cli(&args);
     let json = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
@@ -295,7 +296,7 @@ fn enroll_cert_refuses_what_does_not_certify_this_key() {
     let keys = TempDir::new("enroll-cas");
     let team = ca(keys.path(), "team-ca");
     let other = ca(keys.path(), "other-ca");
-    let project = repo(&keys.path().join("share"), &team);
+    let project = repo("file:///nonexistent/share", &team);
     let m = machine("enroll-cert-home");
     assert_eq!(m.cli(&["enroll"]).code, 0);
     let public = m.home.path().join(".config/attenu-hook/signing-key.pub");
@@ -362,14 +363,40 @@ fn certified_sessions_are_complete_and_named_the_unenrolled_one_is_not() {
     let keys = TempDir::new("team-keys");
     let share = keys.path().join("share");
     std::fs::create_dir(&share).unwrap();
-    let team = ca(keys.path(), "team-ca");
-    let project = repo(&share, &team);
+    let text = fleet(keys.path(), &file_url(&share), &[]);
+    assert!(text.contains("file time"), "{text}");
+}
+
+/// The same fleet against a real S3 engine (Garage on loopback), whose server sets the times.
+fn certified_sessions_in_garage_are_complete_and_named() {
+    need_tools();
+    let g = s3::Garage::start();
+    let keys = TempDir::new("team-garage-keys");
+    let env: Vec<(String, OsString)> = g.env().into_iter().map(|(k, v)| (k, v.into())).collect();
+    let text = fleet(keys.path(), &format!("s3://{}/team", g.bucket), &env);
+    assert!(!text.contains("file time"), "{text}");
+}
+
+fn file_url(dir: &Path) -> String {
+    format!("file://{}", dir.display())
+}
+
+/// Two developers, a CI runner and an unenrolled machine ship to `url` (with `store_env`);
+/// the audit pins only the CA. Returns the audit's text.
+fn fleet(keys: &Path, url: &str, store_env: &[(String, OsString)]) -> String {
+    let team = ca(keys, "team-ca");
+    let project = repo(url, &team);
+    let machine = |tag: &str| {
+        let mut m = machine(tag);
+        m.env.extend(store_env.iter().cloned());
+        m
+    };
     let alice = machine("team-alice");
     alice.enroll(&team, "alice@laptop");
     let bob = machine("team-bob");
     bob.enroll(&team, "bob@desktop");
     let mut ci = machine("team-ci");
-    let runner_key = keys.path().join("ci-key");
+    let runner_key = keys.join("ci-key");
     run(Command::new("ssh-keygen")
         .args(["-q", "-t", "ed25519", "-N", "", "-f"])
         .arg(&runner_key));
@@ -394,7 +421,7 @@ fn certified_sessions_are_complete_and_named_the_unenrolled_one_is_not() {
         let clone = project.clone_to(&format!("team-clone-{tag}"));
         m.session(clone.path(), &format!("s-{tag}"));
     }
-    let (code, report, stderr) = audit(&alice, &share, &["--ca", team.public.to_str().unwrap()]);
+    let (code, report, stderr) = audit(&alice, url, &["--ca", team.public.to_str().unwrap()]);
     assert_eq!(code, 1, "the unenrolled session fails the audit: {stderr}");
     let sessions = report["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), 4, "{report}");
@@ -430,8 +457,7 @@ fn certified_sessions_are_complete_and_named_the_unenrolled_one_is_not() {
         "{lone}"
     );
     // The text names sessions by who the certificate says, and the repository at its commit.
-    let url = format!("file://{}", share.display());
-    let text = alice.cli(&["audit", &url, "--ca", team.public.to_str().unwrap()]);
+    let text = alice.cli(&["audit", url, "--ca", team.public.to_str().unwrap()]);
     assert!(text.stdout.contains("alice@laptop"), "{}", text.stdout);
     assert!(
         text.stdout
@@ -439,13 +465,12 @@ fn certified_sessions_are_complete_and_named_the_unenrolled_one_is_not() {
         "{}",
         text.stdout
     );
-    assert!(text.stdout.contains("file time"), "{}", text.stdout);
     // `--pub` still works for single keys.
     let anchor = project.clone_to("team-clone-pub");
     let solo = machine("team-solo");
     solo.session(anchor.path(), "s-solo");
     let anchor_pub = anchor.path().join(".attenu/anchor.pub");
-    let (code, report, stderr) = audit(&solo, &share, &["--pub", anchor_pub.to_str().unwrap()]);
+    let (code, report, stderr) = audit(&solo, url, &["--pub", anchor_pub.to_str().unwrap()]);
     let solo_session = report["sessions"]
         .as_array()
         .unwrap()
@@ -454,6 +479,7 @@ fn certified_sessions_are_complete_and_named_the_unenrolled_one_is_not() {
         .cloned();
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(solo_session.unwrap()["status"], "complete");
+    text.stdout
 }
 
 fn an_audit_refuses_expired_revoked_and_foreign_certificates() {
@@ -463,7 +489,7 @@ fn an_audit_refuses_expired_revoked_and_foreign_certificates() {
     std::fs::create_dir(&share).unwrap();
     let team = ca(keys.path(), "team-ca");
     let other = ca(keys.path(), "other-ca");
-    let project = repo(&share, &team);
+    let project = repo(&file_url(&share), &team);
     // Each runner signs with its own key and a certificate the audit must refuse.
     let cases = [
         (
@@ -506,7 +532,7 @@ fn an_audit_refuses_expired_revoked_and_foreign_certificates() {
     let m = machine("refuse-reviewer");
     let (code, report, stderr) = audit(
         &m,
-        &share,
+        &file_url(&share),
         &[
             "--ca",
             team.public.to_str().unwrap(),
@@ -541,7 +567,11 @@ fn a_ca_with_no_session_in_the_store_fails_the_audit() {
     std::fs::create_dir(&share).unwrap();
     let team = ca(keys.path(), "team-ca");
     let m = machine("team-empty-reviewer");
-    let (code, report, stderr) = audit(&m, &share, &["--ca", team.public.to_str().unwrap()]);
+    let (code, report, stderr) = audit(
+        &m,
+        &file_url(&share),
+        &["--ca", team.public.to_str().unwrap()],
+    );
     assert_eq!(code, 1, "{stderr}");
     assert!(
         report["findings"][0]
