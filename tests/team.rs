@@ -6,6 +6,7 @@
 
 mod common;
 #[path = "common/s3.rs"]
+#[allow(dead_code)]
 mod s3;
 
 use common::*;
