@@ -14,6 +14,10 @@ pub enum Status {
     Complete,
     /// No closing bundle yet, and everything shipped is consistent.
     Open,
+    /// Everything shipped is consistent, but an entry records that the hook found its sealed
+    /// checkpoint lost (`context.checkpoint_lost`): entries before it may have been cut off
+    /// before they were shipped. Never `complete`, and not a pass.
+    Notice,
     /// An object that does not verify: a bad signature, an unknown key, a malformed object.
     Unverifiable,
     /// The closing bundle is shorter than a checkpoint shipped before it.
@@ -29,6 +33,7 @@ impl Status {
         match self {
             Status::Complete => "complete",
             Status::Open => "open",
+            Status::Notice => "notice",
             Status::Unverifiable => "unverifiable",
             Status::Truncated => "truncated",
             Status::Rewritten => "rewritten",
@@ -140,6 +145,10 @@ pub struct Report {
     /// Keys under the prefix that belong to no session of the layout.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stray: Vec<String>,
+    /// What the audit found about the fleet rather than one session (for example, no session
+    /// at all of a pinned key): each one fails the audit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
 }
 
 impl Report {
@@ -150,12 +159,17 @@ impl Report {
                 .then_with(|| a.project.cmp(&b.project))
                 .then_with(|| a.session.cmp(&b.session))
         });
-        Report { sessions, stray }
+        Report {
+            sessions,
+            stray,
+            findings: Vec::new(),
+        }
     }
 
-    /// Every session complete or open. Stray keys are reported but judge no session.
+    /// Every session complete or open, and no fleet-level finding. Stray keys are reported
+    /// but judge no session.
     pub fn passes(&self) -> bool {
-        self.sessions.iter().all(|s| s.status.passes())
+        self.findings.is_empty() && self.sessions.iter().all(|s| s.status.passes())
     }
 
     /// How many sessions have each status, worst first, those with none left out.
