@@ -1,6 +1,7 @@
 //! `attenu-hook ship [--project DIR] [--quiet]`: drains the outbox to `[ship] url` by hand,
 //! with progress on stderr. Exit 0 when the outbox is empty afterwards, 1 when something is
 //! left (with the reason), 2 when shipping is not configured or the input is unusable.
+//! `--probe` tries the store instead (`crate::ship::probe`).
 
 use super::project::state_project_dir;
 use super::{fail, Exit};
@@ -23,6 +24,11 @@ pub struct Args {
     /// its process id and return at once
     #[arg(long, conflicts_with = "quiet")]
     detach: bool,
+    /// Try the store instead of draining: write one small object, read it back, delete it
+    /// (a write-once bucket's refusal is reported, not an error). Exit 0 when the shipper
+    /// could ship there, 1 when not. `doctor` runs this
+    #[arg(long, conflicts_with_all = ["quiet", "detach"])]
+    probe: bool,
 }
 
 pub fn run(a: Args) -> Exit {
@@ -37,6 +43,9 @@ pub fn run(a: Args) -> Exit {
             root.display()
         ));
     };
+    if a.probe {
+        return probe(&url);
+    }
     if a.detach {
         return match crate::ship::spawn_detached(&root) {
             Ok(pid) => {
@@ -112,4 +121,33 @@ pub fn run(a: Args) -> Exit {
         report.shipped()
     );
     Exit::CheckFailed
+}
+
+/// `ship --probe`: one sentence on stdout when the store works, the reason on stderr when not.
+fn probe(url: &str) -> Exit {
+    let target = match crate::ship::Target::parse(url) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
+    let store = match crate::ship::Store::from_env(url, &target) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("attenu-hook: ship --probe: {e}");
+            return Exit::CheckFailed;
+        }
+    };
+    let rt = match crate::ship::runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail(format!("cannot start the shipper's runtime: {e}")),
+    };
+    match rt.block_on(crate::ship::probe::probe(&store)) {
+        Ok(p) => {
+            println!("{}", p.sentence(url));
+            Exit::Success
+        }
+        Err(e) => {
+            eprintln!("attenu-hook: ship --probe: {url}: {e}");
+            Exit::CheckFailed
+        }
+    }
 }

@@ -11,12 +11,14 @@
 //! - [`drain`](mod@drain): read, create, compare, remove; write [`state`].
 //! - [`lock`]: one shipper per project, and the bell that makes sure no queued object waits
 //!   for a shipper that already left.
+//! - [`probe`]: `ship --probe` (and `doctor`): write, read back and delete one object.
 //! - [`spawn`]: a detached shipper that holds no descriptor Claude Code waits on.
 
 pub mod drain;
 mod faults;
 pub mod lock;
 pub mod outbox;
+pub mod probe;
 pub mod spawn;
 pub mod state;
 pub mod store;
