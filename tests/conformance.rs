@@ -24,6 +24,7 @@ fn main() {
         both_verifiers_reject_tampered_copies,
         sixteen_processes_exporting_and_appending_at_once_leave_one_key_and_valid_bundles,
         verdicts_match_the_reference_vectors,
+        reference_accepts_a_bundle_signed_by_a_certified_key,
     ]);
 }
 
@@ -559,4 +560,89 @@ fn verdicts_match_the_reference_vectors() {
         problems.len(),
         problems.join("\n\n")
     );
+}
+
+/// A runner signing with a key and certificate made by the real `ssh-keygen`: the bundle
+/// carries the certificate (`signer`) and the root its identity, and the reference verifier,
+/// given the certified key as an anchor.pub, accepts it.
+fn reference_accepts_a_bundle_signed_by_a_certified_key() {
+    let py = need_reference_python();
+    need_tool("ssh-keygen", "-?");
+    let keys = TempDir::new("conf-cert-keys");
+    let run = |args: &[&str]| {
+        let out = Command::new("ssh-keygen").args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let (ca, key) = (keys.path().join("ca"), keys.path().join("runner"));
+    for k in [&ca, &key] {
+        run(&["-q", "-t", "ed25519", "-N", "", "-f", k.to_str().unwrap()]);
+    }
+    let public = format!("{}.pub", key.display());
+    run(&[
+        "-q",
+        "-s",
+        ca.to_str().unwrap(),
+        "-I",
+        "ci-main",
+        "-n",
+        "attenu-hook",
+        "-V",
+        "+1d",
+        &public,
+    ]);
+    let cert = keys.path().join("runner-cert.pub");
+    let p = sample("conf-cert");
+    let env = [
+        ("ATTENU_SIGNING_KEY_FILE", key.as_os_str()),
+        ("ATTENU_SIGNING_CERT_FILE", cert.as_os_str()),
+    ];
+    let session = "s1";
+    for e in [
+        session_start(session, p.path(), "startup"),
+        pre(
+            session,
+            p.path(),
+            Some("reviewer"),
+            "Read",
+            json!({"file_path": "/p/a"}),
+            "t1",
+        ),
+        pre(
+            session,
+            p.path(),
+            Some("reviewer"),
+            "Bash",
+            json!({"command": "ls"}),
+            "t2",
+        ),
+        event(session, p.path(), "SessionEnd"),
+    ] {
+        assert_eq!(hook_env(p.path(), &e, &env).code, 0);
+    }
+    let bundle_path = p.path().join(".attenu/bundle-s1.json");
+    let bundle: Value = serde_json::from_slice(&std::fs::read(&bundle_path).unwrap()).unwrap();
+    let certified =
+        attenu_hook::trust::Cert::parse(&std::fs::read_to_string(&cert).unwrap()).unwrap();
+    assert_eq!(
+        bundle["signer"]["certificate"].as_str().unwrap(),
+        certified.line
+    );
+    assert_eq!(bundle["anchor"]["kid"], certified.kid().as_str());
+    assert_eq!(
+        bundle["entries"][0]["context"]["identity"]["signer"]["certificate"]["key_id"],
+        "ci-main"
+    );
+    let anchor_pub = keys.path().join("runner-anchor.pub");
+    std::fs::write(
+        &anchor_pub,
+        json!({"alg": "EdDSA", "kid": certified.kid(), "public_key": attenu_hook::ledger::chain::hex(certified.public.as_bytes())}).to_string(),
+    )
+    .unwrap();
+    let report = reference_verify(&py, &bundle_path, &anchor_pub);
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["checks"]["anchor"], "verified", "{report}");
 }

@@ -31,6 +31,7 @@ fn main() {
         an_https_endpoint_gets_a_tls_handshake,
         a_shipper_that_leaves_a_busy_lock_loses_nothing,
         ship_by_hand_waits_for_the_running_drain_and_ships_what_is_left,
+        ended_sessions_all_reach_the_store_without_a_ship_by_hand,
     ]);
 }
 
@@ -710,4 +711,86 @@ fn ship_by_hand_waits_for_the_running_drain_and_ships_what_is_left() {
     assert!(rest.contains("the outbox is empty"), "{rest}");
     assert!(by_hand.wait().unwrap().success());
     assert_eq!(pending(p.path()), Vec::<String>::new());
+}
+
+/// Ten sessions recorded at once, each with a burst of parallel denials and its SessionEnd
+/// right after a deny, with no `ship` by hand: the hook's own shippers leave every object in
+/// the store, and the audit finds every session complete. (The interleaving that used to
+/// strand an object is forced in `a_shipper_that_leaves_a_busy_lock_loses_nothing`; this is
+/// the whole path under load.)
+fn ended_sessions_all_reach_the_store_without_a_ship_by_hand() {
+    let share = TempDir::new("share-ten");
+    let url = format!("file://{}", share.path().display());
+    let p = common::sample("ship-ten");
+    common::write_config(p.path(), format!("[ship]\nurl = \"{url}\"\n"));
+    let root = p.path().to_path_buf();
+    let sessions: Vec<String> = (0..10).map(|i| format!("s{i}")).collect();
+    std::thread::scope(|scope| {
+        for s in &sessions {
+            let root = root.clone();
+            scope.spawn(move || {
+                let start = common::session_start(s, &root, "startup");
+                assert_eq!(common::hook(&root, &start).code, 0);
+                std::thread::scope(|burst| {
+                    for i in 0..3 {
+                        let root = root.clone();
+                        burst.spawn(move || {
+                            let call = common::pre(
+                                s,
+                                &root,
+                                Some("reviewer"),
+                                "Bash",
+                                serde_json::json!({"command": "ls"}),
+                                &format!("t{i}"),
+                            );
+                            assert!(common::hook(&root, &call).denied());
+                        });
+                    }
+                });
+                let end = common::event(s, &root, "SessionEnd");
+                assert_eq!(common::hook(&root, &end).code, 0);
+            });
+        }
+    });
+    // Wait for the detached shippers (bounded; how long it took is printed, not asserted).
+    let anchor = root.join(".attenu/anchor.pub");
+    let started = Instant::now();
+    let report = loop {
+        let out = s3::isolated_command(
+            &["audit", &url, "--pub", anchor.to_str().unwrap(), "--json"],
+            &[],
+        )
+        .output()
+        .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let complete = report["sessions"]
+            .as_array()
+            .is_some_and(|s| s.len() == 10 && s.iter().all(|x| x["status"] == "complete"));
+        if (complete && pending(&root).is_empty()) || started.elapsed() > Duration::from_secs(120) {
+            break report;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    eprintln!(
+        "all ten sessions complete in the store after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        pending(&root),
+        Vec::<String>::new(),
+        "nothing left in the outbox"
+    );
+    for s in report["sessions"].as_array().unwrap() {
+        assert_eq!(s["status"], "complete", "{s}");
+        assert_eq!(
+            s["chains"][0]["checkpoints"]
+                .as_array()
+                .map(Vec::len)
+                .unwrap_or(0)
+                >= 4,
+            true,
+            "{s}"
+        );
+    }
+    assert_eq!(report["sessions"].as_array().unwrap().len(), 10, "{report}");
 }

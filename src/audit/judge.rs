@@ -53,31 +53,39 @@ fn short(root: &Hash) -> String {
     hex(&root[..6])
 }
 
-/// Judges one chain. `key` is the pinned key of its project (None: no `--pub` has its kid).
-pub fn judge_chain(chain: &ChainObjects, key: Option<&VerifyingKey>, now_ms: u64) -> ChainReport {
+/// Judges one chain. `key` is the trusted key of its signer, or why no key is trusted
+/// (`crate::audit::trust::key_for`).
+pub fn judge_chain(
+    chain: &ChainObjects,
+    key: Result<&VerifyingKey, &str>,
+    now_ms: u64,
+) -> ChainReport {
     let mut findings = Vec::new();
     let mut commitments = Vec::new();
     let mut histories = Histories::new();
     match key {
-        Some(key) => {
+        Ok(key) => {
             let expect = Expect {
                 kid: &chain.kid,
                 chain_id: &chain.chain_id,
                 key,
             };
-            read_objects(chain, expect, &mut histories, &mut commitments, &mut findings);
+            read_objects(
+                chain,
+                expect,
+                &mut histories,
+                &mut commitments,
+                &mut findings,
+            );
         }
-        None => findings.push(Finding {
+        Err(why) => findings.push(Finding {
             status: Status::Unverifiable,
-            why: format!(
-                "no --pub key has the id {}, so nothing of project {} can be checked; pass that project's anchor.pub",
-                chain.kid, chain.kid
-            ),
+            why: why.to_string(),
             objects: Vec::new(),
         }),
     }
     compare(&histories, &commitments, &mut findings);
-    let base = closing(&commitments, now_ms, &mut findings);
+    let base = closing(&commitments, now_ms, chain.times_trusted, &mut findings);
     finish(chain, &commitments, base, findings)
 }
 
@@ -95,7 +103,9 @@ fn read_objects<'a>(
         let Some(bytes) = o.bytes.as_deref() else {
             findings.push(unverifiable(
                 o,
-                "was listed by the store, which then returned nothing for it (deleted meanwhile?)",
+                o.skipped.as_deref().unwrap_or(
+                    "was listed by the store, which then returned nothing for it (deleted meanwhile?)",
+                ),
             ));
             continue;
         };
@@ -324,7 +334,12 @@ fn inconsistent(x: &Commitment<'_>, y: &Commitment<'_>) -> Finding {
 
 /// Step 4: the closing bundle against the checkpoints. Returns the chain's status when no
 /// finding is worse, and its sentence.
-fn closing(commitments: &[Commitment<'_>], now_ms: u64, findings: &mut Vec<Finding>) -> Finding {
+fn closing(
+    commitments: &[Commitment<'_>],
+    now_ms: u64,
+    times_trusted: bool,
+    findings: &mut Vec<Finding>,
+) -> Finding {
     let checkpoints: Vec<&Commitment> = commitments.iter().filter(|c| !c.bundle).collect();
     let bundles = commitments.iter().filter(|c| c.bundle);
     let last = bundles.clone().max_by_key(|b| (b.size, b.stored_ms));
@@ -332,6 +347,20 @@ fn closing(commitments: &[Commitment<'_>], now_ms: u64, findings: &mut Vec<Findi
     for b in bundles {
         let is_last = last.is_some_and(|l| std::ptr::eq(l, b));
         for c in checkpoints.iter().filter(|c| c.size > b.size) {
+            if !times_trusted {
+                // Before or after the end is told by the store's times alone, and these are
+                // the shipping machine's (a `file://` store): either way is a claim.
+                findings.push(Finding {
+                    status: Status::Unverifiable,
+                    why: format!(
+                        "{} is longer than the closing {}, and this store's times are set by the machines that ship to it, so whether the chain went on after its end or was cut off cannot be told; audit a store whose server sets the times (S3)",
+                        c.what(),
+                        b.what()
+                    ),
+                    objects: vec![b.key.to_string(), c.key.to_string()],
+                });
+                continue;
+            }
             // A tie in store time counts as before for the closing bundle: the store did not
             // receive the longer history after the end, so the end does not reach it.
             let before = c.stored_ms < b.stored_ms || (is_last && c.stored_ms == b.stored_ms);

@@ -33,6 +33,7 @@ pub mod objects;
 pub mod read;
 pub mod render;
 pub mod report;
+pub mod trust;
 
 #[cfg(test)]
 mod tests;

@@ -43,6 +43,18 @@ pub fn parse(key: &str) -> Option<ObjectKey> {
     })
 }
 
+/// The kid of a certificate object, `<kid>/certificate/<64 hex>.pub`
+/// (`crate::evidence::checkpoint::certificate_name`).
+pub fn certificate_of(key: &str) -> Option<&str> {
+    let mut parts = key.split('/');
+    let (kid, dir, file) = (parts.next()?, parts.next()?, parts.next()?);
+    let ok = parts.next().is_none()
+        && !kid.is_empty()
+        && dir == "certificate"
+        && file.strip_suffix(".pub").and_then(root_hex).is_some();
+    ok.then_some(kid)
+}
+
 /// The (kid, session) of a key with at least two components, for a key that belongs to a
 /// session but not to the layout.
 pub fn session_of(key: &str) -> Option<(String, String)> {

@@ -6,7 +6,9 @@
 use super::judge::judge_chain;
 use super::names;
 use super::report::{Report, SessionReport};
+use super::trust::{self, Pinning};
 use crate::ship::{ObjectInfo, Store, StoreError};
+use crate::trust::Cert;
 use ed25519_dalek::VerifyingKey;
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use std::collections::{BTreeMap, HashMap};
@@ -16,13 +18,21 @@ use std::time::UNIX_EPOCH;
 /// The pinned keys, by key id.
 pub type Keys = HashMap<String, VerifyingKey>;
 
-/// One object: its key, the store's time for it, and its bytes (`None`: listed, then gone).
+/// One object: its key, the store's time for it, and its bytes (`None`: listed, then gone,
+/// or not read: `skipped` says why).
 #[derive(Debug, Clone)]
 pub struct Stored {
     pub key: String,
     pub stored_ms: u64,
     pub bytes: Option<Vec<u8>>,
+    pub skipped: Option<String>,
 }
+
+/// An object larger than this is not read: no object the hook ships comes near it (a
+/// 1M-entry bundle is about 750 MB), and one such object must not cost the whole audit.
+pub const MAX_OBJECT_BYTES: u64 = 1 << 30;
+/// A certificate object is one line.
+const MAX_CERT_BYTES: u64 = 64 * 1024;
 
 /// The objects of one chain directory `<kid>/<session>/<chain_id>/`.
 #[derive(Debug, Clone)]
@@ -31,6 +41,8 @@ pub struct ChainObjects {
     pub session: String,
     pub chain_id: String,
     pub objects: Vec<Stored>,
+    /// Whether the objects' times were set by the store's server, so they can order events.
+    pub times_trusted: bool,
 }
 
 /// Sessions judged at once, and requests in flight per session: about 64 requests at most,
@@ -41,14 +53,22 @@ const GETS_PER_SESSION: usize = 8;
 /// A session's listing: its chains and their objects (keys not yet fetched).
 type SessionListing = BTreeMap<String, Vec<ObjectInfo>>;
 
-/// The listing grouped by (kid, session), and the keys that belong to no session.
-pub fn group(
-    listing: Vec<ObjectInfo>,
-) -> (BTreeMap<(String, String), SessionListing>, Vec<String>) {
+/// The listing grouped by (kid, session), the certificate objects by kid, and the keys that
+/// belong to no session.
+pub struct Grouped {
+    pub sessions: BTreeMap<(String, String), SessionListing>,
+    pub certificates: BTreeMap<String, Vec<ObjectInfo>>,
+    pub stray: Vec<String>,
+}
+
+pub fn group(listing: Vec<ObjectInfo>) -> Grouped {
     let mut sessions: BTreeMap<(String, String), SessionListing> = BTreeMap::new();
+    let mut certificates: BTreeMap<String, Vec<ObjectInfo>> = BTreeMap::new();
     let mut stray = Vec::new();
     for info in listing {
-        if let Some(k) = names::parse(&info.key) {
+        if let Some(kid) = names::certificate_of(&info.key) {
+            certificates.entry(kid.to_string()).or_default().push(info);
+        } else if let Some(k) = names::parse(&info.key) {
             sessions
                 .entry((k.kid, k.session))
                 .or_default()
@@ -74,22 +94,43 @@ pub fn group(
             stray.push(info.key);
         }
     }
-    (sessions, stray)
+    Grouped {
+        sessions,
+        certificates,
+        stray,
+    }
 }
 
 /// Audits everything under the store's prefix. `Err` only when the store cannot be read.
-pub async fn audit(store: &Store, keys: Arc<Keys>, now_ms: u64) -> Result<Report, StoreError> {
-    let (sessions, stray) = group(store.list("").await?);
+pub async fn audit(
+    store: &Store,
+    pinning: Arc<Pinning>,
+    now_ms: u64,
+) -> Result<Report, StoreError> {
+    let listing = store.list_lossy("").await?;
+    let Grouped {
+        sessions,
+        certificates,
+        stray,
+    } = group(listing.objects);
+    let (certs, mut findings) = fetch_certificates(store, &pinning, certificates).await?;
+    let certs = Arc::new(certs);
     let reports: Vec<SessionReport> = stream::iter(sessions)
         .map(|((kid, session), chains)| {
-            let keys = Arc::clone(&keys);
+            let (pinning, certs) = (Arc::clone(&pinning), Arc::clone(&certs));
             async move {
+                let newest = chains.values().flatten().map(ms).max().unwrap_or(0);
                 let chains = fetch_session(store, &kid, &session, chains).await?;
                 let (k, s) = (kid.clone(), session.clone());
                 let judged = tokio::task::spawn_blocking(move || {
-                    let key = keys.get(&kid);
+                    let trusted = trust::key_for(&pinning, &certs, &kid, newest);
+                    let key = trusted.as_ref().map(|(k, _)| k).map_err(String::as_str);
                     let reports = chains.iter().map(|c| judge_chain(c, key, now_ms)).collect();
-                    SessionReport::of(kid, session, reports)
+                    let mut report = SessionReport::of(kid, session, reports);
+                    report.identity = chains.iter().find_map(identity_of);
+                    report.trusted = key.is_ok();
+                    report.certificate = trusted.ok().and_then(|(_, c)| c);
+                    report
                 });
                 // A bug in judging one session must not hide the verdicts on the others.
                 Ok::<_, StoreError>(judged.await.unwrap_or_else(|e| {
@@ -106,7 +147,66 @@ pub async fn audit(store: &Store, keys: Arc<Keys>, now_ms: u64) -> Result<Report
         .buffer_unordered(SESSIONS_AT_ONCE)
         .try_collect()
         .await?;
-    Ok(Report::new(reports, stray))
+    let trusted: Vec<(String, Option<trust::CertView>)> = reports
+        .iter()
+        .filter(|r| r.trusted)
+        .map(|r| (r.project.clone(), r.certificate.clone()))
+        .collect();
+    findings.extend(trust::fleet_findings(&pinning, &trusted));
+    findings.extend(listing.problems);
+    let mut report = Report::new(reports, stray);
+    report.findings = findings;
+    report.store_times = store.times_from_server();
+    Ok(report)
+}
+
+/// The certificates the store holds, by kid (only with a CA pinned), and findings about those
+/// that cannot be read.
+async fn fetch_certificates(
+    store: &Store,
+    pinning: &Pinning,
+    listing: BTreeMap<String, Vec<ObjectInfo>>,
+) -> Result<(BTreeMap<String, Vec<Cert>>, Vec<String>), StoreError> {
+    let mut certs: BTreeMap<String, Vec<Cert>> = BTreeMap::new();
+    let mut findings = Vec::new();
+    if !matches!(pinning, Pinning::Ca { .. }) {
+        return Ok((certs, findings));
+    }
+    for (kid, infos) in listing {
+        for info in infos {
+            if info.size > MAX_CERT_BYTES {
+                findings.push(format!(
+                    "{} is too large to be a certificate; not read",
+                    info.key
+                ));
+                continue;
+            }
+            let Some(bytes) = store.get(&info.key).await? else {
+                continue;
+            };
+            match Cert::parse(&String::from_utf8_lossy(&bytes)) {
+                Ok(c) => certs.entry(kid.clone()).or_default().push(c),
+                Err(e) => findings.push(format!("{} cannot be used: {e}", info.key)),
+            }
+        }
+    }
+    Ok((certs, findings))
+}
+
+/// The `context.identity` of a chain's root entry, from the entries object that starts at 0.
+fn identity_of(chain: &ChainObjects) -> Option<serde_json::Value> {
+    let first = chain.objects.iter().find(|o| {
+        matches!(
+            names::parse(&o.key).and_then(|k| k.kind),
+            Some(names::Kind::Entries { from: 0, .. })
+        )
+    })?;
+    let bytes = first.bytes.as_deref()?;
+    let line = bytes.split(|&b| b == b'\n').next()?;
+    let root: serde_json::Value = serde_json::from_slice(line).ok()?;
+    (root.get("event")?.as_str()? == "root")
+        .then(|| root.pointer("/context/identity").cloned())
+        .flatten()
 }
 
 /// Fetches every object of one session.
@@ -120,11 +220,23 @@ async fn fetch_session(
     for (chain_id, infos) in chains {
         let mut objects: Vec<Stored> = stream::iter(infos)
             .map(|info| async move {
+                if info.size > MAX_OBJECT_BYTES {
+                    return Ok(Stored {
+                        stored_ms: ms(&info),
+                        skipped: Some(format!(
+                            "is {} bytes, larger than any object attenu-hook ships ({MAX_OBJECT_BYTES}), so it was not read",
+                            info.size
+                        )),
+                        key: info.key,
+                        bytes: None,
+                    });
+                }
                 let bytes = store.get(&info.key).await?;
                 Ok::<_, StoreError>(Stored {
                     stored_ms: ms(&info),
                     key: info.key,
                     bytes,
+                    skipped: None,
                 })
             })
             .buffer_unordered(GETS_PER_SESSION)
@@ -136,6 +248,7 @@ async fn fetch_session(
             session: session.to_string(),
             chain_id,
             objects,
+            times_trusted: store.times_from_server(),
         });
     }
     Ok(out)

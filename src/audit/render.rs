@@ -2,8 +2,10 @@
 //! under each such row wrapped to the terminal's width, and a count per status. Names come
 //! from the store, so control characters in them are escaped before they reach a terminal.
 
-use super::report::{Report, Status};
+use super::report::{Report, SessionReport, Status};
 use crate::clock::rfc3339_ms;
+
+const COLUMNS: usize = 5;
 
 /// The table for a terminal `width` columns wide (at least 40 are used).
 pub fn render_text(report: &Report, url: &str, width: usize) -> String {
@@ -15,14 +17,15 @@ pub fn render_text(report: &Report, url: &str, width: usize) -> String {
             safe(url)
         ));
     }
-    let rows: Vec<[String; 4]> = report
+    let rows: Vec<[String; COLUMNS]> = report
         .sessions
         .iter()
         .map(|s| {
             [
                 s.status.as_str().to_string(),
                 safe(&s.session),
-                safe(&s.project),
+                safe(&signer(s)),
+                safe(&repository(s)),
                 rfc3339_ms(s.last_stored_ms())
                     .chars()
                     .take(19)
@@ -31,7 +34,7 @@ pub fn render_text(report: &Report, url: &str, width: usize) -> String {
             ]
         })
         .collect();
-    let header = ["STATUS", "SESSION", "PROJECT", "LAST STORED"].map(String::from);
+    let header = ["STATUS", "SESSION", "SIGNER", "REPOSITORY", "LAST STORED"].map(String::from);
     let widths = column_widths(&header, &rows, width);
     if !rows.is_empty() {
         out.push_str(&row(&header, &widths));
@@ -52,6 +55,22 @@ pub fn render_text(report: &Report, url: &str, width: usize) -> String {
             safe(key)
         ));
     }
+    for f in &report.findings {
+        for (i, line) in wrap(&safe(&format!("FINDING: {f}")), width - 4)
+            .iter()
+            .enumerate()
+        {
+            out.push_str(if i == 0 { "" } else { "    " });
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    if !report.store_times {
+        for line in wrap("note: LAST STORED is the shipping machines' own file time (a file:// store), not a time a server set", width) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
     let counts: Vec<String> = report
         .counts()
         .iter()
@@ -67,10 +86,33 @@ pub fn render_text(report: &Report, url: &str, width: usize) -> String {
     out
 }
 
+/// Who signed: the certificate's key id when the pinned CA certified the key, else the key id.
+fn signer(s: &SessionReport) -> String {
+    match &s.certificate {
+        Some(c) => c.key_id.clone(),
+        None => s.project.clone(),
+    }
+}
+
+/// `remote@commit` (12 hex) from the chain root's recorded identity, `-` when none.
+fn repository(s: &SessionReport) -> String {
+    let Some(git) = s.identity.as_ref().and_then(|i| i.get("git")) else {
+        return "-".into();
+    };
+    let remote = git.get("remote").and_then(|v| v.as_str()).unwrap_or("?");
+    let remote = remote.rsplit(['/', ':']).next().unwrap_or(remote);
+    let commit = git.get("commit").and_then(|v| v.as_str()).unwrap_or("");
+    format!("{remote}@{}", &commit[..commit.len().min(12)])
+}
+
 /// The width of each column, dropping columns from the right while the row would not fit
 /// (width 0: not shown). A session name too long for what is left is cut with `…`.
-fn column_widths(header: &[String; 4], rows: &[[String; 4]], width: usize) -> [usize; 4] {
-    let mut w = [0usize; 4];
+fn column_widths(
+    header: &[String; COLUMNS],
+    rows: &[[String; COLUMNS]],
+    width: usize,
+) -> [usize; COLUMNS] {
+    let mut w = [0usize; COLUMNS];
     for (i, h) in header.iter().enumerate() {
         w[i] = rows
             .iter()
@@ -79,8 +121,8 @@ fn column_widths(header: &[String; 4], rows: &[[String; 4]], width: usize) -> [u
             .max()
             .unwrap_or(0);
     }
-    let total = |w: &[usize; 4]| w.iter().filter(|&&c| c > 0).map(|c| c + 2).sum::<usize>();
-    for drop in [3, 2] {
+    let total = |w: &[usize; COLUMNS]| w.iter().filter(|&&c| c > 0).map(|c| c + 2).sum::<usize>();
+    for drop in [4, 3, 2] {
         if total(&w) > width {
             w[drop] = 0;
         }
@@ -91,7 +133,7 @@ fn column_widths(header: &[String; 4], rows: &[[String; 4]], width: usize) -> [u
     w
 }
 
-fn row(cells: &[String; 4], widths: &[usize; 4]) -> String {
+fn row(cells: &[String; COLUMNS], widths: &[usize; COLUMNS]) -> String {
     let mut line = String::new();
     for (cell, &w) in cells.iter().zip(widths) {
         if w == 0 {

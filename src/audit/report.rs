@@ -93,6 +93,16 @@ pub struct SessionReport {
     pub status: Status,
     pub why: String,
     pub chains: Vec<ChainReport>,
+    /// The certificate its key was trusted through (`audit --ca`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate: Option<super::trust::CertView>,
+    /// Who and where, as the chain's root recorded it (`crate::trust::identity`): signed by
+    /// the session's key, so only as good as that key's trust.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<serde_json::Value>,
+    /// Whether its key was trusted (pinned, or certified by the pinned CA).
+    #[serde(skip)]
+    pub trusted: bool,
 }
 
 impl SessionReport {
@@ -114,6 +124,9 @@ impl SessionReport {
             status,
             why,
             chains,
+            certificate: None,
+            identity: None,
+            trusted: false,
         }
     }
 
@@ -125,6 +138,9 @@ impl SessionReport {
             status: Status::Unverifiable,
             why: why.to_string(),
             chains: Vec::new(),
+            certificate: None,
+            identity: None,
+            trusted: false,
         }
     }
 
@@ -145,10 +161,18 @@ pub struct Report {
     /// Keys under the prefix that belong to no session of the layout.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stray: Vec<String>,
-    /// What the audit found about the fleet rather than one session (for example, no session
-    /// at all of a pinned key): each one fails the audit.
+    /// Findings about the fleet as a whole (a pinned key or CA with no session, a key that
+    /// changed mid-history, objects the listing could not name); any fails the audit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<String>,
+    /// Whether the store's object times were set by its server (`false` for a `file://`
+    /// store, whose times the shipping machine sets).
+    #[serde(default = "server_times")]
+    pub store_times: bool,
+}
+
+fn server_times() -> bool {
+    true
 }
 
 impl Report {
@@ -163,11 +187,12 @@ impl Report {
             sessions,
             stray,
             findings: Vec::new(),
+            store_times: true,
         }
     }
 
-    /// Every session complete or open, and no fleet-level finding. Stray keys are reported
-    /// but judge no session.
+    /// Every session complete or open, and no finding about the fleet. Stray keys are
+    /// reported but judge no session.
     pub fn passes(&self) -> bool {
         self.findings.is_empty() && self.sessions.iter().all(|s| s.status.passes())
     }

@@ -81,6 +81,7 @@ impl Dir {
             key,
             stored_ms: NOW - 3_600_000 + at * 1000,
             bytes: Some(bytes),
+            skipped: None,
         });
     }
     /// The checkpoint of `entries[..size]` and the entries object `from..size`, at `at`.
@@ -121,9 +122,14 @@ impl Dir {
             session: "s1".into(),
             chain_id: CHAIN.into(),
             objects: self.objects.clone(),
+            times_trusted: true,
         };
         let vk = key.map(|k| k.verifying());
-        judge_chain(&chain, vk.as_ref(), NOW)
+        judge_chain(
+            &chain,
+            vk.as_ref().ok_or("no --pub key has the id of this project"),
+            NOW,
+        )
     }
     fn judge(&self) -> (Status, String) {
         let r = self.judge_with(Some(&key(1)));

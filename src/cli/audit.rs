@@ -1,8 +1,10 @@
-//! `attenu-hook audit URL --pub FILE… [--json]`: judges every session an object store holds
-//! (`crate::audit`). Exit 0 when every session is complete or open, 1 when one is not, 2 when
-//! the store or a key file cannot be read.
+//! `attenu-hook audit URL (--pub FILE… | --ca FILE… [--revoked FILE]) [--json]`: judges every
+//! session an object store holds (`crate::audit`). Exit 0 when every session is complete or
+//! open and the fleet has no finding, 1 otherwise, 2 when the store or a key file cannot be
+//! read.
 
 use super::{fail, Exit};
+use crate::audit::trust::Pinning;
 use crate::audit::{self, Keys};
 use crate::evidence::keys;
 use crate::ship::{Store, Target};
@@ -14,23 +16,55 @@ pub struct Args {
     /// The store: s3://bucket/prefix (endpoint and credentials from AWS_*) or file:///dir
     url: String,
     /// The anchor.pub of each project to trust (repeat, or list several)
-    #[arg(long = "pub", value_name = "FILE", required = true, num_args = 1..)]
+    #[arg(long = "pub", value_name = "FILE", num_args = 1.., required_unless_present = "ca", conflicts_with = "ca")]
     pub_keys: Vec<PathBuf>,
+    /// The team's OpenSSH CA public key file(s): trust every signing key it certified for
+    /// the attenu-hook principal (`ssh-keygen -s CA -n attenu-hook`)
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    ca: Vec<PathBuf>,
+    /// Certificates the team took back: lines `id:<key id>`, `serial:<n>` or a public key
+    #[arg(long, value_name = "FILE", requires = "ca")]
+    revoked: Option<PathBuf>,
     /// The report as JSON
     #[arg(long)]
     json: bool,
 }
 
-pub fn run(a: Args) -> Exit {
-    let mut pinned = Keys::new();
-    for path in &a.pub_keys {
-        match keys::read_public(path) {
-            Ok(key) => {
-                pinned.insert(keys::kid_for(&key), key);
-            }
-            Err(e) => return fail(e),
+/// What the reviewer pinned, read from the files named.
+fn pinning(a: &Args) -> Result<Pinning, String> {
+    if a.ca.is_empty() {
+        let mut pinned = Keys::new();
+        for path in &a.pub_keys {
+            let key = keys::read_public(path).map_err(|e| e.to_string())?;
+            pinned.insert(keys::kid_for(&key), key);
         }
+        return Ok(Pinning::Keys(pinned));
     }
+    let read = |path: &PathBuf| {
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    };
+    let mut text = String::new();
+    for path in &a.ca {
+        let t = read(path)?;
+        crate::trust::TrustedCas::parse(&t)
+            .map_err(|e| format!("{} is not a CA public key file: {e}", path.display()))?;
+        text.push_str(&t);
+        text.push('\n');
+    }
+    let cas = crate::trust::TrustedCas::parse(&text)?;
+    let revoked = match &a.revoked {
+        Some(path) => crate::trust::Revocations::parse(&read(path)?)
+            .map_err(|e| format!("{} is not a revocation list: {e}", path.display()))?,
+        None => crate::trust::Revocations::default(),
+    };
+    Ok(Pinning::Ca { cas, revoked })
+}
+
+pub fn run(a: Args) -> Exit {
+    let pinned = match pinning(&a) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
     let target = match Target::parse(&a.url) {
         Ok(t) => t,
         Err(e) => return fail(e.replace("ship.url", "the audit's URL")),
@@ -50,19 +84,10 @@ pub fn run(a: Args) -> Exit {
         Err(e) => return fail(format!("cannot start the audit's runtime: {e}")),
     };
     let now = crate::clock::now_ms();
-    let pinned = Arc::new(pinned);
-    let report = match runtime.block_on(audit::audit(&store, Arc::clone(&pinned), now)) {
+    let report = match runtime.block_on(audit::audit(&store, Arc::new(pinned), now)) {
         Ok(r) => r,
         Err(e) => return cannot_read(&e),
     };
-    for kid in pinned.keys() {
-        if !report.sessions.iter().any(|s| &s.project == kid) {
-            eprintln!(
-                "attenu-hook: note: the store holds no session of {kid} under {}",
-                a.url
-            );
-        }
-    }
     if a.json {
         println!(
             "{}",

@@ -74,6 +74,10 @@ pub(super) fn reach_of(p: &Payload, project: &Path, attenu: &Path) -> Reach {
     let state = resolve(attenu, 0);
     out.guarded.push((state.clone(), Guarded::State));
     out.state_dir = Some(state);
+    // This user's enrolled signing key lives outside the clone: a secret like `.attenu/`.
+    if let Some(dir) = crate::trust::signer::enrolled_dir().filter(|d| d.is_absolute()) {
+        out.guarded.push((resolve(&dir, 0), Guarded::State));
+    }
     if matches!(tool, "Write" | "Edit" | "NotebookEdit") {
         out.guarded.extend(wiring(project));
     }
@@ -125,10 +129,6 @@ fn wiring(project: &Path) -> Vec<(PathBuf, Guarded)> {
             Guarded::Managed,
         ),
     ];
-    // This user's enrolled signing key lives outside the clone: a secret like `.attenu/`.
-    if let Some(dir) = crate::trust::signer::enrolled_dir().filter(|d| d.is_absolute()) {
-        out.push((real(&dir), Guarded::State));
-    }
     agent_links(&claude.join("agents"), 0, &mut out);
     if let Some(cfg) = crate::ops::user_config_dir().filter(|c| c.is_absolute()) {
         for (name, what) in [

@@ -182,6 +182,9 @@ mod tests {
             status,
             why: String::new(),
             chains: Vec::new(),
+            certificate: None,
+            identity: None,
+            trusted: true,
         }
     }
 
@@ -197,6 +200,7 @@ mod tests {
             ],
             stray: Vec::new(),
             findings: Vec::new(),
+            store_times: true,
         };
         let order: Vec<&str> = ordered(&report)
             .iter()

@@ -37,6 +37,13 @@ pub enum StoreError {
     },
 }
 
+/// A listing, and what it could not name.
+#[derive(Debug, Default)]
+pub struct Listing {
+    pub objects: Vec<ObjectInfo>,
+    pub problems: Vec<String>,
+}
+
 /// One object the store holds: its key (relative to the prefix), size, and the time the
 /// store's server gave it (not the shipping machine's clock).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -229,34 +236,72 @@ impl Store {
 
     /// Every object under `under` (a key prefix of whole components; "" for all), with the
     /// server's times, in key order.
-    pub async fn list(&self, under: &str) -> Result<Vec<ObjectInfo>, StoreError> {
-        use futures_util::TryStreamExt;
-        let base = if under.is_empty() {
+    /// Whether object times are the store's server's (S3), not ones the writers set (a
+    /// directory, whose file times the shipping user can change).
+    pub fn times_from_server(&self) -> bool {
+        self.root.is_none()
+    }
+
+    /// Everything under `under`, as [`Store::list`], except that an object the listing cannot
+    /// name (a file name that is not UTF-8 in a `file://` store) is a problem in the result
+    /// rather than an error for the whole listing. `Err` only when nothing could be listed.
+    pub async fn list_lossy(&self, under: &str) -> Result<Listing, StoreError> {
+        use futures_util::StreamExt;
+        let base = self.base(under);
+        let items: Vec<_> = self.inner.list(Some(&base)).collect().await;
+        let mut listing = Listing::default();
+        let mut first_error = None;
+        for item in items {
+            match item {
+                Ok(m) => listing.objects.push(self.info(m)),
+                Err(e) => {
+                    listing.problems.push(format!(
+                        "the store lists an object that cannot be read by name ({e}); it is not audited"
+                    ));
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if listing.objects.is_empty() {
+            if let Some(e) = first_error {
+                return Err(self.err("LIST", under, e));
+            }
+        }
+        listing.objects.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(listing)
+    }
+
+    fn base(&self, under: &str) -> ObjectPath {
+        if under.is_empty() {
             ObjectPath::from_iter(self.prefix.iter().map(String::as_str))
         } else {
             self.path(under)
-        };
+        }
+    }
+
+    fn info(&self, m: object_store::ObjectMeta) -> ObjectInfo {
+        ObjectInfo {
+            key: m
+                .location
+                .parts()
+                .skip(self.prefix.len())
+                .map(|p| p.as_ref().to_string())
+                .collect::<Vec<_>>()
+                .join("/"),
+            size: m.size,
+            last_modified: m.last_modified.into(),
+        }
+    }
+
+    pub async fn list(&self, under: &str) -> Result<Vec<ObjectInfo>, StoreError> {
+        use futures_util::TryStreamExt;
         let metas: Vec<_> = self
             .inner
-            .list(Some(&base))
+            .list(Some(&self.base(under)))
             .try_collect()
             .await
             .map_err(|e| self.err("LIST", under, e))?;
-        let skip = self.prefix.len();
-        let mut out: Vec<ObjectInfo> = metas
-            .into_iter()
-            .map(|m| ObjectInfo {
-                key: m
-                    .location
-                    .parts()
-                    .skip(skip)
-                    .map(|p| p.as_ref().to_string())
-                    .collect::<Vec<_>>()
-                    .join("/"),
-                size: m.size,
-                last_modified: m.last_modified.into(),
-            })
-            .collect();
+        let mut out: Vec<ObjectInfo> = metas.into_iter().map(|m| self.info(m)).collect();
         out.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(out)
     }

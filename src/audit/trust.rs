@@ -1,0 +1,134 @@
+//! What the reviewer trusts: single keys (`--pub`), or a team CA (`--ca`) whose certificates
+//! the store itself carries (`<kid>/certificate/<sha256>.pub`, shipped beside each chain).
+//! With a CA, a session's key is trusted only through a certificate that the CA signed for
+//! the `attenu-hook` principal, that was valid when the store received the session's newest
+//! object, and that is not revoked (`crate::trust::cert::check`).
+
+use super::read::Keys;
+use crate::trust::{cert, Cert, Revocations, TrustedCas};
+use ed25519_dalek::VerifyingKey;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The reviewer's pins.
+pub enum Pinning {
+    Keys(Keys),
+    Ca {
+        cas: TrustedCas,
+        revoked: Revocations,
+    },
+}
+
+/// The certificate a session's key was trusted through, as the report shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CertView {
+    /// `ssh-keygen -I`: who the team certified.
+    pub key_id: String,
+    pub principals: Vec<String>,
+    pub serial: u64,
+    /// The CA's SHA256 fingerprint.
+    pub ca: String,
+    /// RFC 3339.
+    pub valid_before: String,
+}
+
+impl CertView {
+    fn of(c: &Cert) -> CertView {
+        CertView {
+            key_id: c.key_id.clone(),
+            principals: c.principals.clone(),
+            serial: c.serial,
+            ca: c.ca_fingerprint.clone(),
+            valid_before: cert::utc(c.valid_before),
+        }
+    }
+}
+
+/// The key a session of `kid` is checked with, and the certificate behind it; or why none is
+/// trusted. `certs` are the certificates the store holds for `kid`; `at_ms` is the store's
+/// time of the session's newest object.
+pub fn key_for(
+    pinning: &Pinning,
+    certs: &BTreeMap<String, Vec<Cert>>,
+    kid: &str,
+    at_ms: u64,
+) -> Result<(VerifyingKey, Option<CertView>), String> {
+    match pinning {
+        Pinning::Keys(keys) => keys.get(kid).map(|k| (*k, None)).ok_or_else(|| {
+            format!(
+                "no --pub key has the id {kid}, so nothing of project {kid} can be checked; pass that project's anchor.pub"
+            )
+        }),
+        Pinning::Ca { cas, revoked } => {
+            let mine = certs.get(kid).map(Vec::as_slice).unwrap_or_default();
+            let mut problems = Vec::new();
+            for c in mine {
+                if c.kid() != kid {
+                    problems.push(format!(
+                        "a certificate stored under {kid} certifies another key ({})",
+                        c.kid()
+                    ));
+                    continue;
+                }
+                match cert::check(c, cas, revoked, at_ms / 1000) {
+                    Ok(()) => return Ok((c.public, Some(CertView::of(c)))),
+                    Err(p) => problems.push(format!("the certificate for key id {:?}: {p}", c.key_id)),
+                }
+            }
+            Err(if problems.is_empty() {
+                format!(
+                    "{kid} has no certificate in the store, so it is not a key the pinned CA vouches for (an unenrolled machine signs with its own key: `attenu-hook enroll`)"
+                )
+            } else {
+                format!(
+                    "{kid} is not certified by the pinned CA when the store received this session: {}",
+                    problems.join("; ")
+                )
+            })
+        }
+    }
+}
+
+/// Findings about the fleet as a whole, from the sessions' certificates: a certificate key id
+/// that signed with more than one key (a machine whose key changed mid-history), and a CA with
+/// no session at all.
+/// `trusted` lists the sessions whose key was trusted: their kid, and the certificate.
+pub fn fleet_findings(pinning: &Pinning, trusted: &[(String, Option<CertView>)]) -> Vec<String> {
+    let mut out = Vec::new();
+    match pinning {
+        Pinning::Ca { .. } => {
+            let certified: Vec<(&String, &CertView)> = trusted
+                .iter()
+                .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
+                .collect();
+            if certified.is_empty() {
+                out.push("no session in the store is signed by a key the pinned CA certified: check the URL's prefix and the CA file".to_string());
+            }
+            let mut by_id: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+            for (kid, view) in certified {
+                let kids = by_id.entry(view.key_id.as_str()).or_default();
+                if !kids.contains(&kid.as_str()) {
+                    kids.push(kid);
+                }
+            }
+            for (id, kids) in by_id.into_iter().filter(|(_, k)| k.len() > 1) {
+                out.push(format!(
+                    "key id {id:?} signed sessions with {} different keys ({}): its key changed mid-history; confirm with its owner that each was theirs",
+                    kids.len(),
+                    kids.join(", ")
+                ));
+            }
+        }
+        Pinning::Keys(keys) => {
+            for kid in keys.keys() {
+                if !trusted.iter().any(|(k, _)| k == kid) {
+                    out.push(format!(
+                        "the store holds no session of the pinned key {kid}"
+                    ));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -1,0 +1,670 @@
+//! A fleet under one team key (issue 38): an OpenSSH CA made with the real `ssh-keygen`
+//! certifies developers' enrolled keys and a CI runner's key; sessions recorded in clones of
+//! one repository ship to one store; an audit that pins only the CA names each certified
+//! session by its certificate's key id, repository and commit, and refuses the rest. Needs
+//! `ssh-keygen` (openssh-client) and `git`; skipped loudly without them.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    common::harness::run(tests![
+        enroll_makes_one_key_outside_the_clone_and_reuses_it,
+        enroll_cert_refuses_what_does_not_certify_this_key,
+        certified_sessions_are_complete_and_named_the_unenrolled_one_is_not,
+        an_audit_refuses_expired_revoked_and_foreign_certificates,
+        a_ca_with_no_session_in_the_store_fails_the_audit,
+        a_local_file_that_weakens_the_team_and_admin_files_is_recorded,
+        subagents_cannot_reach_the_team_file_or_the_enrolled_key,
+    ]);
+}
+
+fn need_tools() {
+    need_tool("ssh-keygen", "-?");
+    need_tool("git", "--version");
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A team CA (`ssh-keygen -t ed25519`), in `dir`.
+struct Ca {
+    key: PathBuf,
+    public: PathBuf,
+}
+
+fn ca(dir: &Path, name: &str) -> Ca {
+    let key = dir.join(name);
+    run(Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
+        .arg(&key));
+    Ca {
+        public: key.with_extension("pub"),
+        key,
+    }
+}
+
+impl Ca {
+    /// `ssh-keygen -s CA -I id -n principal -V validity -z serial KEY.pub`: the certificate,
+    /// made from a copy of `public` beside the CA, so each call writes its own file.
+    fn certify(
+        &self,
+        public: &Path,
+        id: &str,
+        principal: &str,
+        validity: &str,
+        serial: u64,
+    ) -> PathBuf {
+        let ca_name = self.key.file_name().unwrap().to_string_lossy();
+        let copy = self
+            .key
+            .with_file_name(format!("{ca_name}-{serial}-{principal}.pub"));
+        std::fs::copy(public, &copy).unwrap();
+        run(Command::new("ssh-keygen")
+            .args(["-q", "-s"])
+            .arg(&self.key)
+            .args([
+                "-I",
+                id,
+                "-n",
+                principal,
+                "-V",
+                validity,
+                "-z",
+                &serial.to_string(),
+            ])
+            .arg(&copy));
+        copy.with_file_name(format!("{ca_name}-{serial}-{principal}-cert.pub"))
+    }
+}
+
+/// One machine: its own HOME (where `enroll` keeps the key), and extra environment.
+struct Machine {
+    home: TempDir,
+    env: Vec<(String, OsString)>,
+}
+
+fn machine(tag: &str) -> Machine {
+    Machine {
+        home: TempDir::new(tag),
+        env: Vec::new(),
+    }
+}
+
+impl Machine {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .env("HOME", self.home.path())
+            .env("USER", "tester")
+            .env_remove("ATTENU_HOME")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("ATTENU_SIGNING_KEY_FILE")
+            .env_remove("ATTENU_SIGNING_CERT_FILE")
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .env(
+                "CLAUDE_CONFIG_DIR",
+                "/nonexistent/attenu-test-claude-config",
+            );
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    fn cli(&self, args: &[&str]) -> Out {
+        let out = self.command(args).output().unwrap();
+        Out {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// `enroll`, then the CA's certificate installed with `enroll --cert`.
+    fn enroll(&self, ca: &Ca, id: &str) {
+        let out = self.cli(&["enroll"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let public = self.home.path().join(".config/attenu-hook/signing-key.pub");
+        let cert = ca.certify(&public, id, "attenu-hook", "+1d", 1);
+        let out = self.cli(&["enroll", "--cert", cert.to_str().unwrap()]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    }
+
+    /// One session in `clone`: a start, an allowed read, a denied command, the end; then the
+    /// outbox drained (by hand, which waits for the hook's own shippers).
+    fn session(&self, clone: &Path, session: &str) {
+        let env: Vec<(&str, &std::ffi::OsStr)> = [
+            ("HOME", self.home.path().as_os_str()),
+            ("USER", std::ffi::OsStr::new("tester")),
+        ]
+        .into_iter()
+        .chain(self.env.iter().map(|(k, v)| (k.as_str(), v.as_os_str())))
+        .collect();
+        let events = [
+            session_start(session, clone, "startup"),
+            pre(
+                session,
+                clone,
+                Some("reviewer"),
+                "Read",
+                json!({"file_path": "README.md"}),
+                "t1",
+            ),
+            pre(
+                session,
+                clone,
+                Some("reviewer"),
+                "Bash",
+                json!({"command": "ls"}),
+                "t2",
+            ),
+            event(session, clone, "SessionEnd"),
+        ];
+        for e in &events {
+            let out = hook_env(clone, e, &env);
+            assert_eq!(out.code, 0, "{}", out.stderr);
+        }
+        let out = self.cli(&["ship", "--project", clone.to_str().unwrap()]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    }
+}
+
+/// A git repository with the sample agents and the committed team configuration, and a way
+/// to clone it for each machine.
+struct Repo {
+    dir: TempDir,
+    commit: String,
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    run(Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args))
+}
+
+fn repo(share: &Path, ca: &Ca) -> Repo {
+    let dir = sample("team-repo");
+    let ca_line = std::fs::read_to_string(&ca.public).unwrap();
+    std::fs::write(
+        dir.path().join(".claude/attenu.toml"),
+        format!(
+            "[ship]\nurl = \"file://{}\"\n\n[trust]\nca = [{:?}]\n",
+            share.display(),
+            ca_line.trim()
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("README.md"), "team\n").unwrap();
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    git(
+        dir.path(),
+        &[
+            "remote",
+            "add",
+            "origin",
+            "https://ci-bot:s3cret@git.example.com/acme/app.git",
+        ],
+    );
+    git(dir.path(), &["add", "-A"]);
+    git(dir.path(), &["commit", "-q", "-m", "start"]);
+    let commit = git(dir.path(), &["rev-parse", "HEAD"]).trim().to_string();
+    Repo { dir, commit }
+}
+
+impl Repo {
+    fn clone_to(&self, tag: &str) -> TempDir {
+        let to = TempDir::new(tag);
+        std::fs::remove_dir_all(to.path()).unwrap();
+        run(Command::new("git")
+            .args(["clone", "-q"])
+            .arg(self.dir.path())
+            .arg(to.path()));
+        // The clone's origin is the local path; name the team's remote as a real clone would.
+        git(
+            to.path(),
+            &[
+                "remote",
+                "set-url",
+                "origin",
+                "https://git.example.com/acme/app.git",
+            ],
+        );
+        to
+    }
+}
+
+fn audit(m: &Machine, share: &Path, extra: &[&str]) -> (i32, Value, String) {
+    let url = format!("file://{}", share.display());
+    let mut args = vec!["audit", url.as_str(), "--json"];
+    args.extend_from_slice(extra);
+    let out = m.cli(&args);
+    let json = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
+    (out.code, json, out.stderr)
+}
+
+fn enroll_makes_one_key_outside_the_clone_and_reuses_it() {
+    need_tools();
+    use std::os::unix::fs::PermissionsExt;
+    let m = machine("enroll-home");
+    let first = m.cli(&["enroll"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(
+        first.stdout.starts_with("ssh-ed25519 AAAA"),
+        "{}",
+        first.stdout
+    );
+    assert!(
+        first.stderr.contains("ssh-keygen -s CA_KEY"),
+        "{}",
+        first.stderr
+    );
+    let again = m.cli(&["enroll"]);
+    assert_eq!(again.stdout, first.stdout, "the same key, reused");
+    let dir = m.home.path().join(".config/attenu-hook");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&dir.join("signing-key")), 0o600);
+    // ssh-keygen itself reads the key and derives the same public line.
+    let derived = run(Command::new("ssh-keygen")
+        .arg("-y")
+        .arg("-f")
+        .arg(dir.join("signing-key")));
+    assert_eq!(
+        derived.split_whitespace().take(2).collect::<Vec<_>>(),
+        first.stdout.split_whitespace().take(2).collect::<Vec<_>>()
+    );
+}
+
+fn enroll_cert_refuses_what_does_not_certify_this_key() {
+    need_tools();
+    let keys = TempDir::new("enroll-cas");
+    let team = ca(keys.path(), "team-ca");
+    let other = ca(keys.path(), "other-ca");
+    let project = repo(&keys.path().join("share"), &team);
+    let m = machine("enroll-cert-home");
+    assert_eq!(m.cli(&["enroll"]).code, 0);
+    let public = m.home.path().join(".config/attenu-hook/signing-key.pub");
+    let p = project.dir.path().to_str().unwrap();
+    let try_cert =
+        |cert: &Path| m.cli(&["enroll", "--project", p, "--cert", cert.to_str().unwrap()]);
+    let cases: Vec<(PathBuf, &str)> = vec![
+        (
+            team.certify(&public, "alice", "ssh-login", "+1d", 1),
+            "not `attenu-hook`",
+        ),
+        (
+            team.certify(&public, "alice", "attenu-hook", "20200101:20200102", 2),
+            "expired",
+        ),
+        (
+            team.certify(&public, "alice", "attenu-hook", "+52w:+53w", 3),
+            "not valid before",
+        ),
+        (
+            other.certify(&public, "alice", "attenu-hook", "+1d", 4),
+            "not a pinned team CA",
+        ),
+    ];
+    for (cert, why) in &cases {
+        let out = try_cert(cert);
+        assert_eq!(out.code, 2, "{why}: {}", out.stderr);
+        assert!(out.stderr.contains(why), "{why}: {}", out.stderr);
+        std::fs::remove_file(cert).unwrap();
+    }
+    // A certificate of another key.
+    let stranger = keys.path().join("stranger");
+    run(Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(&stranger));
+    let foreign = team.certify(
+        &stranger.with_extension("pub"),
+        "mallory",
+        "attenu-hook",
+        "+1d",
+        6,
+    );
+    let out = try_cert(&foreign);
+    assert!(
+        out.code == 2 && out.stderr.contains("certifies another key"),
+        "{}",
+        out.stderr
+    );
+    assert!(!m
+        .home
+        .path()
+        .join(".config/attenu-hook/signing-key-cert.pub")
+        .exists());
+    let good = team.certify(&public, "alice@laptop", "attenu-hook", "+1d", 7);
+    let out = try_cert(&good);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("\"alice@laptop\""), "{}", out.stderr);
+}
+
+/// Two developers, a CI runner (key and certificate from its environment) and an unenrolled
+/// machine record sessions in clones of one repository; the audit pins only the CA.
+fn certified_sessions_are_complete_and_named_the_unenrolled_one_is_not() {
+    need_tools();
+    let keys = TempDir::new("team-keys");
+    let share = keys.path().join("share");
+    std::fs::create_dir(&share).unwrap();
+    let team = ca(keys.path(), "team-ca");
+    let project = repo(&share, &team);
+    let alice = machine("team-alice");
+    alice.enroll(&team, "alice@laptop");
+    let bob = machine("team-bob");
+    bob.enroll(&team, "bob@desktop");
+    let mut ci = machine("team-ci");
+    let runner_key = keys.path().join("ci-key");
+    run(Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(&runner_key));
+    let runner_cert = team.certify(
+        &runner_key.with_extension("pub"),
+        "ci-main",
+        "attenu-hook",
+        "+1d",
+        9,
+    );
+    ci.env
+        .push(("ATTENU_SIGNING_KEY_FILE".into(), runner_key.clone().into()));
+    ci.env
+        .push(("ATTENU_SIGNING_CERT_FILE".into(), runner_cert.into()));
+    let stranger = machine("team-unenrolled");
+    for (m, tag) in [
+        (&alice, "alice"),
+        (&bob, "bob"),
+        (&ci, "ci"),
+        (&stranger, "unenrolled"),
+    ] {
+        let clone = project.clone_to(&format!("team-clone-{tag}"));
+        m.session(clone.path(), &format!("s-{tag}"));
+    }
+    let (code, report, stderr) = audit(&alice, &share, &["--ca", team.public.to_str().unwrap()]);
+    assert_eq!(code, 1, "the unenrolled session fails the audit: {stderr}");
+    let sessions = report["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 4, "{report}");
+    let by = |s: &str| sessions.iter().find(|x| x["session"] == s).unwrap();
+    for (session, id) in [
+        ("s-alice", "alice@laptop"),
+        ("s-bob", "bob@desktop"),
+        ("s-ci", "ci-main"),
+    ] {
+        let s = by(session);
+        assert_eq!(s["status"], "complete", "{session}: {s}");
+        assert_eq!(s["certificate"]["key_id"], id, "{s}");
+        assert_eq!(
+            s["identity"]["git"]["commit"],
+            project.commit.as_str(),
+            "{s}"
+        );
+        assert_eq!(
+            s["identity"]["git"]["remote"], "https://git.example.com/acme/app.git",
+            "{s}"
+        );
+        assert_eq!(s["identity"]["git"]["branch"], "main", "{s}");
+        assert_eq!(s["identity"]["user"], "tester", "{s}");
+    }
+    assert_eq!(by("s-ci")["identity"]["signer"]["source"], "environment");
+    let lone = by("s-unenrolled");
+    assert_eq!(lone["status"], "unverifiable", "{lone}");
+    assert!(
+        lone["why"]
+            .as_str()
+            .unwrap()
+            .contains("has no certificate in the store"),
+        "{lone}"
+    );
+    // The text names sessions by who the certificate says, and the repository at its commit.
+    let url = format!("file://{}", share.display());
+    let text = alice.cli(&["audit", &url, "--ca", team.public.to_str().unwrap()]);
+    assert!(text.stdout.contains("alice@laptop"), "{}", text.stdout);
+    assert!(
+        text.stdout
+            .contains(&format!("app.git@{}", &project.commit[..12])),
+        "{}",
+        text.stdout
+    );
+    assert!(text.stdout.contains("file time"), "{}", text.stdout);
+    // `--pub` still works for single keys.
+    let anchor = project.clone_to("team-clone-pub");
+    let solo = machine("team-solo");
+    solo.session(anchor.path(), "s-solo");
+    let anchor_pub = anchor.path().join(".attenu/anchor.pub");
+    let (code, report, stderr) = audit(&solo, &share, &["--pub", anchor_pub.to_str().unwrap()]);
+    let solo_session = report["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["session"] == "s-solo")
+        .cloned();
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(solo_session.unwrap()["status"], "complete");
+}
+
+fn an_audit_refuses_expired_revoked_and_foreign_certificates() {
+    need_tools();
+    let keys = TempDir::new("team-refuse");
+    let share = keys.path().join("share");
+    std::fs::create_dir(&share).unwrap();
+    let team = ca(keys.path(), "team-ca");
+    let other = ca(keys.path(), "other-ca");
+    let project = repo(&share, &team);
+    // Each runner signs with its own key and a certificate the audit must refuse.
+    let cases = [
+        (
+            "expired",
+            &team,
+            "attenu-hook",
+            "20200101:20200102",
+            "expired",
+        ),
+        (
+            "foreign",
+            &other,
+            "attenu-hook",
+            "+1d",
+            "not a pinned team CA",
+        ),
+        ("principal", &team, "deploy", "+1d", "not `attenu-hook`"),
+        ("revoked", &team, "attenu-hook", "+1d", "is revoked"),
+    ];
+    for (tag, signer, principal, validity, _) in &cases {
+        let mut m = machine(&format!("refuse-{tag}"));
+        let key = keys.path().join(format!("{tag}-key"));
+        run(Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+            .arg(&key));
+        let cert = signer.certify(
+            &key.with_extension("pub"),
+            &format!("runner-{tag}"),
+            principal,
+            validity,
+            7,
+        );
+        m.env.push(("ATTENU_SIGNING_KEY_FILE".into(), key.into()));
+        m.env.push(("ATTENU_SIGNING_CERT_FILE".into(), cert.into()));
+        let clone = project.clone_to(&format!("refuse-clone-{tag}"));
+        m.session(clone.path(), &format!("s-{tag}"));
+    }
+    let revoked = keys.path().join("revoked");
+    std::fs::write(&revoked, "# taken back\nid:runner-revoked\n").unwrap();
+    let m = machine("refuse-reviewer");
+    let (code, report, stderr) = audit(
+        &m,
+        &share,
+        &[
+            "--ca",
+            team.public.to_str().unwrap(),
+            "--revoked",
+            revoked.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    for (tag, _, _, _, why) in &cases {
+        let s = report["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["session"] == format!("s-{tag}"))
+            .unwrap();
+        assert_ne!(s["status"], "complete", "{tag}: {s}");
+        assert!(s["why"].as_str().unwrap().contains(why), "{tag}: {s}");
+    }
+    assert!(
+        report["findings"].as_array().unwrap().iter().any(|f| f
+            .as_str()
+            .unwrap()
+            .contains("no session in the store is signed by a key the pinned CA certified")),
+        "{report}"
+    );
+}
+
+fn a_ca_with_no_session_in_the_store_fails_the_audit() {
+    need_tools();
+    let keys = TempDir::new("team-empty");
+    let share = keys.path().join("share");
+    std::fs::create_dir(&share).unwrap();
+    let team = ca(keys.path(), "team-ca");
+    let m = machine("team-empty-reviewer");
+    let (code, report, stderr) = audit(&m, &share, &["--ca", team.public.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        report["findings"][0]
+            .as_str()
+            .unwrap()
+            .contains("no session"),
+        "{report}"
+    );
+}
+
+/// The administrator's file and the team's committed file set enforcement and shipping; the
+/// clone's own file turns enforcement down. It applies, and the chain's root says so.
+fn a_local_file_that_weakens_the_team_and_admin_files_is_recorded() {
+    let p = sample("team-layers");
+    let admin = TempDir::new("team-layers-admin");
+    let admin_file = admin.path().join("config.toml");
+    std::fs::write(&admin_file, "enforce_main_thread = true\n").unwrap();
+    std::fs::write(
+        p.path().join(".claude/attenu.toml"),
+        "mode = \"enforce\"\n[gate]\nrequire = [\"exec.bash\"]\n",
+    )
+    .unwrap();
+    write_config(
+        p.path(),
+        "mode = \"observe\"\nenforce_main_thread = false\n",
+    );
+    let env = [("ATTENU_ADMIN_CONFIG", admin_file.as_os_str())];
+    let bash = pre(
+        "s1",
+        p.path(),
+        Some("reviewer"),
+        "Bash",
+        json!({"command": "ls"}),
+        "t1",
+    );
+    let out = hook_env(p.path(), &bash, &env);
+    assert!(
+        out.is_allow(),
+        "observe, as the local file says: {}",
+        out.stdout
+    );
+    let root = &entries(p.path(), "s1")[0];
+    let config = &root["context"]["identity"]["config"];
+    let sources: Vec<&str> = config["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(sources.len(), 3, "{config}");
+    assert_eq!(sources[0], admin_file.to_str().unwrap());
+    assert!(sources[1].ends_with(".claude/attenu.toml"), "{config}");
+    let overrides = config["overrides"].to_string();
+    assert!(
+        overrides.contains("mode observe instead of enforce"),
+        "{overrides}"
+    );
+    assert!(overrides.contains("enforce_main_thread off"), "{overrides}");
+    // Without the local file, the team's and the administrator's values hold.
+    std::fs::remove_file(p.path().join(".attenu/config.toml")).unwrap();
+    let bash = pre(
+        "s2",
+        p.path(),
+        Some("reviewer"),
+        "Bash",
+        json!({"command": "ls"}),
+        "t2",
+    );
+    assert!(hook_env(p.path(), &bash, &env).denied());
+    // A typo in the team's file denies, naming that file.
+    std::fs::write(p.path().join(".claude/attenu.toml"), "mdoe = \"observe\"\n").unwrap();
+    let read = pre(
+        "s3",
+        p.path(),
+        Some("reviewer"),
+        "Read",
+        json!({"file_path": "/x"}),
+        "t3",
+    );
+    let out = hook_env(p.path(), &read, &env);
+    assert!(
+        out.denied() && out.reason().contains(".claude/attenu.toml"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// The committed team file is the settings' equal, and the enrolled key a secret like
+/// `.attenu/`: a subagent can neither write the one nor read the other.
+fn subagents_cannot_reach_the_team_file_or_the_enrolled_key() {
+    let p = common::ProjectBuilder::new("team-guard")
+        .agent("ops", "tools: Read, Write, Edit")
+        .build();
+    let home = TempDir::new("team-guard-home");
+    let key_dir = home.path().join(".config/attenu-hook");
+    std::fs::create_dir_all(&key_dir).unwrap();
+    let env = [("HOME", home.path().as_os_str())];
+    let root = p.path().display().to_string();
+    for (tool, input) in [
+        (
+            "Write",
+            json!({"file_path": format!("{root}/.claude/attenu.toml"), "content": "mode = \"observe\""}),
+        ),
+        (
+            "Edit",
+            json!({"file_path": format!("{root}/.claude/attenu.toml")}),
+        ),
+        (
+            "Read",
+            json!({"file_path": format!("{}/signing-key", key_dir.display())}),
+        ),
+        (
+            "Write",
+            json!({"file_path": format!("{}/signing-key-cert.pub", key_dir.display())}),
+        ),
+    ] {
+        let call = pre("s1", p.path(), Some("ops"), tool, input.clone(), "t1");
+        let out = hook_env(p.path(), &call, &env);
+        assert!(out.denied(), "{tool} {input}: {}", out.stdout);
+        assert!(
+            out.reason().contains("[self-protection]"),
+            "{}",
+            out.reason()
+        );
+    }
+}
