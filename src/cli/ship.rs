@@ -1,7 +1,9 @@
 //! `attenu-hook ship [--project DIR] [--quiet]`: drains the outbox to `[ship] url` by hand,
 //! with progress on stderr. Exit 0 when the outbox is empty afterwards, 1 when something is
 //! left (with the reason), 2 when shipping is not configured or the input is unusable.
-//! `--probe` tries the store instead (`crate::ship::probe`).
+//! `--probe` tries the store instead (`crate::ship::probe`). Before draining, it queues the
+//! sessions recorded before shipping was turned on (`crate::ship::backfill`): always by hand,
+//! once per URL in the hook's detached shipper (`--quiet`).
 
 use super::project::state_project_dir;
 use super::{fail, Exit};
@@ -56,6 +58,7 @@ pub fn run(a: Args) -> Exit {
         };
     }
     let quiet = a.quiet;
+    backfill(&root, &url, quiet);
     let mut progress = |n: usize, of: usize, key: &str, o: &Outcome| {
         if quiet {
             return;
@@ -149,5 +152,31 @@ fn probe(url: &str) -> Exit {
             eprintln!("attenu-hook: ship --probe: {url}: {e}");
             Exit::CheckFailed
         }
+    }
+}
+
+/// Queues the sessions recorded before shipping was on (by hand: every time; `--quiet`: once
+/// per URL), and rings the bell so a shipper draining now scans again.
+fn backfill(root: &std::path::Path, url: &str, quiet: bool) {
+    use crate::ship::backfill;
+    if quiet && backfill::done_for(root, url) {
+        return;
+    }
+    let done = backfill::run(root, url);
+    if !done.sessions.is_empty() {
+        let _ = crate::ship::lock::ring(&crate::ship::outbox_dir(root));
+    }
+    if quiet {
+        return;
+    }
+    if !done.sessions.is_empty() {
+        eprintln!(
+            "ship: queued {} session(s) not shipped before: {}",
+            done.sessions.len(),
+            done.sessions.join(", ")
+        );
+    }
+    for p in &done.problems {
+        eprintln!("attenu-hook: ship: cannot queue {p}");
     }
 }

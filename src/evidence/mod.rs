@@ -7,5 +7,6 @@ pub mod keys;
 pub mod log;
 pub mod outbox;
 pub mod prove;
+pub mod queue;
 pub mod strict;
 pub mod verify;

@@ -5,6 +5,7 @@
 //! may call [`spawn_detached`]. The `ship` command (and the audit) run [`drain`] or [`Store`]
 //! on a current-thread tokio runtime made by [`runtime`], inside their own process only.
 //!
+//! - [`backfill`]: queue the sessions recorded before shipping was turned on.
 //! - [`target`]: `[ship] url`, parsed.
 //! - [`store`]: the object store (S3-compatible or a directory), keyed below the URL's prefix.
 //! - [`outbox`]: the walk of the outbox and the key alphabet.
@@ -14,6 +15,7 @@
 //! - [`probe`]: `ship --probe` (and `doctor`): write, read back and delete one object.
 //! - [`spawn`]: a detached shipper that holds no descriptor Claude Code waits on.
 
+pub mod backfill;
 pub mod drain;
 mod faults;
 pub mod lock;
