@@ -57,8 +57,21 @@ pub fn run(a: Args) -> Exit {
             Err(e) => fail(format!("cannot start a shipper: {e}")),
         };
     }
-    let quiet = a.quiet;
-    backfill(&root, &url, quiet);
+    if !a.quiet {
+        backfill(&root, &url, false);
+        return drain(&root, &url, false, a.wait);
+    }
+    // The hook's shipper ships what the hook queued first, then the sessions recorded before
+    // shipping was on (once per URL), then drains again if that queued anything.
+    let first = drain(&root, &url, true, a.wait);
+    if backfill(&root, &url, true) {
+        return drain(&root, &url, true, a.wait);
+    }
+    first
+}
+
+/// One drain, with progress unless `quiet`.
+fn drain(root: &std::path::Path, url: &str, quiet: bool, wait: u64) -> Exit {
     let mut progress = |n: usize, of: usize, key: &str, o: &Outcome| {
         if quiet {
             return;
@@ -75,16 +88,16 @@ pub fn run(a: Args) -> Exit {
     let busy = if quiet {
         WhenBusy::Leave
     } else {
-        WhenBusy::Wait(Duration::from_secs(a.wait))
+        WhenBusy::Wait(Duration::from_secs(wait))
     };
     let mut waiting = || {
         eprintln!("ship: another shipper is draining the outbox; waiting for it to finish…");
     };
-    let report = match crate::ship::drain(&root, &url, busy, &mut progress, &mut waiting) {
+    let report = match crate::ship::drain(root, url, busy, &mut progress, &mut waiting) {
         Ok(r) => r,
         Err(DrainError::Busy(_)) if quiet => return Exit::Success,
         Err(e @ DrainError::Busy(_)) => {
-            eprintln!("attenu-hook: {e} and did not finish within {} s; run `attenu-hook ship` again, or `attenu-hook doctor` to see its last error", a.wait);
+            eprintln!("attenu-hook: {e} and did not finish within {wait} s; run `attenu-hook ship` again, or `attenu-hook doctor` to see its last error");
             return Exit::CheckFailed;
         }
         Err(e) => return fail(e),
@@ -156,18 +169,18 @@ fn probe(url: &str) -> Exit {
 }
 
 /// Queues the sessions recorded before shipping was on (by hand: every time; `--quiet`: once
-/// per URL), and rings the bell so a shipper draining now scans again.
-fn backfill(root: &std::path::Path, url: &str, quiet: bool) {
+/// per URL), and rings the bell so a shipper draining now scans again. Whether it queued any.
+fn backfill(root: &std::path::Path, url: &str, quiet: bool) -> bool {
     use crate::ship::backfill;
     if quiet && backfill::done_for(root, url) {
-        return;
+        return false;
     }
     let done = backfill::run(root, url);
     if !done.sessions.is_empty() {
         let _ = crate::ship::lock::ring(&crate::ship::outbox_dir(root));
     }
     if quiet {
-        return;
+        return !done.sessions.is_empty();
     }
     if !done.sessions.is_empty() {
         eprintln!(
@@ -179,4 +192,5 @@ fn backfill(root: &std::path::Path, url: &str, quiet: bool) {
     for p in &done.problems {
         eprintln!("attenu-hook: ship: cannot queue {p}");
     }
+    !done.sessions.is_empty()
 }

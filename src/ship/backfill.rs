@@ -6,9 +6,9 @@
 //! bundles. It is the hook's own queueing ([`crate::evidence::queue`]), under each ledger's
 //! lock, so a hook running meanwhile and this never queue the same entries twice.
 //!
-//! The hook pays nothing for this: `attenu-hook ship` runs it every time, and the detached
-//! shipper the hook starts (SessionStart always starts one) runs it once per `[ship] url`,
-//! remembered in `.attenu/outbox/.backfilled`. A session that is running now is the hook's:
+//! The hook pays nothing for this: `attenu-hook ship` runs it before draining, every time, and
+//! the detached shipper the hook starts (SessionStart always starts one) runs it after its
+//! drain, once per `[ship] url`, remembered in `.attenu/outbox/.backfilled`. A session that is running now is the hook's:
 //! its ledger is locked or, once open, already queued by its SessionStart.
 
 use crate::evidence::{bundle, keys, queue};
@@ -97,7 +97,8 @@ fn one(attenu: &Path, name: &str, signer: &mut Option<Signer>) -> Result<bool, S
         name: name.to_string(),
     };
     let mac = keys::checkpoint_mac_key(attenu).map_err(|e| e.to_string())?;
-    let mut ledger = match Ledger::open(paths, mac, Instant::now() + Duration::from_secs(2)) {
+    // A short wait: a ledger a hook holds is skipped, not waited for.
+    let mut ledger = match Ledger::open(paths, mac, Instant::now() + Duration::from_millis(100)) {
         Ok(l) => l,
         // A hook holds it: a session running now, which queues its own.
         Err(StoreError::LockTimeout(_)) => return Ok(false),
