@@ -782,15 +782,9 @@ fn ended_sessions_all_reach_the_store_without_a_ship_by_hand() {
     );
     for s in report["sessions"].as_array().unwrap() {
         assert_eq!(s["status"], "complete", "{s}");
-        assert_eq!(
-            s["chains"][0]["checkpoints"]
-                .as_array()
-                .map(Vec::len)
-                .unwrap_or(0)
-                >= 4,
-            true,
-            "{s}"
-        );
+        // SessionStart, three denials and SessionEnd each made one.
+        let shipped = s["chains"][0]["checkpoints"].as_array().map_or(0, Vec::len);
+        assert!(shipped >= 4, "{s}");
     }
     assert_eq!(report["sessions"].as_array().unwrap().len(), 10, "{report}");
 }

@@ -176,32 +176,21 @@ mod tests {
     use super::*;
 
     fn session(name: &str, status: Status) -> SessionReport {
-        SessionReport {
-            project: "attenu-hook-0000000000000000".into(),
-            session: name.into(),
-            status,
-            why: String::new(),
-            chains: Vec::new(),
-            certificate: None,
-            identity: None,
-            trusted: true,
-        }
+        let mut s = SessionReport::failed("attenu-hook-0000000000000000".into(), name.into(), "");
+        s.status = status;
+        s
     }
 
     #[test]
     fn sessions_that_are_not_complete_come_first_worst_first() {
-        let report = Report {
-            sessions: vec![
-                session("a", Status::Complete),
-                session("b", Status::Open),
-                session("c", Status::Forked),
-                session("d", Status::Truncated),
-                session("e", Status::Complete),
-            ],
-            stray: Vec::new(),
-            findings: Vec::new(),
-            store_times: true,
-        };
+        let mut report = Report::new(Vec::new(), Vec::new());
+        report.sessions = vec![
+            session("a", Status::Complete),
+            session("b", Status::Open),
+            session("c", Status::Forked),
+            session("d", Status::Truncated),
+            session("e", Status::Complete),
+        ];
         let order: Vec<&str> = ordered(&report)
             .iter()
             .map(|s| s.session.as_str())
