@@ -396,6 +396,8 @@ fn an_audit_renders_the_fleet_with_sessions_not_complete_first() {
         .expect("the complete one");
     assert!(open < complete, "not complete first: {dom}");
     assert!(dom.contains("re-checks nothing"), "{dom}");
+    // A directory store's times are the shipping machine's own, and the page says so.
+    assert!(dom.contains("data-store-times=\"machine\""), "{dom}");
     // A session the audit found rewritten fails the page as it fails the audit.
     doc["sessions"][0]["status"] = json!("rewritten");
     std::fs::write(&audit_json, serde_json::to_vec(&doc).unwrap()).unwrap();

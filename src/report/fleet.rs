@@ -77,6 +77,13 @@ pub fn render(out: &mut String, n: usize, a: &AuditView) {
     }
     out.push_str("</p>\n");
     findings(out, report);
+    if !report.store_times {
+        out.push_str(
+            "<p class=\"note warn-text\" data-store-times=\"machine\">The store is a directory \
+             (<code>file://</code>): <q>last stored</q> is the shipping machines' own file time, which \
+             whoever ships can set, not a time a server set.</p>\n",
+        );
+    }
     if report.sessions.is_empty() {
         out.push_str("<p>The audit found no session.</p>\n");
     } else {
