@@ -10,7 +10,7 @@
  *       (not synced, as ours does not sync it).
  *   floor new-no-dir-fsync DIR NAME LEDGER_BYTES CHECKPOINT_BYTES
  *       the same without the fsync of DIR, as ours does on ext4 and XFS, whose fsync of a new
- *       file already makes its name durable (src/fsutil.rs, new_name_durable_with_file).
+ *       file already makes its name durable (src/fs/durable.rs, new_name_durable_with_file).
  *   floor append DIR NAME LEDGER_BYTES CHECKPOINT_BYTES
  *       a later call: append LEDGER_BYTES to DIR/NAME, fdatasync, rewrite the checkpoint.
  *

@@ -54,7 +54,7 @@ SETTLE_S = 2.2
 REF_VERSION = "0.21.0"
 SESSION = "bench-ledger"  # the session of every pre-built ledger
 
-# Targets from SPEC section 8 (milliseconds).
+# The performance targets of the product specification (milliseconds).
 TARGETS = {
     "call_0_p50": 2.0, "call_0_p99": 5.0, "call_10000_p50": 3.0, "call_100000_p50": 10.0,
     "export_10000_p50": 150.0, "verify_10000_p50": 150.0, "parallel_p99": 100.0,
@@ -283,7 +283,7 @@ class Ours:
         return Path(project) / ".attenu" / f"ledger-{session}.jsonl"
 
     def checkpoint(self, project: str, session: str) -> Path:
-        """The ledger's sealed checkpoint (src/ledger/store.rs, SessionPaths)."""
+        """The ledger's sealed state (src/ledger/store/mod.rs, SessionPaths)."""
         return Path(project) / ".attenu" / f"ledger-{session}.state.json"
 
 
@@ -658,7 +658,7 @@ def sync_cost(root: Path, n: int = 200) -> dict:
 
 
 def name_durable_with_file(path: Path) -> bool:
-    """What src/fsutil.rs `new_name_durable_with_file` answers for the file system of `path`:
+    """What src/fs/durable.rs `new_name_durable_with_file` answers for the file system of `path`:
     whether it is ext4 or XFS, whose fsync of a new file also makes its name durable, so that
     our hook skips the directory fsync after creating a ledger there."""
     dev = path.stat().st_dev

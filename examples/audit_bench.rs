@@ -13,7 +13,8 @@
 
 use attenu_hook::evidence::checkpoint::{self, ObjectNames};
 use attenu_hook::evidence::{bundle, keys};
-use attenu_hook::ledger::{canonical, chain};
+use attenu_hook::json::canonical;
+use attenu_hook::ledger::chain;
 use attenu_hook::ship::{Store, Target};
 use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde_json::Value;

@@ -547,7 +547,7 @@ impl Demo {
         let paths = store::SessionPaths::new(&attenu, session_id);
         let bytes = fs::read(&paths.ledger)
             .map_err(|e| format!("cannot read {}: {e}", paths.ledger.display()))?;
-        let chains = store::chains_of(&bytes)?;
+        let chains = store::chains_of(&bytes).map_err(|e| e.to_string())?;
         let entries: Vec<&Value> = chains.iter().flatten().collect();
         let broken: Vec<String> = chains
             .iter()

@@ -9,7 +9,8 @@
 use attenu_hook::config::Config;
 use attenu_hook::derive::{self, frontmatter, scopes, Declarations, Roster};
 use attenu_hook::evidence::verify::{self, AnchorKey, FailureName};
-use attenu_hook::ledger::{canonical, chain, store};
+use attenu_hook::json::canonical;
+use attenu_hook::ledger::{chain, store};
 use attenu_hook::policy::{decide, Actor, Call};
 use attenu_hook::protocol::payload::{self, Event};
 use serde_json::{json, Map, Value};
@@ -494,7 +495,7 @@ fn check_scan(bytes: &[u8]) {
     let state = match scanned {
         Ok(state) => state,
         Err(why) => {
-            assert!(!why.is_empty());
+            assert!(!why.to_string().is_empty());
             return;
         }
     };
@@ -580,7 +581,7 @@ fn check_report(r: &verify::Report) {
 }
 
 // ------------------------------------------------------------------------------------------
-// canonical: ledger::canonical::to_vec on any JSON value
+// canonical: json::canonical::to_vec on any JSON value
 // ------------------------------------------------------------------------------------------
 
 pub fn canonical_json(data: &[u8]) {

@@ -18,6 +18,7 @@ pub mod evidence;
 pub mod fs;
 pub mod gate;
 pub mod hook;
+pub mod json;
 pub mod ledger;
 pub mod ops;
 pub mod par;

@@ -23,7 +23,8 @@ fn main() {
         a_corrupted_config_denies_with_what_to_fix,
         a_full_disk_denies_and_loses_nothing_committed,
         a_read_only_state_directory_denies,
-        a_new_ledgers_name_is_made_durable_before_the_first_answer
+        a_new_ledgers_name_is_made_durable_before_the_first_answer,
+        names_are_trusted_to_the_file_fsync_only_on_ext4_and_xfs
     ]);
 }
 
@@ -327,7 +328,7 @@ fn file_system_of(path: &Path) -> Option<String> {
 /// Regression guard: POSIX does not promise that `fdatasync` of a new file makes its name
 /// durable, so before the first answer of a session the directory is synced too, except on
 /// ext4 and XFS, whose own fsync of a new file writes its name (see
-/// `fsutil::new_name_durable_with_file`); later calls sync the ledger only. Checked on a tmpfs
+/// `fs::durable::new_name_durable_with_file`); later calls sync the ledger only. Checked on a tmpfs
 /// (never trusted) and in the temp dir, against what mountinfo says that is.
 fn a_new_ledgers_name_is_made_durable_before_the_first_answer() {
     need_tool("strace", "-V");
@@ -461,4 +462,71 @@ fn a_new_ledgers_name_is_made_durable_before_the_first_answer() {
             "only the temp dir ({temp_dir_fs}) was checked: no tmpfs could be mounted (needs root)"
         ));
     }
+}
+
+/// Checks `new_name_durable_with_file` against what `/proc/self/mountinfo` says each
+/// mount is: true for every ext4 and XFS mount, false for every file system that is not
+/// ext2, ext3, ext4 or XFS (ext2 and ext3 depend on which driver serves them).
+fn names_are_trusted_to_the_file_fsync_only_on_ext4_and_xfs() {
+    use std::os::unix::fs::MetadataExt;
+    // The device number's split must match the kernel's (`/dev/null` is 1:3 everywhere).
+    let null = std::fs::metadata("/dev/null").unwrap().rdev();
+    assert_eq!((libc::major(null), libc::minor(null)), (1, 3));
+    let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        skip("no /proc/self/mountinfo to check the file-system test against");
+    };
+    let (mut trusted, mut not_trusted) = (0, 0);
+    for line in mountinfo.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let (Some(mount_point), Some(dash)) =
+            (fields.get(4), fields.iter().position(|f| *f == "-"))
+        else {
+            continue;
+        };
+        let Some(fs_type) = fields.get(dash + 1) else {
+            continue;
+        };
+        // A stat can trigger an automount or hang on a dead network mount: local only.
+        let remote = [
+            "autofs", "nfs", "cifs", "smb", "fuse", "9p", "ceph", "gluster",
+        ];
+        if remote.iter().any(|r| fs_type.starts_with(r)) {
+            continue;
+        }
+        // Mount points with spaces come escaped; those are not worth unescaping here.
+        let Ok(meta) = std::fs::metadata(mount_point) else {
+            continue;
+        };
+        if format!("{}:{}", libc::major(meta.dev()), libc::minor(meta.dev())) != fields[2] {
+            continue; // over-mounted, or a file system whose files carry another device
+        }
+        let got = attenu_hook::fs::new_name_durable_with_file(meta.dev());
+        match *fs_type {
+            // Without sysfs (some sandboxes) nothing can be told apart: nothing is trusted.
+            "ext4" | "xfs" if !std::path::Path::new("/sys/fs").is_dir() => {
+                assert!(
+                    !got,
+                    "{fs_type} at {mount_point}: no /sys/fs, so not trusted"
+                );
+                not_trusted += 1;
+            }
+            "ext4" | "xfs" => {
+                assert!(got, "{fs_type} at {mount_point} should be trusted");
+                trusted += 1;
+            }
+            "ext2" | "ext3" => {}
+            _ => {
+                assert!(
+                    !got,
+                    "{fs_type} at {mount_point} must keep the directory fsync"
+                );
+                not_trusted += 1;
+            }
+        }
+    }
+    eprintln!("checked {trusted} ext4/XFS mounts and {not_trusted} others");
+    assert!(
+        not_trusted > 0,
+        "no mount to check against (/proc at least is one)"
+    );
 }

@@ -196,13 +196,12 @@ fn a_ledger_or_other_json_is_unusable_input() {
 /// target. The command's own `--json` output is the full verifier's report too.
 #[test]
 fn the_streaming_pass_answers_only_with_the_full_verifiers_report() {
+    use attenu_hook::evidence::keys::parse_pinned;
     use attenu_hook::evidence::verify::AnchorKey;
-    use attenu_hook::evidence::verify::{
-        parse_anchor_pub, verify_bundle_bytes, verify_clean_stream,
-    };
+    use attenu_hook::evidence::verify::{verify_bundle_bytes, verify_clean_stream};
     let (p, bundle) = exported_session("streaming");
     let pub_text = std::fs::read_to_string(p.path().join(".attenu/anchor.pub")).unwrap();
-    let key = AnchorKey::Pinned(parse_anchor_pub(&pub_text).unwrap());
+    let key = AnchorKey::Pinned(parse_pinned(&pub_text).unwrap());
     let honest = std::fs::read(&bundle).unwrap();
     let text = String::from_utf8(honest.clone()).unwrap();
     let mut inputs = vec![
@@ -239,4 +238,60 @@ fn the_streaming_pass_answers_only_with_the_full_verifiers_report() {
         out.stdout,
         format!("{}\n", serde_json::to_string_pretty(&full).unwrap())
     );
+}
+
+/// Every command that takes `--pub` reads a key file by one rule: the project's own
+/// `anchor.pub` is accepted by `verify`, `report` and `audit` alike, and a copy naming another
+/// algorithm or starting with a byte order mark is refused by all three (exit 2, before `audit`
+/// reads the store), each saying which file and why.
+#[test]
+fn verify_report_and_audit_accept_and_refuse_the_same_key_files() {
+    let (p, bundle) = exported_session("keyrule");
+    let honest = p.path().join(".attenu/anchor.pub");
+    let text = std::fs::read_to_string(&honest).unwrap();
+    let dir = p.path().join("keys");
+    std::fs::create_dir(&dir).unwrap();
+    let rs256 = dir.join("rs256.pub");
+    std::fs::write(&rs256, text.replace("\"EdDSA\"", "\"RS256\"")).unwrap();
+    let bom = dir.join("bom.pub");
+    std::fs::write(&bom, format!("\u{feff}{text}")).unwrap();
+    let store = p.path().join("store");
+    std::fs::create_dir(&store).unwrap();
+    let url = format!("file://{}", store.display());
+    let page = p.path().join("report.html");
+    let run_all = |key: &std::path::Path| {
+        let key = key.to_str().unwrap();
+        [
+            cli(&["verify", &bundle, "--pub", key]),
+            cli(&[
+                "report",
+                &bundle,
+                "--pub",
+                key,
+                "--out",
+                page.to_str().unwrap(),
+            ]),
+            cli(&["audit", &url, "--pub", key]),
+        ]
+    };
+    // The key is accepted by all three; the audit of an empty store then fails on the finding
+    // that the pinned key has no session there (issue 38), not on the key file.
+    let [verify, report, audit] = run_all(&honest);
+    for out in [&verify, &report] {
+        assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    }
+    assert_eq!(audit.code, 1, "{}{}", audit.stdout, audit.stderr);
+    assert_contains(
+        &audit.stdout,
+        &["FINDING: the store holds no session of the pinned key"],
+    );
+    for (key, why) in [(&rs256, "alg is RS256"), (&bom, "byte order mark")] {
+        for out in run_all(key) {
+            assert_eq!(out.code, 2, "{key:?}: {}{}", out.stdout, out.stderr);
+            assert_contains(
+                &out.stderr,
+                &[&format!("cannot use the key file {}: ", key.display()), why],
+            );
+        }
+    }
 }

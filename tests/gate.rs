@@ -153,7 +153,7 @@ fn a_key_that_is_not_a_configured_reviewer_is_refused() {
     let digest = attenu_hook::gate::authz::input_digest(&input, Some(&salt)).unwrap();
     let doc = json!({"v": 2, "type": "attenu-hook.authorization", "id": "f".repeat(32), "tool": "Bash", "input_salt": salt, "input_digest": digest,
         "uses": 1, "expires_ms": 99_999_999_999_999u64, "session_id": null, "agent_type": null, "reviewer": "alice", "created_ms": 1});
-    let signed = attenu_hook::ledger::canonical::to_string(&doc).unwrap();
+    let signed = attenu_hook::json::canonical::to_string(&doc).unwrap();
     let k = attenu_hook::evidence::keys::load(&mallory).unwrap();
     let sig = attenu_hook::ledger::chain::hex(&k.sign(signed.as_bytes()));
     conn.execute(
@@ -250,7 +250,7 @@ fn authorized_inputs_are_stored_as_salted_commitments() {
         .collect::<Result<_, _>>()
         .unwrap();
     let bare = attenu_hook::ledger::chain::hex(&Sha256::digest(
-        attenu_hook::ledger::canonical::to_vec(&input).unwrap(),
+        attenu_hook::json::canonical::to_vec(&input).unwrap(),
     ));
     assert_eq!(rows.len(), 2);
     assert_ne!(rows[0].0, rows[1].0, "each authorization has its own salt");

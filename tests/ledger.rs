@@ -45,7 +45,7 @@ fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
     edits_of_first_middle_and_last_line_are_caught(&path, &call);
 }
 
-/// The same at the size SPEC section 8 times (10,000 entries). Making that many hook processes
+/// The same at the size the performance targets time (10,000 entries). Making that many hook processes
 /// would take minutes in a debug build, so a real session is extended with copies of its last
 /// decision, each sealed onto the chain; one real call then re-verifies the whole file from
 /// GENESIS and checkpoints it, and the next trusts that checkpoint.
@@ -77,7 +77,8 @@ fn tampering_anywhere_in_a_10000_entry_ledger_is_caught_on_the_next_call() {
 /// The ledger at `path` (ending with a deny) grown to `lines` lines by copies of that deny,
 /// each sealed onto the chain; returns the new text (not yet written).
 fn extended_by_denials(path: &Path, lines: usize) -> String {
-    use attenu_hook::ledger::{canonical, chain};
+    use attenu_hook::json::canonical;
+    use attenu_hook::ledger::chain;
     let mut text = std::fs::read_to_string(path).unwrap();
     let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(last["event"], "deny", "{last}");

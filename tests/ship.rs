@@ -615,6 +615,19 @@ fn wait_for(path: &Path) {
     }
 }
 
+/// A quiet shipper of project `p`, paused (ATTENU_SHIP_TEST_PAUSE) after its last scan with the
+/// lock still held; `go` in the returned directory lets it go on.
+fn paused_shipper(p: &Path, tag: &str) -> (std::process::Child, TempDir) {
+    let pause = TempDir::new(tag);
+    let env = [(
+        "ATTENU_SHIP_TEST_PAUSE".to_string(),
+        pause.path().display().to_string(),
+    )];
+    let child = command(p, &env, &["ship", "--quiet"]).spawn().unwrap();
+    wait_for(&pause.path().join("paused"));
+    (child, pause)
+}
+
 /// A shipper that holds the lock after its last scan, and one started for a newly queued
 /// object that leaves because the lock is taken: the first ships that object before it exits.
 /// The interleaving is forced: the first pauses (ATTENU_SHIP_TEST_PAUSE) in that window.
@@ -625,15 +638,7 @@ fn a_shipper_that_leaves_a_busy_lock_loses_nothing() {
     let p = project("ship-bell", &url);
     let objs = objects(2);
     queue(p.path(), &objs[0].0, &objs[0].1);
-    let pause = TempDir::new("ship-bell-pause");
-    let pause_env = [(
-        "ATTENU_SHIP_TEST_PAUSE".to_string(),
-        pause.path().display().to_string(),
-    )];
-    let mut first = command(p.path(), &pause_env, &["ship", "--quiet"])
-        .spawn()
-        .unwrap();
-    wait_for(&pause.path().join("paused"));
+    let (mut first, pause) = paused_shipper(p.path(), "ship-bell-pause");
     assert_eq!(
         pending(p.path()),
         Vec::<String>::new(),
@@ -677,15 +682,7 @@ fn ship_by_hand_waits_for_the_running_drain_and_ships_what_is_left() {
     let objs = objects(3);
     queue(p.path(), &objs[0].0, &objs[0].1);
     queue(p.path(), &objs[1].0, &objs[1].1);
-    let pause = TempDir::new("ship-wait-pause");
-    let pause_env = [(
-        "ATTENU_SHIP_TEST_PAUSE".to_string(),
-        pause.path().display().to_string(),
-    )];
-    let mut first = command(p.path(), &pause_env, &["ship", "--quiet"])
-        .spawn()
-        .unwrap();
-    wait_for(&pause.path().join("paused"));
+    let (mut first, pause) = paused_shipper(p.path(), "ship-wait-pause");
     // Queued without a bell: only a shipper that scans again finds it.
     queue(p.path(), &objs[2].0, &objs[2].1);
     let mut by_hand = command(p.path(), &[], &["ship"])

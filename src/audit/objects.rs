@@ -6,7 +6,8 @@
 
 use crate::evidence::checkpoint::{origin, tree_of};
 use crate::evidence::verify::{verify_bundle_bytes, AnchorKey};
-use crate::ledger::{canonical, chain};
+use crate::json::canonical;
+use crate::ledger::chain;
 use crate::tlog::{self, Checkpoint, Hash, NoteError, VerifierKey};
 use ed25519_dalek::VerifyingKey;
 use serde_json::Value;

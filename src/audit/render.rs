@@ -183,12 +183,3 @@ pub fn safe(s: &str) -> String {
         })
         .collect()
 }
-
-/// The terminal's width: `COLUMNS` when set, else 100.
-pub fn terminal_width() -> usize {
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .filter(|&c| c > 0)
-        .unwrap_or(100)
-}

@@ -89,7 +89,7 @@ impl Dir {
         let tree = checkpoint::tree_of(&entries[..size]).unwrap();
         let lines: String = entries[from..size]
             .iter()
-            .map(|e| crate::ledger::canonical::to_string(e).unwrap() + "\n")
+            .map(|e| crate::json::canonical::to_string(e).unwrap() + "\n")
             .collect();
         let root = tree.root();
         self.put(
@@ -343,7 +343,7 @@ fn entries_a_checkpoint_covers_later_need_no_checkpoint_of_their_own() {
     let tree = checkpoint::tree_of(&b).unwrap();
     let lines: String = b[2..5]
         .iter()
-        .map(|e| crate::ledger::canonical::to_string(e).unwrap() + "\n")
+        .map(|e| crate::json::canonical::to_string(e).unwrap() + "\n")
         .collect();
     d.put(names().entries(2, 5, &tree.root()), lines.into_bytes(), 6);
     let (status, why) = d.judge();

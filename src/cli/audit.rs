@@ -3,6 +3,7 @@
 //! open and the fleet has no finding, 1 otherwise, 2 when the store or a key file cannot be
 //! read.
 
+use super::terminal::Terminal;
 use super::{fail, Exit};
 use crate::audit::trust::Pinning;
 use crate::audit::{self, Keys};
@@ -35,8 +36,8 @@ fn pinning(a: &Args) -> Result<Pinning, String> {
     if a.ca.is_empty() {
         let mut pinned = Keys::new();
         for path in &a.pub_keys {
-            let key = keys::read_public(path).map_err(|e| e.to_string())?;
-            pinned.insert(keys::kid_for(&key), key);
+            let k = keys::load_pinned(path).map_err(|e| e.to_string())?;
+            pinned.insert(k.kid, k.key);
         }
         return Ok(Pinning::Keys(pinned));
     }
@@ -96,7 +97,7 @@ pub fn run(a: Args) -> Exit {
     } else {
         print!(
             "{}",
-            audit::render::render_text(&report, &a.url, audit::render::terminal_width())
+            audit::render::render_text(&report, &a.url, Terminal::stdout().width_or(100))
         );
     }
     if report.passes() {

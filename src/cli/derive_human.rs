@@ -2,13 +2,13 @@
 //! their own lists, then those that hold nothing), delegation summarized, wrapped to the
 //! terminal's width, coloured only on a terminal.
 
+use super::terminal::Terminal;
 use crate::derive::explain::{Account, Origins};
 use crate::derive::provenance::PoolSource;
 use crate::derive::readable;
 use crate::derive::scopes::delegate_scope;
 use crate::derive::{AgentAuthority, Roster};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::IsTerminal;
 use std::path::Path;
 
 /// How the text is laid out.
@@ -19,29 +19,26 @@ pub struct Style {
 }
 
 impl Style {
-    /// `COLUMNS` (or 100) wide; coloured when stdout is a terminal, `NO_COLOR` is unset or
-    /// empty and `TERM` is not `dumb`.
+    /// By the one terminal policy ([`Terminal`]): `COLUMNS` wide when at least 40, else 100.
     pub fn for_stdout() -> Style {
-        Style::from(
-            std::io::stdout().is_terminal(),
-            std::env::var("COLUMNS").ok().as_deref(),
-            std::env::var_os("NO_COLOR").as_deref(),
-            std::env::var("TERM").ok().as_deref(),
-        )
+        Style::of(Terminal::stdout())
     }
 
+    fn of(t: Terminal) -> Style {
+        Style {
+            width: t.columns.filter(|w| *w >= 40).unwrap_or(100),
+            colour: t.colour,
+        }
+    }
+
+    #[cfg(test)]
     fn from(
         tty: bool,
         columns: Option<&str>,
         no_color: Option<&std::ffi::OsStr>,
         term: Option<&str>,
     ) -> Style {
-        let width = columns
-            .and_then(|c| c.trim().parse().ok())
-            .filter(|w| *w >= 40)
-            .unwrap_or(100);
-        let colour = tty && no_color.is_none_or(|v| v.is_empty()) && term != Some("dumb");
-        Style { width, colour }
+        Style::of(Terminal::from(tty, columns, no_color, term))
     }
 
     fn paint(&self, code: &str, text: &str) -> String {

@@ -1,9 +1,11 @@
 //! `attenu-hook log`: the decisions as a readable table fitted to the terminal (or JSON
 //! lines), a list of sessions, or a per-agent summary.
 
+mod table;
+
 use super::project::SessionArgs;
+use super::terminal::Terminal;
 use super::{fail, Exit};
-use std::io::IsTerminal;
 
 #[derive(clap::Args, Debug)]
 // Here --session goes without a help text (in place: the completions keep their order).
@@ -30,11 +32,12 @@ pub struct Args {
 
 /// Exit 1 when a ledger shown cannot be verified.
 pub fn run(a: Args) -> Exit {
-    let read = match crate::evidence::log::rows(&a.at.state_dir(), a.at.session()) {
+    let read = match table::rows(&a.at.state_dir(), a.at.session()) {
         Ok(read) => read,
         Err(e) => return fail(e),
     };
-    let color = !a.json && std::io::stdout().is_terminal();
+    let terminal = Terminal::stdout();
+    let color = !a.json && terminal.colour;
     for w in &read.unverified {
         eprintln!("attenu-hook: WARNING: {w}");
     }
@@ -44,13 +47,12 @@ pub fn run(a: Args) -> Exit {
         .filter(|r| a.agent.as_deref().is_none_or(|agent| r.agent == agent))
         .filter(|r| !a.denied || r.decision == "DENY" || r.decision == "would-deny")
         .collect();
-    use crate::evidence::log;
     let text = if a.summary {
-        log::render_summary(&rows, a.json)
+        table::render_summary(&rows, a.json)
     } else if a.sessions {
-        log::render_sessions(&rows, a.json)
+        table::render_sessions(&rows, a.json)
     } else {
-        log::render(&rows, a.json, color, width())
+        table::render(&rows, a.json, color, terminal.table_width())
     };
     print!("{text}");
     if read.unverified.is_empty() {
@@ -58,33 +60,4 @@ pub fn run(a: Args) -> Exit {
     } else {
         Exit::CheckFailed
     }
-}
-
-/// The width to fit the table to: `COLUMNS` when set, else the terminal's (`stty size`), else
-/// 80 on a terminal; `None` (one line per row) when stdout is not a terminal.
-fn width() -> Option<usize> {
-    let columns = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse().ok());
-    if let Some(c) = columns.filter(|&c: &usize| c > 0) {
-        return Some(c);
-    }
-    if !std::io::stdout().is_terminal() {
-        return None;
-    }
-    let asked = std::fs::File::open("/dev/tty").ok().and_then(|tty| {
-        std::process::Command::new("stty")
-            .arg("size")
-            .stdin(tty)
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()
-    });
-    let cols = asked.and_then(|o| {
-        String::from_utf8_lossy(&o.stdout)
-            .split_whitespace()
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-    });
-    Some(cols.filter(|&c: &usize| c > 0).unwrap_or(80))
 }

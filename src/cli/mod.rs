@@ -20,6 +20,7 @@ mod reconcile;
 mod report;
 mod ship;
 pub mod shipper;
+mod terminal;
 mod verify;
 
 pub use crate::protocol::Exit;

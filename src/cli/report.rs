@@ -6,11 +6,9 @@
 //! 2 when an input or the key file cannot be used or the page cannot be written (no page).
 
 use super::{fail, Exit};
-use crate::evidence::keys;
-use crate::evidence::verify::{parse_anchor_pub, AnchorKey};
+use crate::evidence::keys::{self, KeyChoice};
 use crate::report::model::KeyUsed;
 use crate::report::{read_input, Page};
-use ed25519_dalek::VerifyingKey;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
@@ -27,17 +25,9 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Exit {
-    let pinned = match &a.pub_key {
-        Some(p) => match load_key(p) {
-            Ok(k) => Some((k, p.clone())),
-            Err(e) => {
-                return fail(format!(
-                    "cannot use the key file {}: {e}. Pass the anchor.pub you trust (JSON with \"public_key\", or 64 hex characters)",
-                    p.display()
-                ))
-            }
-        },
-        None => None,
+    let pinned = match a.pub_key.as_deref().map(keys::load_pinned).transpose() {
+        Ok(k) => k,
+        Err(e) => return fail(e),
     };
     let mut page = Page::default();
     for path in &a.inputs {
@@ -45,10 +35,15 @@ pub fn run(a: Args) -> Exit {
             Ok(b) => b,
             Err(e) => return fail(format!("cannot read {}: {e}", path.display())),
         };
-        let (key, used) = match choose_key(path, pinned.as_ref()) {
+        let choice = match KeyChoice::for_bundle(path, pinned.as_ref()) {
             Ok(k) => k,
             Err(e) => return fail(e),
         };
+        let used = choice.key().map_or_else(KeyUsed::default, |k| KeyUsed {
+            file: Some(k.path.display().to_string()),
+            kid: Some(k.kid.clone()),
+        });
+        let key = choice.anchor_key();
         match read_input(&path.display().to_string(), &bytes, &key, used) {
             Ok(input) => page.inputs.push(input),
             Err(e) => return fail(format!("{}: {e}", path.display())),
@@ -65,40 +60,4 @@ pub fn run(a: Args) -> Exit {
         return fail(format!("cannot write {}: {e}", a.out.display()));
     }
     page.exit()
-}
-
-/// The key for one bundle, as `verify` chooses it: `--pub`, else an `anchor.pub` beside the
-/// bundle (reported as not pinned), else none (the anchor is not checked: invalid).
-fn choose_key(
-    bundle: &Path,
-    pinned: Option<&(VerifyingKey, PathBuf)>,
-) -> Result<(AnchorKey, KeyUsed), String> {
-    let used = |k: &VerifyingKey, p: &Path| KeyUsed {
-        file: Some(p.display().to_string()),
-        kid: Some(keys::kid_for(k)),
-    };
-    if let Some((k, p)) = pinned {
-        return Ok((AnchorKey::Pinned(*k), used(k, p)));
-    }
-    let dir = match bundle.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let side = dir.join("anchor.pub");
-    if !side.exists() {
-        return Ok((AnchorKey::None, KeyUsed::default()));
-    }
-    match load_key(&side) {
-        Ok(k) => Ok((AnchorKey::FromBundleSide(k), used(&k, &side))),
-        Err(e) => Err(format!(
-            "the key file {} beside {} cannot be used: {e}. Pass the key you trust with --pub FILE",
-            side.display(),
-            bundle.display()
-        )),
-    }
-}
-
-fn load_key(path: &Path) -> Result<VerifyingKey, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read it ({e})"))?;
-    parse_anchor_pub(&text).map_err(|e| e.to_string())
 }

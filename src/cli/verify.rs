@@ -50,15 +50,15 @@ fn verify_proof(path: &Path, bytes: &[u8], pub_key: Option<&Path>, json: bool) -
             path.display()
         ));
     };
-    let public = match keys::read_public(pub_key) {
+    let pinned = match keys::load_pinned(pub_key) {
         Ok(k) => k,
         Err(e) => return fail(e),
     };
     let Ok(text) = std::str::from_utf8(bytes) else {
         return fail(format!("{} is not UTF-8 text", path.display()));
     };
-    let kid = keys::kid_for(&public);
-    let result = prove::verify_proof(text, &kid, public);
+    let kid = pinned.kid;
+    let result = prove::verify_proof(text, &kid, pinned.key);
     let shown = match &result {
         Ok(p) => {
             json!({"valid": true, "index": p.index, "size": p.size, "log": p.origin, "entry": Value::Object(p.entry.clone())})

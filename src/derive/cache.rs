@@ -43,7 +43,6 @@ use super::declarations::{
 use super::{configure, derive_from, resolve, DeriveError, Roster};
 use crate::fs;
 use files::FileStamp;
-use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::ffi::OsStrExt;
@@ -302,12 +301,11 @@ fn stamp(
     })
 }
 
-fn seal(mac_key: &[u8; 32], body: &[u8]) -> Option<Hmac<Sha256>> {
-    let mut mac = Hmac::<Sha256>::new_from_slice(mac_key).ok()?;
-    mac.update(SEAL_DOMAIN);
-    mac.update(body);
-    Some(mac)
-}
+/// The cache's sealed-file format ([`crate::fs::sealed`]).
+const SEALED: fs::SealedFormat = fs::SealedFormat {
+    header: HEADER,
+    domain: SEAL_DOMAIN,
+};
 
 /// A cache file, its seal verified: after the header, the roster part (its length first),
 /// then the table of agent files.
@@ -337,13 +335,9 @@ impl Cached {
 /// seal).
 fn read(path: &Path, mac_key: &[u8; 32]) -> Option<Cached> {
     let (bytes, _) = fs::read_owned(path, MAX_CACHE_BYTES).ok()??;
-    let body = bytes.strip_prefix(HEADER.as_bytes())?;
-    let (tag, body) = body.split_at_checked(64)?;
-    let body = body.strip_prefix(b"\n")?;
-    let tag = crate::ledger::chain::unhex(std::str::from_utf8(tag).ok()?)?;
-    seal(mac_key, body)?.verify_slice(&tag).ok()?;
+    let body = SEALED.open(&bytes, mac_key)?;
     let len = u32::from_le_bytes(body.get(..4)?.try_into().ok()?) as usize;
-    let start = HEADER.len() + 65 + 4;
+    let start = bytes.len() - body.len() + 4;
     let end = start.checked_add(len).filter(|&end| end <= bytes.len())?;
     Some(Cached {
         bytes,
@@ -384,16 +378,7 @@ fn write(
 
 /// Writes `body` under the header and its seal.
 fn write_sealed(path: &Path, mac_key: &[u8; 32], body: &[u8]) {
-    let Some(mac) = seal(mac_key, body) else {
-        return;
-    };
-    let tag = crate::ledger::chain::hex(&mac.finalize().into_bytes());
-    let mut file = Vec::with_capacity(HEADER.len() + 65 + body.len());
-    file.extend_from_slice(HEADER.as_bytes());
-    file.extend_from_slice(tag.as_bytes());
-    file.push(b'\n');
-    file.extend_from_slice(body);
-    let _ = fs::write_expendable(path, &file);
+    let _ = fs::write_expendable(path, &SEALED.seal(mac_key, body));
 }
 
 #[cfg(test)]

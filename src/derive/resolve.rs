@@ -306,7 +306,8 @@ fn subtract(scopes: &BTreeSet<String>, patterns: &BTreeSet<String>) -> BTreeSet<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::{canonical, chain::sha256_hex};
+    use crate::json::canonical;
+    use crate::ledger::chain::sha256_hex;
     use serde_json::json;
 
     fn decl(agents: &[(&str, &str)], allow: &[&str], deny: &[&str]) -> Declarations {

@@ -2,7 +2,8 @@
 //! decision asks of them, and the digest that records which roster a decision was made under.
 
 use super::scopes::{set_covers, Scopes};
-use crate::ledger::{canonical, chain::sha256_hex};
+use crate::json::canonical;
+use crate::ledger::chain::sha256_hex;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 

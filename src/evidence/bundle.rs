@@ -16,7 +16,7 @@ use super::keys::{self, AnchorKey};
 use super::verify::anchor_signing_input;
 use crate::clock as time;
 use crate::fs;
-use crate::ledger::canonical::CanonicalError;
+use crate::json::canonical::CanonicalError;
 use crate::ledger::chain::{self, hex};
 use crate::ledger::store::{Ledger, SessionPaths, StoreError};
 use crate::trust::Signer;
@@ -447,11 +447,11 @@ mod tests {
     #[test]
     fn export_refuses_when_the_file_disagrees_with_the_verified_state() {
         let attenu = temp_attenu("disagree");
-        let key = keys::load_or_create(&attenu).unwrap();
+        let signer = Signer::anchor(keys::load_or_create(&attenu).unwrap());
         let paths = SessionPaths::new(&attenu, "s1");
         let mut ledger = Ledger::open(
             paths,
-            key.checkpoint_mac_key(),
+            signer.key.checkpoint_mac_key(),
             Instant::now() + Duration::from_secs(5),
         )
         .unwrap();
@@ -463,36 +463,23 @@ mod tests {
             ])
             .unwrap();
         let out = attenu.join("b.json");
-        let written = export_locked(
-            &ledger,
-            &Signer::anchor(keys::load_or_create(&attenu).unwrap()),
-            Some(&out),
-        )
-        .unwrap();
+        let written = export_locked(&ledger, &signer, Some(&out)).unwrap();
         assert_eq!(written.len(), 1);
         assert_eq!(written[0].entries, 2);
         // A state that claims a line the file does not hold is never signed.
         ledger.state.chains[0].entries = 3;
-        let err = export_locked(
-            &ledger,
-            &Signer::anchor(keys::load_or_create(&attenu).unwrap()),
-            Some(&out),
-        )
-        .unwrap_err()
-        .to_string();
+        let err = export_locked(&ledger, &signer, Some(&out))
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("differs from its verified checkpoint"),
             "{err}"
         );
         ledger.state.chains[0].entries = 2;
         ledger.state.chains[0].chain_id = "c2".into();
-        let err = export_locked(
-            &ledger,
-            &Signer::anchor(keys::load_or_create(&attenu).unwrap()),
-            Some(&out),
-        )
-        .unwrap_err()
-        .to_string();
+        let err = export_locked(&ledger, &signer, Some(&out))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("chain's id"), "{err}");
         drop(ledger);
         let _ = std::fs::remove_dir_all(attenu.parent().unwrap());

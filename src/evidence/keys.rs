@@ -13,6 +13,11 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+mod pinned;
+pub use pinned::{
+    load_pinned, parse_pinned, KeyChoice, KeyFileError, KeyFileProblem, PinnedKey, PublicKeyError,
+};
+
 pub struct AnchorKey {
     pub signing: SigningKey,
     pub kid: String,
@@ -226,25 +231,15 @@ fn ensure_public(attenu_dir: &Path, key: &AnchorKey) -> Result<(), KeyError> {
     Ok(())
 }
 
-/// Reads a public key file: the `anchor.pub` JSON form, or a bare 64-hex line.
-pub fn read_public(path: &Path) -> Result<VerifyingKey, KeyError> {
+/// Reads the project's own `anchor.pub` by the one rule for key files ([`parse_pinned`]).
+fn read_public(path: &Path) -> Result<VerifyingKey, KeyError> {
     let text = std::fs::read_to_string(path).map_err(|source| KeyError::ReadPublic {
         path: path.to_path_buf(),
         source,
     })?;
-    parse_public(&text).ok_or_else(|| KeyError::NotAPublicKey {
+    parse_pinned(&text).map_err(|_| KeyError::NotAPublicKey {
         path: path.to_path_buf(),
     })
-}
-
-pub fn parse_public(text: &str) -> Option<VerifyingKey> {
-    let text = text.trim();
-    let hex_key = match serde_json::from_str::<Value>(text) {
-        Ok(doc) => doc.get("public_key")?.as_str()?.to_string(),
-        Err(_) => text.to_string(),
-    };
-    let bytes: [u8; 32] = unhex(&hex_key)?.try_into().ok()?;
-    VerifyingKey::from_bytes(&bytes).ok()
 }
 
 /// Writes a new reviewer key (0600) for `keygen`; refuses to overwrite.

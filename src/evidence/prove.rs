@@ -62,7 +62,7 @@ pub fn prove(
     )
     .map_err(ExportError::from)?;
     let bytes = ledger.read_verified().map_err(ExportError::from)?;
-    let chains = chains_of(&bytes).map_err(ProveError::Ledger)?;
+    let chains = chains_of(&bytes).map_err(|e| ProveError::Ledger(e.to_string()))?;
     let (entries, index) = locate(&chains, &which, &ledger.paths.name)?;
     proof_for(&key, entries, index)
 }
@@ -109,7 +109,7 @@ pub fn proof_for(key: &AnchorKey, entries: &[Value], index: usize) -> Result<Str
         .unwrap_or("");
     let signed = checkpoint::sign(key, chain_id, tree.size(), &tree.root())?;
     let path = tlog::inclusion_proof(&leaves, index as u64, tree.size())?;
-    let line = crate::ledger::canonical::to_vec(&entries[index])
+    let line = crate::json::canonical::to_vec(&entries[index])
         .map_err(|e| ProveError::Ledger(e.to_string()))?;
     Ok(TlogProof::new(index as u64, path, &signed)?
         .with_extra(line)

@@ -5,6 +5,7 @@
 //! * [`atomic`]: atomic replacement and creation (temporary file, fsync, rename);
 //! * [`durable`]: directory `fsync` and when a new name is durable without one;
 //! * [`reach`](mod@reach): the file a path reaches, links and `/proc` aliases followed;
+//! * [`sealed`]: the HMAC-sealed form of the hook's own state files;
 //! * [`state_dir`]: the private state directory and its search-ignore file.
 //!
 //! Everything is re-exported here, so callers write `crate::fs::X`.
@@ -13,6 +14,7 @@ pub mod atomic;
 pub mod durable;
 pub mod open;
 pub mod reach;
+pub mod sealed;
 pub mod state_dir;
 
 pub use atomic::{
@@ -24,6 +26,7 @@ pub use open::{
     check_owned_regular, check_regular_file, current_uid, open_append, open_owned,
     open_read_append, open_rw, read_owned, refused_open, tighten_file, ReadError,
 };
+pub use sealed::SealedFormat;
 pub use state_dir::{
     ensure_git_ignore, ensure_private_dir, ensure_search_ignore, GIT_IGNORE_FILE, STATE_IGNORE_FILE,
 };

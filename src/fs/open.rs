@@ -228,7 +228,7 @@ mod tests {
     /// would open through the link, and these would fail on that architecture.
     #[test]
     fn symlinks_are_refused_by_the_open_itself() {
-        let dir = std::env::temp_dir().join(format!("attenu-fsutil-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("attenu-fs-open-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         let target = dir.join("target");

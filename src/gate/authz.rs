@@ -10,7 +10,7 @@ use super::db::{self, DbError};
 use crate::clock as time;
 use crate::config::Config;
 use crate::evidence::keys;
-use crate::ledger::canonical;
+use crate::json::canonical;
 use crate::ledger::chain::{hex, unhex};
 use ed25519_dalek::VerifyingKey;
 use rusqlite::params;

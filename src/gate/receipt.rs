@@ -7,6 +7,7 @@ use super::db::{self, DbError};
 use crate::clock as time;
 use crate::evidence::keys;
 use crate::fs;
+use crate::ledger::fields::{event, field};
 use crate::ledger::store::{Ledger, SessionPaths, StoreError};
 use rusqlite::params;
 use serde_json::Value;
@@ -67,7 +68,7 @@ fn find_in(text: &[u8], id: &str) -> Option<BoundCall> {
         let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
         let call_id = s(e.get("call_id"));
         let tool_use_id = s(e.pointer("/context/tool_use_id"));
-        if e["event"] == "allow"
+        if e[field::EVENT] == event::ALLOW
             && (call_id.as_deref() == Some(id) || tool_use_id.as_deref() == Some(id))
         {
             return Some(BoundCall {

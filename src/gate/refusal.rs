@@ -11,7 +11,7 @@ use super::authz::input_commitment;
 use super::claim::ClaimCall;
 use super::db::DbError;
 use crate::clock as time;
-use crate::ledger::canonical;
+use crate::json::canonical;
 use crate::ledger::chain::{hex, unhex};
 use crate::reason::{Code, Reason};
 use rusqlite::params;

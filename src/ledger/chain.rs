@@ -2,7 +2,7 @@
 //! `hash = SHA-256(prev_hash || JCS(entry without "hash"))`, lowercase hex, with the first
 //! entry of a chain linked to [`GENESIS`].
 
-use super::canonical::{self, CanonicalError};
+use crate::json::canonical::{self, CanonicalError};
 use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};
 

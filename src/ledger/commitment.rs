@@ -5,7 +5,7 @@
 //! argument commitments, so one can never be replayed as the other. A raw copy is written only
 //! with `[privacy] raw_capture`.
 
-use crate::ledger::canonical;
+use crate::json::canonical;
 use crate::ledger::chain::{hex, sha256_hex, unhex};
 use serde_json::Value;
 use sha2::{Digest, Sha256};

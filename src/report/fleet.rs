@@ -6,7 +6,7 @@ use super::escape::text as esc;
 use super::html::Tone;
 use super::model::Source;
 use crate::audit::{Report, SessionReport, Status};
-use crate::evidence::doc::Json;
+use crate::json::tree::Json;
 use std::fmt::Write as _;
 
 /// An audit's JSON, read back.

@@ -18,8 +18,8 @@ mod sections;
 #[cfg(test)]
 mod tests;
 
-use crate::evidence::strict;
 use crate::evidence::verify::{verify_bundle_bytes, AnchorKey, InputError};
+use crate::json::strict;
 use crate::protocol::Exit;
 use fleet::AuditView;
 use html::Tone;

@@ -1,11 +1,12 @@
 //! What the page shows of one bundle, built from the verifier's [`Report`] and the bundle as
-//! the verifier's own reader ([`crate::evidence::strict`]) parsed it: the verdict, checks,
+//! the verifier's own reader ([`crate::json::strict`]) parsed it: the verdict, checks,
 //! failures and open calls are the verifier's, never recomputed here; the tree, the timeline
 //! and the denials are the entries as written, which the page calls proven only when the
 //! verdict is valid.
 
-use crate::evidence::doc::{Json, Members};
 use crate::evidence::verify::Report;
+use crate::json::tree::{Json, Members};
+use crate::ledger::fields::{event, field};
 use std::collections::{BTreeMap, HashMap};
 
 /// Calls listed one by one; every call is still counted.
@@ -221,7 +222,7 @@ fn chain_info(top: &Members, entries: &[&Members]) -> ChainInfo {
     let chain = top.get("chain").and_then(Json::as_object);
     let root = entries
         .iter()
-        .find(|e| e.get("event").and_then(Json::as_str) == Some("root"));
+        .find(|e| e.get(field::EVENT).and_then(Json::as_str) == Some(event::ROOT));
     let root_ctx = root.and_then(|r| context(r));
     let ats: Vec<String> = entries.iter().filter_map(|e| ctx_string(e, "at")).collect();
     ChainInfo {
@@ -250,7 +251,7 @@ fn chain_info(top: &Members, entries: &[&Members]) -> ChainInfo {
 fn read_nodes(entries: &[&Members]) -> Vec<NodeView> {
     let mut nodes: Vec<NodeView> = Vec::new();
     for e in entries {
-        let event = e.get("event").and_then(Json::as_str);
+        let event = e.get(field::EVENT).and_then(Json::as_str);
         let (authority, parent) = match event {
             Some("root") => ("authority", None),
             Some("spawn") => ("granted", Some(string(e, "parent").unwrap_or_default())),
@@ -320,8 +321,8 @@ fn read_calls(
     let mut by_call_id: HashMap<String, usize> = HashMap::new();
     let mut groups: BTreeMap<(String, String), DenialGroup> = BTreeMap::new();
     for &(index, e) in entries {
-        let event = e.get("event").and_then(Json::as_str);
-        if event == Some("outcome") {
+        let event = e.get(field::EVENT).and_then(Json::as_str);
+        if event == Some(event::OUTCOME) {
             bind_outcome(e, &by_call_id, &mut read.calls);
             continue;
         }
@@ -370,7 +371,7 @@ fn read_calls(
 }
 
 fn decision_of(e: &Members) -> Option<Decision> {
-    match e.get("event").and_then(Json::as_str) {
+    match e.get(field::EVENT).and_then(Json::as_str) {
         Some("allow") if e.get("policy").and_then(Json::as_str) == Some("unlisted") => {
             Some(Decision::AllowUnenforced)
         }
@@ -469,7 +470,7 @@ fn bind_outcome(e: &Members, by_call_id: &HashMap<String, usize>, calls: &mut [C
 fn read_resolutions(entries: &[(usize, &Members)]) -> Vec<Resolution> {
     entries
         .iter()
-        .filter(|(_, e)| e.get("event").and_then(Json::as_str) == Some("outcome"))
+        .filter(|(_, e)| e.get(field::EVENT).and_then(Json::as_str) == Some(event::OUTCOME))
         .filter_map(|&(index, e)| {
             let r = context(e)?.get("reconciliation")?.as_object()?;
             let field = |k: &str| {

@@ -275,7 +275,7 @@ fn plant(attenu: &Path, entries: &[(&[u8], FileStamp, crate::derive::declaration
         &build(),
         entries.iter().map(|(p, s, x)| (*p, s, x)),
     );
-    let tag = crate::ledger::chain::hex(&seal(&KEY, &body).unwrap().finalize().into_bytes());
+    let tag = SEALED.tag(&KEY, &body);
     let mut file = format!("{HEADER}{tag}\n").into_bytes();
     file.extend_from_slice(&body);
     std::fs::write(attenu.join(TABLE_FILE), file).unwrap();
@@ -320,7 +320,7 @@ fn a_table_entry_is_used_only_for_its_own_settled_stamp() {
     let mut forged = text.clone();
     forged[at] = b'0';
     let body = &forged[HEADER.len() + 65..];
-    let tag = crate::ledger::chain::hex(&seal(&KEY, body).unwrap().finalize().into_bytes());
+    let tag = SEALED.tag(&KEY, body);
     forged[HEADER.len()..HEADER.len() + 64].copy_from_slice(tag.as_bytes());
     std::fs::write(attenu.join(TABLE_FILE), &forged).unwrap();
     assert!(!holds_bash(&derive(&root, &attenu, later())));

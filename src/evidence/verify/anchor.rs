@@ -6,7 +6,7 @@
 use super::json::{integral, json_eq, truthy};
 use super::shown::{shown_list, shown_opt};
 use super::{AnchorKey, Bundle, FailureName, Log, Obj, Value};
-use crate::ledger::canonical::{self, CanonicalError};
+use crate::json::canonical::{self, CanonicalError};
 use crate::ledger::chain;
 use ed25519_dalek::Signature;
 use serde_json::Map;

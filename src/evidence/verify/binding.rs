@@ -9,7 +9,7 @@ use super::records::{check_allow, check_deny, check_outcome, Record};
 use super::report::{CallSummary, Failure, OpenCall};
 use super::shown::{seq_text, shown, shown_opt, shown_str};
 use super::{version, Bundle, FailureName, Log, Obj, Value, PARALLEL_FROM};
-use crate::ledger::canonical;
+use crate::json::canonical;
 use std::collections::{HashMap, HashSet};
 use std::thread::{Scope, ScopedJoinHandle};
 

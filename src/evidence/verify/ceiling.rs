@@ -6,9 +6,9 @@ use super::authority::Outside;
 use super::json::{get, num_eq, num_f64};
 use super::scope::scope_covers;
 use super::shown::{escaped, shown, shown_str, shown_str_escaped};
-use super::vocab::EGRESS_ORDER;
 use super::{Json, Obj, Value};
-use crate::ledger::canonical;
+use crate::json::canonical;
+use crate::ledger::fields::EGRESS_ORDER;
 use serde_json::Number;
 
 /// A member of an allow- or deny-list: its JSON type and value (`1` is `1.0`, never `true`).

@@ -5,9 +5,9 @@ use super::ceiling::{contains, Bound, Ceiling, CeilingKind, Member};
 use super::json::kind;
 use super::scope::valid_scope;
 use super::shown::{shown_list, shown_opt, shown_str};
-use super::vocab::EGRESS_ORDER;
 use super::{Obj, Value};
-use crate::ledger::canonical;
+use crate::json::canonical;
+use crate::ledger::fields::EGRESS_ORDER;
 use serde_json::Number;
 
 /// Why a constraint cannot be read. The texts name the constraint by its key, as shown.

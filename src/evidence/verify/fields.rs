@@ -3,8 +3,9 @@
 
 use super::json::{event_of, get, kind};
 use super::shown::{shown, shown_list, shown_opt};
-use super::vocab::{is_ledger_field, LEDGER_EVENTS};
 use super::{Bundle, FailureName, Log, Obj, Value};
+use crate::ledger::fields::field;
+use crate::ledger::fields::{is_ledger_field, LEDGER_EVENTS};
 
 /// Step (3). True when every entry is an object with a known event and known fields.
 pub(super) fn check_entries(bundle: &Bundle<'_>, log: &mut Log<'_>) -> bool {
@@ -34,7 +35,7 @@ pub(super) fn known_event(
     i: usize,
     log: &mut Log<'_>,
 ) -> bool {
-    let ev = e.get("event");
+    let ev = e.get(field::EVENT);
     let known = match ev.and_then(Value::as_str) {
         Some("outcome") => bundle_v != Some(1),
         Some(s) => LEDGER_EVENTS.contains(&s),

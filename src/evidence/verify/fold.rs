@@ -14,7 +14,7 @@ use super::records::{check_allow, check_deny, check_outcome, known_policy};
 use super::report::{CallSummary, OpenCall};
 use super::{containment, fields, Log, Obj, Value};
 use crate::evidence::checkpoint::leaf_of_hash;
-use crate::evidence::{doc, doc_exact, strict};
+use crate::json::{exact_tree, strict, tree};
 use crate::ledger::chain::{self, GENESIS};
 use crate::tlog::{self, Frontier, Hash};
 use sha2::{Digest, Sha256};
@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 /// An entry parsed, every check that reads it alone passed, its own hash (over its own
 /// `prev_hash`) and its leaf in the tree.
 pub(super) struct Prepared<'a> {
-    value: doc::Json<'a>,
+    value: tree::Json<'a>,
     own: String,
     leaf: Hash,
 }
@@ -34,7 +34,7 @@ pub(super) struct Prepared<'a> {
 pub(super) fn prepare(text: &[u8]) -> Option<Prepared<'_>> {
     // Export copies the ledger's lines verbatim, so an entry is mostly in exact canonical
     // form already: then one pass reads it, and its hash is over its own bytes.
-    if let Some((layout, value)) = doc_exact::read(text) {
+    if let Some((layout, value)) = exact_tree::read(text) {
         let prev = value.as_object()?.get("prev_hash")?.as_str()?;
         let digest = layout.digest_over(text, prev)?;
         return checked(value, chain::hex(&digest), tlog::leaf_hash(&digest));
@@ -43,13 +43,13 @@ pub(super) fn prepare(text: &[u8]) -> Option<Prepared<'_>> {
     if parsed.duplicate.is_some() {
         return None;
     }
-    let own = doc::own_hash(&parsed.value)?;
+    let own = tree::own_hash(&parsed.value)?;
     let leaf = leaf_of_hash(&own)?;
     checked(parsed.value, own, leaf)
 }
 
 /// The entry with its hash and leaf, once the checks that read it alone passed.
-fn checked<'a>(value: doc::Json<'a>, own: String, leaf: Hash) -> Option<Prepared<'a>> {
+fn checked<'a>(value: tree::Json<'a>, own: String, leaf: Hash) -> Option<Prepared<'a>> {
     if !alone(value.as_object()?) {
         return None;
     }
@@ -326,7 +326,7 @@ impl Fold {
                         .and_then(Value::as_object)
                         .and_then(|c| c.get("tool_use_id")),
                 ),
-                authorized: get(e, "authorized_params_hash").map(doc::Json::to_value),
+                authorized: get(e, "authorized_params_hash").map(tree::Json::to_value),
                 authorized_truthy: truthy(e.get("authorized_params_hash")),
                 pre_hook_only: capture.is_none()
                     || capture.and_then(Value::as_str) == Some("pre_hook_only"),
@@ -351,7 +351,7 @@ impl Fold {
             return false;
         }
         if let (Some(ah), Some(ih)) = (&al.authorized, get(e, "invoked_params_hash")) {
-            if !value_eq(&doc::Json::from_value(ah), ih) {
+            if !value_eq(&tree::Json::from_value(ah), ih) {
                 return false;
             }
         }

@@ -1,13 +1,11 @@
 //! Reading the inputs: a bundle file's bytes (strictly: no duplicate member names, a depth
-//! limit) and an `anchor.pub` key file.
+//! limit).
 
-use super::shown::shown;
-use super::{verify_bundle_with, AnchorKey, Failure, FailureName, Json, Report, Value};
-use crate::evidence::strict;
-use crate::ledger::chain;
-use ed25519_dalek::VerifyingKey;
+use super::{verify_bundle_with, AnchorKey, Failure, FailureName, Report, Value};
+use crate::json::strict;
+use crate::ledger::fields::ENTRY_MARKERS;
 
-/// Why a bundle file or a key file could not be used at all (exit code 2).
+/// Why a bundle file could not be used at all (exit code 2).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InputError {
     #[error("the bundle is not JSON ({0}); pass the bundle-<session>.json file `attenu-hook export` wrote")]
@@ -29,28 +27,6 @@ pub enum InputError {
          `attenu-hook export` wrote, or a proof from `attenu-hook prove`"
     )]
     NotABundle(String),
-    #[error(transparent)]
-    BadKey(#[from] KeyError),
-}
-
-/// Why a key file's text is not an Ed25519 public key.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KeyError {
-    #[error("the key file is not valid JSON ({0})")]
-    NotJson(String),
-    #[error("the key file is not a JSON object")]
-    NotAnObject,
-    /// The `alg` as shown (escaped when needed).
-    #[error("the key file's alg is {0}, not \"EdDSA\"; only Ed25519 anchor keys are verified")]
-    NotEdDsa(String),
-    #[error("the key file has no \"public_key\" string")]
-    NoPublicKey,
-    #[error("the public key is {0} characters long; an Ed25519 public key is 64 hex characters")]
-    WrongLength(usize),
-    #[error("the public key is not hexadecimal")]
-    NotHex,
-    #[error("the public key is not a valid Ed25519 point")]
-    NotAPoint,
 }
 
 /// Parses a bundle file's bytes and verifies it. Unlike [`verify_bundle`](super::verify_bundle), which receives an
@@ -126,9 +102,7 @@ fn not_a_bundle(value: &Value) -> Result<(), InputError> {
 
 /// An object with a ledger entry's own members (`event`, `prev_hash`, `hash`).
 fn is_ledger_entry(members: &super::Obj) -> bool {
-    ["event", "prev_hash", "hash"]
-        .iter()
-        .all(|k| members.contains_key(k))
+    ENTRY_MARKERS.iter().all(|k| members.contains_key(k))
 }
 
 /// A ledger file is one entry per line, so it is not one JSON document: its first line is.
@@ -140,49 +114,8 @@ fn first_line_is_ledger_entry(text: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(line)
         .ok()
         .and_then(|v| {
-            v.as_object().map(|o| {
-                ["event", "prev_hash", "hash"]
-                    .iter()
-                    .all(|k| o.contains_key(*k))
-            })
+            v.as_object()
+                .map(|o| ENTRY_MARKERS.iter().all(|k| o.contains_key(*k)))
         })
         .unwrap_or(false)
-}
-
-/// Reads an `anchor.pub` file: the recipe's JSON form `{"alg":"EdDSA","kid":...,"public_key":
-/// "<64 hex>"}`, or 64 hex characters alone.
-pub fn parse_anchor_pub(text: &str) -> Result<VerifyingKey, InputError> {
-    Ok(parse_key(text)?)
-}
-
-pub(super) fn parse_key(text: &str) -> Result<VerifyingKey, KeyError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text).trim();
-    let hex = if text.starts_with('{') {
-        key_in_json(text)?
-    } else {
-        text.to_string()
-    };
-    if hex.len() != 64 {
-        return Err(KeyError::WrongLength(hex.len()));
-    }
-    let raw = chain::unhex(&hex).ok_or(KeyError::NotHex)?;
-    let mut bytes = [0u8; 32];
-    bytes.copy_from_slice(&raw);
-    VerifyingKey::from_bytes(&bytes).map_err(|_| KeyError::NotAPoint)
-}
-
-/// The `public_key` of the JSON form, which names no algorithm but EdDSA.
-fn key_in_json(text: &str) -> Result<String, KeyError> {
-    let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| KeyError::NotJson(e.to_string()))?;
-    let obj = v.as_object().ok_or(KeyError::NotAnObject)?;
-    match obj.get("alg") {
-        None | Some(serde_json::Value::Null) => {}
-        Some(serde_json::Value::String(a)) if a == "EdDSA" => {}
-        Some(other) => return Err(KeyError::NotEdDsa(shown(&Json::from_value(other)))),
-    }
-    match obj.get("public_key") {
-        Some(serde_json::Value::String(s)) => Ok(s.clone()),
-        _ => Err(KeyError::NoPublicKey),
-    }
 }

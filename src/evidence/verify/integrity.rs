@@ -3,7 +3,7 @@
 
 use super::shown::seq_text;
 use super::{Bundle, FailureName, Log, Value, PARALLEL_FROM};
-use crate::evidence::doc;
+use crate::json::tree;
 use crate::ledger::chain::{self, ChainBreak};
 
 /// True when every entry links to the one before and its stored hash covers it. Only the
@@ -16,7 +16,7 @@ pub(super) fn check_chain(
     let raw_entries = bundle.raw_entries;
     let hashes = match entry_hashes {
         Some(hashes) if hashes.len() == raw_entries.len() => hashes,
-        _ => crate::par::map(raw_entries, PARALLEL_FROM, |_, e| doc::own_hash(e)),
+        _ => crate::par::map(raw_entries, PARALLEL_FROM, |_, e| tree::own_hash(e)),
     };
     let chain_result = chain::check_links(raw_entries, hashes, |e| {
         let obj = e.as_object()?;

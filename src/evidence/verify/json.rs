@@ -2,7 +2,8 @@
 //! value, truthiness is Python's.
 
 use super::{Obj, Value};
-use crate::ledger::canonical;
+use crate::json::canonical;
+use crate::ledger::fields::field;
 use serde_json::Number;
 use std::collections::HashMap;
 
@@ -16,7 +17,7 @@ pub(super) fn present_but_null(e: &Obj, k: &str) -> bool {
 }
 
 pub(super) fn event_of<'a>(e: &'a Obj<'a>) -> Option<&'a str> {
-    e.get("event").and_then(Value::as_str)
+    e.get(field::EVENT).and_then(Value::as_str)
 }
 
 pub(super) fn kind(v: Option<&Value>) -> &'static str {

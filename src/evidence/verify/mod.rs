@@ -3,7 +3,7 @@
 //! The input is the bundle alone, plus the key the reviewer chooses to trust. Nothing from the
 //! process that wrote the ledger is consulted. The checks and their verdicts follow
 //! `attenu_guard.evidence.verify_bundle` 0.21.0, so that a bundle the reference accepts is
-//! accepted here and a bundle it rejects is rejected here; `tests/verify_vectors.rs` holds that
+//! accepted here and a bundle it rejects is rejected here; `tests/conformance.rs` holds that
 //! against the reference's own vectors.
 //!
 //! What is checked:
@@ -69,15 +69,15 @@
 //! After them, `notices.rs` lists what the ledger records about its own history (a lost
 //! checkpoint), which changes no verdict but the exit code.
 //!
-//! `attenu-hook verify` first tries a streaming pass (`stream.rs`, reading with `split.rs`,
+//! `attenu-hook verify` first tries a streaming pass (`stream.rs`, reading with `crate::json::split`,
 //! each entry folded by `fold.rs`) that holds memory to the nodes and open calls, not the
 //! entries, and answers only for a clean bundle, with the report the steps above give; on
 //! anything else it gives up and the steps above decide. The unit tests and
 //! `tests/evidence.rs` hold the two reports equal.
 //!
 //! Around them: `report.rs` (the report and failure names), `input.rs` (reading the bundle
-//! file and the key), `run.rs` (the command), `render.rs` (the text output), `json.rs`,
-//! `shown.rs` and `vocab.rs` (reading values, printing them safely, the ledger's names). The
+//! file; key files are `crate::evidence::keys`), `run.rs` (the command), `render.rs` (the text output), `json.rs`,
+//! `shown.rs` and `crate::ledger::fields` (reading values, printing them safely, the ledger's names). The
 //! unit tests are in `tests/`.
 
 mod anchor;
@@ -103,28 +103,25 @@ mod report;
 mod run;
 mod scope;
 mod shown;
-mod split;
 mod stream;
 #[cfg(test)]
 mod tests;
 mod tree;
 mod unreadable;
 mod version;
-mod vocab;
 
+pub use crate::ledger::fields::{LEDGER_EVENTS, LEDGER_FIELDS};
 pub use anchor::anchor_signing_input;
-pub use input::{parse_anchor_pub, verify_bundle_bytes, InputError, KeyError};
+pub use input::{verify_bundle_bytes, InputError};
 pub use notices::Notice;
 pub use render::render_text;
 pub use report::{AnchorKey, CallSummary, Checks, Failure, FailureName, OpenCall, Report};
 pub use run::{run, EXIT_VALID_KEY_NOT_PINNED, EXIT_VALID_WITH_NOTICE};
 pub use scope::scope_covers;
-pub(in crate::evidence) use shown::shown_str_escaped;
+pub(crate) use shown::shown;
 pub use stream::{verify_clean_stream, Input};
-pub(crate) use vocab::ledger_field;
-pub use vocab::{LEDGER_EVENTS, LEDGER_FIELDS};
 
-use super::doc::{Json, Members};
+use crate::json::tree::{Json, Members};
 use report::Log;
 
 /// Below this many entries one thread is faster than starting another.

@@ -1,7 +1,7 @@
 //! Notices: what the ledger itself records about its own history that a reviewer must weigh,
 //! though every check passes. Today one kind: an entry whose `context.checkpoint_lost` says the
 //! hook found its sealed checkpoint missing or broken beside a non-empty ledger, so entries
-//! before it may have been cut off unnoticed (docs/LEDGER.md, "Lost checkpoints"). The
+//! before it may have been cut off unnoticed (docs/FORMATS.md, "Lost checkpoints"). The
 //! reference verifier reads `context` as free-form and reports nothing; a valid bundle with a
 //! notice makes `verify` exit [`super::EXIT_VALID_WITH_NOTICE`].
 

@@ -4,8 +4,10 @@
 
 use super::json::{get, is_lower_hex, non_empty_str, present_but_null};
 use super::shown::{shown, shown_list, shown_opt};
-use super::vocab::{ALLOW_ONLY_FIELDS, BODY_STATES, CAPTURES, PARAMS_HASH_REASONS, POLICIES};
 use super::{FailureName, Obj, Value};
+use crate::ledger::fields::{
+    ALLOW_ONLY_FIELDS, BODY_STATES, CAPTURES, PARAMS_HASH_REASONS, POLICIES,
+};
 
 /// A record problem: the failure it is reported as, and (as its text) why.
 pub(super) trait Record: std::fmt::Display {

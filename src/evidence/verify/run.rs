@@ -1,8 +1,8 @@
 //! The command: `attenu-hook verify BUNDLE [--pub FILE] [--json]`.
 
-use super::input::{parse_key, verify_parsed, KeyError};
+use super::input::verify_parsed;
 use super::{render_text, verify_clean_stream, AnchorKey, Input, Report};
-use ed25519_dalek::VerifyingKey;
+use crate::evidence::keys::{self, KeyChoice};
 use std::path::{Path, PathBuf};
 
 /// `attenu-hook verify BUNDLE [--pub FILE] [--json]`. Returns the exit code: 0 valid under a
@@ -113,53 +113,19 @@ fn exit_code(report: &Report) -> i32 {
     }
 }
 
-/// The key to check the anchor with and the file it came from: `--pub`, else an `anchor.pub`
-/// beside the bundle, else none. `None` when a key file cannot be used (said on stderr).
+/// The key to check the anchor with and the file it came from ([`KeyChoice::for_bundle`]).
+/// `None` when a key file cannot be used (said on stderr).
 fn choose_key(bundle_path: &Path, pub_path: Option<&Path>) -> Option<(AnchorKey, Option<PathBuf>)> {
-    if let Some(p) = pub_path {
-        return match load_key_file(p) {
-            Ok(k) => Some((AnchorKey::Pinned(k), Some(p.to_path_buf()))),
-            Err(msg) => {
-                eprintln!(
-                    "attenu-hook verify: cannot use the key file {}: {msg}. Pass the anchor.pub you trust \
-                     (JSON with \"public_key\", or 64 hex characters).",
-                    p.display()
-                );
-                None
-            }
-        };
-    }
-    let dir = match bundle_path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => Path::new(".").to_path_buf(),
+    let chosen = match pub_path {
+        Some(p) => keys::load_pinned(p)
+            .and_then(|pinned| KeyChoice::for_bundle(bundle_path, Some(&pinned))),
+        None => KeyChoice::for_bundle(bundle_path, None),
     };
-    let side = dir.join("anchor.pub");
-    if !side.exists() {
-        return Some((AnchorKey::None, None));
-    }
-    match load_key_file(&side) {
-        Ok(k) => Some((AnchorKey::FromBundleSide(k), Some(side))),
-        Err(msg) => {
-            eprintln!(
-                "attenu-hook verify: the key file {} beside the bundle cannot be used: {msg}. Pass \
-                 the key you trust with --pub FILE.",
-                side.display()
-            );
+    match chosen {
+        Ok(choice) => Some((choice.anchor_key(), choice.key().map(|k| k.path.clone()))),
+        Err(e) => {
+            eprintln!("attenu-hook verify: {e}.");
             None
         }
     }
-}
-
-/// Why a key file could not be used.
-#[derive(Debug, thiserror::Error)]
-enum KeyFileError {
-    #[error("cannot read it ({0})")]
-    Unreadable(#[from] std::io::Error),
-    #[error(transparent)]
-    Unusable(#[from] KeyError),
-}
-
-fn load_key_file(path: &Path) -> Result<VerifyingKey, KeyFileError> {
-    let text = std::fs::read_to_string(path)?;
-    Ok(parse_key(&text)?)
 }

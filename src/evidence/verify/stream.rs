@@ -18,11 +18,11 @@
 
 use super::fold::{prepare, Fold};
 use super::report::Log;
-use super::split::{self, GiveUp, Sink, Splitter};
 use super::{anchor, chain_id, envelopes, tree, unreadable, version};
 use super::{AnchorKey, Bundle, Checks, Json, Obj, Report, Value, PARALLEL_FROM};
-use crate::evidence::doc::Members;
-use crate::evidence::strict::{self, MemberSeed};
+use crate::json::split::{self, GiveUp, Sink, Splitter};
+use crate::json::strict::{self, MemberSeed};
+use crate::json::tree::Members;
 use serde::de::DeserializeSeed;
 use std::borrow::Cow;
 use std::cell::RefCell;

@@ -3,8 +3,8 @@
 
 use super::json::{event_of, same_number};
 use super::shown::{shown_list, shown_opt};
-use super::vocab::V2_ONLY_FIELDS;
 use super::{Bundle, FailureName, Log};
+use crate::ledger::fields::V2_ONLY_FIELDS;
 
 /// What steps (1) and (2) found.
 pub(super) struct Versions {

@@ -3,8 +3,9 @@
 use super::state::{end_open_calls, track_pending, ChainInfo, State};
 use super::{Ledger, StoreError};
 use crate::fs;
-use crate::ledger::canonical;
+use crate::json::canonical;
 use crate::ledger::chain;
+use crate::ledger::fields::{event, field};
 use serde_json::{Map, Value};
 use std::io::Write;
 
@@ -59,7 +60,7 @@ impl Ledger {
         self.state = next;
         self.recovered = None;
         self.lost = None;
-        self.write_checkpoint();
+        self.write_sealed();
         Ok(())
     }
 
@@ -99,7 +100,7 @@ fn seal_onto(
     mut e: Map<String, Value>,
     offset: u64,
 ) -> Result<Vec<u8>, StoreError> {
-    if e.get("event").and_then(Value::as_str) == Some("root") {
+    if e.get(field::EVENT).and_then(Value::as_str) == Some(event::ROOT) {
         let index = state.chains.len() as u32 + 1;
         // As in `scan`: a call opened on the chain that ends here can no longer be
         // completed on the new one (its outcome would be an outcome without an allow).
@@ -116,7 +117,9 @@ fn seal_onto(
     let hash = chain::seal(&mut e, &chain.head)
         .map_err(|err| StoreError::Io(format!("entry cannot be canonicalised: {err}")))?;
     chain.note_entry(&e);
-    chain.grow_tree(&hash).map_err(StoreError::Io)?;
+    chain
+        .grow_tree(&hash)
+        .map_err(|e| StoreError::Io(e.to_string()))?;
     let chain_id = chain.chain_id.clone();
     chain.head = hash;
     chain.entries += 1;

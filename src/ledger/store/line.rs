@@ -1,12 +1,14 @@
 //! Reading one ledger line for a re-verify, fast: when the line is exactly the RFC 8785 form
-//! the hook writes (checked byte by byte by [`crate::ledger::exact`]), the
+//! the hook writes (checked byte by byte by [`crate::json::exact`]), the
 //! entry's hash is the SHA-256 of its prev_hash and the line's own bytes without the `hash`
 //! member, and only the few members the verified state needs are parsed. Any line outside
 //! that subset (a float, a `\u` escape that is not a control character, a non-ASCII key,
 //! white space, a duplicate or unsorted key) takes the slow path: parsed whole and
 //! canonicalized, exactly as before, so the verdict is the same either way.
 
-use crate::ledger::{chain, exact};
+use crate::json::exact;
+use crate::ledger::chain;
+use crate::ledger::fields::field;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -25,17 +27,17 @@ pub(super) enum LineError {
 
 /// Top-level members the verified state reads (`ChainInfo`, `track_pending`, the links).
 const NEEDED: &[&str] = &[
-    "agent",
-    "authorized_params_hash",
-    "call_id",
-    "chain_id",
-    "event",
-    "hash",
-    "node",
-    "params_salt",
-    "prev_hash",
-    "seq",
-    "tool",
+    field::AGENT,
+    field::AUTHORIZED_PARAMS_HASH,
+    field::CALL_ID,
+    field::CHAIN_ID,
+    field::EVENT,
+    field::HASH,
+    field::NODE,
+    field::PARAMS_SALT,
+    field::PREV_HASH,
+    field::SEQ,
+    field::TOOL,
 ];
 
 /// The `context` members the state reads.
@@ -55,7 +57,7 @@ pub(super) fn parse(line: &[u8]) -> Result<Parsed, LineError> {
     match serde_json::from_slice::<Value>(line) {
         Ok(Value::Object(entry)) => {
             let prev = entry
-                .get("prev_hash")
+                .get(field::PREV_HASH)
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
@@ -104,7 +106,7 @@ mod tests {
 
     fn sealed(mut e: Map<String, Value>) -> Vec<u8> {
         chain::seal(&mut e, chain::GENESIS).unwrap();
-        crate::ledger::canonical::to_vec(&Value::Object(e)).unwrap()
+        crate::json::canonical::to_vec(&Value::Object(e)).unwrap()
     }
 
     #[test]

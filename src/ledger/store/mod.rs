@@ -1,4 +1,11 @@
-//! The per-session ledger file under `.attenu/`, its lock, and its verified checkpoint.
+//! The per-session ledger file under `.attenu/`, its lock, and its sealed state.
+//!
+//! Two things are called checkpoints elsewhere and are kept apart here: the **sealed state**
+//! (`ledger-<session>.state.json`, `seal.rs`), the hook's private record of what it verified,
+//! MACed and never shipped; and the **signed checkpoint**, a C2SP tlog-checkpoint of a chain's
+//! Merkle tree signed with the anchor key (`crate::evidence::checkpoint`), which is shipped
+//! and which a reviewer checks. The sealed state's file header and the ledger field
+//! `context.checkpoint_lost` keep the old word, because they are formats on disk.
 //!
 //! # Layout
 //! `ledger-<session>.jsonl` holds one canonical-JSON entry per line. It is a sequence of
@@ -11,11 +18,11 @@
 //! # Verifying before every append in O(1)
 //! Every append happens under an exclusive lock, and only onto a ledger verified since it was
 //! last written. Re-verifying the whole file on every call would make each call's cost grow
-//! with the ledger, so after each append the hook writes a checkpoint beside the ledger
-//! (`ledger-<session>.state.json`): what the verified prefix is (chain heads, byte length,
+//! with the ledger, so after each append the hook writes its sealed state beside the
+//! ledger (`ledger-<session>.state.json`): what the verified prefix is (chain heads, byte length,
 //! offset of the last line, open calls) and what proves the file has not changed since (its
 //! device, inode, length, mtime and ctime), sealed with an HMAC whose key is derived from the
-//! project's anchor key. On the next call the checkpoint is accepted only when the MAC holds,
+//! project's anchor key. On the next call the sealed state is accepted only when the MAC holds,
 //! the file's identity and times are exactly those recorded, and the last line still parses
 //! and reproduces the recorded head hash. Any write to the file changes its ctime, which no
 //! unprivileged process can set back, so an edit anywhere in the ledger fails the check and the
@@ -36,14 +43,14 @@
 //! the recovery in its `context.recovered_torn_tail`. Anything else that does not verify is
 //! never repaired automatically: calls are denied with `ledger-unverifiable`.
 //!
-//! # Lost checkpoints
-//! A checkpoint missing, unreadable or failing its seal beside a non-empty ledger is never
-//! taken for "no checkpoint yet": without it nothing shows the file was not cut short (every
-//! prefix of a chain verifies). The ledger is re-verified, the broken checkpoint kept aside as
+//! # Lost sealed state (`checkpoint_lost`)
+//! A sealed state missing, unreadable or failing its seal beside a non-empty ledger is never
+//! taken for "no state yet": without it nothing shows the file was not cut short (every
+//! prefix of a chain verifies). The ledger is re-verified, the broken state file kept aside as
 //! `ledger-<session>.state-lost-<ms>`, and the next entry records it in
 //! `context.checkpoint_lost` ([`CheckpointLoss`]), which `verify` and `doctor` report. A new
-//! session's empty ledger gets a sealed checkpoint at once, so that a crash between the first
-//! append and its checkpoint leaves a stale checkpoint, not a missing one.
+//! session's empty ledger gets a sealed state at once, so that a crash between the first
+//! append and its state leaves a stale state file, not a missing one.
 
 mod append;
 mod line;
@@ -54,13 +61,13 @@ mod state;
 mod verify;
 
 pub use seal::{
-    holds_checkpointed_prefix, read_checkpoint_file, unseal_checkpoint, Found, MAX_CHECKPOINT_BYTES,
+    holds_sealed_prefix, read_sealed_state, unseal_state, Found, MAX_SEALED_STATE_BYTES,
 };
 pub use state::{
     ChainInfo, CheckpointLoss, CheckpointMark, FileStamp, LossCause, Pending, State,
     CHECKPOINT_LOST, MAX_OPEN_CALLS,
 };
-pub use verify::{chains_of, scan};
+pub use verify::{chains_of, scan, ScanError};
 
 use crate::fs;
 use crate::ledger::chain;
@@ -215,7 +222,7 @@ impl Ledger {
         fs::check_owned_regular(&self.paths.ledger, &meta)
             .map_err(|e| StoreError::Unsafe(e.to_string()))?;
         let stamp = FileStamp::of(&meta);
-        let found = self.read_checkpoint()?;
+        let found = self.read_sealed()?;
         if let Found::Sealed(state) = &found {
             if state.stamp == stamp && self.tail_matches(state) {
                 let Found::Sealed(state) = found else {
@@ -258,7 +265,7 @@ impl Ledger {
     pub fn mark_checkpointed(&mut self, index: usize, mark: CheckpointMark) {
         if let Some(chain) = self.state.chains.get_mut(index) {
             chain.checkpointed = Some(mark);
-            self.write_checkpoint();
+            self.write_sealed();
         }
     }
 

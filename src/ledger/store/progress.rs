@@ -12,16 +12,17 @@
 use super::state::{CheckpointLoss, FileStamp};
 use super::verify::Scanner;
 use super::{Ledger, StoreError};
-use crate::fs;
-use crate::ledger::chain;
-use hmac::{Hmac, Mac};
+use crate::fs::{self, SealedFormat};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::Sha256;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
-const MAGIC: &str = "attenu-reverify v1 ";
+/// Sealed like the state, over its header and body ([`crate::fs::sealed`]).
+const PROGRESS: SealedFormat = SealedFormat {
+    header: "attenu-reverify v1 ",
+    domain: b"attenu-reverify v1 ",
+};
 
 /// Far above a real one, like the checkpoint's bound.
 const MAX_PROGRESS_BYTES: u64 = 16 << 20;
@@ -61,12 +62,7 @@ impl Ledger {
         let Ok(body) = serde_json::to_vec(progress) else {
             return;
         };
-        let tag = tag(&self.mac_key, &body);
-        let mut bytes = Vec::with_capacity(MAGIC.len() + tag.len() + 1 + body.len());
-        bytes.extend_from_slice(MAGIC.as_bytes());
-        bytes.extend_from_slice(tag.as_bytes());
-        bytes.push(b'\n');
-        bytes.extend_from_slice(&body);
+        let bytes = PROGRESS.seal(&self.mac_key, &body);
         if let Ok(f) = fs::open_rw(&self.progress_path()) {
             if f.write_all_at(&bytes, 0).is_ok() {
                 let _ = f.set_len(bytes.len() as u64);
@@ -80,20 +76,6 @@ impl Ledger {
     }
 }
 
-fn tag(key: &[u8; 32], body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
-    mac.update(MAGIC.as_bytes());
-    mac.update(body);
-    chain::hex(&mac.finalize().into_bytes())
-}
-
 fn unseal(bytes: &[u8], key: &[u8; 32]) -> Option<Progress> {
-    let rest = bytes.strip_prefix(MAGIC.as_bytes())?;
-    let nl = rest.iter().position(|&b| b == b'\n')?;
-    let (tag_hex, body) = (std::str::from_utf8(&rest[..nl]).ok()?, &rest[nl + 1..]);
-    let mut mac = Hmac::<Sha256>::new_from_slice(key).ok()?;
-    mac.update(MAGIC.as_bytes());
-    mac.update(body);
-    mac.verify_slice(&chain::unhex(tag_hex)?).ok()?;
-    serde_json::from_slice(body).ok()
+    serde_json::from_slice(PROGRESS.open(bytes, key)?).ok()
 }

@@ -1,27 +1,28 @@
-//! The sealed state beside each ledger (`ledger-<session>.state.json`): what was verified,
-//! sealed with an HMAC, so the next call need not re-verify the file (see the module doc of
+//! The sealed state beside each ledger (`ledger-<session>.state.json`; not the signed C2SP
+//! checkpoint of `crate::evidence::checkpoint`): what was verified, sealed with an HMAC
+//! ([`crate::fs::sealed`]), so the next call need not re-verify the file (see the module doc of
 //! [`super`]).
 
 use super::state::{LossCause, State};
 use super::{Ledger, StoreError};
-use crate::fs;
+use crate::fs::{self, SealedFormat};
 use crate::ledger::chain;
-use hmac::{Hmac, Mac};
 use serde_json::Value;
-use sha2::Sha256;
 use std::os::unix::fs::FileExt;
 
-/// The checkpoint file starts with this, then the hex HMAC of the body, a newline, and the
-/// body: the state's JSON exactly as it was MACed, so it is serialized once per write and
-/// never re-serialized to be checked.
-/// v4: each chain keeps its Merkle tree's frontier (`tree`); an older checkpoint, which did
-/// not, is not read, and the ledger is re-verified once, so the cache never disagrees with a
-/// scan.
-const CHECKPOINT_MAGIC: &str = "attenu-checkpoint v4 ";
+/// The sealed state file: the header, the hex HMAC of the body, a newline, and the body (the
+/// state's JSON exactly as it was MACed, so it is serialized once per write and never
+/// re-serialized to be checked). The header still says "checkpoint": it is a format on disk.
+/// v4: each chain keeps its Merkle tree's frontier (`tree`); an older file, which did not, is
+/// not read, and the ledger is re-verified once, so the cache never disagrees with a scan.
+const SEALED_STATE: SealedFormat = SealedFormat {
+    header: "attenu-checkpoint v4 ",
+    domain: b"",
+};
 
 /// Far above any real checkpoint (at most MAX_OPEN_CALLS open calls and the chains' nodes,
 /// tens of KB); a larger file is not read and the ledger is re-verified instead.
-pub const MAX_CHECKPOINT_BYTES: u64 = 16 << 20;
+pub const MAX_SEALED_STATE_BYTES: u64 = 16 << 20;
 
 impl Ledger {
     /// The file still holds, byte for byte up to its hash, the chain a sealed checkpoint
@@ -60,8 +61,8 @@ impl Ledger {
     /// its seal broken) makes the ledger re-verified, and is recorded on it when the ledger is
     /// not empty (see `full_verify`); one that is not a file the hook may use (a symlink, a
     /// FIFO, another user's) is refused.
-    pub(super) fn read_checkpoint(&self) -> Result<Found, StoreError> {
-        match read_checkpoint_file(&self.paths.state, &self.mac_key) {
+    pub(super) fn read_sealed(&self) -> Result<Found, StoreError> {
+        match read_sealed_state(&self.paths.state, &self.mac_key) {
             Err(fs::ReadError::Refused(why)) => Err(StoreError::Unsafe(why)),
             Err(_) => Ok(Found::Lost(LossCause::Unreadable, None)),
             Ok(found) => Ok(found),
@@ -83,23 +84,14 @@ impl Ledger {
             && line_reproduces(&buf, &chain.head)
     }
 
-    pub(super) fn write_checkpoint(&self) {
+    pub(super) fn write_sealed(&self) {
         // Replaced atomically (a process killed mid-write must not leave a torn checkpoint,
         // which would read as a broken seal, recorded as tampering or damage), under the
         // ledger lock, not fsynced: a stale checkpoint fails its stamp and costs one re-verify.
         let Ok(body) = serde_json::to_vec(&self.state) else {
             return;
         };
-        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.mac_key) else {
-            return;
-        };
-        mac.update(&body);
-        let tag = chain::hex(&mac.finalize().into_bytes());
-        let mut bytes = Vec::with_capacity(CHECKPOINT_MAGIC.len() + tag.len() + 1 + body.len());
-        bytes.extend_from_slice(CHECKPOINT_MAGIC.as_bytes());
-        bytes.extend_from_slice(tag.as_bytes());
-        bytes.push(b'\n');
-        bytes.extend_from_slice(&body);
+        let bytes = SEALED_STATE.seal(&self.mac_key, &body);
         // One temporary name per session, safe under the lock: a process killed between the
         // write and the rename leaves a file the next writer truncates, not litter.
         let mut tmp = self.paths.state.clone().into_os_string();
@@ -128,17 +120,17 @@ pub enum Found {
 }
 
 /// Reads and unseals the checkpoint at `path` (never through a symlink).
-pub fn read_checkpoint_file(
+pub fn read_sealed_state(
     path: &std::path::Path,
     mac_key: &[u8; 32],
 ) -> Result<Found, fs::ReadError> {
-    let bytes = match fs::read_owned(path, MAX_CHECKPOINT_BYTES) {
+    let bytes = match fs::read_owned(path, MAX_SEALED_STATE_BYTES) {
         Ok(Some((bytes, _))) => bytes,
         Ok(None) => return Ok(Found::Absent),
         Err(fs::ReadError::TooLarge(_)) => return Ok(Found::Lost(LossCause::Unreadable, None)),
         Err(e) => return Err(e),
     };
-    if let Some(state) = unseal_checkpoint(&bytes, mac_key) {
+    if let Some(state) = unseal_state(&bytes, mac_key) {
         return Ok(Found::Sealed(Box::new(state)));
     }
     if sealed_by_an_earlier_version(&bytes, mac_key) {
@@ -157,29 +149,18 @@ fn sealed_by_an_earlier_version(bytes: &[u8], mac_key: &[u8; 32]) -> bool {
     let Some(rest) = rest[digits..].strip_prefix(b" ") else {
         return false;
     };
-    digits > 0 && mac_holds(rest, mac_key).is_some()
-}
-
-/// The body after `<hex tag>\n` when the tag is its HMAC under `mac_key`.
-fn mac_holds<'b>(tagged: &'b [u8], mac_key: &[u8; 32]) -> Option<&'b [u8]> {
-    let nl = tagged.iter().position(|&b| b == b'\n')?;
-    let (tag, body) = (std::str::from_utf8(&tagged[..nl]).ok()?, &tagged[nl + 1..]);
-    let mut mac = Hmac::<Sha256>::new_from_slice(mac_key).ok()?;
-    mac.update(body);
-    mac.verify_slice(&chain::unhex(tag)?).ok()?;
-    Some(body)
+    digits > 0 && SEALED_STATE.open_after_header(rest, mac_key).is_some()
 }
 
 /// The state a checkpoint file's bytes record, if their seal under `mac_key` holds.
-pub fn unseal_checkpoint(bytes: &[u8], mac_key: &[u8; 32]) -> Option<State> {
-    let rest = bytes.strip_prefix(CHECKPOINT_MAGIC.as_bytes())?;
-    serde_json::from_slice(mac_holds(rest, mac_key)?).ok()
+pub fn unseal_state(bytes: &[u8], mac_key: &[u8; 32]) -> Option<State> {
+    serde_json::from_slice(SEALED_STATE.open(bytes, mac_key)?).ok()
 }
 
 /// `bytes`, a whole ledger file, still holds what the checkpoint `prior` recorded: its last
 /// line at the recorded offset, reproducing the recorded head (so, the chain verifying, every
 /// entry before it too).
-pub fn holds_checkpointed_prefix(prior: &State, bytes: &[u8]) -> bool {
+pub fn holds_sealed_prefix(prior: &State, bytes: &[u8]) -> bool {
     match prior.chains.last() {
         None => true,
         Some(chain) => usize::try_from(prior.last_line)

@@ -1,5 +1,6 @@
 //! The verified state of a session ledger: its chains, their nodes, and the calls still open.
 
+use crate::ledger::fields::field;
 use crate::tlog::Frontier;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -70,7 +71,7 @@ impl LossCause {
 /// What the first entry appended after a lost checkpoint records in its
 /// `context.checkpoint_lost`: the ledger was re-verified from GENESIS and verified, but nothing
 /// shows it was not cut short first (every prefix of a chain verifies), so a reviewer must
-/// know the local rollback check did not run here (docs/LEDGER.md).
+/// know the local rollback check did not run here (docs/FORMATS.md, "Lost checkpoints").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckpointLoss {
     pub cause: LossCause,
@@ -126,9 +127,9 @@ impl ChainInfo {
 
     /// Adds an entry, by its own hash, to the chain's tree. A hash that is not 32 bytes of hex
     /// never comes from `chain::seal` or a verified chain.
-    pub(super) fn grow_tree(&mut self, entry_hash: &str) -> Result<(), String> {
+    pub(super) fn grow_tree(&mut self, entry_hash: &str) -> Result<(), super::ScanError> {
         let leaf = crate::evidence::checkpoint::leaf_of_hash(entry_hash)
-            .ok_or_else(|| format!("entry hash {entry_hash} is not 32 bytes of hex"))?;
+            .ok_or_else(|| super::ScanError::NotAHash(entry_hash.to_string()))?;
         self.tree.append(leaf);
         Ok(())
     }
@@ -144,7 +145,7 @@ impl ChainInfo {
         let Some(node) = e.get("node").and_then(Value::as_str) else {
             return;
         };
-        match e.get("event").and_then(Value::as_str) {
+        match e.get(field::EVENT).and_then(Value::as_str) {
             Some("root") => {
                 self.nodes.insert(String::new(), node.to_string());
             }
@@ -260,7 +261,7 @@ pub(super) fn track_pending(
     e: &Map<String, Value>,
     chain_id: &str,
 ) {
-    match e.get("event").and_then(Value::as_str) {
+    match e.get(field::EVENT).and_then(Value::as_str) {
         Some("allow") => {
             let (Some(tu), Some(cid)) = (
                 e.get("context")

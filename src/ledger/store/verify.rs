@@ -8,6 +8,7 @@ use super::state::{end_open_calls, track_pending, ChainInfo, CheckpointLoss, Los
 use super::{whole_lines_len, Ledger, StoreError};
 use crate::fs;
 use crate::ledger::chain::{self, ChainBreak};
+use crate::ledger::fields::{event, field};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::os::unix::fs::FileExt;
@@ -90,7 +91,7 @@ impl Ledger {
         self.state.unrecorded_loss = self.lost.clone();
         // Even an empty ledger gets its checkpoint now: a crash after the first append and
         // before its checkpoint then leaves a stale checkpoint, not a missing one.
-        self.write_checkpoint();
+        self.write_sealed();
         self.remove_progress();
         Ok(())
     }
@@ -131,7 +132,7 @@ impl Ledger {
         Ok(true)
     }
 
-    fn unverifiable(&self, e: &str) -> StoreError {
+    fn unverifiable(&self, e: &ScanError) -> StoreError {
         StoreError::Unverifiable(format!(
             "{} does not verify ({e}); it is kept as evidence and nothing more is appended to it. Move it and its checkpoint {} aside (for example with a .broken suffix) to start a new ledger for this session, and keep the old one for review",
             self.paths.ledger.display(),
@@ -213,8 +214,32 @@ impl Ledger {
     }
 }
 
+/// Why a ledger file does not verify, naming where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScanError {
+    #[error("line {line} is not valid JSON ({why})")]
+    NotJson { line: u64, why: String },
+    #[error("line {line} comes before any root entry")]
+    BeforeRoot { line: u64 },
+    #[error("chain {chain} breaks: {why} (line {line} of the file)")]
+    Breaks {
+        chain: usize,
+        line: u64,
+        why: ChainBreak,
+    },
+    #[error("entry {index} of chain {chain_id} carries another chain_id")]
+    OtherChainId { index: usize, chain_id: String },
+    #[error(
+        "chain {chain_id} does not link to the chain before it (a chain was removed or reordered)"
+    )]
+    Unlinked { chain_id: String },
+    /// Never from a verified chain or `chain::seal`: its entry hashes are 32 bytes of hex.
+    #[error("entry hash {0} is not 32 bytes of hex")]
+    NotAHash(String),
+}
+
 /// Parses and verifies a whole ledger file (without a torn tail), chain by chain.
-pub fn scan(bytes: &[u8]) -> Result<State, String> {
+pub fn scan(bytes: &[u8]) -> Result<State, ScanError> {
     let mut scanner = Scanner::default();
     let mut rest = bytes;
     while !rest.is_empty() {
@@ -251,7 +276,7 @@ pub(super) struct Scanner {
 
 impl Scanner {
     /// Verifies `chunk`, whole lines starting at `self.offset`.
-    pub(super) fn feed_chunk(&mut self, chunk: &[u8]) -> Result<(), String> {
+    pub(super) fn feed_chunk(&mut self, chunk: &[u8]) -> Result<(), ScanError> {
         let lines: Vec<&[u8]> = chunk.split_inclusive(|&b| b == b'\n').collect();
         let parsed = crate::par::map(&lines, PARALLEL_FROM, |_, l| {
             line::parse(l.strip_suffix(b"\n").unwrap_or(l))
@@ -262,29 +287,31 @@ impl Scanner {
         Ok(())
     }
 
-    fn feed(&mut self, len: u64, parsed: Result<Parsed, LineError>) -> Result<(), String> {
+    fn feed(&mut self, len: u64, parsed: Result<Parsed, LineError>) -> Result<(), ScanError> {
         self.lines += 1;
         let n = self.lines;
         let chain_no = self.state.chains.len() + 1;
-        let broke = |b: ChainBreak| format!("chain {chain_no} breaks: {b} (line {n} of the file)");
+        let broke = |why: ChainBreak| ScanError::Breaks {
+            chain: chain_no,
+            line: n,
+            why,
+        };
         let index = self.current.as_ref().map_or(0, |c| c.entries as usize);
         let Parsed { entry: e, computed } = match parsed {
             Ok(p) => p,
-            Err(LineError::NotJson(why)) => {
-                return Err(format!("line {n} is not valid JSON ({why})"))
-            }
+            Err(LineError::NotJson(why)) => return Err(ScanError::NotJson { line: n, why }),
             Err(LineError::NotAnObject) if self.current.is_none() => {
-                return Err(format!("line {n} comes before any root entry"))
+                return Err(ScanError::BeforeRoot { line: n })
             }
             Err(LineError::NotAnObject) => return Err(broke(ChainBreak::NotAnObject { index })),
         };
-        if e.get("event").and_then(Value::as_str) == Some("root") {
+        if e.get(field::EVENT).and_then(Value::as_str) == Some(event::ROOT) {
             self.open_chain(&e)?;
         }
         let offset = self.offset;
         let state = &mut self.state;
         let Some(chain) = self.current.as_mut() else {
-            return Err(format!("line {n} comes before any root entry"));
+            return Err(ScanError::BeforeRoot { line: n });
         };
         let index = chain.entries as usize;
         let seq = match e.get("seq") {
@@ -302,10 +329,10 @@ impl Scanner {
             _ => return Err(broke(ChainBreak::HashMismatch { index })),
         };
         if e.get("chain_id").and_then(Value::as_str) != Some(chain.chain_id.as_str()) {
-            return Err(format!(
-                "entry {index} of chain {} carries another chain_id",
-                chain.chain_id
-            ));
+            return Err(ScanError::OtherChainId {
+                index,
+                chain_id: chain.chain_id.clone(),
+            });
         }
         chain.note_entry(&e);
         chain.grow_tree(&hash)?;
@@ -318,7 +345,7 @@ impl Scanner {
     }
 
     /// A `root` closes the chain before it and must name it (its id, head and last seq).
-    fn open_chain(&mut self, root: &Map<String, Value>) -> Result<(), String> {
+    fn open_chain(&mut self, root: &Map<String, Value>) -> Result<(), ScanError> {
         if let Some(done) = self.current.take() {
             self.state.chains.push(done);
         }
@@ -332,10 +359,9 @@ impl Scanner {
             .cloned()
             .filter(|v| !v.is_null());
         if link != expected_link {
-            return Err(format!(
-                "chain {} does not link to the chain before it (a chain was removed or reordered)",
-                info.chain_id
-            ));
+            return Err(ScanError::Unlinked {
+                chain_id: info.chain_id,
+            });
         }
         end_open_calls(&mut self.state); // only the current chain's calls can still be completed
         self.current = Some(info);
@@ -373,12 +399,14 @@ fn chunk_len() -> usize {
 const PARALLEL_FROM: usize = 1024;
 
 /// Splits verified ledger bytes into chains of entries (for export), in file order.
-pub fn chains_of(bytes: &[u8]) -> Result<Vec<Vec<Value>>, String> {
+pub fn chains_of(bytes: &[u8]) -> Result<Vec<Vec<Value>>, ScanError> {
     let mut out: Vec<Vec<Value>> = Vec::new();
     for (i, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
-        let v: Value = serde_json::from_slice(line)
-            .map_err(|e| format!("line {} is not valid JSON ({e})", i + 1))?;
-        if v.get("event").and_then(Value::as_str) == Some("root") || out.is_empty() {
+        let v: Value = serde_json::from_slice(line).map_err(|e| ScanError::NotJson {
+            line: i as u64 + 1,
+            why: e.to_string(),
+        })?;
+        if v.get(field::EVENT).and_then(Value::as_str) == Some(event::ROOT) || out.is_empty() {
             out.push(Vec::new());
         }
         out.last_mut().expect("pushed above").push(v);

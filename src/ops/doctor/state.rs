@@ -220,7 +220,7 @@ fn ledger_check(attenu: &Path, name: String, mac_key: Option<&[u8; 32]>) -> Opti
     let state_name = name.replace(".jsonl", ".state.json");
     // The checkpoint before the ledger: a hook writes the ledger (and fsyncs it) before its
     // checkpoint, so a ledger read after its checkpoint is never older than it.
-    let found = mac_key.map(|key| store::read_checkpoint_file(&attenu.join(&state_name), key));
+    let found = mac_key.map(|key| store::read_sealed_state(&attenu.join(&state_name), key));
     let checkpoint = match &found {
         Some(Ok(store::Found::Sealed(state))) => Some((**state).clone()),
         _ => None,
@@ -237,7 +237,7 @@ fn ledger_check(attenu: &Path, name: String, mac_key: Option<&[u8; 32]>) -> Opti
     let cut = store::whole_lines_len(&bytes);
     // The chain first (an edit is reported where it is), then whether the file still holds
     // what its checkpoint recorded (a cut or an older copy, which verify as chains).
-    let lost = checkpoint.filter(|c| !store::holds_checkpointed_prefix(c, &bytes));
+    let lost = checkpoint.filter(|c| !store::holds_sealed_prefix(c, &bytes));
     let (severity, detail) = match (store::scan(&bytes[..cut]), lost) {
         (Ok(_), Some(prior)) => (
             Severity::Fail,

@@ -95,18 +95,15 @@ fn reference_verdict(python: &std::ffi::OsStr, bundle: &Value, public: &Verifyin
 
 /// An Ed25519-signed bundle built here is accepted by the reference verifier under the
 /// public key alone (so the anchor signing input is right), and a re-signed one is refused
-/// by both. Needs ATTENU_REF_PYTHON (as tests/verify_vectors.rs does); skipped without it.
+/// by both. Needs ATTENU_REF_PYTHON (as tests/conformance.rs does), so it is marked ignored
+/// (a unit test cannot skip itself at run time) and CI runs it with `--ignored`; run without
+/// the reference it fails rather than pass unchecked.
 #[test]
+#[ignore = "needs ATTENU_REF_PYTHON (attenu-guard[crypto]==0.21.0); CI runs it with --ignored"]
 fn the_reference_accepts_our_ed25519_anchor() {
-    let Some(python) = std::env::var_os("ATTENU_REF_PYTHON") else {
-        use std::io::Write as _;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: the_reference_accepts_our_ed25519_anchor: set ATTENU_REF_PYTHON to a python \
-             with attenu-guard[crypto]==0.21.0"
-        );
-        return;
-    };
+    let python = std::env::var_os("ATTENU_REF_PYTHON")
+        .filter(|p| !p.is_empty())
+        .expect("set ATTENU_REF_PYTHON to a python with attenu-guard[crypto]==0.21.0");
     let (honest, attacker) = (key(1), key(2));
     let bundle = signed_bundle(tiny_entries(), &honest);
     let theirs = reference_verdict(&python, &bundle, &honest.verifying_key());

@@ -17,12 +17,12 @@ const CHUNK: usize = if cfg!(test) { 61 } else { 4 << 20 };
 
 /// Gave up: the full verifier decides.
 #[derive(Debug)]
-pub(super) struct GiveUp;
+pub(crate) struct GiveUp;
 
-type Step<T> = Result<T, GiveUp>;
+pub(crate) type Step<T> = Result<T, GiveUp>;
 
 /// What to do with the pieces found.
-pub(super) trait Sink {
+pub(crate) trait Sink {
     /// Each member's name, `entries` too, before its value.
     fn name(&mut self, name: &str) -> Step<()>;
     /// A member other than `entries`, its name decoded and its value's text.
@@ -39,7 +39,7 @@ pub(super) trait Sink {
     fn entries(&mut self, span: &[u8], batch: &[Range<usize>], guessed: bool) -> Step<()>;
 }
 
-pub(super) struct Splitter<R> {
+pub(crate) struct Splitter<R> {
     reader: R,
     buf: Vec<u8>,
     pos: usize,
@@ -64,7 +64,7 @@ const GUESS_WITHIN: usize = 16 << 20;
 
 impl<R: Read> Splitter<R> {
     /// `guess`: cut `entries` at likely ends first ([`Cut::Guessed`]), else scan exactly.
-    pub(super) fn new(reader: R, guess: bool) -> Self {
+    pub(crate) fn new(reader: R, guess: bool) -> Self {
         Splitter {
             reader,
             buf: Vec::with_capacity(CHUNK),
@@ -144,7 +144,7 @@ impl<R: Read> Splitter<R> {
     }
 
     /// The whole input: one object, then only whitespace.
-    pub(super) fn run(mut self, sink: &mut impl Sink) -> Step<()> {
+    pub(crate) fn run(mut self, sink: &mut impl Sink) -> Step<()> {
         self.expect(b'{')?;
         if self.peek()? == Some(b'}') {
             self.pos += 1;
@@ -278,7 +278,7 @@ impl<R: Read> Splitter<R> {
 
 /// `text` as entries separated by `,` (and white space), split exactly; it must end where its
 /// last entry ends.
-pub(super) fn elements(text: &[u8]) -> Step<Vec<Range<usize>>> {
+pub(crate) fn elements(text: &[u8]) -> Step<Vec<Range<usize>>> {
     let mut out = Vec::new();
     let mut at = 0;
     loop {

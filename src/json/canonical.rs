@@ -63,7 +63,7 @@ pub fn write_object(
 }
 
 /// Appends an array, each element written by `write_item`. Shared by every JSON tree written
-/// here (`serde_json::Value`, and the verifier's borrowed `evidence::doc::Json`).
+/// here (`serde_json::Value`, and the verifier's borrowed `json::tree::Json`).
 pub(crate) fn write_array<'v, V: 'v>(
     items: impl IntoIterator<Item = &'v V>,
     write_item: impl Fn(&V, &mut Vec<u8>) -> Result<(), CanonicalError> + Copy,

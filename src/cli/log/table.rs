@@ -1,6 +1,8 @@
-//! `attenu-hook log`: the ledger as a readable table.
+//! `attenu-hook log`: the ledger as a readable table (the rows read from every session's
+//! ledger, and their table, sessions and summary views).
 
 use crate::clock as time;
+use crate::ledger::fields::{event, field};
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -104,7 +106,7 @@ pub fn rows(project: &Path, session: Option<&str>) -> Result<Read, LogError> {
             };
             let Some(mut r) = row(&e) else { continue };
             let call = s(e.get("call_id"));
-            if e["event"] == "outcome" {
+            if e[field::EVENT] == event::OUTCOME {
                 if let Some((tool, scope)) = calls.get(&call) {
                     (r.tool, r.scope) = (tool.clone(), scope.clone());
                 }
@@ -124,7 +126,7 @@ fn s(v: Option<&Value>) -> String {
 fn row(e: &Value) -> Option<Row> {
     let ctx = e.get("context");
     let c = |k: &str| s(ctx.and_then(|c| c.get(k)));
-    let event = e.get("event")?.as_str()?;
+    let event = e.get(field::EVENT)?.as_str()?;
     let (decision, code, message) = match event {
         "allow" if e.get("policy").is_some() => (
             "would-deny".to_string(),

@@ -61,7 +61,7 @@ pub(crate) fn exact_with<'t, B: Build<'t>>(line: &'t [u8], build: B) -> Option<(
 }
 
 /// What the cursor makes of each value it checks: nothing for the ledger's re-verify
-/// ([`Check`]), a tree for the bundle verifier (`evidence::doc`), so a canonical text is read
+/// ([`Check`]), a tree for the bundle verifier (`crate::json::tree`), so a canonical text is read
 /// once, not once to check it and again to parse it. Only called for text the check accepts.
 pub(crate) trait Build<'t> {
     type Value;

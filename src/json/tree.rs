@@ -11,7 +11,7 @@
 //! back, and [`Serialize`] writes what the `Value` would; the canonical form and the entry
 //! hash are those of `crate::ledger`.
 
-use crate::ledger::canonical::{self, CanonicalError};
+use crate::json::canonical::{self, CanonicalError};
 use crate::ledger::chain;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
@@ -257,6 +257,25 @@ impl Serialize for Members<'_> {
         }
         map.end()
     }
+}
+
+/// A value as JSON with every character outside printable ASCII, and the space, escaped: it
+/// holds no whitespace and no line break, so a message that prints it cannot have a line forged.
+pub fn ascii_json(v: &Json) -> String {
+    use std::fmt::Write as _;
+    let json = serde_json::to_string(v).unwrap_or_else(|_| "null".into());
+    let mut out = String::with_capacity(json.len());
+    for ch in json.chars() {
+        if (ch as u32) > 0x20 && (ch as u32) < 0x7f {
+            out.push(ch);
+        } else {
+            let mut buf = [0u16; 2];
+            for unit in ch.encode_utf16(&mut buf) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

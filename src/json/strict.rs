@@ -6,7 +6,7 @@
 //! reads (the last of two equal members wins), so the verdict on everything else is unchanged;
 //! only the duplicate is reported besides.
 
-use super::doc::{self, Json, Members};
+use super::tree::{self, Json, Members};
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Number;
@@ -22,7 +22,7 @@ const PARALLEL_FROM: usize = 512;
 pub struct Parsed<'a> {
     pub value: Json<'a>,
     pub duplicate: Option<String>,
-    /// For a top-level `entries` array: each element's [`doc::own_hash`], computed by the
+    /// For a top-level `entries` array: each element's [`tree::own_hash`], computed by the
     /// thread that parsed it while it was still in cache.
     pub entry_hashes: Option<Vec<Option<String>>>,
 }
@@ -98,7 +98,7 @@ fn parse_entries<'a>(
 ) -> Result<(Json<'a>, Hashes, Option<String>), serde_json::Error> {
     let parsed = crate::par::map(raws, PARALLEL_FROM, |i, raw| {
         parse_one(raw.get()).map(|p| {
-            let hash = doc::own_hash(&p.value);
+            let hash = tree::own_hash(&p.value);
             let dup = p.duplicate.map(|d| format!("{d} in entries[{i}]"));
             (p.value, hash, dup)
         })
@@ -120,7 +120,7 @@ fn parse_entries<'a>(
 /// A member name as a failure prints it: JSON-quoted, with everything outside printable ASCII
 /// escaped, so a name carrying a bidi override or a line separator cannot spoof the report.
 fn quoted(s: &str) -> String {
-    super::verify::shown_str_escaped(s)
+    tree::ascii_json(&Json::String(Cow::Borrowed(s)))
 }
 
 /// What [`Reader`] keeps of a value: its tree, or (as asked) an object's members in order
@@ -247,10 +247,13 @@ impl<'de> Visitor<'de> for Name {
     fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Cow<'de, str>, E> {
         // A ledger field's name points at one static copy, not at each entry's own text: the
         // checks look fields up by name many times, and far-apart names would miss the cache.
-        Ok(Cow::Borrowed(super::verify::ledger_field(s).unwrap_or(s)))
+        Ok(Cow::Borrowed(
+            crate::ledger::fields::ledger_field(s).unwrap_or(s),
+        ))
     }
     fn visit_str<E>(self, s: &str) -> Result<Cow<'de, str>, E> {
-        Ok(super::verify::ledger_field(s).map_or_else(|| Cow::Owned(s.to_owned()), Cow::Borrowed))
+        Ok(crate::ledger::fields::ledger_field(s)
+            .map_or_else(|| Cow::Owned(s.to_owned()), Cow::Borrowed))
     }
     fn visit_string<E>(self, s: String) -> Result<Cow<'de, str>, E> {
         Ok(Cow::Owned(s))

@@ -1,14 +1,14 @@
 //! A [`Json`] tree read from text already in the ledger's exact canonical form, in the one
-//! pass that checks that form ([`crate::ledger::exact`]), for the verifier's streaming pass.
+//! pass that checks that form ([`crate::json::exact`]), for the verifier's streaming pass.
 //!
-//! For such a text the tree is the one [`crate::evidence::strict::parse_one`] gives: keys are
+//! For such a text the tree is the one [`crate::json::strict::parse_one`] gives: keys are
 //! strictly increasing (so none repeats and the members are already sorted), strings without
 //! an escape are borrowed, the few canonical escapes are decoded, and integers are the
 //! `Number`s serde_json reads. `tests` below and the streaming pass's differential tests hold
 //! the two readers equal.
 
-use super::doc::{Json, Members};
-use crate::ledger::exact::{self, Build, Exact};
+use super::tree::{Json, Members};
+use crate::json::exact::{self, Build, Exact};
 use serde_json::Number;
 use std::borrow::Cow;
 
@@ -107,7 +107,7 @@ fn unescape(raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evidence::strict;
+    use crate::json::strict;
 
     /// Equal to the strict reader's tree wherever the canonical check accepts the text, and
     /// `None` (the strict reader then decides) wherever it does not.
