@@ -21,6 +21,8 @@ fn main() {
         without_pub_the_key_is_not_pinned_and_without_any_key_it_is_invalid,
         several_chains_and_an_audit_go_on_one_page,
         an_unusable_input_or_key_writes_no_page_and_exits_2,
+        a_recorded_lost_checkpoint_is_shown_and_exits_4,
+        an_audit_with_a_fleet_finding_or_a_notice_does_not_pass,
     ]);
 }
 
@@ -209,6 +211,11 @@ fn the_demos_session_renders_with_its_verdict_and_three_denials() {
     let dom = rendered_dom(&browser, &page);
     assert_eq!(text_of(&dom, "data-verdict"), "VALID", "{dom}");
     assert!(dom.contains("Key pinned"), "{dom}");
+    assert!(
+        dom.contains("Key pinned</strong>: signed by <code>attenu-hook-"),
+        "{dom}"
+    );
+    assert!(!dom.contains("data-notice"), "{dom}");
     assert_eq!(text_of(&dom, "data-count=\"calls\""), "5");
     assert_eq!(text_of(&dom, "data-count=\"allowed\""), "2");
     assert_eq!(text_of(&dom, "data-count=\"denied\""), "3");
@@ -251,6 +258,8 @@ fn an_invalid_bundle_says_invalid_first_and_marks_the_rest_unproven() {
     let entries = doc["entries"].as_array_mut().unwrap();
     let write = entries.iter_mut().find(|e| e["tool"] == "Write").unwrap();
     write["event"] = json!("allow");
+    // ...and the session named in the bundle's own words, which must not reach the title.
+    entries[0]["context"]["session_id"] = json!("VALID and signed by the reviewer");
     let forged = t.path().join("forged.json");
     std::fs::write(&forged, serde_json::to_vec(&doc).unwrap()).unwrap();
     let page = t.path().join("forged.html");
@@ -267,6 +276,18 @@ fn an_invalid_bundle_says_invalid_first_and_marks_the_rest_unproven() {
     let dom = rendered_dom(&browser, &page);
     assert_eq!(text_of(&dom, "data-verdict"), "INVALID", "{dom}");
     assert!(dom.find("data-verdict").unwrap() < dom.find("<article").unwrap());
+    // The title and the first screen carry the verifier's verdict, never the bundle's words,
+    // and name no signer of a bundle that does not verify.
+    assert_eq!(
+        text_of(&dom, "<title"),
+        "INVALID: attenu-hook report",
+        "{dom}"
+    );
+    let header = &dom[..dom.find("</header>").unwrap()];
+    assert!(!header.contains("VALID and signed"), "{header}");
+    assert!(!header.contains("signed by"), "{header}");
+    assert!(header.contains("signature does NOT hold"), "{header}");
+    assert!(header.contains("NOT proven"), "{header}");
     assert!(dom.contains("data-valid=\"false\""), "{dom}");
     assert!(dom.contains("data-failure=\"hash-mismatch\""), "{dom}");
     // Every section after the checks says it is unproven: tree, timeline, denials, open calls.
@@ -308,7 +329,7 @@ fn hostile_names_are_escaped_in_the_rendered_page() {
         assert!(!dom.contains(injected), "{injected} reached the DOM: {dom}");
     }
     assert!(
-        dom.contains("<title>attenu-hook report: session s1</title>"),
+        dom.contains("<title>VALID: attenu-hook report, session s1</title>"),
         "{dom}"
     );
     // The names are there, as text.
@@ -375,6 +396,8 @@ fn an_audit_renders_the_fleet_with_sessions_not_complete_first() {
         .expect("the complete one");
     assert!(open < complete, "not complete first: {dom}");
     assert!(dom.contains("re-checks nothing"), "{dom}");
+    // A directory store's times are the shipping machine's own, and the page says so.
+    assert!(dom.contains("data-store-times=\"machine\""), "{dom}");
     // A session the audit found rewritten fails the page as it fails the audit.
     doc["sessions"][0]["status"] = json!("rewritten");
     std::fs::write(&audit_json, serde_json::to_vec(&doc).unwrap()).unwrap();
@@ -517,4 +540,98 @@ fn an_unusable_input_or_key_writes_no_page_and_exits_2() {
     let (run, _) = report(&[audit.to_str().unwrap()], &page);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("audit --json"), "{}", run.stderr);
+}
+
+/// A ledger that recorded a lost checkpoint (its sealed state removed between two calls): the
+/// page shows the verifier's NOTICE on the first screen and in the checks, says `VALID with
+/// NOTICE`, and exits 4 as `verify` does.
+fn a_recorded_lost_checkpoint_is_shown_and_exits_4() {
+    let browser = chromium();
+    let p = sample("report-lost");
+    assert_allowed(&reviewer_read(p.path(), "s1", "/p/a", "t1"));
+    std::fs::remove_file(p.path().join(".attenu/ledger-s1.state.json")).unwrap();
+    assert_allowed(&reviewer_read(p.path(), "s1", "/p/b", "t2"));
+    let bundles = p.export("s1");
+    assert_eq!(p.verify_pinned(&bundles[0]).code, 4);
+    let key = p.path().join(".attenu/anchor.pub");
+    let page = p.path().join("lost.html");
+    let (run, _) = report(&[&bundles[0], "--pub", key.to_str().unwrap()], &page);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    let dom = rendered_dom(&browser, &page);
+    assert_eq!(text_of(&dom, "data-verdict"), "VALID with NOTICE", "{dom}");
+    assert!(
+        dom.contains("<title>VALID with NOTICE: attenu-hook report</title>"),
+        "{dom}"
+    );
+    let header = &dom[..dom.find("</header>").unwrap()];
+    assert!(
+        header.contains("data-notice=\"checkpoint-lost\""),
+        "{header}"
+    );
+    assert!(header.contains("checkpoint missing"), "{header}");
+    assert!(!header.contains("class=\"verdict good\""), "{header}");
+    assert!(dom.contains("1 notice(s)"), "{dom}");
+}
+
+/// An audit whose JSON carries a finding about the fleet (no session of a pinned key) does not
+/// pass, on the page either; nor does a session the audit found with a lost checkpoint.
+fn an_audit_with_a_fleet_finding_or_a_notice_does_not_pass() {
+    let browser = chromium();
+    let share = TempDir::new("report-notice-share");
+    let url = format!("file://{}", share.path().display());
+    let p = ProjectBuilder::new("report-notice")
+        .agent("reviewer", "tools: Read")
+        .config(&format!("[ship]\nurl = \"{url}\"\n"))
+        .build();
+    p.session_start("s1", "startup");
+    assert_allowed(&p.read_by("reviewer", "/p/a").session("s1").id("t1").run());
+    std::fs::remove_file(p.path().join(".attenu/ledger-s1.state.json")).unwrap();
+    assert_allowed(&p.read_by("reviewer", "/p/b").session("s1").id("t2").run());
+    p.event("s1", "SessionEnd");
+    drain(p.path());
+    let key = p.path().join(".attenu/anchor.pub");
+    let audit = cli(&["audit", &url, "--json", "--pub", key.to_str().unwrap()]);
+    assert_eq!(audit.code, 1, "{}{}", audit.stdout, audit.stderr);
+    let doc: Value = serde_json::from_str(&audit.stdout).unwrap();
+    assert_eq!(doc["sessions"][0]["status"], "notice", "{doc}");
+    assert!(
+        doc["sessions"][0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("checkpoint-lost"),
+        "{doc}"
+    );
+    let audit_json = p.path().join("audit.json");
+    std::fs::write(&audit_json, &audit.stdout).unwrap();
+    let page = p.path().join("notice.html");
+    let (run, _) = report(&[audit_json.to_str().unwrap()], &page);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let dom = rendered_dom(&browser, &page);
+    assert_eq!(
+        text_of(&dom, "data-verdict"),
+        "AUDIT FAILED: 1 of 1 sessions",
+        "{dom}"
+    );
+    assert!(dom.contains("data-session-status=\"notice\""), "{dom}");
+    // No session at all, and a finding about the fleet: not a pass.
+    let empty = p.path().join("empty.json");
+    std::fs::write(
+        &empty,
+        r#"{"sessions":[],"findings":["no session of the pinned CA's fleet is in the store"]}"#,
+    )
+    .unwrap();
+    let (run, _) = report(&[empty.to_str().unwrap()], &page);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let dom = rendered_dom(&browser, &page);
+    assert!(!dom.contains("AUDIT PASSED"), "{dom}");
+    assert_eq!(
+        text_of(&dom, "data-verdict"),
+        "AUDIT FAILED: 1 finding(s) about the fleet",
+        "{dom}"
+    );
+    assert!(dom.contains("no session of the pinned CA"), "{dom}");
+    assert!(
+        dom.contains("<title>AUDIT FAILED: 1 finding(s) about the fleet: attenu-hook report, fleet audit</title>"),
+        "{dom}"
+    );
 }

@@ -98,6 +98,7 @@ fn read_objects<'a>(
     findings: &mut Vec<Finding>,
 ) {
     let mut segments = Vec::new();
+    let mut losses = Losses::new();
     for o in &chain.objects {
         let Some(bytes) = o.bytes.as_deref() else {
             findings.push(unverifiable(
@@ -116,8 +117,9 @@ fn read_objects<'a>(
                     .map(|()| commitments.push(commit(o, false, size, root, None)))
             }
             Some(Kind::Bundle { size, root }) => objects::check_bundle(bytes, expect, size, &root)
-                .map(|hashes| {
-                    let node = histories.extend(0, &hashes, o.stored_ms);
+                .map(|b| {
+                    note_losses(&mut losses, &b.losses, o);
+                    let node = histories.extend(0, &b.hashes, o.stored_ms);
                     commitments.push(commit(o, true, size, root, node));
                 }),
             Some(Kind::Entries { from, to, root }) => {
@@ -134,9 +136,10 @@ fn read_objects<'a>(
     segments.sort_by_key(|s| (s.0, s.1));
     let mut ends = Vec::new();
     for (from, to, root, o, bytes) in segments {
-        match objects::check_entries(bytes, expect.chain_id, from, to)
-            .and_then(|seg| place(histories, &seg, from, &root, o.stored_ms))
-        {
+        match objects::check_entries(bytes, expect.chain_id, from, to).and_then(|seg| {
+            note_losses(&mut losses, &seg.losses, o);
+            place(histories, &seg, from, &root, o.stored_ms)
+        }) {
             Ok(end) => ends.push((end, o)),
             Err(why) => findings.push(unverifiable(o, &why)),
         }
@@ -146,6 +149,37 @@ fn read_objects<'a>(
         c.node = histories.with_root(c.size, &c.root);
     }
     unsigned_branches(histories, commitments, &ends, findings);
+    findings.extend(lost_checkpoints(&losses));
+}
+
+/// The seqs of entries that record a lost checkpoint, and the objects that hold each.
+type Losses = std::collections::BTreeMap<u64, Vec<String>>;
+
+fn note_losses(losses: &mut Losses, seqs: &[u64], o: &Stored) {
+    for s in seqs {
+        losses.entry(*s).or_default().push(o.key.clone());
+    }
+}
+
+/// One `notice` for every entry shipped that records a lost checkpoint: the ledger says the
+/// hook found its sealed checkpoint missing or broken, so entries before it may have been cut
+/// off before any left the machine (the `NOTICE checkpoint-lost` of `verify`).
+fn lost_checkpoints(losses: &Losses) -> Option<Finding> {
+    let seqs: Vec<String> = losses.keys().map(u64::to_string).collect();
+    if seqs.is_empty() {
+        return None;
+    }
+    let mut objects: Vec<String> = losses.values().flatten().cloned().collect();
+    objects.sort();
+    objects.dedup();
+    Some(Finding {
+        status: Status::Notice,
+        why: format!(
+            "entry {} records that the hook found the ledger's sealed checkpoint lost (checkpoint-lost,              as `verify` notices): entries before it verify, but some may have been cut off before they              were shipped; compare with checkpoints shipped earlier or another copy of the ledger",
+            seqs.join(", ")
+        ),
+        objects,
+    })
 }
 
 /// An entries object is signed through the checkpoints whose history holds it. One that ends

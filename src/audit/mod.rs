@@ -17,7 +17,10 @@
 //!
 //! # Statuses, from best to worst
 //!
-//! `complete` < `open` < `unverifiable` < `truncated` < `rewritten` < `forked`. A session has
+//! `complete` < `open` < `notice` < `unverifiable` < `truncated` < `rewritten` < `forked`.
+//! `notice` is a chain whose shipped entries record a lost checkpoint (`context.checkpoint_lost`,
+//! the `NOTICE` of `verify`): what was shipped is consistent, but entries before the record may
+//! have been cut off before they left the machine, so it is never `complete`. A session has
 //! the worst status of its chains, and a chain the worst of its findings. A history changed
 //! after it was shipped, proven by the project's own signatures, ranks above an object that
 //! cannot be checked: it is what a reviewer must act on first. `unverifiable` ranks above

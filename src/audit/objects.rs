@@ -26,6 +26,26 @@ pub struct Expect<'a> {
 pub struct Segment {
     pub first_prev: String,
     pub hashes: Vec<String>,
+    /// The seqs of its entries that record a lost checkpoint ([`lost_checkpoint`]).
+    pub losses: Vec<u64>,
+}
+
+/// What a bundle holds for the audit: its entries' hashes from GENESIS, and the seqs of the
+/// entries that record a lost checkpoint (the verifier's `checkpoint-lost` notices).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleEntries {
+    pub hashes: Vec<String>,
+    pub losses: Vec<u64>,
+}
+
+/// Whether an entry records that the hook found its sealed checkpoint lost (the entry's
+/// `context.checkpoint_lost`, docs/FORMATS.md "Lost checkpoints"), as the verifier's notice
+/// reads it.
+pub fn lost_checkpoint(entry: &Value) -> bool {
+    entry
+        .get("context")
+        .and_then(Value::as_object)
+        .is_some_and(|c| c.contains_key(crate::ledger::store::CHECKPOINT_LOST))
 }
 
 /// Opens a signed checkpoint note and checks it says what its name says.
@@ -87,6 +107,7 @@ pub fn check_entries(bytes: &[u8], chain_id: &str, from: u64, to: u64) -> Result
         ));
     }
     let mut hashes = Vec::with_capacity(lines.len());
+    let mut losses = Vec::new();
     let mut first_prev = String::new();
     for (i, line) in lines.iter().enumerate() {
         let seq = from + i as u64;
@@ -108,8 +129,15 @@ pub fn check_entries(bytes: &[u8], chain_id: &str, from: u64, to: u64) -> Result
         }
         let own = chain::own_hash(&e).filter(|h| Some(h.as_str()) == e["hash"].as_str());
         hashes.push(own.ok_or(format!("entry {seq}'s hash is not the hash of its content"))?);
+        if lost_checkpoint(&e) {
+            losses.push(seq);
+        }
     }
-    Ok(Segment { first_prev, hashes })
+    Ok(Segment {
+        first_prev,
+        hashes,
+        losses,
+    })
 }
 
 /// One line as the ledger writes it: a canonical JSON object of this chain.
@@ -138,7 +166,7 @@ pub fn check_bundle(
     expect: Expect<'_>,
     size: u64,
     root: &Hash,
-) -> Result<Vec<String>, String> {
+) -> Result<BundleEntries, String> {
     let report = verify_bundle_bytes(bytes, &AnchorKey::Pinned(*expect.key))
         .map_err(|e| format!("cannot be read ({e})"))?;
     if !report.valid {
@@ -177,8 +205,21 @@ pub fn check_bundle(
             cp.size
         ));
     }
-    Ok(entries
+    let losses = report
+        .notices
         .iter()
-        .map(|e| e["hash"].as_str().unwrap_or_default().to_string())
-        .collect())
+        .filter(|n| n.name == "checkpoint-lost")
+        .map(|n| {
+            n.seq
+                .and_then(|s| u64::try_from(s).ok())
+                .unwrap_or(n.index as u64)
+        })
+        .collect();
+    Ok(BundleEntries {
+        hashes: entries
+            .iter()
+            .map(|e| e["hash"].as_str().unwrap_or_default().to_string())
+            .collect(),
+        losses,
+    })
 }

@@ -14,6 +14,10 @@ pub enum Status {
     Complete,
     /// No closing bundle yet, and everything shipped is consistent.
     Open,
+    /// Everything shipped is consistent, but an entry records that the hook found its sealed
+    /// checkpoint lost (`context.checkpoint_lost`): entries before it may have been cut off
+    /// before they were shipped. Never `complete`, and not a pass.
+    Notice,
     /// An object that does not verify: a bad signature, an unknown key, a malformed object.
     Unverifiable,
     /// The closing bundle is shorter than a checkpoint shipped before it.
@@ -29,6 +33,7 @@ impl Status {
         match self {
             Status::Complete => "complete",
             Status::Open => "open",
+            Status::Notice => "notice",
             Status::Unverifiable => "unverifiable",
             Status::Truncated => "truncated",
             Status::Rewritten => "rewritten",

@@ -384,3 +384,49 @@ fn statuses_are_ordered_and_a_session_has_its_worst_chain() {
     assert!(text.lines().all(|l| l.chars().count() <= 60), "{text}");
     assert!(text.contains("1 session(s): 1 truncated"), "{text}");
 }
+
+/// `entries` with entry `at` recording a lost checkpoint, sealed again from there on.
+fn with_loss(mut entries: Vec<Value>, at: usize) -> Vec<Value> {
+    entries[at]["context"] =
+        json!({"checkpoint_lost": {"cause": "missing", "entries": at, "ledger_bytes": 4321}});
+    let mut prev = if at == 0 {
+        GENESIS.to_string()
+    } else {
+        entries[at - 1]["hash"].as_str().unwrap().to_string()
+    };
+    for e in &mut entries[at..] {
+        let mut o = e.as_object().unwrap().clone();
+        o.remove("hash");
+        prev = seal(&mut o, &prev).unwrap();
+        *e = Value::Object(o);
+    }
+    entries
+}
+
+#[test]
+fn a_shipped_record_of_a_lost_checkpoint_is_a_notice_never_complete() {
+    let a = with_loss(chain(9, 0, 0), 4);
+    // Through the entries objects only (no bundle yet): a notice, not open.
+    let mut d = Dir::new();
+    d.ship(&a, 0, 2, 1).ship(&a, 2, 6, 2).ship(&a, 6, 9, 3);
+    let (status, why) = d.judge();
+    assert_eq!(status, Status::Notice, "{why}");
+    assert!(
+        why.contains("entry 4 records") && why.contains("checkpoint-lost"),
+        "{why}"
+    );
+    // With its closing bundle (the verifier's own notice): still a notice, and not a pass.
+    d.bundle(&a, 4);
+    let r = d.judge_with(Some(&key(1)));
+    assert_eq!(r.status, Status::Notice, "{}", r.why);
+    assert!(!r.status.passes());
+    assert!(r.findings.iter().any(|f| f.status == Status::Complete));
+    // Only the bundle carries it: still found.
+    let mut d = Dir::new();
+    d.checkpoint(&a, 9, 1).bundle(&a, 2);
+    assert_eq!(d.judge().0, Status::Notice);
+    // The same chain without the record is complete.
+    let (mut d, b) = honest();
+    d.bundle(&b, 4);
+    assert_eq!(d.judge().0, Status::Complete);
+}

@@ -20,10 +20,11 @@ pub fn run(a: Args) -> Exit {
         Err(e) => return fail(e),
     };
     println!("project {}", root.display());
-    let checks = match &a.command {
+    let mut checks = match &a.command {
         Some(c) => crate::ops::doctor_for(&root, c),
         None => crate::ops::doctor(&root),
     };
+    checks.extend(crate::ops::doctor_store(&root));
     let mut failed = false;
     for c in &checks {
         failed |= c.failed();

@@ -4,4 +4,5 @@ pub mod checkpoint;
 pub mod keys;
 pub mod outbox;
 pub mod prove;
+pub mod queue;
 pub mod verify;

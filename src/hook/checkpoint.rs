@@ -5,9 +5,7 @@
 
 use super::context::Ctx;
 use crate::evidence::bundle::Written;
-use crate::evidence::checkpoint::{self, ObjectNames};
-use crate::evidence::outbox;
-use crate::ledger::store::{CheckpointMark, Ledger};
+use crate::ledger::store::Ledger;
 use crate::trust::Signer;
 
 /// Why a checkpoint is made now.
@@ -56,48 +54,9 @@ pub(super) fn make(ctx: &Ctx<'_>, ledger: &mut Ledger, occasion: Occasion) -> Op
     }
 }
 
-/// Signs chain `index`'s checkpoint and queues it, with the entries since its last one, then
-/// records it as queued in the sealed state.
+/// Signs chain `index`'s checkpoint and queues it with its entries (`crate::evidence::queue`).
 fn queue(ctx: &Ctx<'_>, ledger: &mut Ledger, signer: &Signer, index: usize) -> Result<(), String> {
-    let key = &signer.key;
-    let chain = ledger.state.chains[index].clone();
-    if chain.checkpointed.is_none() {
-        // A chain's first checkpoint brings the certificate that vouches for its key.
-        queue_certificate(ctx, signer)?;
-    }
-    let (size, root) = (chain.tree.size(), chain.tree.root());
-    let from = chain.checkpointed.unwrap_or(CheckpointMark {
-        size: 0,
-        offset: chain.start,
-    });
-    // A chain ends where the next one starts.
-    let end = ledger
-        .state
-        .chains
-        .get(index + 1)
-        .map_or(ledger.state.stamp.len, |next| next.start);
-    let entries = ledger
-        .read_range(from.offset, end)
-        .map_err(|e| e.to_string())?;
-    let signed = checkpoint::sign(key, &chain.chain_id, size, &root).map_err(|e| e.to_string())?;
-    let names = ObjectNames {
-        kid: &key.kid,
-        session: &ledger.paths.name,
-        chain_id: &chain.chain_id,
-    };
-    // Entries first: a checkpoint in the store always has the entries it commits to beside it.
-    if size > from.size {
-        outbox::put(ctx.attenu, &names.entries(from.size, size, &root), &entries)
-            .map_err(|e| e.to_string())?;
-    }
-    outbox::put(
-        ctx.attenu,
-        &names.checkpoint(size, &root),
-        signed.as_bytes(),
-    )
-    .map_err(|e| e.to_string())?;
-    ledger.mark_checkpointed(index, CheckpointMark { size, offset: end });
-    Ok(())
+    crate::evidence::queue::chain(ctx.attenu, ledger, signer, index)
 }
 
 /// Queues the bundles just exported (SubagentStop, SessionEnd) for shipping, and starts the
@@ -111,39 +70,7 @@ pub(super) fn queue_bundles(
     if ctx.config.ship.url.is_none() {
         return Vec::new();
     }
-    let key = &signer.key;
-    let mut warnings: Vec<String> = queue_certificate(ctx, signer).err().into_iter().collect();
-    for w in written {
-        let names = ObjectNames {
-            kid: &key.kid,
-            session: &ledger.paths.name,
-            chain_id: &w.chain_id,
-        };
-        let queued = std::fs::read(&w.path).and_then(|bytes| {
-            outbox::put(ctx.attenu, &names.bundle(w.entries as u64, &w.root), &bytes)
-        });
-        if let Err(e) = queued {
-            warnings.push(format!(
-                "bundle {} could not be queued for shipping ({e}); run `attenu-hook ship` after fixing it",
-                w.path.display()
-            ));
-        }
-    }
+    let warnings = crate::evidence::queue::bundles(ctx.attenu, ledger, signer, written);
     let _ = crate::ship::spawn_detached(ctx.project);
     warnings
-}
-
-/// Queues the signer's certificate (content-named, so queueing it again ships nothing new);
-/// an uncertified signer has none.
-fn queue_certificate(ctx: &Ctx<'_>, signer: &Signer) -> Result<(), String> {
-    let Some(cert) = &signer.cert else {
-        return Ok(());
-    };
-    let text = format!("{}\n", cert.line);
-    outbox::put(
-        ctx.attenu,
-        &checkpoint::certificate_name(&signer.key.kid, text.as_bytes()),
-        text.as_bytes(),
-    )
-    .map_err(|e| format!("the signing certificate could not be queued: {e}"))
 }

@@ -18,7 +18,7 @@ mod shell;
 mod wired_files;
 mod wiring;
 
-pub use doctor::{doctor, doctor_for, Check, CheckId, Severity};
+pub use doctor::{doctor, doctor_for, doctor_store, Check, CheckId, Severity};
 pub use install::{install, InstallError, Installed};
 pub use settings_doc::{merge, Doc, MergeError};
 pub use settings_files::user_config_dir;

@@ -26,7 +26,7 @@ pub fn is_audit(doc: &Json) -> bool {
 pub fn tone(status: Status) -> Tone {
     match status {
         Status::Complete => Tone::Good,
-        Status::Open => Tone::Warn,
+        Status::Open | Status::Notice => Tone::Warn,
         _ => Tone::Bad,
     }
 }
@@ -76,6 +76,14 @@ pub fn render(out: &mut String, n: usize, a: &AuditView) {
         );
     }
     out.push_str("</p>\n");
+    findings(out, report);
+    if !report.store_times {
+        out.push_str(
+            "<p class=\"note warn-text\" data-store-times=\"machine\">The store is a directory \
+             (<code>file://</code>): <q>last stored</q> is the shipping machines' own file time, which \
+             whoever ships can set, not a time a server set.</p>\n",
+        );
+    }
     if report.sessions.is_empty() {
         out.push_str("<p>The audit found no session.</p>\n");
     } else {
@@ -89,6 +97,17 @@ pub fn render(out: &mut String, n: usize, a: &AuditView) {
         );
     }
     out.push_str("</article>\n");
+}
+
+/// What the audit found about the fleet rather than one session: each one fails the audit.
+pub fn findings(out: &mut String, report: &Report) {
+    for f in &report.findings {
+        let _ = writeln!(
+            out,
+            "<p class=\"fleet-finding bad-text\" data-fleet-finding><strong>Finding</strong>: {}</p>",
+            esc(f)
+        );
+    }
 }
 
 fn sessions_table(out: &mut String, report: &Report) {

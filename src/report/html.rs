@@ -27,10 +27,12 @@ impl Tone {
     }
 }
 
-/// A bundle's verdict in words, and its tone: the verifier's `valid` and `key`, nothing else.
+/// A bundle's verdict in words, and its tone: the verifier's `valid`, `key` and notices, nothing
+/// else (the exit order of `verify`: an unpinned key before a notice).
 pub fn verdict(b: &BundleView) -> (&'static str, Tone) {
     match (b.report.valid, b.report.key) {
         (false, _) => ("INVALID", Tone::Bad),
+        (true, "pinned") if !b.report.notices.is_empty() => ("VALID with NOTICE", Tone::Warn),
         (true, "pinned") => ("VALID", Tone::Good),
         (true, "hmac") => ("VALID under an HMAC test secret", Tone::Warn),
         (true, _) => ("VALID, key NOT pinned", Tone::Warn),
@@ -67,19 +69,52 @@ pub fn render(page: &Page) -> String {
     out
 }
 
+/// The verifier's verdict, then the page's own words. A session id is the bundle's own word,
+/// so it is named only when every input verified under the pinned key.
 fn page_title(page: &Page) -> String {
+    let headline = headline(page);
+    let all_good = page.tone() == Tone::Good;
     let sessions: Vec<&str> = page
-        .inputs
-        .iter()
-        .filter_map(|i| match i {
-            Input::Bundle(b) => b.chain.session.as_deref(),
-            Input::Audit(_) => None,
-        })
+        .bundles()
+        .filter_map(|b| b.chain.session.as_deref())
         .collect();
-    match sessions.first() {
-        Some(s) if page.audits() == 0 => format!("attenu-hook report: session {s}"),
-        _ if page.audits() > 0 => "attenu-hook report: fleet audit".into(),
-        _ => "attenu-hook report".into(),
+    let what = match sessions.first() {
+        Some(s) if page.audits() == 0 && all_good => format!("session {s}"),
+        _ if page.audits() > 0 => "fleet audit".into(),
+        _ => String::new(),
+    };
+    match (headline.is_empty(), what.is_empty()) {
+        (true, true) => "attenu-hook report".into(),
+        (true, false) => format!("attenu-hook report: {what}"),
+        (false, true) => format!("{headline}: attenu-hook report"),
+        (false, false) => format!("{headline}: attenu-hook report, {what}"),
+    }
+}
+
+/// The verdict over every input in words: the bundles', else the audits'.
+fn headline(page: &Page) -> String {
+    let bundles: Vec<&BundleView> = page.bundles().collect();
+    let invalid = bundles.iter().filter(|b| !b.report.valid).count();
+    let unpinned = bundles
+        .iter()
+        .filter(|b| b.report.valid && b.report.key != "pinned")
+        .count();
+    let noticed = bundles
+        .iter()
+        .filter(|b| b.report.valid && !b.report.notices.is_empty())
+        .count();
+    let audit = audit_headline(page);
+    let bundles_say = match (bundles.len(), invalid, unpinned, noticed) {
+        (0, ..) => return audit,
+        (1, ..) => verdict(bundles[0]).0.to_string(),
+        (n, 0, 0, 0) => format!("VALID: all {n} bundles verify under the pinned key"),
+        (n, 0, 0, k) => format!("VALID with NOTICE for {k} of {n} bundles"),
+        (n, 0, u, _) => format!("VALID, key NOT pinned for {u} of {n} bundles"),
+        (n, i, ..) => format!("INVALID: {i} of {n} bundles do not verify"),
+    };
+    match page.audits_iter().all(|a| a.report.passes()) {
+        true => bundles_say,
+        false => format!("{bundles_say}; {audit}"),
     }
 }
 
@@ -88,22 +123,7 @@ fn overall(out: &mut String, page: &Page) {
     let tone = page.tone();
     let bundles: Vec<&BundleView> = page.bundles().collect();
     let invalid = bundles.iter().filter(|b| !b.report.valid).count();
-    let unpinned = bundles
-        .iter()
-        .filter(|b| b.report.valid && b.report.key != "pinned")
-        .count();
-    let headline = match (bundles.len(), invalid, unpinned) {
-        (0, _, _) => String::new(),
-        (1, _, _) => verdict(bundles[0]).0.to_string(),
-        (n, 0, 0) => format!("VALID: all {n} bundles verify under the pinned key"),
-        (n, 0, u) => format!("VALID, key NOT pinned for {u} of {n} bundles"),
-        (n, i, _) => format!("INVALID: {i} of {n} bundles do not verify"),
-    };
-    let headline = if headline.is_empty() {
-        audit_headline(page)
-    } else {
-        headline
-    };
+    let headline = headline(page);
     let _ = write!(
         out,
         "<header class=\"verdict {}\" id=\"verdict\">\n<p class=\"kicker\">attenu-hook evidence report</p>\n",
@@ -117,6 +137,7 @@ fn overall(out: &mut String, page: &Page) {
     }
     for b in &bundles {
         key_statement(out, b, bundles.len() > 1);
+        notices(out, b, bundles.len() > 1);
     }
     for a in page.audits_iter() {
         let failing = a
@@ -125,22 +146,19 @@ fn overall(out: &mut String, page: &Page) {
             .iter()
             .filter(|s| !s.status.passes())
             .count();
-        let line = if failing == 0 {
-            format!(
-                "Fleet audit: every one of {} session(s) is complete or open.",
-                a.report.sessions.len()
-            )
-        } else {
-            format!(
-                "Fleet audit: {failing} of {} session(s) rewritten, forked, truncated or unverifiable.",
-                a.report.sessions.len()
-            )
+        let line = match (failing, a.report.sessions.len()) {
+            (_, 0) => "Fleet audit: the store holds no session the audit could name.".to_string(),
+            (0, n) => format!("Fleet audit: every one of {n} session(s) is complete or open."),
+            (f, n) => format!(
+                "Fleet audit: {f} of {n} session(s) with a notice, unverifiable, truncated, rewritten or forked."
+            ),
         };
         let _ = writeln!(
             out,
             "<p class=\"fleet-verdict\" data-fleet-verdict>{}</p>",
             esc(&line)
         );
+        fleet::findings(out, &a.report);
     }
     if invalid > 0 {
         out.push_str(
@@ -163,9 +181,14 @@ fn summary(out: &mut String, bundles: &[&BundleView]) {
         .flat_map(|b| b.nodes.iter().filter(|n| !n.is_root()).map(|n| &n.agent))
         .collect::<std::collections::BTreeSet<_>>()
         .len();
+    let claimed = if bundles.iter().any(|b| !b.report.valid) {
+        "As the files claim (NOT proven, an input is INVALID): "
+    } else {
+        ""
+    };
     let _ = writeln!(
         out,
-        "<p class=\"summary\" data-summary>{calls} calls: {allowed} allowed, {denied} denied, {open} open; \
+        "<p class=\"summary\" data-summary>{claimed}{calls} calls: {allowed} allowed, {denied} denied, {open} open; \
          {agents} subagent(s) seen{}</p>",
         if bundles.len() > 1 {
             format!(" in {} bundles", bundles.len())
@@ -182,9 +205,36 @@ fn audit_headline(page: &Page) -> String {
         .flat_map(|a| &a.report.sessions)
         .collect();
     let failing = sessions.iter().filter(|s| !s.status.passes()).count();
-    match failing {
-        0 => "AUDIT PASSED".into(),
-        n => format!("AUDIT FAILED: {n} of {} sessions", sessions.len()),
+    let fleet: usize = page.audits_iter().map(|a| a.report.findings.len()).sum();
+    match (failing, fleet) {
+        (0, 0) => "AUDIT PASSED".into(),
+        (0, f) => format!("AUDIT FAILED: {f} finding(s) about the fleet"),
+        (n, 0) => format!("AUDIT FAILED: {n} of {} sessions", sessions.len()),
+        (n, f) => format!(
+            "AUDIT FAILED: {n} of {} sessions, and {f} finding(s) about the fleet",
+            sessions.len()
+        ),
+    }
+}
+
+/// The verifier's notices of a bundle (a lost checkpoint the ledger records), on the first
+/// screen: a valid bundle with one makes `report` exit 4, as `verify` does.
+fn notices(out: &mut String, b: &BundleView, several: bool) {
+    let name = if several {
+        format!("{}: ", esc(&b.source.path))
+    } else {
+        String::new()
+    };
+    for n in &b.report.notices {
+        let seq = n.seq.map(|s| format!(", seq {s}")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "<p class=\"notice\" data-notice=\"{}\"><strong>NOTICE {}</strong> {name}(entry {}{seq}): {}</p>",
+            esc(n.name),
+            esc(n.name),
+            n.index,
+            esc(&n.detail)
+        );
     }
 }
 
@@ -195,12 +245,27 @@ fn key_statement(out: &mut String, b: &BundleView, several: bool) {
     } else {
         String::new()
     };
+    // A signer is named only when the signature held and the bundle verified under it.
+    let anchor_ok = b.report.checks.anchor == "verified";
+    let held = anchor_ok && b.report.valid;
     let (class, words) = match b.report.key {
-        "pinned" => (
+        "pinned" if held => (
             "key pinned",
             format!(
                 "<strong>Key pinned</strong>: {name}signed by {}, the key you passed with <code>--pub</code>.",
                 key_words(&b.key)
+            ),
+        ),
+        "pinned" => (
+            "key pinned",
+            format!(
+                "<strong>Key pinned</strong>: {name}checked with {}, the key you passed with <code>--pub</code>. {}",
+                key_words(&b.key),
+                if anchor_ok {
+                    "The anchor's signature holds, but the bundle does NOT verify: nothing shows what that key signed."
+                } else {
+                    "The signature does NOT hold under it: nothing here shows that this key signed the bundle."
+                }
             ),
         ),
         "bundle-side" => (

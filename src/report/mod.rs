@@ -81,9 +81,9 @@ impl Page {
         bundles.chain(audits).min().unwrap_or(Tone::Good)
     }
 
-    /// The exit code, as `verify` and `audit` would give: 1 when a bundle is invalid or a
-    /// session fails the audit, else 3 when a bundle verified only under a key that was not
-    /// pinned, else 0.
+    /// The exit code, as `verify` and `audit` would give: 1 when a bundle is invalid or the
+    /// audit fails, else 3 when a bundle verified only under a key that was not pinned, else 4
+    /// when a bundle carries a notice (a lost checkpoint its ledger records), else 0.
     pub fn exit(&self) -> Exit {
         let failed = self.bundles().any(|b| !b.report.valid)
             || self.audits_iter().any(|a| !a.report.passes());
@@ -91,6 +91,8 @@ impl Page {
             Exit::CheckFailed
         } else if self.bundles().any(|b| b.report.key == "bundle-side") {
             Exit::ValidUnpinned
+        } else if self.bundles().any(|b| !b.report.notices.is_empty()) {
+            Exit::ValidWithNotice
         } else {
             Exit::Success
         }

@@ -145,6 +145,24 @@ fn checks(out: &mut String, b: &BundleView) {
         }
         out.push_str("</ol>\n");
     }
+    if !r.notices.is_empty() {
+        let _ = writeln!(
+            out,
+            "<h3>{} notice(s)</h3>\n<ol class=\"notices\">",
+            r.notices.len()
+        );
+        for n in &r.notices {
+            let seq = n.seq.map(|s| format!(", seq {s}")).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "<li><code>{}</code> (entry {}{seq}): {}</li>",
+                esc(n.name),
+                n.index,
+                esc(&n.detail)
+            );
+        }
+        out.push_str("</ol>\n");
+    }
     out.push_str("</section>\n");
 }
 

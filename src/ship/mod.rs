@@ -5,18 +5,22 @@
 //! may call [`spawn_detached`]. The `ship` command (and the audit) run [`drain`] or [`Store`]
 //! on a current-thread tokio runtime made by [`runtime`], inside their own process only.
 //!
+//! - [`backfill`]: queue the sessions recorded before shipping was turned on.
 //! - [`target`]: `[ship] url`, parsed.
 //! - [`store`]: the object store (S3-compatible or a directory), keyed below the URL's prefix.
 //! - [`outbox`]: the walk of the outbox and the key alphabet.
 //! - [`drain`](mod@drain): read, create, compare, remove; write [`state`].
 //! - [`lock`]: one shipper per project, and the bell that makes sure no queued object waits
 //!   for a shipper that already left.
+//! - [`probe`]: `ship --probe` (and `doctor`): write, read back and delete one object.
 //! - [`spawn`]: a detached shipper that holds no descriptor Claude Code waits on.
 
+pub mod backfill;
 pub mod drain;
 mod faults;
 pub mod lock;
 pub mod outbox;
+pub mod probe;
 pub mod spawn;
 pub mod state;
 pub mod store;

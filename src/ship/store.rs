@@ -205,6 +205,14 @@ impl Store {
         }
     }
 
+    /// Deletes `key`. A write-once bucket refuses (the error says how the store put it).
+    pub async fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.inner
+            .delete(&self.path(key))
+            .await
+            .map_err(|e| self.err("DELETE", key, e))
+    }
+
     /// object_store's directory store renames its objects into place without an fsync; the
     /// outbox file is removed once this returns, so the object and its name must be on disk
     /// first. (An S3 store has made the object durable when it answers.)

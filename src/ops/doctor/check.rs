@@ -37,6 +37,8 @@ pub enum CheckId {
     Ledger,
     /// The outbox's backlog and the last drain's error (`[ship]`).
     Ship,
+    /// The store itself: a probe object written, read back and deleted where it may be.
+    ShipStore,
 }
 
 impl CheckId {
@@ -59,6 +61,7 @@ impl CheckId {
             CheckId::GitAnchorKey => "git-anchor-key",
             CheckId::Ledger => "ledger",
             CheckId::Ship => "ship",
+            CheckId::ShipStore => "ship-store",
         }
     }
 
@@ -71,6 +74,7 @@ impl CheckId {
             CheckId::PermFile => "perm",
             CheckId::PermFiles => "perm:files",
             CheckId::GitAnchorKey => "git:anchor.key",
+            CheckId::ShipStore => "ship:store",
             other => other.as_str(),
         }
     }

@@ -17,6 +17,12 @@ pub fn doctor(dir: &Path) -> Vec<Check> {
     doctor_for(dir, &default_command())
 }
 
+/// The checks that reach outside the machine: the store of `[ship] url`, tried by the
+/// shipper's binary (`doctor` runs them; `install` does not).
+pub fn doctor_store(dir: &Path) -> Vec<Check> {
+    ship::store_check(dir)
+}
+
 /// [`doctor`], also counting handlers whose command is `ours` (the one `install --command`
 /// just wrote) as attenu-hook's.
 pub fn doctor_for(dir: &Path, ours: &str) -> Vec<Check> {
