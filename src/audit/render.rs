@@ -2,7 +2,7 @@
 //! under each such row wrapped to the terminal's width, and a count per status. Names come
 //! from the store, so control characters in them are escaped before they reach a terminal.
 
-use super::report::{Report, SessionReport, Status};
+use super::report::{Report, Status};
 use crate::clock::rfc3339_ms;
 
 const COLUMNS: usize = 5;
@@ -24,8 +24,8 @@ pub fn render_text(report: &Report, url: &str, width: usize) -> String {
             [
                 s.status.as_str().to_string(),
                 safe(&s.session),
-                safe(&signer(s)),
-                safe(&repository(s)),
+                safe(&s.signer_name()),
+                safe(&s.repository()),
                 rfc3339_ms(s.last_stored_ms())
                     .chars()
                     .take(19)
@@ -84,25 +84,6 @@ pub fn render_text(report: &Report, url: &str, width: usize) -> String {
         ));
     }
     out
-}
-
-/// Who signed: the certificate's key id when the pinned CA certified the key, else the key id.
-fn signer(s: &SessionReport) -> String {
-    match &s.certificate {
-        Some(c) => c.key_id.clone(),
-        None => s.project.clone(),
-    }
-}
-
-/// `remote@commit` (12 hex) from the chain root's recorded identity, `-` when none.
-fn repository(s: &SessionReport) -> String {
-    let Some(git) = s.identity.as_ref().and_then(|i| i.get("git")) else {
-        return "-".into();
-    };
-    let remote = git.get("remote").and_then(|v| v.as_str()).unwrap_or("?");
-    let remote = remote.rsplit(['/', ':']).next().unwrap_or(remote);
-    let commit = git.get("commit").and_then(|v| v.as_str()).unwrap_or("");
-    format!("{remote}@{}", &commit[..commit.len().min(12)])
 }
 
 /// The width of each column, dropping columns from the right while the row would not fit

@@ -144,6 +144,27 @@ impl SessionReport {
         }
     }
 
+    /// Who signed, as a reviewer names them: the certificate's key id when the pinned CA
+    /// certified the key, else the key id.
+    pub fn signer_name(&self) -> String {
+        match &self.certificate {
+            Some(c) => c.key_id.clone(),
+            None => self.project.clone(),
+        }
+    }
+
+    /// `remote@commit` (12 hex, the remote's last path component) from the root's recorded
+    /// identity; `-` when none was recorded.
+    pub fn repository(&self) -> String {
+        let Some(git) = self.identity.as_ref().and_then(|i| i.get("git")) else {
+            return "-".into();
+        };
+        let remote = git.get("remote").and_then(|v| v.as_str()).unwrap_or("?");
+        let remote = remote.rsplit(['/', ':']).next().unwrap_or(remote);
+        let commit = git.get("commit").and_then(|v| v.as_str()).unwrap_or("");
+        format!("{remote}@{}", &commit[..commit.len().min(12)])
+    }
+
     pub fn last_stored_ms(&self) -> u64 {
         self.chains
             .iter()

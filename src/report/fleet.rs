@@ -112,21 +112,22 @@ pub fn findings(out: &mut String, report: &Report) {
 
 fn sessions_table(out: &mut String, report: &Report) {
     out.push_str(
-        "<table class=\"rows sessions\">\n<thead><tr><th>status</th><th>session</th><th>project</th>\
-         <th>last stored</th><th>why</th></tr></thead>\n<tbody>\n",
+        "<table class=\"rows sessions\">\n<thead><tr><th>status</th><th>session</th><th>signer</th>\
+         <th>repository</th><th>last stored</th><th>why</th></tr></thead>\n<tbody>\n",
     );
     for s in ordered(report) {
         let _ = writeln!(
             out,
             "<tr class=\"{}\" data-session-status=\"{}\"><td data-label=\"status\"><span class=\"badge {}\">{}</span></td>\
-             <td data-label=\"session\"><code>{}</code></td><td data-label=\"project\"><code>{}</code></td>\
-             <td data-label=\"last stored\">{}</td><td data-label=\"why\">{}{}</td></tr>",
+             <td data-label=\"session\"><code>{}</code></td><td data-label=\"signer\"><code>{}</code></td>\
+             <td data-label=\"repository\"><code>{}</code></td><td data-label=\"last stored\">{}</td><td data-label=\"why\">{}{}</td></tr>",
             tone(s.status).class(),
             s.status.as_str(),
             tone(s.status).class(),
             s.status.as_str(),
             esc(&s.session),
-            esc(&s.project),
+            esc(&s.signer_name()),
+            esc(&s.repository()),
             esc(&last_stored(s)),
             esc(&s.why),
             chains(s)

@@ -338,6 +338,14 @@ fn bundle_details(b: &BundleView) -> String {
     if let Some(p) = &b.chain.producer {
         let _ = write!(d, "; producer {} (claimed, not signed)", esc(p));
     }
+    if let Some(id) = &b.chain.identity {
+        let signed = if b.report.valid {
+            "signed with the chain"
+        } else {
+            "not proven"
+        };
+        let _ = write!(d, "; recorded by {} ({signed})", esc(id));
+    }
     d
 }
 

@@ -70,6 +70,8 @@ pub struct ChainInfo {
     pub problems: Vec<String>,
     pub first_at: Option<String>,
     pub last_at: Option<String>,
+    /// Who and where, as the root recorded it (`context.identity`), in one line.
+    pub identity: Option<String>,
 }
 
 /// One node of the session tree: the root (main thread) or a declared subagent.
@@ -245,7 +247,37 @@ fn chain_info(top: &Members, entries: &[&Members]) -> ChainInfo {
         problems: strings(root_ctx.and_then(|c| c.get("problems"))),
         first_at: ats.first().cloned(),
         last_at: ats.last().cloned(),
+        identity: root_ctx
+            .and_then(|c| c.get("identity"))
+            .and_then(Json::as_object)
+            .map(identity_line),
     }
+}
+
+/// `certificate alice@laptop, tester@vm, app.git@0123456789ab (main)`: the root's identity.
+fn identity_line(id: &Members) -> String {
+    let mut parts = Vec::new();
+    let signer = id.get("signer").and_then(Json::as_object);
+    let cert = signer
+        .and_then(|s| s.get("certificate"))
+        .and_then(Json::as_object);
+    if let Some(key_id) = cert.and_then(|c| string(c, "key_id")) {
+        parts.push(format!("certificate {key_id}"));
+    }
+    let (user, host) = (string(id, "user"), string(id, "host"));
+    if let (Some(u), Some(h)) = (user, host) {
+        parts.push(format!("{u}@{h}"));
+    }
+    if let Some(git) = id.get("git").and_then(Json::as_object) {
+        let remote = string(git, "remote").unwrap_or_default();
+        let commit = string(git, "commit").unwrap_or_default();
+        let mut g = format!("{remote}@{}", &commit[..commit.len().min(12)]);
+        if let Some(b) = string(git, "branch") {
+            g.push_str(&format!(" ({b})"));
+        }
+        parts.push(g);
+    }
+    parts.join(", ")
 }
 
 fn read_nodes(entries: &[&Members]) -> Vec<NodeView> {
