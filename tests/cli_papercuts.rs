@@ -108,3 +108,89 @@ fn man_pages_add_examples_and_exit_codes_to_the_help() {
     assert!(top.contains(".SH EXAMPLES") && top.contains(".SH \"EXIT STATUS\""));
     let _ = json!({});
 }
+
+/// Regression: a bundle checked against another project's key read as "INVALID … integrity
+/// FAILED", like tampering; it now says it was not signed by that key, and names both keys.
+/// A bundle really altered still reads as INVALID with integrity FAILED.
+#[test]
+fn a_wrong_public_key_reads_as_not_signed_by_that_key() {
+    let p = sample("wrong-key");
+    reviewer_read(p.path(), "s1", "/x", "t1");
+    let dir = p.path().to_str().unwrap();
+    let export = cli(&["export", "--project", dir, "--session", "s1"]);
+    assert_eq!(export.code, 0, "{}", export.stderr);
+    let bundle = p.path().join(".attenu/bundle-s1.json");
+    let other = TempDir::new("wrong-key-other");
+    let key = other.path().join("other.key");
+    let keygen = cli(&["keygen", "--out", key.to_str().unwrap()]);
+    assert_eq!(keygen.code, 0, "{}", keygen.stderr);
+    let other_pub = other.path().join("other.pub");
+    std::fs::write(&other_pub, keygen.stdout.trim()).unwrap();
+    let out = cli(&[
+        "verify",
+        bundle.to_str().unwrap(),
+        "--pub",
+        other_pub.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_contains(
+        &out.stdout,
+        &[
+            "this bundle was not signed by that key",
+            "its anchor names key attenu-hook-",
+        ],
+    );
+    assert!(!out.stdout.contains("integrity FAILED"), "{}", out.stdout);
+
+    // Tampered under the right key: still the integrity failure.
+    let text = std::fs::read_to_string(&bundle).unwrap();
+    assert!(text.contains("\"task\":\"claude-code session\""));
+    std::fs::write(
+        &bundle,
+        text.replacen(
+            "\"task\":\"claude-code session\"",
+            "\"task\":\"rewritten\"",
+            1,
+        ),
+    )
+    .unwrap();
+    let anchor = p.path().join(".attenu/anchor.pub");
+    let out = cli(&[
+        "verify",
+        bundle.to_str().unwrap(),
+        "--pub",
+        anchor.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        !out.stdout.contains("not signed by that key"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// Regression: `audit --pub KEY URL` failed, `--pub` taking the URL as a second key. Both
+/// orders now mean the same; the documented `audit URL --pub A B` still works.
+#[test]
+fn audit_takes_the_url_after_the_keys_too() {
+    let p = sample("audit-order");
+    reviewer_read(p.path(), "s1", "/x", "t1");
+    let key = p.path().join(".attenu/anchor.pub");
+    let key = key.to_str().unwrap();
+    let store = TempDir::new("audit-order-store");
+    let url = format!("file://{}", store.path().display());
+    let first = cli(&["audit", &url, "--pub", key, key, "--json"]);
+    let second = cli(&["audit", "--pub", key, &url, "--json"]);
+    let third = cli(&["audit", "--pub", key, "--pub", key, &url, "--json"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    for other in [&second, &third] {
+        assert_eq!(
+            (other.code, &other.stdout),
+            (first.code, &first.stdout),
+            "{other:?}"
+        );
+    }
+    let none = cli(&["audit", "--pub", key]);
+    assert_eq!(none.code, 2);
+    assert_contains(&none.stderr, &["pass the store's URL"]);
+}
