@@ -12,6 +12,7 @@
 //! - [`lock`]: one shipper per project.
 //! - [`spawn`]: a detached shipper that holds no descriptor Claude Code waits on.
 
+pub mod credentials;
 pub mod drain;
 pub mod lock;
 pub mod outbox;
