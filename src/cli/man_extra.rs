@@ -1,14 +1,17 @@
 //! What the man pages add to `--help`: examples and exit codes, per command. The text is
 //! plain; [`sections`] writes it as roff.
 
-/// Examples (what it does, the command line) and exit codes of one page, by its name.
+/// Pairs of text: (what it does, the command line), or (exit code, what it means).
+type Pairs = &'static [(&'static str, &'static str)];
+
+/// Examples and exit codes of one page, by its name.
 struct Extra {
-    examples: &'static [(&'static str, &'static str)],
-    exit: &'static [(&'static str, &'static str)],
+    examples: Pairs,
+    exit: Pairs,
 }
 
 /// The exit codes most commands share ([`crate::protocol::Exit`]).
-const PLAIN: &[(&str, &str)] = &[
+const PLAIN: Pairs = &[
     ("0", "done"),
     (
         "2",
@@ -19,7 +22,7 @@ const PLAIN: &[(&str, &str)] = &[
 /// What the man pages add for the page `name` (`attenu-hook`, `attenu-hook-log`, ...).
 fn extra(name: &str) -> Extra {
     let command = name.strip_prefix("attenu-hook-").unwrap_or("");
-    let (examples, exit): (&[(&str, &str)], &[(&str, &str)]) = match (name, command) {
+    let (examples, exit): (Pairs, Pairs) = match (name, command) {
         ("attenu-hook", _) => (
             &[
                 ("Wire a project, check it, see what each subagent may do", "attenu-hook install && attenu-hook doctor && attenu-hook derive --human"),
