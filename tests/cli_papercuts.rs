@@ -194,3 +194,65 @@ fn audit_takes_the_url_after_the_keys_too() {
     assert_eq!(none.code, 2);
     assert_contains(&none.stderr, &["pass the store's URL"]);
 }
+
+/// Regression: `log`, `verify` and `report` counted one session's calls three ways ("12
+/// calls", "9 actions checked, 1 ungated"). Each now counts calls as `log` does: one per
+/// decision, allowed or denied.
+#[test]
+fn log_verify_and_report_count_a_sessions_calls_the_same_way() {
+    let p = sample("counts");
+    let dir = p.path().to_str().unwrap();
+    reviewer_read(p.path(), "s1", "/x", "t1");
+    reviewer_read(p.path(), "s1", "/y", "t2");
+    p.bash_by("reviewer", "ls").session("s1").id("t3").run();
+    p.main_thread("Bash")
+        .session("s1")
+        .input(json!({"command": "ls"}))
+        .id("t4")
+        .run();
+    let log = cli(&["log", "--project", dir, "--sessions", "--json"]);
+    assert_eq!(log.code, 0, "{}", log.stderr);
+    let tally: serde_json::Value =
+        serde_json::from_str(log.stdout.lines().next().unwrap()).unwrap();
+    let (calls, allow, deny) = (
+        tally["calls"].as_u64().unwrap(),
+        tally["allow"].as_u64().unwrap(),
+        tally["deny"].as_u64().unwrap(),
+    );
+    assert_eq!(
+        (calls, allow, deny, tally["would_deny"].as_u64().unwrap()),
+        (4, 2, 1, 1),
+        "{tally}"
+    );
+    assert_eq!(
+        cli(&["export", "--project", dir, "--session", "s1"]).code,
+        0
+    );
+    let bundle = p.path().join(".attenu/bundle-s1.json");
+    let anchor = p.path().join(".attenu/anchor.pub");
+    let verify = cli(&[
+        "verify",
+        bundle.to_str().unwrap(),
+        "--pub",
+        anchor.to_str().unwrap(),
+    ]);
+    assert_contains(
+        &verify.stdout,
+        &["4 calls: 2 allowed, 1 denied, 1 would-deny"],
+    );
+    let page = p.path().join("report.html");
+    let report = cli(&[
+        "report",
+        bundle.to_str().unwrap(),
+        "--pub",
+        anchor.to_str().unwrap(),
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    assert!(report.code == 0 || report.code == 1, "{report:?}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("4 calls: 2 allowed, 1 denied, 1 would-deny"),
+        "the report page's counts"
+    );
+}

@@ -102,9 +102,14 @@ fn checks(out: &mut String, b: &BundleView) {
     out.push_str("</tbody>\n</table>\n");
     let _ = writeln!(
         out,
-        "<p class=\"counts\"><span data-count=\"entries\">{}</span> entries, {} nodes, {} allows measured \
+        "<p class=\"counts\">{} calls: {} allowed, {} denied, {} would-deny (as <code>log</code> counts them); \
+         <span data-count=\"entries\">{}</span> entries, {} nodes, {} allows measured \
          for containment, {} not enforced (<code>policy: unlisted</code>); calls observed {}, unobserved {}, \
          unaccounted {}.</p>",
+        r.actions_checked + r.ungated + r.denied,
+        r.actions_checked,
+        r.denied,
+        r.ungated,
         r.entries,
         r.nodes,
         r.actions_checked,

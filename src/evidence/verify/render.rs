@@ -156,12 +156,15 @@ fn verdict_line(out: &mut String, report: &Report) {
     };
     let _ = writeln!(
         out,
-        "{verdict}: {} failure(s); chain {chain_id}, {} entries, {} nodes, {} actions checked, {} ungated; \
-         integrity {}, monotonicity {}, containment {}, execution binding {}, anchor {}, checkpoint {}",
+        "{verdict}: {} failure(s); chain {chain_id}, {} entries, {} nodes, {} calls: {} allowed, {} denied, {} \
+         would-deny (allowed, not enforced); integrity {}, monotonicity {}, containment {}, execution \
+         binding {}, anchor {}, checkpoint {}",
         report.failures.len(),
         report.entries,
         report.nodes,
+        report.actions_checked + report.ungated + report.denied,
         report.actions_checked,
+        report.denied,
         report.ungated,
         yes(report.checks.integrity),
         yes(report.checks.monotonicity),
