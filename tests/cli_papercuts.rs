@@ -255,4 +255,13 @@ fn log_verify_and_report_count_a_sessions_calls_the_same_way() {
         html.contains("4 calls: 2 allowed, 1 denied, 1 would-deny"),
         "the report page's counts"
     );
+    // The page names tools beside their scopes, and folds delegation into one chip per agent.
+    assert!(
+        html.contains("<b>Read</b> fs.read"),
+        "tool names beside scopes"
+    );
+    for div in html.split("<div class=\"scopes\">").skip(1) {
+        let div = div.split("</div>").next().unwrap();
+        assert!(div.matches("agent.delegate.").count() <= 1, "{div}");
+    }
 }

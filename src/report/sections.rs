@@ -246,10 +246,44 @@ fn node(out: &mut String, n: &NodeView, root: bool) {
     if n.scopes.is_empty() {
         out.push_str("<span class=\"none\">holds nothing</span>");
     }
+    let delegate = "agent.delegate.";
+    let mut delegates = Vec::new();
     for s in &n.scopes {
-        let _ = write!(out, "<code class=\"scope\">{}</code> ", esc(s));
+        if let Some(to) = s.strip_prefix(delegate) {
+            delegates.push(to);
+            continue;
+        }
+        match tool_of(s) {
+            Some(tool) => write!(
+                out,
+                "<code class=\"scope\"><b>{}</b> {}</code> ",
+                esc(&tool),
+                esc(s)
+            ),
+            None => write!(out, "<code class=\"scope\">{}</code> ", esc(s)),
+        }
+        .ok();
+    }
+    // One chip for every agent type it may start, not one per type.
+    if !delegates.is_empty() {
+        let _ = write!(
+            out,
+            "<code class=\"scope\"><b>Agent</b> {}{}</code> ",
+            esc(delegate),
+            esc(&format!("{{{}}}", delegates.join(", ")))
+        );
     }
     out.push_str("</div>\n");
+}
+
+/// The tool a scope stands for, as a reviewer names it: `fs.read` is Read, `tool.foo` is
+/// foo; `None` for an MCP scope or a pattern, shown as it is.
+fn tool_of(scope: &str) -> Option<String> {
+    crate::derive::scopes::TOOL_SCOPES
+        .iter()
+        .find(|(_, s)| *s == scope)
+        .map(|(t, _)| t.to_string())
+        .or_else(|| scope.strip_prefix("tool.").map(str::to_string))
 }
 
 /// Every decision in ledger order with its outcome.
