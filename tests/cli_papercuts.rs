@@ -260,6 +260,13 @@ fn log_verify_and_report_count_a_sessions_calls_the_same_way() {
         html.contains("<b>Read</b> fs.read"),
         "tool names beside scopes"
     );
+    // Calls are numbered 1, 2, 3, 4; the ledger's seq (with its gaps) only in the title.
+    let numbers: Vec<&str> = html
+        .split("<td data-label=\"call\" title=\"ledger seq ")
+        .skip(1)
+        .map(|c| c.split('>').nth(1).unwrap().split('<').next().unwrap())
+        .collect();
+    assert_eq!(numbers, ["1", "2", "3", "4"]);
     for div in html.split("<div class=\"scopes\">").skip(1) {
         let div = div.split("</div>").next().unwrap();
         assert!(div.matches("agent.delegate.").count() <= 1, "{div}");

@@ -322,16 +322,18 @@ fn timeline(out: &mut String, b: &BundleView, mark: &str) {
         return;
     }
     out.push_str(
-        "<table class=\"rows calls\">\n<thead><tr><th>seq</th><th>time</th><th>agent</th><th>tool</th>\
+        "<table class=\"rows calls\">\n<thead><tr><th>call</th><th>time</th><th>agent</th><th>tool</th>\
          <th>scope</th><th>decision</th><th>reason</th><th>outcome</th></tr></thead>\n<tbody>\n",
     );
-    for c in &b.calls {
-        call_row(out, c);
+    // Calls numbered 1, 2, 3 as `log` lists them; the ledger's seq (which skips the entries
+    // that are not calls, and so looks like gaps) is kept in the cell's title.
+    for (n, c) in b.calls.iter().enumerate() {
+        call_row(out, n + 1, c);
     }
     out.push_str("</tbody>\n</table>\n</section>\n");
 }
 
-fn call_row(out: &mut String, c: &CallView) {
+fn call_row(out: &mut String, number: usize, c: &CallView) {
     let (class, decision) = match c.decision {
         Decision::Allow => ("allow", "allowed"),
         Decision::AllowUnenforced => ("unenforced", "allowed, not enforced"),
@@ -367,11 +369,11 @@ fn call_row(out: &mut String, c: &CallView) {
     };
     let seq = c
         .seq
-        .map(|s| s.to_string())
-        .unwrap_or_else(|| format!("#{}", c.index));
+        .map(|s| format!("ledger seq {s}"))
+        .unwrap_or_else(|| format!("entry #{}", c.index));
     let _ = writeln!(
         out,
-        "<tr class=\"{class}\" data-call=\"{class}\"><td data-label=\"seq\">{seq}</td>\
+        "<tr class=\"{class}\" data-call=\"{class}\"><td data-label=\"call\" title=\"{seq}\">{number}</td>\
          <td data-label=\"time\">{}</td><td data-label=\"agent\">{}</td><td data-label=\"tool\"><code>{}</code></td>\
          <td data-label=\"scope\"><code>{}</code></td><td data-label=\"decision\"><span class=\"decision\">{decision}</span></td>\
          <td data-label=\"reason\">{reason}</td><td data-label=\"outcome\">{outcome}</td></tr>",
