@@ -81,10 +81,12 @@ fn git(dir: &std::path::Path, args: &[&str]) {
 }
 
 /// Regression (issue 28): install wrote this machine's absolute path into the shared
-/// settings.json, so a teammate's clone (another path) had every call blocked. Now, without
-/// attenu-hook on PATH, it wires `"$CLAUDE_PROJECT_DIR"/.claude/hooks/attenu-hook` (the
-/// snippet's command) and makes that a git-ignored link; a git clone at another path, after
-/// its developer runs `install` once (which leaves the settings alone), runs the hook.
+/// settings.json, so a teammate's clone (another path) had every call blocked. Now it wires
+/// `"$CLAUDE_PROJECT_DIR"/.claude/hooks/attenu-hook.sh` (the snippet's command), a committed
+/// launcher, and without attenu-hook on PATH makes `.claude/hooks/attenu-hook` a git-ignored
+/// link. A git clone at another path (issue 41): before its developer has the binary, every
+/// call is blocked (exit 2) with what to install; after `install` once (which leaves the
+/// settings alone), the hook runs.
 fn install_wiring_works_unchanged_in_a_second_clone_on_another_path() {
     need_tool("git", "--version");
     let scratch = TempDir::new("clones");
@@ -101,6 +103,7 @@ fn install_wiring_works_unchanged_in_a_second_clone_on_another_path() {
     assert_contains(
         &out.stdout,
         &[
+            "wrote .claude/hooks/attenu-hook.sh",
             "linked .claude/hooks/attenu-hook",
             "each runs `attenu-hook install` once",
         ],
@@ -140,6 +143,16 @@ fn install_wiring_works_unchanged_in_a_second_clone_on_another_path() {
             && !tracked.lines().any(|l| l == ".claude/hooks/attenu-hook"),
         "the link must be git-ignored: {tracked}"
     );
+    let staged = std::process::Command::new("git")
+        .args(["ls-files", "-s", ".claude/hooks/attenu-hook.sh"])
+        .current_dir(&a)
+        .output()
+        .unwrap();
+    let staged = String::from_utf8_lossy(&staged.stdout).into_owned();
+    assert!(
+        staged.starts_with("100755 "),
+        "the launcher must be committed, executable: {staged:?}"
+    );
     git(scratch.path(), &["clone", "-q", "a", "b"]);
     std::fs::rename(&a, scratch.path().join("gone")).unwrap();
     let b = scratch.path().join("b");
@@ -148,11 +161,18 @@ fn install_wiring_works_unchanged_in_a_second_clone_on_another_path() {
         .unwrap()
         .to_string();
 
-    // Before its developer runs install, the clone's hook is missing: blocked, not allowed.
+    // Before its developer has the binary, the clone's hook is missing: blocked (exit 2 blocks
+    // whatever onFailure says), and the message says what to install.
     let call = Call::pre(&b, None, "Read")
         .input(json!({"file_path": "/x"}))
         .value();
-    assert_ne!(run_as_claude_code(&command, &b, BARE_PATH, &call).code, 0);
+    let missing = run_as_claude_code(&command, &b, BARE_PATH, &call);
+    assert_eq!(missing.code, 2, "{missing:?}");
+    assert_contains(
+        &missing.stderr,
+        &["attenu-hook is not installed on this machine: npm install -g attenu-hook (or "],
+    );
+    assert!(!b.join(".attenu").exists(), "nothing ran");
     let before = std::fs::read(b.join(".claude/settings.json")).unwrap();
     let out = cli_with(&["install", b.to_str().unwrap()], &[("PATH", path)]);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -182,8 +202,9 @@ fn install_wiring_works_unchanged_in_a_second_clone_on_another_path() {
     );
 }
 
-/// With attenu-hook on PATH (the README's `cargo install`), install wires the name, and an
-/// absolute path an older install wrote into settings.json is replaced by it.
+/// With attenu-hook on PATH (the npm package), install wires the launcher, which runs it from
+/// PATH without a link, and an absolute path an older install wrote into settings.json is
+/// replaced by it; so is the bare `attenu-hook` an install before the launcher wrote.
 fn install_from_path_wires_the_name_and_replaces_an_old_absolute_path() {
     let scratch = TempDir::new("onpath");
     let bin = scratch.path().join("bin");
@@ -204,7 +225,7 @@ fn install_from_path_wires_the_name_and_replaces_an_old_absolute_path() {
     assert_contains(
         &out.stdout,
         &[
-            "PreToolUse: set the attenu-hook handler's command to `attenu-hook`",
+            "PreToolUse: set the attenu-hook handler's command to `\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/attenu-hook.sh`",
             "a path only this machine has",
             "runs `attenu-hook` from PATH, in every clone",
         ],
@@ -212,14 +233,40 @@ fn install_from_path_wires_the_name_and_replaces_an_old_absolute_path() {
     let text = std::fs::read_to_string(p.path().join(".claude/settings.json")).unwrap();
     assert!(!text.contains(BIN), "{text}");
     assert!(
-        !p.path().join(".claude/hooks").exists(),
+        !p.path().join(".claude/hooks/attenu-hook").exists(),
         "no link is needed with attenu-hook on PATH"
     );
     let call = Call::pre(p.path(), None, "Read")
         .input(json!({"file_path": "/x"}))
         .value();
-    let out = run_as_claude_code("attenu-hook", p.path(), &path, &call);
+    let launcher = attenu_hook::ops::LAUNCHER_COMMAND;
+    let out = run_as_claude_code(launcher, p.path(), &path, &call);
     assert_eq!((out.code, out.stdout.trim()), (0, "{}"), "{}", out.stderr);
+    // The same launcher on a PATH without it: blocked, with what to install.
+    let out = run_as_claude_code(launcher, p.path(), BARE_PATH, &call);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_contains(&out.stderr, &["npm install -g attenu-hook"]);
+
+    // The bare name an install before the launcher wired becomes the launcher.
+    let q = TempDir::new("onpath-bare");
+    write_settings(
+        q.path(),
+        "settings.json",
+        &json!({"hooks": {"PreToolUse": [{"hooks": [handler("attenu-hook")]}]}}),
+    );
+    let out = cli_with(
+        &["install", q.path().to_str().unwrap()],
+        &[("PATH", std::path::Path::new(&path))],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_contains(
+        &out.stdout,
+        &["(was `attenu-hook`): the launcher tells a teammate"],
+    );
+    assert_eq!(
+        settings(q.path())["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+        launcher
+    );
 }
 
 /// `--command /abs/path` into the shared settings.json is what the operator asked for, but it

@@ -301,6 +301,28 @@ fn completions_and_man_page_come_from_the_cli_definition() {
     let bash = cli(&["completions", "bash"]);
     assert_eq!(bash.code, 0);
     assert!(bash.stdout.contains("attenu-hook") && bash.stdout.contains("reconcile"));
+    // Regression (issue 41): a subcommand's flags never completed. Through a real bash: the
+    // script sourced, then `attenu-hook log --s<TAB>`.
+    let script = TempDir::new("completions");
+    let file = script.path().join("attenu-hook.bash");
+    std::fs::write(&file, &bash.stdout).unwrap();
+    let out = std::process::Command::new("bash")
+        .args([
+            "-c",
+            r#"source "$1"; COMP_WORDS=(attenu-hook log --s); COMP_CWORD=2; _attenu__hook attenu-hook --s log; echo "${COMPREPLY[*]}""#,
+            "bash",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let offered = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        ["--session", "--sessions", "--summary"]
+            .iter()
+            .all(|f| offered.split_whitespace().any(|o| o == *f)),
+        "`attenu-hook log --s<TAB>` offered {offered:?} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let man = cli(&["man"]);
     assert_eq!(man.code, 0);
     assert!(

@@ -32,6 +32,8 @@ fn main() {
         a_shipper_that_leaves_a_busy_lock_loses_nothing,
         ship_by_hand_waits_for_the_running_drain_and_ships_what_is_left,
         ended_sessions_all_reach_the_store_without_a_ship_by_hand,
+        a_profile_in_the_shared_files_reaches_garage,
+        web_identity_goes_to_sts_before_the_store,
     ]);
 }
 
@@ -784,4 +786,98 @@ fn ended_sessions_all_reach_the_store_without_a_ship_by_hand() {
         assert!(shipped >= 4, "{s}");
     }
     assert_eq!(report["sessions"].as_array().unwrap().len(), 10, "{report}");
+}
+
+/// Credentials as teams hold them (issue 41): a named profile in the shared config and
+/// credentials files (named by AWS_CONFIG_FILE and AWS_SHARED_CREDENTIALS_FILE), with no
+/// `AWS_ACCESS_KEY_ID` in the environment, reaches Garage; a profile that is not there is
+/// refused with what to do, and nothing leaves the outbox.
+fn a_profile_in_the_shared_files_reaches_garage() {
+    let g = Garage::start();
+    let url = garage_url(&g, "profile");
+    let p = project("ship-profile", &url);
+    let objs = objects(3);
+    for (k, b) in &objs {
+        queue(p.path(), k, b);
+    }
+    let aws = TempDir::new("aws-files");
+    let credentials = aws.path().join("credentials");
+    let config = aws.path().join("config");
+    std::fs::write(
+        &credentials,
+        format!(
+            "[default]\naws_access_key_id = wrong\naws_secret_access_key = wrong\n\n[team]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+            g.key_id, g.secret
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "[profile team]\nregion = {}\nendpoint_url = {}\n",
+            g.region, g.endpoint
+        ),
+    )
+    .unwrap();
+    let env = |profile: &str| -> Vec<(String, String)> {
+        [
+            ("AWS_PROFILE", profile),
+            ("AWS_CONFIG_FILE", config.to_str().unwrap()),
+            ("AWS_SHARED_CREDENTIALS_FILE", credentials.to_str().unwrap()),
+            ("AWS_ALLOW_HTTP", "true"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    };
+    let missing = ship(p.path(), &env("nope"));
+    assert_ne!(missing.code, 0, "{}", missing.stderr);
+    assert!(
+        missing
+            .stderr
+            .contains("the profile nope (AWS_PROFILE) is in neither"),
+        "{}",
+        missing.stderr
+    );
+    assert_eq!(pending(p.path()).len(), 3);
+    let out = ship(p.path(), &env("team"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(pending(p.path()), Vec::<String>::new());
+    assert_stored(&store(&url, &g.env()), &objs);
+}
+
+/// Web identity for CI (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN), with no key in the
+/// environment: the shipper goes to STS (AssumeRoleWithWebIdentity, object_store's provider,
+/// which speaks only https) before the store. A listener in STS's place sees its TLS
+/// handshake, then hangs up, so nothing is shipped and the outbox keeps the file.
+fn web_identity_goes_to_sts_before_the_store() {
+    let sts = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let sts_url = format!("https://{}", sts.local_addr().unwrap());
+    let p = project("ship-web-identity", "s3://bucket/ci");
+    queue(p.path(), "kid1/s1/c0/checkpoints/a.note", b"bytes");
+    let token = p.path().join("token");
+    std::fs::write(&token, "header.payload.signature").unwrap();
+    let env = [
+        ("AWS_WEB_IDENTITY_TOKEN_FILE", token.to_str().unwrap()),
+        ("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/ci-shipper"),
+        ("AWS_ENDPOINT_URL_STS", sts_url.as_str()),
+        ("AWS_ENDPOINT_URL", "http://127.0.0.1:9"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ALLOW_HTTP", "true"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()));
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = sts.accept().unwrap();
+        let mut head = [0u8; 2];
+        conn.read_exact(&mut head).unwrap();
+        head
+    });
+    let out = ship(p.path(), &env);
+    assert_eq!(
+        server.join().unwrap(),
+        [0x16, 0x03],
+        "a TLS handshake with STS"
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(pending(p.path()).len(), 1, "nothing lost");
 }

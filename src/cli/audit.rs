@@ -15,8 +15,8 @@ use std::sync::Arc;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The store: s3://bucket/prefix (endpoint and credentials from AWS_*) or file:///dir
-    url: String,
-    /// The anchor.pub of each project to trust (repeat, or list several)
+    url: Option<String>,
+    /// The anchor.pub of each project to trust (repeat, or list several; the URL may follow)
     #[arg(long = "pub", value_name = "FILE", num_args = 1.., required_unless_present = "ca", conflicts_with = "ca")]
     pub_keys: Vec<PathBuf>,
     /// The team's OpenSSH CA public key file(s): trust every signing key it certified for
@@ -31,11 +31,39 @@ pub struct Args {
     json: bool,
 }
 
+/// The URL: `--pub` and `--ca` take several values, so in `audit --pub KEY URL` the URL went
+/// with them; a value with `://` is the URL, wherever it stands. Returns it and the files.
+fn url_and_files(a: &Args) -> Result<(String, Vec<PathBuf>, Vec<PathBuf>), String> {
+    let is_url = |p: &&PathBuf| p.to_string_lossy().contains("://");
+    let mut urls: Vec<String> = a
+        .pub_keys
+        .iter()
+        .chain(&a.ca)
+        .filter(is_url)
+        .map(|u| u.to_string_lossy().into())
+        .collect();
+    urls.extend(a.url.clone());
+    let files = |v: &[PathBuf]| v.iter().filter(|p| !is_url(p)).cloned().collect::<Vec<_>>();
+    let (keys, cas) = (files(&a.pub_keys), files(&a.ca));
+    if keys.is_empty() && cas.is_empty() {
+        return Err("pass the anchor.pub of each project to trust with --pub FILE, or the team's CA with --ca FILE".into());
+    }
+    match urls.as_slice() {
+        [url] => Ok((url.clone(), keys, cas)),
+        [] => Err("pass the store's URL (s3://bucket/prefix or file:///dir)".into()),
+        several => Err(format!("pass one store's URL, not {}", several.join(", "))),
+    }
+}
+
 /// What the reviewer pinned, read from the files named.
-fn pinning(a: &Args) -> Result<Pinning, String> {
-    if a.ca.is_empty() {
+fn pinning(
+    keys_files: &[PathBuf],
+    ca_files: &[PathBuf],
+    revoked: Option<&PathBuf>,
+) -> Result<Pinning, String> {
+    if ca_files.is_empty() {
         let mut pinned = Keys::new();
-        for path in &a.pub_keys {
+        for path in keys_files {
             let k = keys::load_pinned(path).map_err(|e| e.to_string())?;
             pinned.insert(k.kid, k.key);
         }
@@ -45,7 +73,7 @@ fn pinning(a: &Args) -> Result<Pinning, String> {
         std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
     };
     let mut text = String::new();
-    for path in &a.ca {
+    for path in ca_files {
         let t = read(path)?;
         crate::trust::TrustedCas::parse(&t)
             .map_err(|e| format!("{} is not a CA public key file: {e}", path.display()))?;
@@ -53,7 +81,7 @@ fn pinning(a: &Args) -> Result<Pinning, String> {
         text.push('\n');
     }
     let cas = crate::trust::TrustedCas::parse(&text)?;
-    let revoked = match &a.revoked {
+    let revoked = match revoked {
         Some(path) => crate::trust::Revocations::parse(&read(path)?)
             .map_err(|e| format!("{} is not a revocation list: {e}", path.display()))?,
         None => crate::trust::Revocations::default(),
@@ -62,21 +90,25 @@ fn pinning(a: &Args) -> Result<Pinning, String> {
 }
 
 pub fn run(a: Args) -> Exit {
-    let pinned = match pinning(&a) {
+    let (url, key_files, ca_files) = match url_and_files(&a) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
+    let pinned = match pinning(&key_files, &ca_files, a.revoked.as_ref()) {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
-    let target = match Target::parse(&a.url) {
+    let target = match Target::parse(&url) {
         Ok(t) => t,
         Err(e) => return fail(e.replace("ship.url", "the audit's URL")),
     };
     let cannot_read = |e: &dyn std::fmt::Display| {
         fail(format!(
             "cannot read the store: {e}. Check the URL ({}), the endpoint (AWS_ENDPOINT_URL, AWS_REGION, AWS_ALLOW_HTTP for http://) and the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), which need read and list rights",
-            a.url
+            url
         ))
     };
-    let store = match Store::from_env(&a.url, &target) {
+    let store = match Store::from_env(&url, &target) {
         Ok(s) => s,
         Err(e) => return cannot_read(&e),
     };
@@ -97,7 +129,7 @@ pub fn run(a: Args) -> Exit {
     } else {
         print!(
             "{}",
-            audit::render::render_text(&report, &a.url, Terminal::stdout().width_or(100))
+            audit::render::render_text(&report, &url, Terminal::stdout().width_or(100))
         );
     }
     if report.passes() {

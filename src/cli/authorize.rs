@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    /// The project, or a directory inside it (its state is the nearest .attenu/ above)
     #[arg(long, value_name = "DIR", default_value = ".")]
     project: PathBuf,
     /// List the project's authorizations: tool, reviewer, uses left, expiry, bindings
@@ -30,6 +31,7 @@ pub struct Args {
     /// The reviewer's key file (from `attenu-hook keygen`)
     #[arg(long, value_name = "FILE", required_unless_present = "list")]
     key: Option<PathBuf>,
+    /// How many calls it allows (each use is one matching call)
     #[arg(long, default_value_t = 1)]
     uses: u32,
     /// Seconds, or 90s, 10m, 2h, 1d

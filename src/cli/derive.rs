@@ -1,4 +1,4 @@
-//! `attenu-hook --derive [DIR]`: the permission sets derived from the project, with the
+//! `attenu-hook derive [DIR]` (or `--derive`): the permission sets derived from the project, with the
 //! account of inheritance (who inherits the session pool, what it holds and why).
 
 use super::derive_human::{render, Style};

@@ -15,7 +15,11 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Exit {
-    match bundle::export_session(&a.at.state_dir(), a.at.session(), a.out.as_deref()) {
+    let session = match a.at.session() {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    match bundle::export_session(&a.at.state_dir(), session.as_deref(), a.out.as_deref()) {
         Ok(written) if written.is_empty() => {
             eprintln!("attenu-hook: the session's ledger has no entries yet; nothing to export");
             Exit::Success

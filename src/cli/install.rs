@@ -11,7 +11,7 @@ pub struct Args {
     /// Write .claude/settings.local.json instead
     #[arg(long)]
     local: bool,
-    /// The command to wire (default: attenu-hook on PATH, else "$CLAUDE_PROJECT_DIR"/.claude/hooks/attenu-hook, a git-ignored link to this executable)
+    /// The command to wire (default: "$CLAUDE_PROJECT_DIR"/.claude/hooks/attenu-hook.sh, a committed launcher that runs attenu-hook and blocks with what to install where it is missing)
     #[arg(long)]
     command: Option<String>,
 }
@@ -42,14 +42,14 @@ pub fn run(a: Args) -> Exit {
     }
     if done.linked {
         println!(
-            "note: {} runs {} in every clone; the link is per developer, so each runs `attenu-hook install` once in their clone (it leaves the settings as they are), or puts attenu-hook on PATH (`cargo install --locked --path .` in attenu-hook's source)",
+            "note: {} runs {} in every clone; the link is per developer, so each runs `attenu-hook install` once in their clone (it leaves the settings as they are), or puts attenu-hook on PATH (`npm install -g attenu-hook`)",
             done.path.display(),
-            crate::ops::LINKED_COMMAND
+            crate::ops::PROJECT_LINK
         );
     }
     if done.on_path && !done.changes.is_empty() {
         println!(
-            "note: {} runs `attenu-hook` from PATH, in every clone: each developer puts it on theirs (`cargo install --locked --path .` in attenu-hook's source)",
+            "note: {} runs `attenu-hook` from PATH, in every clone: each developer puts it on theirs (`npm install -g attenu-hook`); where it is missing, the call is blocked with that advice",
             done.path.display()
         );
     }

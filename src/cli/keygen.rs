@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    /// Where to write the private key (0600); its public key is printed
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
 }

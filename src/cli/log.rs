@@ -8,8 +8,6 @@ use super::terminal::Terminal;
 use super::{fail, Exit};
 
 #[derive(clap::Args, Debug)]
-// Here --session goes without a help text (in place: the completions keep their order).
-#[command(mut_args(|a| if a.get_id() == "session" { a.help(None::<&str>) } else { a }))]
 pub struct Args {
     #[command(flatten)]
     at: SessionArgs,
@@ -32,7 +30,11 @@ pub struct Args {
 
 /// Exit 1 when a ledger shown cannot be verified.
 pub fn run(a: Args) -> Exit {
-    let read = match table::rows(&a.at.state_dir(), a.at.session()) {
+    let session = match a.at.session() {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let read = match table::rows(&a.at.state_dir(), session.as_deref()) {
         Ok(read) => read,
         Err(e) => return fail(e),
     };

@@ -13,6 +13,7 @@ mod export;
 mod install;
 mod keygen;
 mod log;
+mod man_extra;
 mod project;
 mod prove;
 mod receipt;
@@ -37,7 +38,7 @@ use std::path::PathBuf;
     long_about = "With no arguments, attenu-hook runs in hook mode: it reads one Claude Code hook event on stdin and answers on stdout. Wire it with the block in settings.snippet.json (or `attenu-hook install`)."
 )]
 pub struct Cli {
-    /// Print the permission sets derived from the project at DIR (default: .)
+    /// The same as the `derive` command (kept for scripts): the permission sets derived from DIR (default: .)
     #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".")]
     pub derive: Option<PathBuf>,
     /// With --derive: a readable table
@@ -52,6 +53,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Print the permission sets derived from the project: a table on a terminal, else JSON
+    Derive(DeriveArgs),
     /// Write the signed evidence bundle(s) of a session
     Export(export::Args),
     /// Verify a bundle offline: integrity, monotonicity, containment, execution binding.
@@ -79,6 +82,7 @@ pub enum Command {
     Revoke(revoke::Args),
     /// Print shell completions
     Completions {
+        /// The shell to print them for
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
@@ -106,6 +110,20 @@ pub enum Command {
     /// Judge every session an object store holds: exit 0 when each is complete or open, 1
     /// when one is rewritten, forked, truncated or unverifiable, 2 when the store cannot be read
     Audit(audit::Args),
+}
+
+/// `attenu-hook derive [DIR] [--human|--json]`.
+#[derive(clap::Args, Debug)]
+pub struct DeriveArgs {
+    /// The project, or a directory inside it
+    #[arg(default_value = ".")]
+    dir: PathBuf,
+    /// A readable table, even when not on a terminal
+    #[arg(long)]
+    human: bool,
+    /// JSON, even on a terminal
+    #[arg(long, conflicts_with = "human")]
+    json: bool,
 }
 
 /// Entry point of the binary: hook mode without arguments, the CLI with them. Returns the
@@ -185,6 +203,10 @@ pub fn run(cli: Cli) -> Exit {
         return fail("nothing to do; run without arguments only as a hook (see --help)");
     };
     match command {
+        Command::Derive(a) => derive::run(
+            &a.dir,
+            a.human || (!a.json && std::io::stdout().is_terminal()),
+        ),
         Command::Export(a) => export::run(a),
         Command::Verify(a) => verify::run(a),
         Command::Prove(a) => prove::run(a),
@@ -208,6 +230,31 @@ pub fn run(cli: Cli) -> Exit {
 #[cfg(test)]
 mod tests {
     use super::derive_dir_first;
+
+    /// Regression (issue 41): several `--help` entries had no description.
+    #[test]
+    fn every_argument_and_command_has_a_description() {
+        fn walk(c: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in c.get_arguments() {
+                let id = a.get_id().as_str();
+                if !matches!(id, "help" | "version") && a.get_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for s in c.get_subcommands() {
+                let at = format!("{path} {}", s.get_name());
+                if s.get_about().is_none() {
+                    missing.push(at.clone());
+                }
+                walk(s, &at, missing);
+            }
+        }
+        let mut cmd = <super::Cli as clap::CommandFactory>::command();
+        cmd.build();
+        let mut missing = Vec::new();
+        walk(&cmd, "attenu-hook", &mut missing);
+        assert!(missing.is_empty(), "no description: {missing:#?}");
+    }
 
     #[test]
     fn the_derive_directory_may_follow_the_format_flags() {

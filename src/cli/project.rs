@@ -49,9 +49,10 @@ pub fn state_project_dir(dir: &Path) -> PathBuf {
 /// `--project DIR` and `--session ID`: the session of the hook's state a command is about.
 #[derive(clap::Args, Debug)]
 pub struct SessionArgs {
+    /// The project, or a directory inside it (its state is the nearest .attenu/ above)
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub project: PathBuf,
-    /// Session id (default: the most recently written session)
+    /// Session id, or a prefix of it that names one session, such as the short id `log` shows (default: the most recently written session)
     #[arg(long)]
     pub session: Option<String>,
 }
@@ -62,15 +63,51 @@ impl SessionArgs {
         state_project_dir(&self.project)
     }
 
-    /// The session asked for; `None` means the most recently written one.
-    pub fn session(&self) -> Option<&str> {
-        self.session.as_deref()
+    /// The session asked for, whole; `None` means the most recently written one. A prefix
+    /// (what `log` shows, with or without its `…`) names the one session it starts.
+    pub fn session(&self) -> Result<Option<String>, String> {
+        let Some(given) = self.session.as_deref() else {
+            return Ok(None);
+        };
+        resolve_session(&self.state_dir().join(".attenu"), given).map(Some)
+    }
+}
+
+/// The whole id of the session `given` names in `attenu`: itself when its ledger is there,
+/// else the one session whose id starts with it. No match leaves it as given (the command
+/// then says there is no such session); several are an error that lists them.
+pub fn resolve_session(attenu: &Path, given: &str) -> Result<String, String> {
+    let given = given.trim_end_matches('…').trim_end_matches("...");
+    let name = crate::ledger::store::session_file_name(given);
+    if given.is_empty() || attenu.join(format!("ledger-{name}.jsonl")).exists() {
+        return Ok(given.to_string());
+    }
+    let mut matches: Vec<String> = std::fs::read_dir(attenu)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().into_string().ok()?;
+            let id = n.strip_prefix("ledger-")?.strip_suffix(".jsonl")?;
+            // Hashed names (`h.…`) do not start with the id they stand for.
+            (!id.starts_with("h.") && id.starts_with(given)).then(|| id.to_string())
+        })
+        .collect();
+    matches.sort();
+    match matches.len() {
+        0 => Ok(given.to_string()),
+        1 => Ok(matches.remove(0)),
+        n => Err(format!(
+            "--session {given} matches {n} sessions ({}); pass more of the id (`attenu-hook log --sessions` lists them whole)",
+            matches.join(", ")
+        )),
     }
 }
 
 /// `[DIR]`: the project a command about declarations and wiring is for.
 #[derive(clap::Args, Debug)]
 pub struct ProjectDir {
+    /// The project, or a directory inside it (default: the current directory)
     #[arg(default_value = ".")]
     pub dir: PathBuf,
 }

@@ -36,7 +36,11 @@ pub fn run(a: Args) -> Exit {
         (None, Some(s)) => Which::Seq(s),
         (None, None) => return fail("pass --call CALL_ID or --seq N"),
     };
-    let text = match prove(&root, a.at.session(), which) {
+    let session = match a.at.session() {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let text = match prove(&root, session.as_deref(), which) {
         Ok(t) => t,
         Err(e) => return fail(e),
     };

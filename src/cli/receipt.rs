@@ -7,11 +7,13 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    /// The project, or a directory inside it (its state is the nearest .attenu/ above)
     #[arg(long, value_name = "DIR", default_value = ".")]
     project: PathBuf,
     /// The call's call_id or tool_use_id
     #[arg(long)]
     call: String,
+    /// The receipt's id in the host system (an order, a transfer, a ticket)
     #[arg(long)]
     receipt_id: String,
     /// Who verified the effect (the host system or person)

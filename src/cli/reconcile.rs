@@ -11,6 +11,7 @@ use std::path::PathBuf;
 pub enum Action {
     /// Show open markers
     List {
+        /// The project, or a directory inside it
         #[arg(long, value_name = "DIR", default_value = ".")]
         project: PathBuf,
         /// Include resolved markers
@@ -19,11 +20,15 @@ pub enum Action {
     },
     /// Close one marker with what was found
     Resolve {
+        /// The marker's id, from `reconcile list`
         id: i64,
+        /// The project, or a directory inside it
         #[arg(long, value_name = "DIR", default_value = ".")]
         project: PathBuf,
+        /// What became of the call
         #[arg(long, value_parser = ["executed", "not-executed", "unknown"])]
         outcome: String,
+        /// What shows it (a log line, a ticket, who checked)
         #[arg(long)]
         evidence: String,
         /// When the call is no longer open on the ledger: close the marker in the gate

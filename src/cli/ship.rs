@@ -13,6 +13,7 @@ use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    /// The project, or a directory inside it (its state is the nearest .attenu/ above)
     #[arg(long, value_name = "DIR", default_value = ".")]
     project: PathBuf,
     /// No progress, and leave quietly when another shipper drains the outbox (as the hook's

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    /// The bundle (bundle-<session>.json) or a one-entry proof from `prove`
     bundle: PathBuf,
     /// The anchor public key to pin (anchor.pub, or 64 hex characters in a file)
     #[arg(long = "pub", value_name = "FILE")]

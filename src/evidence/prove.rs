@@ -53,6 +53,15 @@ pub fn prove(
         Some(s) => SessionPaths::new(&attenu, s),
         None => newest_session(&attenu)?,
     };
+    // A read-only command: an unknown session is an error, never a new empty ledger.
+    if !paths.ledger.exists() {
+        return Err(ExportError::NoLedger {
+            session: paths.name,
+            dir: attenu,
+            project: project.to_path_buf(),
+        }
+        .into());
+    }
     let signer = crate::trust::signer::load(&attenu).map_err(ExportError::from)?;
     let key = signer.key;
     let ledger = Ledger::open(

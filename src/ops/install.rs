@@ -4,7 +4,10 @@
 use super::plugins::{installed_plugin_hooks, plugins_on, PluginOn};
 use super::settings_doc::{merge, replace_machine_paths, Doc, MergeError};
 use super::shell::shell_quote;
-use super::wiring::{default_command, machine_specific, LINKED_COMMAND, PROJECT_LINK};
+use super::wiring::{
+    default_command, launcher_script, machine_specific, on_path, LAUNCHER, LAUNCHER_COMMAND,
+    LINKED_COMMAND, PROJECT_LINK,
+};
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -134,12 +137,18 @@ pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<Install
             }
         })?;
     }
-    // The link only when the settings run it (a wrapper kept from earlier does not).
-    let (linked, on_path) = (runs(&doc, LINKED_COMMAND), runs(&doc, "attenu-hook"));
-    let beside = match linked {
-        true => link_this_executable(dir)?,
+    // The launcher when the settings run it; the link when they run it, or the launcher runs
+    // it for want of attenu-hook on PATH (a wrapper kept from earlier needs neither).
+    let launcher = runs(&doc, LAUNCHER_COMMAND);
+    let linked = runs(&doc, LINKED_COMMAND) || (launcher && !on_path());
+    let on_path = runs(&doc, "attenu-hook") || (launcher && !linked);
+    let mut beside = match launcher {
+        true => write_launcher(dir)?,
         false => vec![],
     };
+    if linked {
+        beside.extend(link_this_executable(dir)?);
+    }
     let shared = (!local).then_some(command.as_str());
     let warnings = machine_path_warnings(&path, &kept, shared);
     Ok(Installed {
@@ -181,9 +190,46 @@ fn machine_path_warnings(path: &Path, kept: &[String], wired: Option<&str>) -> V
     warnings
 }
 
-/// Makes [`PROJECT_LINK`] a symbolic link to this executable (this developer's, git-ignored
-/// by `.claude/hooks/.gitignore`), unless it is a file the project keeps there itself.
-fn link_this_executable(dir: &Path) -> Result<Vec<String>, InstallError> {
+/// Writes [`LAUNCHER`] (0755, to be committed) unless it already holds what this version
+/// writes; never through a link.
+fn write_launcher(dir: &Path) -> Result<Vec<String>, InstallError> {
+    hooks_dir(dir)?;
+    let path = dir.join(LAUNCHER);
+    let text = launcher_script();
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(InstallError::SymbolicLink {
+                target: std::fs::read_link(&path).ok(),
+                path,
+            })
+        }
+        Ok(m) if !m.is_file() => return Err(InstallError::NotAFile(path)),
+        Ok(m)
+            if m.permissions().mode() & 0o111 != 0
+                && std::fs::read(&path).is_ok_and(|t| t == text.as_bytes()) =>
+        {
+            return Ok(vec![])
+        }
+        _ => {}
+    }
+    let keep = crate::fs::Keep {
+        mode: 0o755,
+        uid: None,
+        gid: None,
+    };
+    crate::fs::replace_keeping(&path, text.as_bytes(), keep).map_err(|source| {
+        InstallError::Write {
+            path: path.clone(),
+            source,
+        }
+    })?;
+    Ok(vec![format!(
+        "wrote {LAUNCHER}, the launcher the settings run (commit it: without the binary it says what to install, and blocks)"
+    )])
+}
+
+/// `.claude/hooks`, created when missing; a link or a file there is refused.
+fn hooks_dir(dir: &Path) -> Result<PathBuf, InstallError> {
     let hooks = dir.join(".claude/hooks");
     match std::fs::symlink_metadata(&hooks) {
         Ok(m) if m.file_type().is_symlink() => {
@@ -199,6 +245,13 @@ fn link_this_executable(dir: &Path) -> Result<Vec<String>, InstallError> {
             source,
         })?,
     }
+    Ok(hooks)
+}
+
+/// Makes [`PROJECT_LINK`] a symbolic link to this executable (this developer's, git-ignored
+/// by `.claude/hooks/.gitignore`), unless it is a file the project keeps there itself.
+fn link_this_executable(dir: &Path) -> Result<Vec<String>, InstallError> {
+    let hooks = hooks_dir(dir)?;
     let link = dir.join(PROJECT_LINK);
     let exe = std::env::current_exe()
         .and_then(std::fs::canonicalize)

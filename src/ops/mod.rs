@@ -25,5 +25,6 @@ pub use settings_files::user_config_dir;
 pub use shell::resolve_command;
 pub use wired_files::{wired_files, WiredFile};
 pub use wiring::{
-    default_command, machine_specific, EVENTS, LINKED_COMMAND, PROJECT_LINK, TIMEOUT_S,
+    default_command, launcher_script, machine_specific, EVENTS, LAUNCHER, LAUNCHER_COMMAND,
+    LINKED_COMMAND, NOT_INSTALLED, PROJECT_LINK, TIMEOUT_S,
 };

@@ -153,7 +153,7 @@ fn merge_event(
         return Ok(());
     }
     let command = match (explicit, &removed.kept_command) {
-        (false, Some(kept)) => kept.as_str(),
+        (false, Some(kept)) if !upgrades(kept, command) => kept.as_str(),
         _ => command,
     };
     groups.push(Doc::Obj(vec![(
@@ -275,7 +275,13 @@ fn fix_handler(
         }
     }
     let current = v.get("command").and_then(Value::as_str).unwrap_or("");
-    if explicit && current != command {
+    if !explicit && upgrades(current, command) {
+        h.set("command", Doc::Str(command.into()))
+            .ok_or_else(not_object)?;
+        changes.push(format!(
+            "{event}: set the attenu-hook handler's command to `{command}` (was `{current}`): the launcher tells a teammate without the binary what to install"
+        ));
+    } else if explicit && current != command {
         h.set("command", Doc::Str(command.into()))
             .ok_or_else(not_object)?;
         changes.push(format!(
@@ -283,6 +289,14 @@ fn fix_handler(
         ));
     }
     Ok(())
+}
+
+/// Whether a plain `install` replaces `current` by `command`: the commands it wired before the
+/// launcher (`attenu-hook` from PATH, the bare link) become the launcher, which runs either
+/// and explains a missing binary instead of blocking in silence.
+fn upgrades(current: &str, command: &str) -> bool {
+    command == super::wiring::LAUNCHER_COMMAND
+        && [super::wiring::LINKED_COMMAND, "attenu-hook"].contains(&current.trim())
 }
 
 fn handler_doc(command: &str) -> Doc {

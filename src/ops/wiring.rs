@@ -43,7 +43,7 @@ pub(super) fn is_ours(h: &Value, command: &str, project: &Path) -> bool {
     }
     if Path::new(&program)
         .file_name()
-        .is_some_and(|n| n == "attenu-hook")
+        .is_some_and(|n| n == "attenu-hook" || n == LAUNCHER_NAME)
     {
         return true;
     }
@@ -89,17 +89,55 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// `$CLAUDE_PROJECT_DIR` in every clone.
 pub const PROJECT_LINK: &str = ".claude/hooks/attenu-hook";
 
-/// The command that runs [`PROJECT_LINK`], as `settings.snippet.json` writes it. Claude Code
+/// The command that runs [`PROJECT_LINK`] directly, as `install` wired it before the launcher. Claude Code
 /// runs hook commands through a shell with `CLAUDE_PROJECT_DIR` set to the project's root.
 pub const LINKED_COMMAND: &str = "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/attenu-hook";
 
+/// The committed launcher `install` writes beside the link: it runs this developer's
+/// attenu-hook (the link, else the one on PATH) and, on a machine without one, says what to
+/// install and exits 2, which blocks the call (docs/OPERATIONS.md, "The launcher").
+pub const LAUNCHER: &str = ".claude/hooks/attenu-hook.sh";
+
+/// The launcher's file name, which marks a handler as ours.
+pub const LAUNCHER_NAME: &str = "attenu-hook.sh";
+
+/// The command that runs [`LAUNCHER`], as `settings.snippet.json` writes it.
+pub const LAUNCHER_COMMAND: &str = "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/attenu-hook.sh";
+
+/// What a teammate without the binary reads (Claude Code shows an exit-2 hook's stderr).
+pub const NOT_INSTALLED: &str = "attenu-hook is not installed on this machine: npm install -g attenu-hook (or apt-get install ./attenu-hook_<version>_amd64.deb, or the static tarball; see README.md), then run `attenu-hook install` in this project. Until then every tool call is blocked";
+
+/// The launcher's text. POSIX sh, no external program: it costs a shell's start per call.
+pub fn launcher_script() -> String {
+    format!(
+        r#"#!/bin/sh
+# attenu-hook's launcher, written by `attenu-hook install`: commit it with .claude/settings.json.
+# It runs this developer's attenu-hook (the git-ignored link beside it, else the one on PATH).
+# Without one it explains and exits 2, which blocks the call: the hook fails closed.
+here="${{0%/*}}"
+if [ -f "$here/attenu-hook" ] && [ -x "$here/attenu-hook" ]; then
+  exec "$here/attenu-hook" "$@"
+fi
+if command -v attenu-hook >/dev/null 2>&1; then
+  exec attenu-hook "$@"
+fi
+echo '{NOT_INSTALLED}.' >&2
+exit 2
+"#
+    )
+}
+
 /// The command to wire, one that works unchanged in every clone of the project (so safe in a
-/// committed `settings.json`): `attenu-hook` when it is on PATH, else [`LINKED_COMMAND`].
+/// committed `settings.json`): [`LAUNCHER_COMMAND`].
 pub fn default_command() -> String {
-    if which("attenu-hook").is_some() {
-        return "attenu-hook".into();
-    }
-    LINKED_COMMAND.into()
+    LAUNCHER_COMMAND.into()
+}
+
+/// Whether `attenu-hook` on PATH is this executable (then the launcher needs no link). The
+/// npm package's is a Node shim that runs this one: linked directly, a call skips Node's start.
+pub fn on_path() -> bool {
+    let this = std::env::current_exe().ok();
+    which("attenu-hook").is_some_and(|p| this.is_some_and(|t| same_file(&p, &t)))
 }
 
 /// Whether a handler command names a file by this machine's absolute path (or `~`): in a

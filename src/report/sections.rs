@@ -102,9 +102,14 @@ fn checks(out: &mut String, b: &BundleView) {
     out.push_str("</tbody>\n</table>\n");
     let _ = writeln!(
         out,
-        "<p class=\"counts\"><span data-count=\"entries\">{}</span> entries, {} nodes, {} allows measured \
+        "<p class=\"counts\">{} calls: {} allowed, {} denied, {} would-deny (as <code>log</code> counts them); \
+         <span data-count=\"entries\">{}</span> entries, {} nodes, {} allows measured \
          for containment, {} not enforced (<code>policy: unlisted</code>); calls observed {}, unobserved {}, \
          unaccounted {}.</p>",
+        r.actions_checked + r.ungated + r.denied,
+        r.actions_checked,
+        r.denied,
+        r.ungated,
         r.entries,
         r.nodes,
         r.actions_checked,
@@ -259,10 +264,44 @@ fn node(out: &mut String, n: &NodeView, root: bool) {
     if n.scopes.is_empty() {
         out.push_str("<span class=\"none\">holds nothing</span>");
     }
+    let delegate = "agent.delegate.";
+    let mut delegates = Vec::new();
     for s in &n.scopes {
-        let _ = write!(out, "<code class=\"scope\">{}</code> ", esc(s));
+        if let Some(to) = s.strip_prefix(delegate) {
+            delegates.push(to);
+            continue;
+        }
+        match tool_of(s) {
+            Some(tool) => write!(
+                out,
+                "<code class=\"scope\"><b>{}</b> {}</code> ",
+                esc(&tool),
+                esc(s)
+            ),
+            None => write!(out, "<code class=\"scope\">{}</code> ", esc(s)),
+        }
+        .ok();
+    }
+    // One chip for every agent type it may start, not one per type.
+    if !delegates.is_empty() {
+        let _ = write!(
+            out,
+            "<code class=\"scope\"><b>Agent</b> {}{}</code> ",
+            esc(delegate),
+            esc(&format!("{{{}}}", delegates.join(", ")))
+        );
     }
     out.push_str("</div>\n");
+}
+
+/// The tool a scope stands for, as a reviewer names it: `fs.read` is Read, `tool.foo` is
+/// foo; `None` for an MCP scope or a pattern, shown as it is.
+fn tool_of(scope: &str) -> Option<String> {
+    crate::derive::scopes::TOOL_SCOPES
+        .iter()
+        .find(|(_, s)| *s == scope)
+        .map(|(t, _)| t.to_string())
+        .or_else(|| scope.strip_prefix("tool.").map(str::to_string))
 }
 
 /// Every decision in ledger order with its outcome.
@@ -301,16 +340,18 @@ fn timeline(out: &mut String, b: &BundleView, mark: &str) {
         return;
     }
     out.push_str(
-        "<table class=\"rows calls\">\n<thead><tr><th>seq</th><th>time</th><th>agent</th><th>tool</th>\
+        "<table class=\"rows calls\">\n<thead><tr><th>call</th><th>time</th><th>agent</th><th>tool</th>\
          <th>scope</th><th>decision</th><th>reason</th><th>outcome</th></tr></thead>\n<tbody>\n",
     );
-    for c in &b.calls {
-        call_row(out, c);
+    // Calls numbered 1, 2, 3 as `log` lists them; the ledger's seq (which skips the entries
+    // that are not calls, and so looks like gaps) is kept in the cell's title.
+    for (n, c) in b.calls.iter().enumerate() {
+        call_row(out, n + 1, c);
     }
     out.push_str("</tbody>\n</table>\n</section>\n");
 }
 
-fn call_row(out: &mut String, c: &CallView) {
+fn call_row(out: &mut String, number: usize, c: &CallView) {
     let (class, decision) = match c.decision {
         Decision::Allow => ("allow", "allowed"),
         Decision::AllowUnenforced => ("unenforced", "allowed, not enforced"),
@@ -346,11 +387,11 @@ fn call_row(out: &mut String, c: &CallView) {
     };
     let seq = c
         .seq
-        .map(|s| s.to_string())
-        .unwrap_or_else(|| format!("#{}", c.index));
+        .map(|s| format!("ledger seq {s}"))
+        .unwrap_or_else(|| format!("entry #{}", c.index));
     let _ = writeln!(
         out,
-        "<tr class=\"{class}\" data-call=\"{class}\"><td data-label=\"seq\">{seq}</td>\
+        "<tr class=\"{class}\" data-call=\"{class}\"><td data-label=\"call\" title=\"{seq}\">{number}</td>\
          <td data-label=\"time\">{}</td><td data-label=\"agent\">{}</td><td data-label=\"tool\"><code>{}</code></td>\
          <td data-label=\"scope\"><code>{}</code></td><td data-label=\"decision\"><span class=\"decision\">{decision}</span></td>\
          <td data-label=\"reason\">{reason}</td><td data-label=\"outcome\">{outcome}</td></tr>",

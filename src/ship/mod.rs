@@ -16,6 +16,7 @@
 //! - [`spawn`]: a detached shipper that holds no descriptor Claude Code waits on.
 
 pub mod backfill;
+pub mod credentials;
 pub mod drain;
 mod faults;
 pub mod lock;

@@ -27,6 +27,12 @@ pub enum StoreError {
         #[source]
         source: Box<object_store::Error>,
     },
+    #[error("cannot open the store {url}: {source}")]
+    Profile {
+        url: String,
+        #[source]
+        source: super::credentials::ProfileError,
+    },
     #[error("{op} {key} on {url} failed: {source}")]
     Request {
         op: &'static str,
@@ -91,7 +97,8 @@ impl Store {
 
     /// Opens `target` with the given environment (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
     /// `AWS_SESSION_TOKEN`, `AWS_REGION`/`AWS_DEFAULT_REGION`, `AWS_ENDPOINT_URL`,
-    /// `AWS_ALLOW_HTTP`, and the other `AWS_*` keys object_store reads). Nothing is ever
+    /// `AWS_ALLOW_HTTP`, web identity, and the other `AWS_*` keys object_store reads), and what
+    /// the shared config and credentials files' profile adds ([`super::credentials`]). Nothing is ever
     /// read from or written to the project: credentials stay where the operator keeps them.
     pub fn with_env(
         url: &str,
@@ -108,6 +115,12 @@ impl Store {
                 // build of about 90 s); reqwest uses the process's default provider. An
                 // error means one is installed already, which serves as well.
                 let _ = rustls::crypto::ring::default_provider().install_default();
+                let env = super::credentials::with_profile(env.into_iter().collect()).map_err(
+                    |source| StoreError::Profile {
+                        url: url.to_string(),
+                        source,
+                    },
+                )?;
                 let mut b = AmazonS3Builder::new();
                 for (k, v) in env {
                     if !k.starts_with("AWS_") {

@@ -278,6 +278,12 @@ pub const AWS_VARS: &[&str] = &[
     "AWS_ENDPOINT_URL_S3",
     "AWS_ALLOW_HTTP",
     "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ROLE_ARN",
+    "AWS_ENDPOINT_URL_STS",
 ];
 
 /// The binary with `args`, in an environment of its own: no Claude Code config or project

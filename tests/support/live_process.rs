@@ -4,7 +4,7 @@ use super::*;
 
 /// Put our binary where the snippet's command expects it. The command names a path inside
 /// the project through `$CLAUDE_PROJECT_DIR` (quoted or braced), e.g.
-/// `"$CLAUDE_PROJECT_DIR"/.claude/hooks/attenu-hook`.
+/// `"$CLAUDE_PROJECT_DIR"/.claude/hooks/attenu-hook.sh` (the launcher, then the binary beside it).
 pub fn install_hook(command: &str, project: &Path) {
     let p = project.to_str().expect("scratch path is not UTF-8");
     let expanded = command
@@ -25,6 +25,14 @@ pub fn install_hook(command: &str, project: &Path) {
         return;
     }
     fs::create_dir_all(target.parent().unwrap()).unwrap();
+    // The launcher `install` writes runs the binary beside it, as a developer's link would.
+    let target = if target.file_name() == Some(std::ffi::OsStr::new("attenu-hook.sh")) {
+        fs::write(&target, attenu_hook::ops::launcher_script()).unwrap();
+        fs::set_permissions(&target, fs::Permissions::from_mode(0o755)).unwrap();
+        target.with_file_name("attenu-hook")
+    } else {
+        target
+    };
     fs::copy(HOOK_BIN, &target)
         .unwrap_or_else(|e| panic!("copy {HOOK_BIN} to {}: {e}", target.display()));
     fs::set_permissions(&target, fs::Permissions::from_mode(0o755)).unwrap();

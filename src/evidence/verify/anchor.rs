@@ -24,6 +24,10 @@ pub fn anchor_signing_input(
     canonical::to_vec(&serde_json::Value::Object(body))
 }
 
+/// How the anchor failure begins when it names another key than the pinned one; the verdict
+/// line says so instead of "integrity FAILED".
+pub const NOT_SIGNED_BY_THAT_KEY: &str = "this bundle was not signed by that key";
+
 /// The anchor check failed; the reason is in the log.
 struct Failed;
 
@@ -152,6 +156,21 @@ fn signature(key: &AnchorKey, a: &Obj, log: &mut Log<'_>) -> Result<(), Failed> 
     };
     if signature_holds(key, &signed, &sig) {
         return Ok(());
+    }
+    // The anchor names its signer: another key than --pub is the usual mistake (the wrong
+    // project's anchor.pub), which reads better as that than as tampering.
+    if let (AnchorKey::Pinned(k), Some(Value::String(kid))) = (key, a.get("kid")) {
+        let pinned = crate::evidence::keys::kid_for(k);
+        if **kid != *pinned {
+            log.chain(
+                FailureName::AnchorSignatureInvalid,
+                format!(
+                    "{NOT_SIGNED_BY_THAT_KEY}: its anchor names key {kid}, and --pub holds key {pinned}. Pass the \
+                     anchor.pub of the project that wrote it; if --pub is the key you trust, someone else signed it"
+                ),
+            );
+            return Err(Failed);
+        }
     }
     let whose = match key {
         AnchorKey::Pinned(_) => "the pinned key (--pub)",

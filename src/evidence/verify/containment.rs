@@ -16,6 +16,8 @@ pub(super) struct Containment {
     pub(super) actions: usize,
     /// Allows marked as never gated.
     pub(super) ungated: usize,
+    /// Denials.
+    pub(super) denied: usize,
 }
 
 pub(super) fn check(
@@ -27,6 +29,7 @@ pub(super) fn check(
         ok: true,
         actions: 0,
         ungated: 0,
+        denied: 0,
     };
     let mut known: HashSet<&str> = HashSet::new();
     let mut killed_at: HashMap<String, usize> = HashMap::new();
@@ -43,6 +46,10 @@ pub(super) fn check(
                 continue;
             }
             Some("allow") => {}
+            Some("deny") => {
+                out.denied += 1;
+                continue;
+            }
             _ => continue,
         }
         if known_policy(e.get("policy")) {

@@ -124,6 +124,7 @@ pub(super) struct Fold {
     waiting: HashMap<String, Waiting>,
     actions: usize,
     ungated: usize,
+    denied: usize,
     allows: usize,
     both_hashes: usize,
     observed: usize,
@@ -145,6 +146,7 @@ impl Fold {
             waiting: HashMap::new(),
             actions: 0,
             ungated: 0,
+            denied: 0,
             allows: 0,
             both_hashes: 0,
             observed: 0,
@@ -204,7 +206,10 @@ impl Fold {
             Some("root") => i == 0 && self.root(e),
             Some("spawn") => self.spawn(e),
             Some("allow") => self.allow(e, i),
-            Some("deny") => self.call_id_unused(e.get("call_id")),
+            Some("deny") => {
+                self.denied += 1;
+                self.call_id_unused(e.get("call_id"))
+            }
             Some("outcome") => self.outcome(e),
             Some("done") => {
                 if let Some(n) = e.get("node").and_then(Value::as_str) {
@@ -362,9 +367,14 @@ impl Fold {
         true
     }
 
-    /// How many nodes, allows measured and allows ungated.
-    pub(super) fn counts(&self) -> (usize, usize, usize) {
-        (self.authorities.len(), self.actions, self.ungated)
+    /// How many nodes, allows measured, allows ungated and denials.
+    pub(super) fn counts(&self) -> (usize, usize, usize, usize) {
+        (
+            self.authorities.len(),
+            self.actions,
+            self.ungated,
+            self.denied,
+        )
     }
 
     /// Execution binding's level and the calls, as [`super::binding`] reports them; `None`

@@ -246,6 +246,7 @@ fn run_checks(
         nodes: nodes.authorities.len(),
         actions_checked: containment.actions,
         ungated: containment.ungated,
+        denied: containment.denied,
         calls,
         failures: log.failures,
         notices,

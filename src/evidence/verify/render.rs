@@ -1,7 +1,7 @@
 //! The text form of a report, as `attenu-hook verify` prints it without `--json`.
 
 use super::shown::{shown, shown_str};
-use super::{Json, Report};
+use super::{FailureName, Json, Report};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -144,6 +144,10 @@ fn verdict_line(out: &mut String, report: &Report) {
         ),
         (_, level) => level.to_string(),
     };
+    if let Some(line) = other_key_line(report) {
+        let _ = writeln!(out, "{line}");
+        return;
+    }
     let verdict = match (report.valid, report.key) {
         (true, "bundle-side") => "VALID (key NOT pinned)",
         (true, _) if !report.notices.is_empty() => "VALID (with NOTICE: see above)",
@@ -152,12 +156,15 @@ fn verdict_line(out: &mut String, report: &Report) {
     };
     let _ = writeln!(
         out,
-        "{verdict}: {} failure(s); chain {chain_id}, {} entries, {} nodes, {} actions checked, {} ungated; \
-         integrity {}, monotonicity {}, containment {}, execution binding {}, anchor {}, checkpoint {}",
+        "{verdict}: {} failure(s); chain {chain_id}, {} entries, {} nodes, {} calls: {} allowed, {} denied, {} \
+         would-deny (allowed, not enforced); integrity {}, monotonicity {}, containment {}, execution \
+         binding {}, anchor {}, checkpoint {}",
         report.failures.len(),
         report.entries,
         report.nodes,
+        report.actions_checked + report.ungated + report.denied,
         report.actions_checked,
+        report.denied,
         report.ungated,
         yes(report.checks.integrity),
         yes(report.checks.monotonicity),
@@ -166,4 +173,26 @@ fn verdict_line(out: &mut String, report: &Report) {
         report.checks.anchor,
         report.checks.checkpoint,
     );
+}
+
+/// The verdict of a bundle whose only fault is that another key than `--pub` signed it (its
+/// checkpoint then fails under that key too): said as that, not as tampering.
+fn other_key_line(report: &Report) -> Option<String> {
+    let mut other_key = None;
+    for f in &report.failures {
+        match f.name {
+            FailureName::AnchorSignatureInvalid
+                if f.detail.starts_with(super::anchor::NOT_SIGNED_BY_THAT_KEY) =>
+            {
+                other_key = Some(f.detail.as_str())
+            }
+            FailureName::CheckpointInvalid => {}
+            _ => return None,
+        }
+    }
+    let message = other_key?;
+    Some(format!(
+        "NOT VERIFIED: {message}. The hash chain of {} entries is intact, but nothing in it was checked against the key you gave",
+        report.entries
+    ))
 }

@@ -49,6 +49,9 @@ pub struct Report {
     pub actions_checked: usize,
     /// How many allows were marked as never gated (`"policy": "unlisted"`).
     pub ungated: usize,
+    /// How many calls were denied. With the allows (`actions_checked + ungated`), the calls
+    /// `log` counts: one per decision.
+    pub denied: usize,
     /// Per-call execution binding (v2 chains).
     pub calls: CallSummary,
     pub failures: Vec<Failure>,

@@ -291,7 +291,7 @@ fn whole_bundle_steps(bundle: &Bundle<'_>, fold: &Fold, key: &AnchorKey) -> Opti
         return None;
     }
     let (eb_status, calls) = fold.calls()?;
-    let (nodes, actions_checked, ungated) = fold.counts();
+    let (nodes, actions_checked, ungated, denied) = fold.counts();
     Some(Report {
         valid: true,
         checks: Checks {
@@ -315,6 +315,7 @@ fn whole_bundle_steps(bundle: &Bundle<'_>, fold: &Fold, key: &AnchorKey) -> Opti
         nodes,
         actions_checked,
         ungated,
+        denied,
         calls,
         failures: Vec::new(),
         // An entry recording a lost checkpoint ends the pass (`fold.rs`).

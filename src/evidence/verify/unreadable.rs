@@ -77,6 +77,7 @@ pub(super) fn report(bundle: &Value, key: &AnchorKey, problems: Vec<String>) -> 
         nodes: 0,
         actions_checked: 0,
         ungated: 0,
+        denied: 0,
         calls: CallSummary {
             params_coverage: "none",
             ..CallSummary::default()
