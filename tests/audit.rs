@@ -29,6 +29,7 @@ fn main() {
         a_bad_signature_or_an_unknown_key_is_unverifiable,
         a_store_that_cannot_be_read_exits_2_and_says_what_to_check,
         a_directory_store_is_audited_the_same_way,
+        a_huge_object_or_a_name_that_is_not_utf8_is_a_finding_not_an_abort,
     ]);
 }
 
@@ -460,6 +461,55 @@ fn a_directory_store_is_audited_the_same_way() {
     // A directory that does not exist cannot be read.
     let (code, _, stderr) = m.audit("file:///nonexistent/attenu-audit", &[&m.anchor_pub()]);
     assert_eq!(code, 2, "{stderr}");
+}
+
+/// One object of 3 GiB (sparse: no disk is used) and one name that is not UTF-8 in the store:
+/// the audit reads neither, says so, and still judges every other session.
+fn a_huge_object_or_a_name_that_is_not_utf8_is_a_finding_not_an_abort() {
+    use std::os::unix::ffi::OsStrExt;
+    let share = TempDir::new("audit-hostile-store");
+    let url = format!("file://{}", share.path().display());
+    let m = Machine::new("audit-hostile", &url, Vec::new());
+    m.start("s1");
+    m.reads("s1", 0..3);
+    m.end("s1");
+    m.start("s2");
+    m.reads("s2", 0..2);
+    m.end("s2");
+    m.drain();
+    let s2 = std::fs::read_dir(share.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("s2");
+    let chain = std::fs::read_dir(&s2)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let huge = std::fs::File::create(chain.join("bundle").join(format!(
+        "{:020}-{}.json",
+        99,
+        "a".repeat(64)
+    )))
+    .unwrap();
+    huge.set_len(3 << 30).unwrap();
+    let odd = std::ffi::OsStr::from_bytes(b"stray-\xff\xfe.json");
+    std::fs::write(share.path().join(odd), b"x").unwrap();
+    let (code, report, stderr) = m.audit(&url, &[&m.anchor_pub()]);
+    assert_eq!(code, 1, "{report} {stderr}");
+    assert_eq!(m.status_of(&url, "s1").0, "complete", "{report}");
+    let (status, why) = m.status_of(&url, "s2");
+    assert_eq!(status, "unverifiable", "{report}");
+    assert!(
+        why.contains("larger than any object attenu-hook ships"),
+        "{why}"
+    );
+    let findings = report["findings"].to_string();
+    assert!(findings.contains("whose name is not UTF-8"), "{report}");
 }
 
 /// The store at `url` opened with `env`, as the shipper opens it.

@@ -23,6 +23,7 @@ fn main() {
         certified_sessions_in_garage_are_complete_and_named,
         an_audit_refuses_expired_revoked_and_foreign_certificates,
         a_ca_with_no_session_in_the_store_fails_the_audit,
+        a_key_id_that_signed_with_two_keys_is_a_finding,
         a_local_file_that_weakens_the_team_and_admin_files_is_recorded,
         subagents_cannot_reach_the_team_file_or_the_enrolled_key,
     ]);
@@ -579,6 +580,40 @@ fn a_ca_with_no_session_in_the_store_fails_the_audit() {
             .as_str()
             .unwrap()
             .contains("no session"),
+        "{report}"
+    );
+}
+
+/// One certificate key id whose sessions were signed by two different keys (a machine whose
+/// key changed mid-history, or a copied identity): each session verifies, and the fleet has a
+/// finding that fails the audit.
+fn a_key_id_that_signed_with_two_keys_is_a_finding() {
+    need_tools();
+    let keys = TempDir::new("team-twokeys");
+    let share = keys.path().join("share");
+    std::fs::create_dir(&share).unwrap();
+    let team = ca(keys.path(), "team-ca");
+    let project = repo(&file_url(&share), &team);
+    for tag in ["old-laptop", "new-laptop"] {
+        let m = machine(&format!("twokeys-{tag}"));
+        m.enroll(&team, "alice@laptop");
+        let clone = project.clone_to(&format!("twokeys-clone-{tag}"));
+        m.session(clone.path(), &format!("s-{tag}"));
+    }
+    let m = machine("twokeys-reviewer");
+    let (code, report, stderr) = audit(
+        &m,
+        &file_url(&share),
+        &["--ca", team.public.to_str().unwrap()],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    for s in report["sessions"].as_array().unwrap() {
+        assert_eq!(s["status"], "complete", "{s}");
+    }
+    assert!(
+        report["findings"]
+            .to_string()
+            .contains("\\\"alice@laptop\\\" signed sessions with 2 different keys"),
         "{report}"
     );
 }

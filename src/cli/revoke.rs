@@ -19,6 +19,7 @@ pub struct Args {
     /// Print the revocations in force
     #[arg(long)]
     list: bool,
+    /// The project whose revocations to change or list
     #[arg(long, value_name = "DIR", default_value = ".")]
     project: PathBuf,
 }

@@ -10,7 +10,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{
     BackoffConfig, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig,
 };
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -41,6 +41,50 @@ pub enum StoreError {
         #[source]
         source: Box<object_store::Error>,
     },
+}
+
+/// Every regular file below `dir` as an object keyed by its path below `root`; a name that is
+/// not UTF-8, or a directory that cannot be read, is a problem. Links are not followed, and the
+/// store's own files being written (`name#n`) are not objects yet.
+fn walk_directory(root: &Path, dir: &Path, listing: &mut Listing) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir == root => return,
+        Err(e) => {
+            listing.problems.push(format!(
+                "{} cannot be listed ({e}); it is not audited",
+                dir.display()
+            ));
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            listing.problems.push(format!(
+                "the store holds an object whose name is not UTF-8 ({}); it is not audited",
+                path.display()
+            ));
+            continue;
+        };
+        if kind.is_dir() {
+            walk_directory(root, &path, listing);
+        } else if kind.is_file() && !name.contains('#') {
+            let Ok(meta) = entry.metadata() else { continue };
+            let key = path
+                .strip_prefix(root)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or(name);
+            listing.objects.push(ObjectInfo {
+                key,
+                size: meta.len(),
+                last_modified: meta.modified().unwrap_or(std::time::UNIX_EPOCH),
+            });
+        }
+    }
 }
 
 /// A listing, and what it could not name.
@@ -260,6 +304,14 @@ impl Store {
     /// rather than an error for the whole listing. `Err` only when nothing could be listed.
     pub async fn list_lossy(&self, under: &str) -> Result<Listing, StoreError> {
         use futures_util::StreamExt;
+        if let Some(root) = &self.root {
+            // object_store ends a directory's listing at the first name that is not UTF-8, so a
+            // directory store is walked here, name by name.
+            let mut listing = Listing::default();
+            walk_directory(root, &root.join(under), &mut listing);
+            listing.objects.sort_by(|a, b| a.key.cmp(&b.key));
+            return Ok(listing);
+        }
         let base = self.base(under);
         let items: Vec<_> = self.inner.list(Some(&base)).collect().await;
         let mut listing = Listing::default();
