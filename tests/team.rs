@@ -422,6 +422,26 @@ fn fleet(keys: &Path, url: &str, store_env: &[(String, OsString)]) -> String {
     ] {
         let clone = project.clone_to(&format!("team-clone-{tag}"));
         m.session(clone.path(), &format!("s-{tag}"));
+        if tag == "alice" {
+            // `log --sessions` names the session's signer and repository, as its root recorded.
+            let out = m.cli(&[
+                "log",
+                "--sessions",
+                "--project",
+                clone.path().to_str().unwrap(),
+            ]);
+            let row = out
+                .stdout
+                .lines()
+                .find(|l| l.starts_with("s-alice"))
+                .unwrap_or_default();
+            assert!(row.contains("alice@laptop"), "{}", out.stdout);
+            assert!(
+                row.contains(&format!("app.git@{}", &project.commit[..12])),
+                "{}",
+                out.stdout
+            );
+        }
     }
     let (code, report, stderr) = audit(&alice, url, &["--ca", team.public.to_str().unwrap()]);
     assert_eq!(code, 1, "the unenrolled session fails the audit: {stderr}");

@@ -52,7 +52,7 @@ pub fn run(a: Args) -> Exit {
     let text = if a.summary {
         table::render_summary(&rows, a.json)
     } else if a.sessions {
-        table::render_sessions(&rows, a.json)
+        table::render_sessions(&rows, &read.who, a.json)
     } else {
         table::render(&rows, a.json, color, terminal.table_width())
     };

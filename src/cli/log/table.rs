@@ -5,6 +5,7 @@ use crate::clock as time;
 use crate::ledger::fields::{event, field};
 use serde::Serialize;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -27,6 +28,38 @@ pub struct Row {
 pub struct Read {
     pub rows: Vec<Row>,
     pub unverified: Vec<String>,
+    /// Each session's signer and repository, from its chains' roots (`context.identity`).
+    pub who: BTreeMap<String, Who>,
+}
+
+/// Who signed a session and where it ran, as its root recorded it: the certificate's key id
+/// (else the key id) and `remote@commit`; `-` where the root says nothing.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Who {
+    pub signer: String,
+    pub repository: String,
+}
+
+impl Who {
+    fn of(identity: &Value) -> Who {
+        let signer = identity
+            .pointer("/signer/certificate/key_id")
+            .or_else(|| identity.pointer("/signer/kid"));
+        let git = identity.get("git");
+        let repository = git.map_or_else(
+            || "-".to_string(),
+            |g| {
+                let remote = s(g.get("remote"));
+                let remote = remote.rsplit(['/', ':']).next().unwrap_or("").to_string();
+                let commit = s(g.get("commit"));
+                format!("{remote}@{}", &commit[..commit.len().min(12)])
+            },
+        );
+        Who {
+            signer: signer.and_then(Value::as_str).unwrap_or("-").to_string(),
+            repository,
+        }
+    }
 }
 
 /// Why `log` has nothing to show.
@@ -104,6 +137,12 @@ pub fn rows(project: &Path, session: Option<&str>) -> Result<Read, LogError> {
             let Ok(e) = serde_json::from_str::<Value>(line) else {
                 continue;
             };
+            if e[field::EVENT] == event::ROOT {
+                if let Some(id) = e.pointer("/context/identity") {
+                    out.who
+                        .insert(s(e.pointer("/context/session_id")), Who::of(id));
+                }
+            }
             let Some(mut r) = row(&e) else { continue };
             let call = s(e.get("call_id"));
             if e[field::EVENT] == event::OUTCOME {
@@ -413,9 +452,14 @@ pub fn render_summary(rows: &[Row], json: bool) -> String {
 }
 
 /// `log --sessions`: each session, whole id, with its first and last time, calls and agents.
-pub fn render_sessions(rows: &[Row], json: bool) -> String {
+pub fn render_sessions(rows: &[Row], who: &BTreeMap<String, Who>, json: bool) -> String {
     let mut t = tally(rows, |r| &r.session);
     t.sort_by(|a, b| (&a.first, &a.key).cmp(&(&b.first, &b.key)));
+    let unknown = Who {
+        signer: "-".into(),
+        repository: "-".into(),
+    };
+    let who_of = |session: &str| who.get(session).unwrap_or(&unknown);
     if json {
         return t
             .iter()
@@ -424,6 +468,9 @@ pub fn render_sessions(rows: &[Row], json: bool) -> String {
                 if let Some(o) = v.as_object_mut() {
                     let key = o.remove("key").unwrap_or_default();
                     o.insert("session".into(), key);
+                    let w = who_of(&s.key);
+                    o.insert("signer".into(), w.signer.clone().into());
+                    o.insert("repository".into(), w.repository.clone().into());
                 }
                 serde_json::to_string(&v).expect("JSON") + "\n"
             })
@@ -441,13 +488,22 @@ pub fn render_sessions(rows: &[Row], json: bool) -> String {
         .max()
         .unwrap_or(0)
         .max(5);
+    let width = |f: fn(&Who) -> &str, title: usize| {
+        t.iter()
+            .map(|s| f(who_of(&s.key)).chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(title)
+    };
+    let (wg, wr) = (width(|w| &w.signer, 6), width(|w| &w.repository, 10));
     let mut out = format!(
-        "{:<ws$}  {:<wt$}  {:<wt$}  {:>5}  {:>5}  {:>5}  {:>10}  agents\n",
-        "session", "first", "last", "calls", "allow", "deny", "would-deny"
+        "{:<ws$}  {:<wt$}  {:<wt$}  {:>5}  {:>5}  {:>5}  {:>10}  {:<wg$}  {:<wr$}  agents\n",
+        "session", "first", "last", "calls", "allow", "deny", "would-deny", "signer", "repository"
     );
     for s in &t {
+        let w = who_of(&s.key);
         out.push_str(&format!(
-            "{:<ws$}  {:<wt$}  {:<wt$}  {:>5}  {:>5}  {:>5}  {:>10}  {}\n",
+            "{:<ws$}  {:<wt$}  {:<wt$}  {:>5}  {:>5}  {:>5}  {:>10}  {:<wg$}  {:<wr$}  {}\n",
             s.key,
             s.first,
             s.last,
@@ -455,6 +511,8 @@ pub fn render_sessions(rows: &[Row], json: bool) -> String {
             s.allow,
             s.deny,
             s.would_deny,
+            w.signer,
+            w.repository,
             s.agents.join(", ")
         ));
     }
