@@ -26,6 +26,7 @@ fn main() {
         a_key_id_that_signed_with_two_keys_is_a_finding,
         a_local_file_that_weakens_the_team_and_admin_files_is_recorded,
         subagents_cannot_reach_the_team_file_or_the_enrolled_key,
+        a_fifo_in_place_of_gits_head_never_holds_up_a_call,
     ]);
 }
 
@@ -753,4 +754,25 @@ fn subagents_cannot_reach_the_team_file_or_the_enrolled_key() {
             out.reason()
         );
     }
+}
+
+/// The repository is the agents' to write: a FIFO in place of `.git/HEAD` (or anything that is
+/// not a regular file) leaves the root without a repository, and never makes a call wait.
+fn a_fifo_in_place_of_gits_head_never_holds_up_a_call() {
+    need_tool("mkfifo", "--version");
+    let p = sample("team-fifo-head");
+    std::fs::create_dir_all(p.path().join(".git")).unwrap();
+    run(Command::new("mkfifo").arg(p.path().join(".git/HEAD")));
+    let read = pre(
+        "s1",
+        p.path(),
+        Some("reviewer"),
+        "Read",
+        json!({"file_path": "/x"}),
+        "t1",
+    );
+    let out = hook(p.path(), &read);
+    assert!(out.is_allow(), "{}", out.stdout);
+    let root = &entries(p.path(), "s1")[0];
+    assert!(root["context"]["identity"].get("git").is_none(), "{root}");
 }

@@ -104,8 +104,7 @@ fn bounded(s: &str) -> String {
 /// `gitdir:` file as worktrees and submodules have). Credentials in a remote URL are dropped.
 fn git_of(project: &Path) -> Option<Value> {
     let git = git_dir(&project.join(".git"))?;
-    let common = std::fs::read_to_string(git.join("commondir"))
-        .ok()
+    let common = read_small(&git.join("commondir"))
         .map(|c| git.join(c.trim()))
         .unwrap_or_else(|| git.clone());
     let head = read_small(&git.join("HEAD"))?;
@@ -140,15 +139,15 @@ fn git_dir(dot_git: &Path) -> Option<PathBuf> {
     })
 }
 
+/// A small file of git's, read the way state files are (no link followed, never waiting on a
+/// FIFO, regular files of this user only): a repository is the agents' to write.
 fn read_small(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let mut s = String::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(64 * 1024)
-        .read_to_string(&mut s)
-        .ok()?;
-    Some(s)
+    read_bounded(path, 64 * 1024)
+}
+
+fn read_bounded(path: &Path, max: u64) -> Option<String> {
+    let (bytes, _) = crate::fs::read_owned(path, max).ok()??;
+    String::from_utf8(bytes).ok()
 }
 
 fn resolve_ref(git: &Path, common: &Path, r: &str) -> Option<String> {
@@ -160,7 +159,8 @@ fn resolve_ref(git: &Path, common: &Path, r: &str) -> Option<String> {
             return Some(s.trim().to_string());
         }
     }
-    read_small(&common.join("packed-refs"))?
+    // A big repository's packed refs run to megabytes; read only when the loose ref is absent.
+    read_bounded(&common.join("packed-refs"), 16 << 20)?
         .lines()
         .filter_map(|l| l.split_once(' '))
         .find(|(_, name)| *name == r)
