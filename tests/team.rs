@@ -442,6 +442,33 @@ fn fleet(keys: &Path, url: &str, store_env: &[(String, OsString)]) -> String {
                 "{}",
                 out.stdout
             );
+            // So does `verify` of the session's bundle.
+            let bundle = clone.path().join(format!(".attenu/bundle-s-{tag}.json"));
+            // A certified signer's bundle verifies under its certified key (the clone's
+            // anchor.pub beside it is another key): pin that one, as the audit does.
+            let cert = m
+                .home
+                .path()
+                .join(".config/attenu-hook/signing-key-cert.pub");
+            let cert =
+                attenu_hook::trust::Cert::parse(&std::fs::read_to_string(cert).unwrap()).unwrap();
+            let key = m.home.path().join("alice.pub");
+            std::fs::write(
+                &key,
+                attenu_hook::ledger::chain::hex(cert.public.as_bytes()),
+            )
+            .unwrap();
+            let out = m.cli(&[
+                "verify",
+                bundle.to_str().unwrap(),
+                "--pub",
+                key.to_str().unwrap(),
+            ]);
+            let line = format!(
+                "RECORDED by alice@laptop in app.git@{} (the chain's root; signed with the chain)",
+                &project.commit[..12]
+            );
+            assert!(out.stdout.contains(&line), "{}", out.stdout);
         }
     }
     let (code, report, stderr) = audit(&alice, url, &["--ca", team.public.to_str().unwrap()]);

@@ -94,6 +94,37 @@ fn harness() -> Option<String> {
     Some(h)
 }
 
+/// Who signed a session and where it ran, as a root's `context.identity` says: the
+/// certificate's key id (else the key id) and `remote@commit` (the remote's last path
+/// component, 12 hex); `-` where the root says nothing. What `verify` and `log --sessions` show.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Recorded {
+    pub signer: String,
+    pub repository: String,
+}
+
+impl Recorded {
+    pub fn of(identity: &Value) -> Recorded {
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
+        let signer = identity
+            .pointer("/signer/certificate/key_id")
+            .or_else(|| identity.pointer("/signer/kid"));
+        let repository = identity.get("git").map_or_else(
+            || "-".to_string(),
+            |g| {
+                let remote = text(g.get("remote"));
+                let remote = remote.rsplit(['/', ':']).next().unwrap_or("").to_string();
+                let commit = text(g.get("commit"));
+                format!("{remote}@{}", &commit[..commit.len().min(12)])
+            },
+        );
+        Recorded {
+            signer: signer.and_then(Value::as_str).unwrap_or("-").to_string(),
+            repository,
+        }
+    }
+}
+
 /// What is recorded stays one line of sane length, whatever a file says.
 fn bounded(s: &str) -> String {
     let one: String = s.chars().filter(|c| !c.is_control()).take(256).collect();

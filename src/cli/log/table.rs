@@ -32,35 +32,7 @@ pub struct Read {
     pub who: BTreeMap<String, Who>,
 }
 
-/// Who signed a session and where it ran, as its root recorded it: the certificate's key id
-/// (else the key id) and `remote@commit`; `-` where the root says nothing.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Who {
-    pub signer: String,
-    pub repository: String,
-}
-
-impl Who {
-    fn of(identity: &Value) -> Who {
-        let signer = identity
-            .pointer("/signer/certificate/key_id")
-            .or_else(|| identity.pointer("/signer/kid"));
-        let git = identity.get("git");
-        let repository = git.map_or_else(
-            || "-".to_string(),
-            |g| {
-                let remote = s(g.get("remote"));
-                let remote = remote.rsplit(['/', ':']).next().unwrap_or("").to_string();
-                let commit = s(g.get("commit"));
-                format!("{remote}@{}", &commit[..commit.len().min(12)])
-            },
-        );
-        Who {
-            signer: signer.and_then(Value::as_str).unwrap_or("-").to_string(),
-            repository,
-        }
-    }
-}
+pub use crate::trust::identity::Recorded as Who;
 
 /// Why `log` has nothing to show.
 #[derive(Debug, thiserror::Error)]

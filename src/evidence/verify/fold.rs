@@ -112,6 +112,8 @@ pub(super) struct Fold {
     pub(super) tree: Frontier,
     /// The first entry's `chain_id`; every entry names the same one.
     pub(super) chain_id: Option<String>,
+    /// What the root recorded of who and where.
+    pub(super) recorded: Option<crate::trust::identity::Recorded>,
     authorities: HashMap<String, Authority>,
     /// Nodes in the order they were defined, and each one's agent as its definition names it.
     nodes: Vec<String>,
@@ -137,6 +139,7 @@ impl Fold {
             prev_hash: GENESIS.to_string(),
             tree: Frontier::new(),
             chain_id: None,
+            recorded: None,
             authorities: HashMap::new(),
             nodes: Vec::new(),
             agents: HashMap::new(),
@@ -228,6 +231,7 @@ impl Fold {
             .get("params_salt")
             .and_then(Value::as_str)
             .is_some_and(|s| is_lower_hex(s, 32));
+        self.recorded = super::recorded_by(e);
         salt_ok && self.define(e, "authority", None)
     }
 

@@ -250,5 +250,15 @@ fn run_checks(
         calls,
         failures: log.failures,
         notices,
+        recorded: bundle.objects().find_map(|(_, e)| recorded_by(e)),
     }
+}
+
+/// The identity a root entry recorded, if `e` is one that recorded it.
+fn recorded_by(e: &Obj<'_>) -> Option<crate::trust::identity::Recorded> {
+    if e.get("event").and_then(Value::as_str) != Some("root") {
+        return None;
+    }
+    let identity = e.get("context")?.as_object()?.get("identity")?;
+    Some(crate::trust::identity::Recorded::of(&identity.to_value()))
 }

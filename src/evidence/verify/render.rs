@@ -13,9 +13,28 @@ pub fn render_text(report: &Report, key_file: Option<&Path>) -> String {
     open_call_lines(&mut out, report);
     incomplete_line(&mut out, report);
     notice_lines(&mut out, report);
+    recorded_line(&mut out, report);
     key_line(&mut out, report, key_file);
     verdict_line(&mut out, report);
     out
+}
+
+/// `RECORDED by S in R`: who signed and where, as the chain's root says (only as good as the
+/// verdict below: in an invalid bundle it is a claim).
+fn recorded_line(out: &mut String, report: &Report) {
+    if let Some(r) = &report.recorded {
+        let _ = writeln!(
+            out,
+            "RECORDED by {} in {} (the chain's root; {})",
+            shown_str(&r.signer),
+            shown_str(&r.repository),
+            if report.valid {
+                "signed with the chain"
+            } else {
+                "not proven"
+            }
+        );
+    }
 }
 
 /// `FAIL name (entry i, seq s, node n): detail`.

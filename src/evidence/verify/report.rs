@@ -59,6 +59,10 @@ pub struct Report {
     /// checkpoint); present only when there is one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<super::Notice>,
+    /// Who signed and where, as the chain's root recorded it (`context.identity`); as
+    /// trustworthy as the key that signed the chain.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<crate::trust::identity::Recorded>,
 }
 
 /// The outcome of each check.

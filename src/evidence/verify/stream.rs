@@ -320,5 +320,6 @@ fn whole_bundle_steps(bundle: &Bundle<'_>, fold: &Fold, key: &AnchorKey) -> Opti
         failures: Vec::new(),
         // An entry recording a lost checkpoint ends the pass (`fold.rs`).
         notices: Vec::new(),
+        recorded: fold.recorded.clone(),
     })
 }

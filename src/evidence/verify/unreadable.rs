@@ -84,5 +84,6 @@ pub(super) fn report(bundle: &Value, key: &AnchorKey, problems: Vec<String>) -> 
         },
         failures,
         notices: Vec::new(),
+        recorded: None,
     }
 }
