@@ -156,13 +156,10 @@ impl SessionReport {
     /// `remote@commit` (12 hex, the remote's last path component) from the root's recorded
     /// identity; `-` when none was recorded.
     pub fn repository(&self) -> String {
-        let Some(git) = self.identity.as_ref().and_then(|i| i.get("git")) else {
-            return "-".into();
-        };
-        let remote = git.get("remote").and_then(|v| v.as_str()).unwrap_or("?");
-        let remote = remote.rsplit(['/', ':']).next().unwrap_or(remote);
-        let commit = git.get("commit").and_then(|v| v.as_str()).unwrap_or("");
-        format!("{remote}@{}", &commit[..commit.len().min(12)])
+        self.identity.as_ref().map_or_else(
+            || "-".to_string(),
+            |i| crate::trust::identity::Recorded::of(i).repository,
+        )
     }
 
     pub fn last_stored_ms(&self) -> u64 {

@@ -112,8 +112,8 @@ impl Recorded {
         let repository = identity.get("git").map_or_else(
             || "-".to_string(),
             |g| {
-                let remote = text(g.get("remote"));
-                let remote = remote.rsplit(['/', ':']).next().unwrap_or("").to_string();
+                let remote = g.get("remote").and_then(Value::as_str).unwrap_or("?");
+                let remote = remote.rsplit(['/', ':']).next().unwrap_or(remote);
                 let commit = text(g.get("commit"));
                 format!("{remote}@{}", &commit[..commit.len().min(12)])
             },

@@ -387,12 +387,7 @@ pub fn render_summary(rows: &[Row], json: bool) -> String {
         total.deny += a.deny;
         total.would_deny += a.would_deny;
     }
-    let wa = t
-        .iter()
-        .map(|a| a.key.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(5);
+    let wa = widest(t.iter().map(|a| a.key.as_str()), 5);
     let mut out = format!(
         "{:<wa$}  {:>5}  {:>5}  {:>5}  {:>10}  denied for\n",
         "agent", "calls", "allow", "deny", "would-deny"
@@ -423,6 +418,15 @@ pub fn render_summary(rows: &[Row], json: bool) -> String {
     out
 }
 
+/// The width of a column: its longest cell, in characters, and at least `at_least` (its title).
+fn widest<'a>(cells: impl Iterator<Item = &'a str>, at_least: usize) -> usize {
+    cells
+        .map(|c| c.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(at_least)
+}
+
 /// `log --sessions`: each session, whole id, with its first and last time, calls and agents.
 pub fn render_sessions(rows: &[Row], who: &BTreeMap<String, Who>, json: bool) -> String {
     let mut t = tally(rows, |r| &r.session);
@@ -448,26 +452,10 @@ pub fn render_sessions(rows: &[Row], who: &BTreeMap<String, Who>, json: bool) ->
             })
             .collect();
     }
-    let ws = t
-        .iter()
-        .map(|s| s.key.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(7);
-    let wt = t
-        .iter()
-        .map(|s| s.first.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(5);
-    let width = |f: fn(&Who) -> &str, title: usize| {
-        t.iter()
-            .map(|s| f(who_of(&s.key)).chars().count())
-            .max()
-            .unwrap_or(0)
-            .max(title)
-    };
-    let (wg, wr) = (width(|w| &w.signer, 6), width(|w| &w.repository, 10));
+    let ws = widest(t.iter().map(|s| s.key.as_str()), 7);
+    let wt = widest(t.iter().map(|s| s.first.as_str()), 5);
+    let wg = widest(t.iter().map(|s| who_of(&s.key).signer.as_str()), 6);
+    let wr = widest(t.iter().map(|s| who_of(&s.key).repository.as_str()), 10);
     let mut out = format!(
         "{:<ws$}  {:<wt$}  {:<wt$}  {:>5}  {:>5}  {:>5}  {:>10}  {:<wg$}  {:<wr$}  agents\n",
         "session", "first", "last", "calls", "allow", "deny", "would-deny", "signer", "repository"
