@@ -219,7 +219,7 @@ fn doctor_fails_when_shipping_is_on_but_the_shipper_is_not_installed() {
     let (p, _share) = shipping_project("ckpt-no-shipper", 64);
     let lone = TempDir::new("ckpt-lone-bin");
     let bin = lone.path().join("attenu-hook");
-    std::fs::copy(BIN, &bin).unwrap();
+    place_executable(std::path::Path::new(BIN), &bin);
     let out = std::process::Command::new(&bin)
         .args(["doctor", p.path().to_str().unwrap()])
         .env("PATH", lone.path())

@@ -33,9 +33,7 @@ pub fn install_hook(command: &str, project: &Path) {
     } else {
         target
     };
-    fs::copy(HOOK_BIN, &target)
-        .unwrap_or_else(|e| panic!("copy {HOOK_BIN} to {}: {e}", target.display()));
-    fs::set_permissions(&target, fs::Permissions::from_mode(0o755)).unwrap();
+    common::place_executable(Path::new(HOOK_BIN), &target);
 }
 
 pub fn load_snippet() -> (Value, bool) {
