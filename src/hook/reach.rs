@@ -2,13 +2,16 @@
 //! file each of its paths reaches and which files are guarded, by their real paths. The
 //! policy ([`crate::policy::self_protection`]) then compares without I/O.
 //!
-//! Only a subagent's Read, Write, Edit, NotebookEdit, Grep and Glob pay for it (a few `stat`
-//! and `canonicalize` calls; for the writing tools also the settings files read as `doctor`
-//! reads the wiring, and the agent directory listed for links, which derivation lists anyway).
+//! Only a subagent's calls pay for it: the built-in file tools' path fields, and for any other
+//! tool (MCP, LSP, resources) the file names in its arguments (`crate::policy::path_args`);
+//! a call that names no file reads nothing. A few `stat` and `canonicalize` calls; for a tool
+//! that may write also the settings files read as `doctor` reads the wiring, and the agent
+//! directory listed for links, which derivation lists anyway.
 
 use crate::derive::scopes::canonical_tool;
 use crate::fs::reach::{reach, resolve};
 use crate::policy::glob::expand_braces;
+use crate::policy::path_args::{path_args, reads_only};
 use crate::policy::reach::{Guarded, Reach};
 use crate::protocol::Payload;
 use serde_json::Value;
@@ -28,18 +31,22 @@ fn path_keys(tool: &str) -> &'static [&'static str] {
 pub(super) fn reach_of(p: &Payload, project: &Path, attenu: &Path) -> Reach {
     let tool = canonical_tool(&p.tool_name);
     let keys = path_keys(tool);
-    if p.agent_id.is_none() || keys.is_empty() {
+    if p.agent_id.is_none() {
         return Reach::default();
     }
-    let cwd = p
-        .cwd
-        .as_deref()
-        .map(PathBuf::from)
-        .filter(|c| c.is_absolute());
+    if keys.is_empty() {
+        // A shell command is the tripwire's; every other tool's file names are judged.
+        return match tool {
+            "Bash" | "PowerShell" | "Monitor" => Reach::default(),
+            _ => args_reach(p, tool, project, attenu),
+        };
+    }
+    let cwds = cwds_of(p, project);
     let here = std::env::current_dir().ok();
-    let cwds: Vec<&Path> = [cwd.as_deref(), Some(project), here.as_deref()]
-        .into_iter()
-        .flatten()
+    let cwds: Vec<&Path> = cwds
+        .iter()
+        .map(PathBuf::as_path)
+        .chain(here.as_deref())
         .collect();
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut out = Reach::default();
@@ -71,6 +78,29 @@ pub(super) fn reach_of(p: &Payload, project: &Path, attenu: &Path) -> Reach {
             .collect();
         out.reached.push(("glob", dirs));
     }
+    guard(
+        &mut out,
+        project,
+        attenu,
+        matches!(tool, "Write" | "Edit" | "NotebookEdit"),
+    );
+    out
+}
+
+/// The directories a call's relative paths may be taken from: the payload's `cwd` first (the
+/// one they are joined to), then the project's.
+fn cwds_of(p: &Payload, project: &Path) -> Vec<PathBuf> {
+    let cwd = p
+        .cwd
+        .as_deref()
+        .map(PathBuf::from)
+        .filter(|c| c.is_absolute());
+    cwd.into_iter().chain([project.to_path_buf()]).collect()
+}
+
+/// The guarded files by their real paths: the state (and the enrolled key) always, the wiring
+/// for a call that may write.
+fn guard(out: &mut Reach, project: &Path, attenu: &Path, writes: bool) {
     let state = resolve(attenu, 0);
     out.guarded.push((state.clone(), Guarded::State));
     out.state_dir = Some(state);
@@ -78,9 +108,50 @@ pub(super) fn reach_of(p: &Payload, project: &Path, attenu: &Path) -> Reach {
     if let Some(dir) = crate::trust::signer::enrolled_dir().filter(|d| d.is_absolute()) {
         out.guarded.push((resolve(&dir, 0), Guarded::State));
     }
-    if matches!(tool, "Write" | "Edit" | "NotebookEdit") {
+    if writes {
         out.guarded.extend(wiring(project));
     }
+}
+
+/// Any other tool (MCP, LSP, resources, the rest of the built-ins): every file name in its
+/// arguments ([`path_args`]), spelled (joined to the call's `cwd`, or an `args` `cwd` of its
+/// own) and resolved, under the key `args`. A shell tool's `command` is the tripwire's.
+/// Nothing is read from disk for a call that names no file.
+fn args_reach(p: &Payload, tool: &str, project: &Path, attenu: &Path) -> Reach {
+    let found = path_args(&p.tool_input, &["command"]);
+    let mut out = Reach {
+        args_overflow: found.overflow,
+        ..Reach::default()
+    };
+    if found.spelled.is_empty() {
+        return out;
+    }
+    let mut cwds = cwds_of(p, project);
+    // A tool's own working directory (an MCP server's `cwd` argument) is where its relative
+    // paths start; it is judged as a path too.
+    if let Some(own) = p.tool_input.get("cwd").and_then(Value::as_str) {
+        cwds.insert(0, crate::policy::reach::normalise(&cwds[0], Path::new(own)));
+    }
+    let here = std::env::current_dir().ok();
+    let cwd_refs: Vec<&Path> = cwds
+        .iter()
+        .map(PathBuf::as_path)
+        .chain(here.as_deref())
+        .collect();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut paths = Vec::new();
+    for s in &found.spelled {
+        let r = reach(s, &cwd_refs, home.as_deref());
+        if r.unknowable && !out.unknowable.contains(&"args") {
+            out.unknowable.push("args");
+        }
+        for base in &cwd_refs {
+            paths.push(crate::policy::reach::normalise(base, Path::new(s)));
+        }
+        paths.extend(r.paths);
+    }
+    out.reached.push(("args", paths));
+    guard(&mut out, project, attenu, !reads_only(tool));
     out
 }
 

@@ -10,6 +10,7 @@
 pub mod decision;
 pub mod glob;
 pub mod hint;
+pub mod path_args;
 pub mod reach;
 pub mod revoke;
 pub mod self_protection;

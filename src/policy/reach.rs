@@ -28,6 +28,8 @@ pub enum Guarded {
     Managed,
     /// A path through `/proc/*/fd` or `/dev/fd`: the hook cannot tell which file it is.
     Unknowable,
+    /// Arguments with more file names, or nested deeper, than the hook examines.
+    Unbounded,
 }
 
 impl Guarded {
@@ -44,20 +46,27 @@ impl Guarded {
             Guarded::Unknowable => {
                 "a file reached through a descriptor (/proc/*/fd, /dev/fd), which the hook cannot tell from its own files"
             }
+            Guarded::Unbounded => {
+                "files it cannot tell from its own: its arguments name more files, or nest deeper, than the hook examines (64 names, 32 levels)"
+            }
         }
     }
 
     /// Whether reading it is refused too (reading the wiring is harmless; the state holds keys).
     pub fn secret(self) -> bool {
-        matches!(self, Guarded::State | Guarded::Unknowable)
+        matches!(
+            self,
+            Guarded::State | Guarded::Unknowable | Guarded::Unbounded
+        )
     }
 }
 
 /// The edge's findings for one call.
 #[derive(Debug, Clone, Default)]
 pub struct Reach {
-    /// For each path-bearing input (`file_path`, `notebook_path`, `path`, and `glob` for the
-    /// literal directories of a search filter), the files it can reach: every resolution the
+    /// For each path-bearing input (`file_path`, `notebook_path`, `path`, `glob` for the
+    /// literal directories of a search filter, and `args` for every file name in another
+    /// tool's arguments, spelled and resolved), the files it can reach: every resolution the
     /// edge found (with links followed, `/proc` aliases mapped), to be checked all.
     pub reached: Vec<(&'static str, Vec<PathBuf>)>,
     /// Inputs that reach through a descriptor, which cannot be resolved.
@@ -66,6 +75,9 @@ pub struct Reach {
     pub guarded: Vec<(PathBuf, Guarded)>,
     /// The state directory as it really is, for a search that could reach its key.
     pub state_dir: Option<PathBuf>,
+    /// Another tool's arguments named more files, or nested deeper, than are examined
+    /// ([`super::path_args`]): refused, not judged.
+    pub args_overflow: bool,
 }
 
 impl Reach {

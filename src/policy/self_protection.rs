@@ -30,7 +30,10 @@ pub(crate) fn self_protection(call: &Call<'_>, root: &Path) -> Option<Reason> {
         "Read" => first(&["file_path", "notebook_path"], true),
         // Their file filters name paths too (a Grep `glob`, a Glob `pattern`).
         "Grep" | "Glob" => first(&["path"], true).or_else(|| search_filter_hit(tool, call, root)),
-        _ => None,
+        "Bash" | "PowerShell" | "Monitor" => None,
+        // Any other tool: every file name in its arguments, as one that may write unless it
+        // only reads (an unknown tool is taken to write).
+        _ => args_hit(call, super::path_args::reads_only(tool)),
     };
     let what = match hit {
         Some(g) => g.what(),
@@ -71,6 +74,26 @@ fn hits(call: &Call<'_>, root: &Path, key: &'static str) -> Vec<Guarded> {
         out.extend(reach.guarded_at(p));
     }
     out
+}
+
+/// What guarded file another tool's arguments name (`Reach::of("args")`, spelled and
+/// resolved), or that it names more than is examined.
+fn args_hit(call: &Call<'_>, reads_only: bool) -> Option<Guarded> {
+    let reach = call.reach;
+    let bounded = (!reach.args_overflow)
+        .then_some(())
+        .ok_or(Guarded::Unbounded);
+    let unknowable = (!reach.unknowable.contains(&"args"))
+        .then_some(())
+        .ok_or(Guarded::Unknowable);
+    if let Err(g) = bounded.and(unknowable) {
+        return Some(g);
+    }
+    reach
+        .of("args")
+        .iter()
+        .flat_map(|p| lexical(p).into_iter().chain(reach.guarded_at(p)))
+        .find(|g| !reads_only || g.secret())
 }
 
 /// What guarded file `p` is by its names alone, compared case-insensitively. Any `.attenu`
