@@ -20,6 +20,12 @@ pub enum Code {
     /// The operator revoked this subagent's authority (or this tool of it) in `.attenu/revoke`.
     Revoked,
 
+    // Recorded, not decided: Claude Code's own refusals and interruptions.
+    /// Claude Code refused the call by its own permission rules or mode (PermissionDenied).
+    RefusedByClaudeCode,
+    /// Claude Code interrupted the turn (Interrupt, 2.1.335).
+    InterruptedByClaudeCode,
+
     // Failures: the hook could not decide or could not record, so it fails closed.
     PayloadInvalid,
     PayloadTooLarge,
@@ -63,6 +69,8 @@ impl Code {
         Code::AgentDeclarationInvalid,
         Code::SelfProtection,
         Code::Revoked,
+        Code::RefusedByClaudeCode,
+        Code::InterruptedByClaudeCode,
         Code::PayloadInvalid,
         Code::PayloadTooLarge,
         Code::EventMissing,
@@ -99,6 +107,8 @@ impl Code {
             Code::AgentDeclarationInvalid => "agent-declaration-invalid",
             Code::SelfProtection => "self-protection",
             Code::Revoked => "revoked",
+            Code::RefusedByClaudeCode => "refused-by-claude-code",
+            Code::InterruptedByClaudeCode => "interrupted-by-claude-code",
             Code::PayloadInvalid => "payload-invalid",
             Code::PayloadTooLarge => "payload-too-large",
             Code::EventMissing => "event-missing",

@@ -68,6 +68,9 @@ pub fn run(a: Args) -> Exit {
                 .unwrap_or_default()
         );
     }
+    for n in &done.notes {
+        println!("note: {n}");
+    }
     for w in &done.warnings {
         eprintln!("attenu-hook: warning: {w}");
     }

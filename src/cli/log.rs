@@ -47,7 +47,13 @@ pub fn run(a: Args) -> Exit {
         .rows
         .into_iter()
         .filter(|r| a.agent.as_deref().is_none_or(|agent| r.agent == agent))
-        .filter(|r| !a.denied || r.decision == "DENY" || r.decision == "would-deny")
+        .filter(|r| {
+            !a.denied
+                || matches!(
+                    r.decision.as_str(),
+                    "DENY" | "would-deny" | table::CC_REFUSED
+                )
+        })
         .collect();
     let text = if a.summary {
         table::render_summary(&rows, a.json)

@@ -2,7 +2,7 @@
 //! and hand the event to its handler. Errors become the answer the event allows.
 
 use super::context::{project_root, Ctx};
-use super::{faults, last_resort, lifecycle, post_tool_use, pre_tool_use};
+use super::{faults, last_resort, lifecycle, post_tool_use, pre_tool_use, refused};
 use crate::config;
 use crate::protocol::payload::{self, Event};
 use crate::protocol::Answer;
@@ -19,6 +19,8 @@ pub fn handle_bytes(input: &[u8], started: Instant, set_deadline: &dyn Fn(Instan
     let fail = |r: Reason| -> Answer {
         match p.event {
             Event::PreToolUse => Answer::Deny(r),
+            // Exit 2 blocks a skill's inline shell; its JSON is not read then.
+            Event::PreSkillShellCommand => Answer::DenyAndBlock(r),
             Event::PostToolUse | Event::PostToolUseFailure => {
                 last_resort::failure_answer(r.code, &r.message)
             }
@@ -69,7 +71,8 @@ pub fn handle_bytes(input: &[u8], started: Instant, set_deadline: &dyn Fn(Instan
         mac_key: std::cell::OnceCell::new(),
     };
     let result = match p.event {
-        Event::PreToolUse => pre_tool_use::handle(&ctx),
+        Event::PreToolUse | Event::PreSkillShellCommand => pre_tool_use::handle(&ctx),
+        Event::PermissionDenied | Event::Interrupt => refused::handle(&ctx),
         Event::PostToolUse | Event::PostToolUseFailure => post_tool_use::handle(&ctx),
         Event::SessionStart => lifecycle::session_start(&ctx),
         Event::SubagentStart => lifecycle::subagent_start(&ctx),

@@ -3,7 +3,8 @@
 //!
 //! [`process`] owns stdin, stdout, the watchdog and the exit code; [`dispatch`] reads the
 //! payload, finds the project and its configuration and hands the event to its handler
-//! ([`pre_tool_use`], [`post_tool_use`], [`lifecycle`]); [`context`] holds what a handler
+//! ([`pre_tool_use`], which also decides a skill's inline shell, [`post_tool_use`],
+//! [`lifecycle`], [`refused`] for Claude Code's own refusals and interruptions); [`context`] holds what a handler
 //! reads from disk (roster, ledger); [`checkpoint`] queues signed checkpoints for shipping;
 //! [`last_resort`] is the answer when the hook itself fails; [`reach`] finds what a call's
 //! paths reach for self-protection.
@@ -19,6 +20,7 @@ mod post_tool_use;
 mod pre_tool_use;
 pub mod process;
 mod reach;
+mod refused;
 
 pub use context::project_root;
 pub use dispatch::handle_bytes;

@@ -1,4 +1,6 @@
-//! PreToolUse: decide under the ledger lock, record the ruling, then answer.
+//! PreToolUse: decide under the ledger lock, record the ruling, then answer. A skill's inline
+//! shell (PreSkillShellCommand, `tool_name` Bash or PowerShell) is decided here too, as that
+//! tool's call with that command, so every rule a Bash call meets applies to it.
 
 use super::checkpoint::{self, Occasion};
 use super::context::{chain_for, pinned_under_lock, store_reason, ChainTarget, Ctx};
@@ -76,7 +78,7 @@ pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     // A failure to queue is retried at the next event; the answer stands either way.
     let _ = checkpoint::make(ctx, &mut ledger, occasion);
     drop(ledger);
-    Ok(answer(&ruling))
+    Ok(answer(&ruling, &p.event))
 }
 
 /// Asks the gate what `question` asks (the only I/O of the decision).
@@ -99,8 +101,12 @@ fn ask_gate(ctx: &Ctx<'_>, question: GateQuestion) -> GateOutcome {
     }
 }
 
-fn answer(ruling: &Ruling) -> Answer {
+fn answer(ruling: &Ruling, event: &crate::protocol::Event) -> Answer {
     match (&ruling.decision.reason, ruling.denies()) {
+        // PreSkillShellCommand honours exit 2 (stderr is the reason), not PreToolUse's JSON.
+        (Some(r), true) if *event == crate::protocol::Event::PreSkillShellCommand => {
+            Answer::DenyAndBlock(r.clone())
+        }
         (Some(r), true) => Answer::Deny(r.clone()),
         _ => Answer::NoObjection,
     }

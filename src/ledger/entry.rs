@@ -34,6 +34,9 @@ pub enum Entry<'a> {
     Deny(Deny<'a>),
     Outcome(Outcome<'a>),
     Done(Done<'a>),
+    /// Claude Code's own refusal or interruption, as a `deny` ([`super::refusal`]).
+    #[serde(rename = "deny")]
+    Refused(super::refusal::Refused<'a>),
 }
 
 impl Entry<'_> {
@@ -254,7 +257,7 @@ pub fn spawn_entry<'a>(
 
 /// The context every tool-event entry carries: who called, in which session, when.
 #[derive(Debug, Serialize)]
-struct CallContext<'a> {
+pub(super) struct CallContext<'a> {
     session_id: &'a str,
     hook_event: &'a str,
     at: String,
@@ -269,7 +272,7 @@ struct CallContext<'a> {
 }
 
 impl<'a> CallContext<'a> {
-    fn of(p: &'a Payload, now: u64) -> Self {
+    pub(super) fn of(p: &'a Payload, now: u64) -> Self {
         CallContext {
             session_id: &p.session_id,
             hook_event: p.event.name(),

@@ -6,6 +6,7 @@ pub mod chain;
 pub mod commitment;
 pub mod entry;
 pub mod fields;
+pub mod refusal;
 pub mod store;
 
 /// The canonicalizer's old path, kept only so branches written before it moved to

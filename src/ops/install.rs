@@ -68,6 +68,8 @@ pub struct Installed {
     /// What changed beside it: the per-developer link and its `.gitignore`.
     pub beside: Vec<String>,
     pub warnings: Vec<String>,
+    /// What the installed Claude Code's version left unwired (`claude_version`).
+    pub notes: Vec<String>,
     /// The per-developer link [`PROJECT_LINK`] was made or is used: other clones need theirs.
     pub linked: bool,
     /// The settings run `attenu-hook` from PATH: every developer needs it on theirs.
@@ -119,7 +121,10 @@ pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<Install
     let mut doc = parse_settings(&path, text)?;
     let explicit = command.is_some();
     let command = command.map(str::to_string).unwrap_or_else(default_command);
-    let mut changes = merge(&mut doc, &command, explicit, dir)?;
+    // Only the events the installed Claude Code knows: an unknown one drops its entry.
+    let version = super::claude_version::installed();
+    let events = super::claude_version::events_for(version);
+    let mut changes = merge(&mut doc, &events, &command, explicit, dir)?;
     let mut kept = Vec::new();
     if !explicit && !local {
         let (replaced, wrappers) = replace_machine_paths(&mut doc, &command, dir);
@@ -151,11 +156,13 @@ pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<Install
     }
     let shared = (!local).then_some(command.as_str());
     let warnings = machine_path_warnings(&path, &kept, shared);
+    let notes = version_notes(version);
     Ok(Installed {
         path,
         changes,
         beside,
         warnings,
+        notes,
         linked,
         on_path,
     })
@@ -477,4 +484,24 @@ fn unsafe_for_root(dir: &Path) -> Option<(String, String)> {
         ));
     }
     None
+}
+
+/// What the installed Claude Code's version left unwired, and a version that could not be told.
+fn version_notes(version: Option<super::claude_version::Version>) -> Vec<String> {
+    use super::claude_version::{not_known, show, PINNED};
+    let mut out = Vec::new();
+    if version.is_none() {
+        out.push(format!(
+            "could not tell the installed Claude Code's version (`claude --version` from PATH); wired the events {} knows",
+            show(PINNED)
+        ));
+    }
+    for (event, since) in not_known(version) {
+        out.push(format!(
+            "{event} is not wired: Claude Code {} does not know it (it came in {}) and would drop the entry; run `attenu-hook install` again after upgrading",
+            show(version.unwrap_or(PINNED)),
+            show(since)
+        ));
+    }
+    out
 }

@@ -32,6 +32,7 @@ pub enum MergeError {
 /// would run both, recording every call twice (and a gated call's second claim is a replay).
 pub fn merge(
     settings: &mut Doc,
+    events: &[&'static str],
     command: &str,
     explicit: bool,
     project: &Path,
@@ -40,7 +41,7 @@ pub fn merge(
     let hooks = settings
         .member_or_insert("hooks", Doc::Obj(vec![]))
         .ok_or(MergeError::NotAnObject)?;
-    for event in EVENTS {
+    for &event in events {
         let groups = hooks
             .member_or_insert(event, Doc::Arr(vec![]))
             .ok_or(MergeError::HooksNotAnObject)?;
@@ -66,7 +67,10 @@ pub fn replace_machine_paths(
     let Some(hooks) = settings.member_mut("hooks") else {
         return (changes, kept);
     };
-    for event in EVENTS {
+    let versioned = super::claude_version::VERSIONED_EVENTS
+        .iter()
+        .map(|(e, _)| e);
+    for event in EVENTS.iter().chain(versioned) {
         let Some(Doc::Arr(groups)) = hooks.member_mut(event) else {
             continue;
         };
@@ -436,16 +440,26 @@ mod tests {
         let mut doc: Doc =
             serde_json::from_str(r#"{"model":"x","hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"lint"}]}]}}"#).unwrap();
         assert_eq!(
-            merge(&mut doc, "attenu-hook", false, Path::new("/nonexistent"))
-                .unwrap()
-                .len(),
+            merge(
+                &mut doc,
+                EVENTS,
+                "attenu-hook",
+                false,
+                Path::new("/nonexistent")
+            )
+            .unwrap()
+            .len(),
             EVENTS.len()
         );
-        assert!(
-            merge(&mut doc, "attenu-hook", false, Path::new("/nonexistent"))
-                .unwrap()
-                .is_empty()
-        );
+        assert!(merge(
+            &mut doc,
+            EVENTS,
+            "attenu-hook",
+            false,
+            Path::new("/nonexistent")
+        )
+        .unwrap()
+        .is_empty());
         let v = doc.to_value();
         assert_eq!(v["model"], "x");
         assert_eq!(v["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "lint");

@@ -72,6 +72,9 @@ pub(super) fn what_it_sees(event: &str) -> &'static str {
         "SessionStart" => "every session start",
         "SessionEnd" => "every session end",
         "SubagentStart" | "SubagentStop" => "every agent type",
+        "PermissionDenied" => "every call Claude Code refuses itself",
+        "PreSkillShellCommand" => "every skill's inline shell command",
+        "Interrupt" => "every interruption",
         _ => "every tool call",
     }
 }
@@ -151,7 +154,10 @@ pub fn machine_specific(command: &str) -> bool {
 /// Every handler of the events the hook needs in a hooks document (a settings file, or a
 /// plugin's hooks file): its event, the group it sits in, and the handler.
 pub(super) fn handlers_in(doc: &Value) -> impl Iterator<Item = (&'static str, &Value, &Value)> {
-    EVENTS.iter().flat_map(move |&event| {
+    let versioned = super::claude_version::VERSIONED_EVENTS
+        .iter()
+        .map(|(e, _)| e);
+    EVENTS.iter().chain(versioned).flat_map(move |&event| {
         doc.pointer(&format!("/hooks/{event}"))
             .and_then(Value::as_array)
             .into_iter()
@@ -206,7 +212,10 @@ impl Wired {
     pub(super) fn problem(&self) -> Option<String> {
         let event = self.event;
         let h = &self.handler;
-        let tool_event = !matches!(event, "SessionStart" | "SubagentStart" | "SessionEnd");
+        let tool_event = !matches!(
+            event,
+            "SessionStart" | "SubagentStart" | "SessionEnd" | "Interrupt"
+        );
         if let Some(m) = restricting_matcher(Some(&self.matcher)) {
             let skipped = match event {
                 "SessionStart" => "other session starts skip it",

@@ -16,6 +16,13 @@ pub enum Event {
     SubagentStart,
     SubagentStop,
     SessionEnd,
+    /// Claude Code refused a call by its own rules or mode; PreToolUse may not have fired.
+    PermissionDenied,
+    /// A skill's or command's inline shell (`tool_name` Bash or PowerShell, `tool_input.command`),
+    /// for which PreToolUse never fires: decided as that tool's call.
+    PreSkillShellCommand,
+    /// Claude Code 2.1.335: the turn was interrupted (`source`, `reason`); output ignored.
+    Interrupt,
     /// Any other event: answered with `{}`.
     Other(String),
 }
@@ -30,6 +37,9 @@ impl Event {
             "SubagentStart" => Event::SubagentStart,
             "SubagentStop" => Event::SubagentStop,
             "SessionEnd" => Event::SessionEnd,
+            "PermissionDenied" => Event::PermissionDenied,
+            "PreSkillShellCommand" => Event::PreSkillShellCommand,
+            "Interrupt" => Event::Interrupt,
             other => Event::Other(other.to_string()),
         }
     }
@@ -43,6 +53,9 @@ impl Event {
             Event::SubagentStart => "SubagentStart",
             Event::SubagentStop => "SubagentStop",
             Event::SessionEnd => "SessionEnd",
+            Event::PermissionDenied => "PermissionDenied",
+            Event::PreSkillShellCommand => "PreSkillShellCommand",
+            Event::Interrupt => "Interrupt",
             Event::Other(s) => s,
         }
     }
@@ -50,8 +63,17 @@ impl Event {
     fn is_tool_event(&self) -> bool {
         matches!(
             self,
-            Event::PreToolUse | Event::PostToolUse | Event::PostToolUseFailure
+            Event::PreToolUse
+                | Event::PostToolUse
+                | Event::PostToolUseFailure
+                | Event::PermissionDenied
+                | Event::PreSkillShellCommand
         )
+    }
+
+    /// An event whose answer refuses a call before it runs: the decision's events.
+    pub fn decides(&self) -> bool {
+        matches!(self, Event::PreToolUse | Event::PreSkillShellCommand)
     }
 }
 
@@ -71,8 +93,12 @@ pub struct Payload {
     pub error: Option<String>,
     pub is_interrupt: bool,
     pub duration_ms: Option<u64>,
-    /// SessionStart's `source` (`startup`, `resume`, `clear`, `compact`); `None` elsewhere.
+    /// SessionStart's and Interrupt's `source` (`startup`, `resume`, `clear`, `compact`);
+    /// `None` elsewhere.
     pub source: Option<String>,
+    /// PermissionDenied's and Interrupt's `reason` (Claude Code's words, or `stop`,
+    /// `permission_denied`, `rewind`, `other`); `None` elsewhere.
+    pub reason: Option<String>,
 }
 
 fn invalid(msg: impl Into<String>) -> Reason {
@@ -172,6 +198,7 @@ impl Payload {
             is_interrupt: false,
             duration_ms: None,
             source: None,
+            reason: None,
         }
     }
 }
@@ -219,9 +246,17 @@ fn session_fields(obj: &Map<String, Value>, event: Event) -> Result<Payload, Rea
         },
         // Only SessionStart's is read, and a value of another type is taken as absent: it
         // decides no more than whether the session's roster is read afresh.
-        source: (event == Event::SessionStart)
+        source: matches!(event, Event::SessionStart | Event::Interrupt)
             .then(|| {
                 obj.get("source")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .flatten(),
+        // Recorded, never decided on: a value of another type is taken as absent.
+        reason: matches!(event, Event::PermissionDenied | Event::Interrupt)
+            .then(|| {
+                obj.get("reason")
                     .and_then(Value::as_str)
                     .map(str::to_string)
             })

@@ -135,6 +135,8 @@ pub struct Totals {
     pub allowed: usize,
     pub unenforced: usize,
     pub denied: usize,
+    /// Of `denied`, refused (or interrupted) by Claude Code itself (`crate::ledger::refusal`).
+    pub refused_by_claude_code: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -434,7 +436,15 @@ fn tally(read: &mut CallsRead, node: Option<&mut NodeView>, e: &Members, decisio
     match decision {
         Decision::Allow => t.allowed += 1,
         Decision::AllowUnenforced => t.unenforced += 1,
-        Decision::Deny => t.denied += 1,
+        Decision::Deny => {
+            t.denied += 1;
+            let by = e
+                .get("context")
+                .and_then(Json::as_object)
+                .and_then(|c| c.get("refused_by"));
+            t.refused_by_claude_code +=
+                usize::from(by.and_then(Json::as_str) == Some("claude-code"));
+        }
     }
 }
 

@@ -310,10 +310,14 @@ fn timeline(out: &mut String, b: &BundleView, mark: &str) {
     let _ = writeln!(
         out,
         "<section class=\"timeline\">\n<h3>Timeline: <span data-count=\"calls\">{}</span> calls, \
-         <span data-count=\"allowed\">{}</span> allowed, <span data-count=\"denied\">{}</span> denied{}{mark}</h3>",
+         <span data-count=\"allowed\">{}</span> allowed, <span data-count=\"denied\">{}</span> denied{}{}{mark}</h3>",
         t.calls,
         t.allowed + t.unenforced,
         t.denied,
+        match t.refused_by_claude_code {
+            0 => String::new(),
+            n => format!(" (<span data-count=\"refused-by-claude-code\">{n}</span> refused by Claude Code)"),
+        },
         if t.unenforced > 0 {
             format!(" ({} allowed without enforcement)", t.unenforced)
         } else {

@@ -130,6 +130,9 @@ pub fn rows(project: &Path, session: Option<&str>) -> Result<Read, LogError> {
     Ok(out)
 }
 
+/// The decision of a row Claude Code refused itself (`crate::ledger::refusal`).
+pub const CC_REFUSED: &str = "refused-by-cc";
+
 fn s(v: Option<&Value>) -> String {
     v.and_then(Value::as_str).unwrap_or("").to_string()
 }
@@ -145,6 +148,12 @@ fn row(e: &Value) -> Option<Row> {
             s(ctx.and_then(|c| c.pointer("/would_deny/message"))),
         ),
         "allow" => ("allow".to_string(), String::new(), String::new()),
+        // Claude Code's own refusal or interruption: tried, refused, but not by the hook.
+        "deny" if c("refused_by") == "claude-code" => (
+            CC_REFUSED.to_string(),
+            c("reason_code"),
+            s(e.pointer("/reasons/0/message")),
+        ),
         "deny" => (
             "DENY".to_string(),
             c("reason_code"),
@@ -158,7 +167,7 @@ fn row(e: &Value) -> Option<Row> {
         _ => return None,
     };
     let reason = match decision.as_str() {
-        "DENY" | "would-deny" => format!("[{code}] {message}"),
+        "DENY" | "would-deny" | CC_REFUSED => format!("[{code}] {message}"),
         _ => String::new(),
     };
     let agent = match (ctx.and_then(|c| c.get("agent_id")), c("agent_type")) {
@@ -302,6 +311,8 @@ pub struct Tally {
     pub allow: usize,
     pub deny: usize,
     pub would_deny: usize,
+    /// Refused (or interrupted) by Claude Code itself, before the hook was asked.
+    pub refused_by_claude_code: usize,
     /// Enforced denials by reason code.
     pub deny_reasons: std::collections::BTreeMap<String, usize>,
     /// Denials not enforced (main thread, shadow mode) by reason code.
@@ -338,6 +349,10 @@ impl Tally {
             "would-deny" => {
                 self.would_deny += 1;
                 Some(&mut self.would_deny_reasons)
+            }
+            CC_REFUSED => {
+                self.refused_by_claude_code += 1;
+                Some(&mut self.deny_reasons)
             }
             _ => return,
         };
@@ -386,11 +401,12 @@ pub fn render_summary(rows: &[Row], json: bool) -> String {
         total.allow += a.allow;
         total.deny += a.deny;
         total.would_deny += a.would_deny;
+        total.refused_by_claude_code += a.refused_by_claude_code;
     }
     let wa = widest(t.iter().map(|a| a.key.as_str()), 5);
     let mut out = format!(
-        "{:<wa$}  {:>5}  {:>5}  {:>5}  {:>10}  denied for\n",
-        "agent", "calls", "allow", "deny", "would-deny"
+        "{:<wa$}  {:>5}  {:>5}  {:>5}  {:>10}  {:>10}  denied for\n",
+        "agent", "calls", "allow", "deny", "would-deny", "by-claude"
     );
     for a in t.iter().chain([&total]) {
         let reasons: Vec<String> = a
@@ -404,12 +420,13 @@ pub fn render_summary(rows: &[Row], json: bool) -> String {
             )
             .collect();
         let line = format!(
-            "{:<wa$}  {:>5}  {:>5}  {:>5}  {:>10}  {}",
+            "{:<wa$}  {:>5}  {:>5}  {:>5}  {:>10}  {:>10}  {}",
             a.key,
             a.calls,
             a.allow,
             a.deny,
             a.would_deny,
+            a.refused_by_claude_code,
             reasons.join(", ")
         );
         out.push_str(line.trim_end());

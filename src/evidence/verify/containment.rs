@@ -18,6 +18,8 @@ pub(super) struct Containment {
     pub(super) ungated: usize,
     /// Denials.
     pub(super) denied: usize,
+    /// Of the denials, Claude Code's own refusals and interruptions.
+    pub(super) refused_by_claude_code: usize,
 }
 
 pub(super) fn check(
@@ -30,6 +32,7 @@ pub(super) fn check(
         actions: 0,
         ungated: 0,
         denied: 0,
+        refused_by_claude_code: 0,
     };
     let mut known: HashSet<&str> = HashSet::new();
     let mut killed_at: HashMap<String, usize> = HashMap::new();
@@ -48,6 +51,7 @@ pub(super) fn check(
             Some("allow") => {}
             Some("deny") => {
                 out.denied += 1;
+                out.refused_by_claude_code += usize::from(by_claude_code(e));
                 continue;
             }
             _ => continue,
@@ -130,4 +134,13 @@ pub(super) fn action_within<'a>(e: &Obj<'_>, a: &'a Authority) -> Result<(), Out
         (None, _) => Err(Outside::ScopeNotAString(shown_opt(e.get("scope")))),
         (_, None) => Err(Outside::ContextNotAnObject(kind(e.get("context")))),
     }
+}
+
+/// A `deny` Claude Code made itself, not the hook (`crate::ledger::refusal`).
+pub(super) fn by_claude_code(e: &super::Obj<'_>) -> bool {
+    e.get("context")
+        .and_then(|c| c.as_object())
+        .and_then(|c| c.get("refused_by"))
+        .and_then(|r| r.as_str())
+        == Some("claude-code")
 }

@@ -127,6 +127,7 @@ pub(super) struct Fold {
     actions: usize,
     ungated: usize,
     denied: usize,
+    refused_by_claude_code: usize,
     allows: usize,
     both_hashes: usize,
     observed: usize,
@@ -150,6 +151,7 @@ impl Fold {
             actions: 0,
             ungated: 0,
             denied: 0,
+            refused_by_claude_code: 0,
             allows: 0,
             both_hashes: 0,
             observed: 0,
@@ -211,6 +213,7 @@ impl Fold {
             Some("allow") => self.allow(e, i),
             Some("deny") => {
                 self.denied += 1;
+                self.refused_by_claude_code += usize::from(super::containment::by_claude_code(e));
                 self.call_id_unused(e.get("call_id"))
             }
             Some("outcome") => self.outcome(e),
@@ -379,6 +382,11 @@ impl Fold {
             self.ungated,
             self.denied,
         )
+    }
+
+    /// Of the denials, Claude Code's own.
+    pub(super) fn refused_by_claude_code(&self) -> usize {
+        self.refused_by_claude_code
     }
 
     /// Execution binding's level and the calls, as [`super::binding`] reports them; `None`

@@ -247,6 +247,7 @@ fn run_checks(
         actions_checked: containment.actions,
         ungated: containment.ungated,
         denied: containment.denied,
+        refused_by_claude_code: containment.refused_by_claude_code,
         calls,
         failures: log.failures,
         notices,

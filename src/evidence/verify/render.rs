@@ -173,9 +173,14 @@ fn verdict_line(out: &mut String, report: &Report) {
         (true, _) => "VALID",
         (false, _) => "INVALID",
     };
+    // Claude Code's own refusals are named only when there are some: the line is read by scripts.
+    let by_claude = match report.refused_by_claude_code {
+        0 => String::new(),
+        n => format!(" ({n} refused by Claude Code)"),
+    };
     let _ = writeln!(
         out,
-        "{verdict}: {} failure(s); chain {chain_id}, {} entries, {} nodes, {} calls: {} allowed, {} denied, {} \
+        "{verdict}: {} failure(s); chain {chain_id}, {} entries, {} nodes, {} calls: {} allowed, {} denied{by_claude}, {} \
          would-deny (allowed, not enforced); integrity {}, monotonicity {}, containment {}, execution \
          binding {}, anchor {}, checkpoint {}",
         report.failures.len(),

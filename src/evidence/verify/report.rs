@@ -52,6 +52,10 @@ pub struct Report {
     /// How many calls were denied. With the allows (`actions_checked + ungated`), the calls
     /// `log` counts: one per decision.
     pub denied: usize,
+    /// Of `denied`, the calls Claude Code refused (or turns it interrupted) itself, recorded
+    /// from PermissionDenied and Interrupt: tried, and refused before the hook was asked.
+    #[serde(default)]
+    pub refused_by_claude_code: usize,
     /// Per-call execution binding (v2 chains).
     pub calls: CallSummary,
     pub failures: Vec<Failure>,

@@ -316,6 +316,7 @@ fn whole_bundle_steps(bundle: &Bundle<'_>, fold: &Fold, key: &AnchorKey) -> Opti
         actions_checked,
         ungated,
         denied,
+        refused_by_claude_code: fold.refused_by_claude_code(),
         calls,
         failures: Vec::new(),
         // An entry recording a lost checkpoint ends the pass (`fold.rs`).

@@ -78,6 +78,7 @@ pub(super) fn report(bundle: &Value, key: &AnchorKey, problems: Vec<String>) -> 
         actions_checked: 0,
         ungated: 0,
         denied: 0,
+        refused_by_claude_code: 0,
         calls: CallSummary {
             params_coverage: "none",
             ..CallSummary::default()

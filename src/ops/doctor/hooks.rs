@@ -36,9 +36,12 @@ pub(super) fn checks(dir: &Path, ours: &str) -> Vec<Check> {
     } else {
         0
     };
-    for event in EVENTS {
-        let mine: Vec<&Wired> = wired.iter().filter(|w| w.event == *event).collect();
-        out.push(wired_check(event, &mine, ignored));
+    // The events the installed Claude Code knows, as `install` wires them; those beyond the
+    // base set record (Claude Code's refusals, interruptions) or decide a skill's shell, and
+    // are warned about, not required, so an older wiring keeps working.
+    for event in crate::ops::events_for(crate::ops::installed_claude()) {
+        let mine: Vec<&Wired> = wired.iter().filter(|w| w.event == event).collect();
+        out.push(wired_check(event, &mine, ignored, EVENTS.contains(&event)));
     }
     out.extend(command_checks(&wired, dir));
     out
@@ -167,10 +170,10 @@ fn apply_disable(
 
 /// The check of `event`'s handlers, `mine`; `ignored` handlers were dropped because only
 /// managed hooks run.
-fn wired_check(event: &str, mine: &[&Wired], ignored: usize) -> Check {
+fn wired_check(event: &str, mine: &[&Wired], ignored: usize, base: bool) -> Check {
     // SessionStart enforces nothing (every tool event opens the ledger itself), so its
     // wiring is checked but never required.
-    let required = event != "SessionStart";
+    let required = base && event != "SessionStart";
     let check = |severity, detail: String| Check::about(CheckId::Wired, event, severity, detail);
     if mine.is_empty() {
         return check(Severity::unmet(required), unwired(event, ignored, required));
@@ -226,6 +229,10 @@ fn wired_check(event: &str, mine: &[&Wired], ignored: usize) -> Check {
 fn unwired(event: &str, ignored: usize, required: bool) -> String {
     if ignored > 0 {
         format!("managed settings set \"allowManagedHooksOnly\": true, so only hooks in /etc/claude-code/managed-settings.json run, and attenu-hook is wired for {event} elsewhere only; wire it there")
+    } else if event == "PreSkillShellCommand" {
+        "no attenu-hook handler for PreSkillShellCommand, so a skill's or command's inline shell runs undecided and unrecorded (PreToolUse does not fire for it); run `attenu-hook install`".into()
+    } else if event == "PermissionDenied" || event == "Interrupt" {
+        format!("no attenu-hook handler for {event}, so what Claude Code refuses or interrupts itself is not on the record; run `attenu-hook install`")
     } else if !required {
         // Only a head start: every tool event opens the session's ledger itself.
         "no attenu-hook handler for SessionStart, so each session's first tool call also creates its ledger, which makes that call slower; run `attenu-hook install`".into()
