@@ -419,13 +419,14 @@ pub fn decision_entry<'a>(ruling: &'a Ruling, input: DecisionInput<'a>) -> Entry
                 disposition: r.code.disposition(),
             });
         }
+        let (capture, hook_path) = super::refusal::capture_of(&p.event);
         return Entry::Allow(Allow {
             decided,
-            capture: "framework_post_hook",
+            capture,
             adapter: Adapter {
                 module: PRODUCER,
                 version: VERSION,
-                hook_path: "PreToolUse",
+                hook_path,
             },
             params_hash_reason: hash.is_none().then_some("unsupported"),
             authorized_params_hash: hash,

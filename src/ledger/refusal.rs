@@ -1,5 +1,6 @@
 //! Claude Code's own refusals (`PermissionDenied`) and interruptions (`Interrupt`) on the
-//! record, so the ledger holds the whole attempt, not only what the hook decided.
+//! record, so the ledger holds the whole attempt, not only what the hook decided; and how a
+//! skill's inline shell (`PreSkillShellCommand`), which no PostToolUse follows, is captured.
 //!
 //! The reference verifier reads a closed set of entry events, so each is a `deny` (the
 //! reference's refused action) on the caller's node, told apart by `reasons[0].code`
@@ -61,11 +62,6 @@ struct RefusedContext<'a> {
     claude_reason: Option<&'a str>,
 }
 
-/// Whether the event is one Claude Code raises for its own refusal or interruption.
-pub fn is_claude_refusal(e: &Event) -> bool {
-    matches!(e, Event::PermissionDenied | Event::Interrupt)
-}
-
 /// The entry for a PermissionDenied or Interrupt payload, at `at`.
 pub fn refused_entry<'a>(
     p: &'a Payload,
@@ -124,12 +120,11 @@ pub fn refused_entry<'a>(
     })
 }
 
-/// Whether a ledger entry is Claude Code's own refusal or interruption (for the counts of
-/// `log --summary`, `verify` and `report`).
-pub fn is_refused_by_claude_code(e: &serde_json::Map<String, Value>) -> bool {
-    e.get("event").and_then(Value::as_str) == Some("deny")
-        && e.get("context")
-            .and_then(|c| c.get("refused_by"))
-            .and_then(Value::as_str)
-            == Some("claude-code")
+/// An allow's `capture` and `adapter.hook_path` for the event that decided it: a skill's
+/// inline shell has no PostToolUse, so no outcome is promised for it (`pre_hook_only`).
+pub fn capture_of(event: &Event) -> (&'static str, &'static str) {
+    match event {
+        Event::PreSkillShellCommand => ("pre_hook_only", "PreSkillShellCommand"),
+        _ => ("framework_post_hook", "PreToolUse"),
+    }
 }

@@ -43,11 +43,7 @@ fn walk(v: &Value, named: bool, depth: usize, skip: &[&str], out: &mut PathArgs)
         return;
     }
     match v {
-        Value::String(s) => {
-            if named || looks_like_a_path(s) {
-                push(s, out);
-            }
-        }
+        Value::String(s) if named || looks_like_a_path(s) => push(s, out),
         Value::Array(items) => items
             .iter()
             .for_each(|i| walk(i, named, depth + 1, skip, out)),

@@ -272,6 +272,8 @@ fn tool_fields(obj: &Map<String, Value>, p: &mut Payload) -> Result<(), Reason> 
         .ok_or_else(|| invalid(format!("a {} payload has no tool_name", p.event.name())))?;
     p.tool_input = match obj.get("tool_input") {
         Some(v @ Value::Object(_)) => v.clone(),
+        // Claude Code types PermissionDenied's input as any value: it is recorded, not decided.
+        v if p.event == Event::PermissionDenied => v.cloned().unwrap_or(Value::Null),
         None | Some(Value::Null) => {
             return Err(invalid(format!(
                 "a {} payload has no tool_input object",
