@@ -54,7 +54,7 @@ pub struct Report {
     pub denied: usize,
     /// Of `denied`, the calls Claude Code refused (or turns it interrupted) itself, recorded
     /// from PermissionDenied and Interrupt: tried, and refused before the hook was asked.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub refused_by_claude_code: usize,
     /// Per-call execution binding (v2 chains).
     pub calls: CallSummary,
@@ -285,4 +285,9 @@ impl<'a> Log<'a> {
     pub(super) fn len(&self) -> usize {
         self.failures.len()
     }
+}
+
+/// A count written only when there is something to count (older reports stay as they were).
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
