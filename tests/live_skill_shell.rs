@@ -1,0 +1,158 @@
+//! Live: a skill's inline shell (`!`command`` in a SKILL.md), which Claude Code runs as the
+//! skill loads and for which PreToolUse never fires, reaches the hook as PreSkillShellCommand,
+//! is recorded, and is refused when the hook refuses it. With the real Claude Code 2.1.332
+//! (`ATTENU_CLAUDE_BIN`, as `live_claude.rs` finds it) and the scripted Messages API server;
+//! `claude -p "/traceit"` loads the skill. Its command is a `touch` of a trace file, so a body
+//! that ran leaves the file:
+//!
+//! | configuration | the shell | ledger |
+//! |---|---|---|
+//! | defaults (the main thread recorded, not enforced) | runs | `allow`, hook_event PreSkillShellCommand |
+//! | `enforce_main_thread = true`, no Bash declared for the session | never runs | `deny` (`unresolved`) |
+//!
+//! Skipped loudly without Claude Code (a failure under `ATTENU_REQUIRE_LIVE=1`).
+
+mod common;
+#[allow(dead_code)]
+#[path = "support/live_process.rs"]
+mod process;
+
+use common::{harness, skip};
+use process::*;
+use serde_json::Value;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+fn main() {
+    harness::run(tests![a_skills_inline_shell_is_decided_and_recorded]);
+}
+
+const HOOK_BIN: &str = env!("CARGO_BIN_EXE_attenu-hook");
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+const PINNED_VERSION: &str = "2.1.332";
+const CLAUDE_DEADLINE: Duration = Duration::from_secs(90);
+const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
+const MOCK_LIFETIME_SECS: u64 = 150;
+
+/// `live_process::load_snippet` falls back to this without `settings.snippet.json`.
+fn fallback_snippet() -> Value {
+    panic!("{REPO}/settings.snippet.json is missing; the live tests wire the hook with it")
+}
+
+/// One `claude -p "/traceit"` in a fresh project wired by the snippet, with `config` as
+/// `.attenu/config.toml`; returns the project.
+fn run(claude: &Path, scratch: &Path, name: &str, config: &str) -> PathBuf {
+    let dir = scratch.join(name);
+    let (project, home, tmp) = (dir.join("project"), dir.join("home"), dir.join("tmp"));
+    for d in [&home, &tmp, &project.join("trace")] {
+        fs::create_dir_all(d).unwrap();
+    }
+    let skill = project.join(".claude/skills/traceit");
+    fs::create_dir_all(&skill).unwrap();
+    let trace = project.join("trace/trace-skill");
+    fs::write(
+        skill.join("SKILL.md"),
+        format!(
+            "---\nname: traceit\ndescription: leaves a trace\n---\nTrace: !`touch {}`\n",
+            trace.display()
+        ),
+    )
+    .unwrap();
+    let (snippet, _) = load_snippet();
+    for groups in snippet["hooks"].as_object().unwrap().values() {
+        let command = groups[0]["hooks"][0]["command"].as_str().unwrap();
+        install_hook(command, &project);
+    }
+    fs::write(
+        project.join(".claude/settings.json"),
+        serde_json::to_vec_pretty(&snippet).unwrap(),
+    )
+    .unwrap();
+    let state = project.join(".attenu");
+    fs::create_dir_all(&state).unwrap();
+    fs::set_permissions(&state, fs::Permissions::from_mode(0o700)).unwrap();
+    fs::write(state.join("config.toml"), config).unwrap();
+    let python = std::env::var("ATTENU_PYTHON").unwrap_or_else(|_| "python3".to_string());
+    let (_mock, port) = start_mock(&python, &dir, &project, &dir.join("mock.log"));
+    let mut cmd = Command::new(claude);
+    cmd.args([
+        "-p",
+        "/traceit",
+        "--output-format",
+        "json",
+        "--allowedTools",
+        "Bash",
+        "Read",
+    ]);
+    claude_env(&mut cmd, &home, &tmp)
+        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .current_dir(&project);
+    let out = run_command(&mut cmd, CLAUDE_DEADLINE, &dir, "claude");
+    assert!(
+        out.status.is_some(),
+        "claude did not finish: {}",
+        out.describe()
+    );
+    project
+}
+
+/// The ledger's PreSkillShellCommand entries, by event.
+fn skill_entries(project: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for f in fs::read_dir(project.join(".attenu")).unwrap().flatten() {
+        let name = f.file_name().to_string_lossy().to_string();
+        if !(name.starts_with("ledger-") && name.ends_with(".jsonl")) {
+            continue;
+        }
+        for line in fs::read_to_string(f.path()).unwrap().lines() {
+            let e: Value = serde_json::from_str(line).unwrap();
+            if e["context"]["hook_event"] == "PreSkillShellCommand" {
+                let code = e["context"]["reason_code"].as_str().unwrap_or("");
+                out.push((e["event"].as_str().unwrap().to_string(), code.to_string()));
+            }
+        }
+    }
+    out
+}
+
+fn a_skills_inline_shell_is_decided_and_recorded() {
+    let claude = find_claude();
+    let scratch = Scratch::new();
+    check_version(&claude, &scratch.path);
+    let (snippet, _) = load_snippet();
+    if snippet["hooks"].get("PreSkillShellCommand").is_none() {
+        skip("settings.snippet.json does not wire PreSkillShellCommand");
+    }
+    // (run, config, the shell ran, the ledger's entries for it)
+    let cases: &[(&str, &str, bool, (&str, &str))] = &[
+        ("recorded", "", true, ("allow", "")),
+        (
+            "enforced",
+            "enforce_main_thread = true\n",
+            false,
+            ("deny", "unresolved"),
+        ),
+    ];
+    for (name, config, ran, entry) in cases {
+        let project = run(&claude, &scratch.path, name, config);
+        assert_eq!(
+            project.join("trace/trace-skill").exists(),
+            *ran,
+            "{name}: the skill's shell {} (scratch {})",
+            if *ran { "did not run" } else { "ran" },
+            scratch.path.display()
+        );
+        assert_eq!(
+            skill_entries(&project),
+            [(entry.0.to_string(), entry.1.to_string())],
+            "{name} (scratch {})",
+            scratch.path.display()
+        );
+    }
+}
