@@ -33,19 +33,37 @@ pub fn parse(text: &str) -> Option<Version> {
 }
 
 /// The installed Claude Code's version: `claude --version` run from PATH, `None` when there
-/// is none or its answer is not a version. Only `install` and `doctor` ask; the hook never.
+/// is none, its answer is not a version, or it takes longer than [`ASK_FOR`]. Only `install`
+/// and `doctor` ask; the hook never.
 pub fn installed() -> Option<Version> {
-    let out = Command::new("claude")
+    let mut child = Command::new("claude")
         .arg("--version")
         .stdin(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .output()
+        .spawn()
         .ok()?;
-    out.status
-        .success()
-        .then(|| parse(&String::from_utf8_lossy(&out.stdout)))
-        .flatten()
+    let started = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => break,
+            Ok(None) if started.elapsed() < ASK_FOR => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut text).ok()?;
+    parse(&text)
 }
+
+/// How long `claude --version` may take (it answers in well under a second).
+const ASK_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The events to wire for `version` (`None`: unknown, taken as [`PINNED`]), in order.
 pub fn events_for(version: Option<Version>) -> Vec<&'static str> {
