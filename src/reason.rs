@@ -139,9 +139,7 @@ impl Code {
             Code::Unresolved
             | Code::UndeclaredAgent
             | Code::AgentDeclarationInvalid
-            | Code::AgentUnidentified => {
-                Some("unresolved")
-            }
+            | Code::AgentUnidentified => Some("unresolved"),
             // Every gate refusal: the call waits on a human's grant.
             Code::GateAuthorizationRequired
             | Code::GateAuthorizationUsedUp

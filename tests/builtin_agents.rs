@@ -16,21 +16,56 @@ const CASES: &[(&str, &str, &str, bool)] = &[
     ("Explore", "Grep", r#"{"pattern": "x"}"#, true),
     ("Explore", "Bash", r#"{"command": "npm run lint"}"#, true),
     // Claude Code's read-only agents may not edit, write or spawn.
-    ("Explore", "Write", r#"{"file_path": "/p/a.rs", "content": "x"}"#, false),
+    (
+        "Explore",
+        "Write",
+        r#"{"file_path": "/p/a.rs", "content": "x"}"#,
+        false,
+    ),
     ("Explore", "Edit", r#"{"file_path": "/p/a.rs"}"#, false),
     ("Plan", "Read", r#"{"file_path": "/p/a.rs"}"#, true),
     ("Plan", "Agent", r#"{"subagent_type": "reviewer"}"#, false),
-    ("general-purpose", "Bash", r#"{"command": "npm run lint"}"#, true),
-    ("general-purpose", "WebFetch", r#"{"url": "https://docs.rs"}"#, true),
+    (
+        "general-purpose",
+        "Bash",
+        r#"{"command": "npm run lint"}"#,
+        true,
+    ),
+    (
+        "general-purpose",
+        "WebFetch",
+        r#"{"url": "https://docs.rs"}"#,
+        true,
+    ),
     // It inherits the session's tools, and the session holds no Write.
-    ("general-purpose", "Write", r#"{"file_path": "/p/a.rs", "content": "x"}"#, false),
-    ("statusline-setup", "Edit", r#"{"file_path": "/p/statusline.sh"}"#, true),
+    (
+        "general-purpose",
+        "Write",
+        r#"{"file_path": "/p/a.rs", "content": "x"}"#,
+        false,
+    ),
+    (
+        "statusline-setup",
+        "Edit",
+        r#"{"file_path": "/p/statusline.sh"}"#,
+        true,
+    ),
     ("statusline-setup", "Grep", r#"{"pattern": "x"}"#, false),
     ("statusline-setup", "Bash", r#"{"command": "ls"}"#, false),
-    ("claude-code-guide", "WebSearch", r#"{"query": "hooks"}"#, true),
+    (
+        "claude-code-guide",
+        "WebSearch",
+        r#"{"query": "hooks"}"#,
+        true,
+    ),
     ("claude-code-guide", "Bash", r#"{"command": "ls"}"#, false),
     // A built-in is still held by self-protection.
-    ("Explore", "Read", r#"{"file_path": "$P/.attenu/anchor.key"}"#, false),
+    (
+        "Explore",
+        "Read",
+        r#"{"file_path": "$P/.attenu/anchor.key"}"#,
+        false,
+    ),
 ];
 
 fn project(tag: &str, config: &str) -> TempDir {
@@ -67,12 +102,7 @@ fn the_preset_grants_what_claude_code_gives_each_builtin() {
             .input(input(p.path(), text))
             .id(&format!("t{i}"))
             .run();
-        assert_eq!(
-            out.is_allow(),
-            *allowed,
-            "{agent} {tool}: {}",
-            out.stdout
-        );
+        assert_eq!(out.is_allow(), *allowed, "{agent} {tool}: {}", out.stdout);
     }
     // The preset is the declaration on record: each built-in's spawn names it.
     let es = p.entries("s1");
@@ -111,7 +141,8 @@ fn one_builtin_at_a_time_and_the_projects_own_declaration_wins() {
     assert_denied_with(&run("general-purpose", "Read", "t5"), "undeclared-agent");
     let d = cli(&["derive", p.dir(), "--json"]);
     assert!(
-        d.stdout.contains("'mine' is not one of Claude Code's built-in agents"),
+        d.stdout
+            .contains("'mine' is not one of Claude Code's built-in agents"),
         "{}",
         d.stdout
     );
@@ -140,7 +171,12 @@ fn doctor_and_derive_name_the_builtins_sessions_used() {
     assert!(before.starts_with("warn"), "{}", doc.stdout);
     assert_contains(
         &before,
-        &["Explore (", "general-purpose (", "holds nothing", "builtin_agents = true"],
+        &[
+            "Explore (",
+            "general-purpose (",
+            "holds nothing",
+            "builtin_agents = true",
+        ],
     );
     let d = cli(&["derive", p.dir(), "--json"]);
     let j: Value = serde_json::from_str(&d.stdout).unwrap();
@@ -153,12 +189,21 @@ fn doctor_and_derive_name_the_builtins_sessions_used() {
     assert!(team.contains("[derive]\nbuiltin_agents = true"), "{team}");
     let after = line(&operator::doctor(p.path()));
     assert!(after.starts_with("ok"), "{after}");
-    assert_contains(&after, &["Explore (", "holds ", "fs.read", "built-in preset"]);
+    assert_contains(
+        &after,
+        &["Explore (", "holds ", "fs.read", "built-in preset"],
+    );
     let d = cli(&["derive", p.dir(), "--json"]);
     let j: Value = serde_json::from_str(&d.stdout).unwrap();
     let held = &j["builtins_used"]["Explore"]["holds"]["scopes"];
-    assert!(held.as_array().unwrap().iter().any(|s| s == "fs.read"), "{j}");
-    assert!(!held.as_array().unwrap().iter().any(|s| s == "fs.write"), "{j}");
+    assert!(
+        held.as_array().unwrap().iter().any(|s| s == "fs.read"),
+        "{j}"
+    );
+    assert!(
+        !held.as_array().unwrap().iter().any(|s| s == "fs.write"),
+        "{j}"
+    );
     // A second time changes nothing.
     let again = cli(&["install", p.dir(), "--builtin-agents"]);
     assert!(again.stdout.contains("already set in"), "{}", again.stdout);
@@ -169,7 +214,11 @@ fn install_offers_the_preset_without_setting_it() {
     let p = sample("builtin-offer");
     let out = cli(&["install", p.dir()]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    assert!(out.stdout.contains("install --builtin-agents"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("install --builtin-agents"),
+        "{}",
+        out.stdout
+    );
     assert!(!p.path().join(".claude/attenu.toml").exists());
     assert_denied_with(
         &p.subagent("Explore", "Read")
@@ -198,7 +247,9 @@ fn the_preset_widens_no_one_else() {
             .collect()
     };
     assert_eq!(root(&before), root(&after));
-    assert!(!root(&after).iter().any(|s| s == "fs.edit" || s == "net.search"));
+    assert!(!root(&after)
+        .iter()
+        .any(|s| s == "fs.edit" || s == "net.search"));
     assert_denied_with(
         &p.subagent("statusline-setup", "Edit")
             .input(json!({"file_path": "/p/x"}))

@@ -220,7 +220,14 @@ fn an_orphan_subagent_stop_changes_nothing() {
         assert_eq!(out.code, 0, "{}", out.stderr);
         assert!(!out.denied(), "{}", out.stdout);
     }
-    let mut call = pre("s1", p.path(), None, "Read", json!({"file_path": "/p/b"}), "t2");
+    let mut call = pre(
+        "s1",
+        p.path(),
+        None,
+        "Read",
+        json!({"file_path": "/p/b"}),
+        "t2",
+    );
     call["agent_id"] = json!("a0000fresh0000id");
     assert_denied_with(&hook(p.path(), &call), "agent-unidentified");
     for bundle in p.export("s1") {

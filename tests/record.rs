@@ -125,7 +125,12 @@ fn an_edited_summary_fails_verification() {
     assert_ne!(text, edited);
     std::fs::write(&ledger, edited).unwrap();
     let log = cli(&["log", "--project", p.dir()]);
-    assert!(log.stdout.contains("does not verify") || log.stderr.contains("does not verify"), "{}{}", log.stdout, log.stderr);
+    assert!(
+        log.stdout.contains("does not verify") || log.stderr.contains("does not verify"),
+        "{}{}",
+        log.stdout,
+        log.stderr
+    );
 }
 
 #[test]
@@ -134,7 +139,10 @@ fn by_default_nothing_of_the_command_reaches_the_disk() {
         let p = ops("record-default", config);
         session(p.path());
         for (f, bytes) in state_files(p.path()) {
-            for word in SECRETS.iter().chain(&["UniqueWordOfTheCommand", "curl", "/p/src/main.rs"]) {
+            for word in SECRETS
+                .iter()
+                .chain(&["UniqueWordOfTheCommand", "curl", "/p/src/main.rs"])
+            {
                 assert!(!holds(&bytes, word), "{word} is in {}", f.display());
             }
         }
@@ -145,7 +153,11 @@ fn by_default_nothing_of_the_command_reaches_the_disk() {
 
 #[test]
 fn a_misspelt_record_value_is_an_error_not_a_silent_default() {
-    for bad in ["record = \"summaries\"", "record = true", "recrod = \"summary\""] {
+    for bad in [
+        "record = \"summaries\"",
+        "record = true",
+        "recrod = \"summary\"",
+    ] {
         let p = ops("record-typo", &format!("[privacy]\n{bad}\n"));
         let out = Call::pre(p.path(), Some("ops"), "Read")
             .input(json!({"file_path": "/p/a"}))

@@ -75,10 +75,13 @@ fn builtins_used(root: &Path, r: &Roster) -> Value {
     crate::derive::builtin::used_in(&root.join(".attenu"))
         .into_iter()
         .map(|(name, records)| {
-            let holds = r.agents.get(name).map(|a| {
-                json!({"scopes": a.scopes.iter().collect::<Vec<_>>(), "source": a.source})
-            });
-            (name.to_string(), json!({"records": records, "holds": holds}))
+            let holds = r.agents.get(name).map(
+                |a| json!({"scopes": a.scopes.iter().collect::<Vec<_>>(), "source": a.source}),
+            );
+            (
+                name.to_string(),
+                json!({"records": records, "holds": holds}),
+            )
         })
         .collect::<serde_json::Map<_, _>>()
         .into()

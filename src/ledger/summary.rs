@@ -102,8 +102,7 @@ fn bound(s: &str) -> String {
 
 /// Names that say their value is a secret (matched in lower case, anywhere in the name).
 const SECRET_WORDS: &[&str] = &[
-    "token", "secret", "passw", "pwd", "key", "auth", "cred", "sig", "session", "cookie",
-    "private",
+    "token", "secret", "passw", "pwd", "key", "auth", "cred", "sig", "session", "cookie", "private",
 ];
 
 fn is_secret_name(name: &[u8]) -> bool {
@@ -151,7 +150,10 @@ fn assignments(b: &[u8], mask: &mut [bool]) {
             .rposition(|&c| !is_name_byte(c))
             .map_or(0, |p| p + 1);
         let name = &b[start..name_end];
-        let bare = name.iter().position(|&c| c != b'-').map_or(&[][..], |p| &name[p..]);
+        let bare = name
+            .iter()
+            .position(|&c| c != b'-')
+            .map_or(&[][..], |p| &name[p..]);
         if bare.is_empty() || !(bare[0].is_ascii_alphabetic() || bare[0] == b'_') {
             continue;
         }
@@ -356,36 +358,75 @@ mod tests {
         ("git tag v1.2.0", "git tag v1.2.0"),
         ("ls -la src/", "ls -la src/"),
         ("/p/src/main.rs", "/p/src/main.rs"),
-        ("cargo test --features test-faults", "cargo test --features test-faults"),
+        (
+            "cargo test --features test-faults",
+            "cargo test --features test-faults",
+        ),
         // Environment-style assignments, quoted or not.
         ("API_KEY=abc123 npm publish", "API_KEY=*** npm publish"),
-        ("export GH_TOKEN=\"a b c\"; gh pr list", "export GH_TOKEN=***; gh pr list"),
+        (
+            "export GH_TOKEN=\"a b c\"; gh pr list",
+            "export GH_TOKEN=***; gh pr list",
+        ),
         ("PATH=/opt/bin:$PATH make", "PATH=*** make"),
         // Names that say secret.
         ("mysql --password=hunter2 db", "mysql --password=*** db"),
-        ("mysql -u root --password hunter2", "mysql -u root --password ***"),
-        ("curl 'https://x.io/a?access_token=s3cr3t&page=2'", "curl 'https://x.io/a?access_token=***&page=2'"),
+        (
+            "mysql -u root --password hunter2",
+            "mysql -u root --password ***",
+        ),
+        (
+            "curl 'https://x.io/a?access_token=s3cr3t&page=2'",
+            "curl 'https://x.io/a?access_token=***&page=2'",
+        ),
         ("echo '{\"api_key\": \"zzz\"}'", "echo '{\"api_key\": ***}'"),
         // Headers.
-        ("curl -H 'Authorization: Bearer abc.def' https://api", "curl -H 'Authorization: *** ***' https://api"),
-        ("curl -H \"X-Api-Key: k1\" x", "curl -H \"X-Api-Key: ***\" x"),
+        (
+            "curl -H 'Authorization: Bearer abc.def' https://api",
+            "curl -H 'Authorization: *** ***' https://api",
+        ),
+        (
+            "curl -H \"X-Api-Key: k1\" x",
+            "curl -H \"X-Api-Key: ***\" x",
+        ),
         ("curl -u alice:pw https://h", "curl -u *** https://h"),
         // URLs' credentials.
-        ("git clone https://bob:pat@github.com/o/r.git", "git clone https://***@github.com/o/r.git"),
-        ("psql postgres://u:p@db:5432/app", "psql postgres://***@db:5432/app"),
+        (
+            "git clone https://bob:pat@github.com/o/r.git",
+            "git clone https://***@github.com/o/r.git",
+        ),
+        (
+            "psql postgres://u:p@db:5432/app",
+            "psql postgres://***@db:5432/app",
+        ),
         // Tokens by their issuers' prefixes, AWS key ids, JWTs.
-        ("gh auth login --with-token ghp_abcdefghijklmnopqrstuvwxyz0123456789", "gh auth login --with-token ***"),
-        ("aws s3 ls --access AKIAIOSFODNN7EXAMPLE", "aws s3 ls --access ***"),
+        (
+            "gh auth login --with-token ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "gh auth login --with-token ***",
+        ),
+        (
+            "aws s3 ls --access AKIAIOSFODNN7EXAMPLE",
+            "aws s3 ls --access ***",
+        ),
         ("echo eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig", "echo ***"),
         ("x glpat-abcdefghij1234 y", "x *** y"),
         // Long hex and base64 blobs.
         ("echo 0123456789abcdef0123456789abcdef", "echo ***"),
         ("echo wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "echo ***"),
-        ("base64 -d <<< QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0MTIz", "base64 -d <<< ***"),
+        (
+            "base64 -d <<< QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0MTIz",
+            "base64 -d <<< ***",
+        ),
         // Paths stay readable.
-        ("/home/u/Projects/My-App2/src/components/Button/index.tsx", "/home/u/Projects/My-App2/src/components/Button/index.tsx"),
+        (
+            "/home/u/Projects/My-App2/src/components/Button/index.tsx",
+            "/home/u/Projects/My-App2/src/components/Button/index.tsx",
+        ),
         // A private key.
-        ("printf '-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----' > k", "printf '***' > k"),
+        (
+            "printf '-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----' > k",
+            "printf '***' > k",
+        ),
         // Not secrets.
         ("[ \"$a\" == b ]", "[ \"$a\" == b ]"),
         ("git log --format=%H", "git log --format=%H"),
@@ -405,12 +446,25 @@ mod tests {
         assert_eq!(s.chars().count(), MAX_CHARS);
         assert!(s.ends_with('…'));
         // A secret past the part that is read is not shown in part.
-        let tail = format!("{}TOKEN_VALUE_ghp_{}", "x".repeat(MAX_INPUT_BYTES - 10), "a".repeat(40));
+        let tail = format!(
+            "{}TOKEN_VALUE_ghp_{}",
+            "x".repeat(MAX_INPUT_BYTES - 10),
+            "a".repeat(40)
+        );
         assert!(!redact(&tail).contains("TOKEN"));
         // Multi-byte text is cut on a character boundary.
         let s = redact(&"é".repeat(3000));
         assert!(s.chars().count() <= MAX_CHARS);
-        for hostile in ["=", ":", "://@", "-----BEGIN", "'", "\"", "a=\"", "-----BEGIN PRIVATE KEY"] {
+        for hostile in [
+            "=",
+            ":",
+            "://@",
+            "-----BEGIN",
+            "'",
+            "\"",
+            "a=\"",
+            "-----BEGIN PRIVATE KEY",
+        ] {
             let _ = redact(hostile);
         }
     }
@@ -419,9 +473,18 @@ mod tests {
     fn the_summary_is_the_argument_a_reviewer_reads_the_call_by() {
         use serde_json::json;
         for (input, want) in [
-            (json!({"command": "TOKEN=x make", "description": "d"}), Some("TOKEN=*** make")),
-            (json!({"file_path": "/p/a.rs", "content": "SECRET"}), Some("/p/a.rs")),
-            (json!({"url": "https://u:p@h/x", "prompt": "p"}), Some("https://***@h/x")),
+            (
+                json!({"command": "TOKEN=x make", "description": "d"}),
+                Some("TOKEN=*** make"),
+            ),
+            (
+                json!({"file_path": "/p/a.rs", "content": "SECRET"}),
+                Some("/p/a.rs"),
+            ),
+            (
+                json!({"url": "https://u:p@h/x", "prompt": "p"}),
+                Some("https://***@h/x"),
+            ),
             (json!({"uri": "file:///p/x"}), Some("file:///p/x")),
             (json!({"content": "no summary key"}), None),
             (json!({"command": 3}), None),

@@ -46,9 +46,9 @@ fn with_builtin_agents(text: &str) -> String {
                 .iter()
                 .position(|l| header(l))
                 .map_or(lines.len(), |p| at + 1 + p);
-            let key = lines[at + 1..end].iter().position(|l| {
-                l.split('=').next().map(str::trim) == Some("builtin_agents")
-            });
+            let key = lines[at + 1..end]
+                .iter()
+                .position(|l| l.split('=').next().map(str::trim) == Some("builtin_agents"));
             match key {
                 Some(k) => lines[at + 1 + k] = "builtin_agents = true".into(),
                 None => lines.insert(at + 1, "builtin_agents = true".into()),

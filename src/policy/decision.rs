@@ -360,6 +360,29 @@ mod tests {
         );
     }
 
+    /// Every shape of the two identity fields (docs/DERIVATION.md, "Who is calling").
+    #[test]
+    fn every_identity_shape_is_one_actor() {
+        let sub = |t: &str| Actor::Subagent(t.into());
+        for (id, ty, want) in [
+            (None, None, Actor::MainThread),
+            (None, Some(""), Actor::MainThread),
+            (None, Some("reviewer"), Actor::MainAgent("reviewer".into())),
+            (Some("a1"), Some("reviewer"), sub("reviewer")),
+            (Some(""), Some("reviewer"), sub("reviewer")),
+            (Some("a1"), None, Actor::Unidentified),
+            (Some("a1"), Some(""), Actor::Unidentified),
+            (Some(""), None, Actor::Unidentified),
+        ] {
+            assert_eq!(Actor::of(id, ty), want, "{id:?} {ty:?}");
+        }
+        let c = Config::default();
+        assert!(!Actor::MainThread.is_enforced(&c));
+        assert!(
+            Actor::MainAgent("x".into()).is_enforced(&c) && Actor::Unidentified.is_enforced(&c)
+        );
+    }
+
     #[test]
     fn undeclared_agents_hold_nothing_and_the_main_thread_is_recorded() {
         let c = Config::default();

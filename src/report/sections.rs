@@ -387,7 +387,10 @@ fn call_row(out: &mut String, number: usize, c: &CallView) {
     };
     // What ran, as far as the record keeps it: a redacted summary, only when it was opted in.
     let summary = c.summary.as_deref().map_or_else(String::new, |t| {
-        format!(" <code class=\"call-summary\" data-summary>{}</code>", esc(t))
+        format!(
+            " <code class=\"call-summary\" data-summary>{}</code>",
+            esc(t)
+        )
     });
     let seq = c
         .seq

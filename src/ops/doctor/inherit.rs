@@ -14,8 +14,7 @@ pub(super) fn checks(dir: &Path) -> Vec<Check> {
     let Ok(c) = crate::config::load(&dir.join(".attenu")) else {
         return Vec::new(); // the config check reports it
     };
-    let Ok((r, account)) = explain_project(dir, &c.agents, c.derive.session_pool.as_deref())
-    else {
+    let Ok((r, account)) = explain_project(dir, &c.agents, c.derive.session_pool.as_deref()) else {
         return Vec::new();
     };
     let mut out = Vec::new();
