@@ -24,11 +24,23 @@ pub struct Builtin {
     pub disallowed: &'static [&'static str],
 }
 
-/// What Claude Code's own read-only agents may not use.
-const READ_ONLY_DENIED: &[&str] = &["Agent", "ExitPlanMode", "Edit", "Write", "NotebookEdit"];
+/// What Claude Code's own read-only agents may not use (its `disallowedTools` for `Explore`
+/// and `Plan`: the Agent tool, the artifact tools, ExitPlanMode and the editing tools).
+const READ_ONLY_DENIED: &[&str] = &[
+    "Agent",
+    "Artifact",
+    "ArtifactComments",
+    "ArtifactData",
+    "ArtifactCheck",
+    "ExitPlanMode",
+    "Edit",
+    "Write",
+    "NotebookEdit",
+];
 
-/// The built-ins, in Claude Code 2.1.332's order. Others it ships behind flags (`fork`,
-/// `workflow-subagent`) are not in the preset: name them under `[agents]` to grant them.
+/// Every built-in the 2.1.332 binary defines (`agentType:` with `source:"built-in"`).
+/// `claude-code-guide` is the public build's list (a build with embedded search tools gives it
+/// Bash, Read, WebFetch, WebSearch instead).
 pub const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "general-purpose",
@@ -53,6 +65,42 @@ pub const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "claude-code-guide",
         tools: Some(&["Glob", "Grep", "Read", "WebFetch", "WebSearch"]),
+        disallowed: &[],
+    },
+    // Dispatched by Claude Code's artifact comment pipeline, not spawned by name.
+    Builtin {
+        name: "comment-thread-analyst",
+        tools: Some(&["Artifact"]),
+        disallowed: &[],
+    },
+    // A fork of the calling conversation.
+    Builtin {
+        name: "fork",
+        tools: None,
+        disallowed: &[],
+    },
+    // Claude Code's workflow scripts' own subagent.
+    Builtin {
+        name: "workflow-subagent",
+        tools: None,
+        disallowed: &["SendUserMessage", "Agent", "Workflow"],
+    },
+    // Reads a page for an agent without WebFetch of its own.
+    Builtin {
+        name: "web-fetch",
+        tools: Some(&["WebFetch"]),
+        disallowed: &[],
+    },
+    // Coordinator mode's worker.
+    Builtin {
+        name: "worker",
+        tools: None,
+        disallowed: &[],
+    },
+    // FleetView's catch-all, when no agent name is typed.
+    Builtin {
+        name: "claude",
+        tools: None,
         disallowed: &[],
     },
 ];
@@ -164,6 +212,6 @@ mod tests {
         assert_eq!(agents.len(), BUILTINS.len());
         assert!(agent_file("reviewer").is_none());
         let e = agent_file("Explore").unwrap();
-        assert_eq!((e.tools, e.disallowed.len()), (None, 5));
+        assert_eq!((e.tools, e.disallowed.len()), (None, 9));
     }
 }
