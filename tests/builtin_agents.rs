@@ -90,7 +90,22 @@ fn off_by_default_every_builtin_holds_nothing() {
             .id(&format!("t{i}"))
             .run();
         assert_denied_with(&out, "undeclared-agent");
+        // Said where it happens, with what turns the preset on.
+        assert!(
+            out.reason().contains("builtin_agents = true"),
+            "{}",
+            out.reason()
+        );
     }
+    let mut start = event("s1", p.path(), "SubagentStart");
+    start["agent_id"] = json!("a1");
+    start["agent_type"] = json!("Explore");
+    let out = hook(p.path(), &start);
+    assert!(
+        out.stdout.contains("install --builtin-agents"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]

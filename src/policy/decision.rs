@@ -224,12 +224,17 @@ fn undeclared(roster: &Roster, actor: &Actor, ty: &str) -> Reason {
                 .join(", ")
         ),
     };
-    let instead = match actor {
+    let mut instead = match actor {
         Actor::MainAgent(_) => format!(
             "; this session's main thread runs as --agent {ty}, so it is held to that declaration: declare it, or start the session without --agent"
         ),
         _ => String::new(),
     };
+    if crate::derive::builtin::get(ty).is_some() {
+        instead.push_str(&format!(
+            "; '{ty}' is one of Claude Code's built-in agents: [derive] builtin_agents = true (`attenu-hook install --builtin-agents`) grants it the tools Claude Code gives it"
+        ));
+    }
     Reason::new(
         Code::UndeclaredAgent,
         format!(
