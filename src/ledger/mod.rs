@@ -8,6 +8,7 @@ pub mod entry;
 pub mod fields;
 pub mod refusal;
 pub mod store;
+pub mod summary;
 
 /// The canonicalizer's old path, kept only so branches written before it moved to
 /// [`crate::json`] still build; new code names `crate::json::canonical`.

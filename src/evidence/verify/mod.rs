@@ -116,7 +116,7 @@ pub use input::{verify_bundle_bytes, InputError};
 pub use notices::Notice;
 pub use render::render_text;
 pub use report::{AnchorKey, CallSummary, Checks, Failure, FailureName, OpenCall, Report};
-pub use run::{run, EXIT_VALID_KEY_NOT_PINNED, EXIT_VALID_WITH_NOTICE};
+pub use run::{run, Pin, EXIT_VALID_KEY_NOT_PINNED, EXIT_VALID_WITH_NOTICE};
 pub use scope::scope_covers;
 pub(crate) use shown::shown;
 pub use stream::{verify_clean_stream, Input};
@@ -252,6 +252,7 @@ fn run_checks(
         failures: log.failures,
         notices,
         recorded: bundle.objects().find_map(|(_, e)| recorded_by(e)),
+        certificate: None,
     }
 }
 

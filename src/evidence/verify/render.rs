@@ -124,11 +124,34 @@ fn key_line(out: &mut String, report: &Report, key_file: Option<&Path>) {
         p.map(|p| shown_str(&p.display().to_string()))
             .unwrap_or_default()
     };
-    match report.key {
-        "pinned" => {
+    match (report.key, &report.certificate) {
+        ("pinned", Some(c)) => {
+            let _ = writeln!(
+                out,
+                "key: certified by the pinned CA ({}): key id \"{}\", serial {}, CA {}, valid before {}; checked at \
+                 the bundle's own signing time {} (`audit --ca` checks the store's time, which no signer chooses)",
+                shown_str(c.through.as_deref().unwrap_or("")),
+                shown_str(&c.view.key_id),
+                c.view.serial,
+                c.view.ca,
+                c.view.valid_before,
+                c.checked_at.as_deref().unwrap_or("?")
+            );
+        }
+        ("bundle-side", Some(c)) => {
+            let _ = writeln!(
+                out,
+                "WARNING: key NOT pinned: the anchor was checked with the key the bundle's own certificate names \
+                 (key id \"{}\", CA {}), and no CA you pinned vouched for it. Anyone who rewrote this bundle could \
+                 have put in their own key and certificate. Verify with the team's CA: attenu-hook verify BUNDLE --ca FILE",
+                shown_str(&c.view.key_id),
+                c.view.ca
+            );
+        }
+        ("pinned", None) => {
             let _ = writeln!(out, "key: pinned ({})", shown_file(key_file));
         }
-        "bundle-side" => {
+        ("bundle-side", None) => {
             let _ = writeln!(
                 out,
                 "WARNING: key NOT pinned: the anchor was checked with {}, read from beside the bundle. Anyone \
@@ -137,7 +160,7 @@ fn key_line(out: &mut String, report: &Report, key_file: Option<&Path>) {
                 shown_file(key_file)
             );
         }
-        "hmac" => {
+        ("hmac", _) => {
             let _ = writeln!(out, "key: HMAC test secret (reference test vectors only)");
         }
         _ => {

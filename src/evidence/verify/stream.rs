@@ -322,5 +322,6 @@ fn whole_bundle_steps(bundle: &Bundle<'_>, fold: &Fold, key: &AnchorKey) -> Opti
         // An entry recording a lost checkpoint ends the pass (`fold.rs`).
         notices: Vec::new(),
         recorded: fold.recorded.clone(),
+        certificate: None,
     })
 }

@@ -86,5 +86,6 @@ pub(super) fn report(bundle: &Value, key: &AnchorKey, problems: Vec<String>) -> 
         failures,
         notices: Vec::new(),
         recorded: None,
+        certificate: None,
     }
 }
