@@ -103,6 +103,7 @@ mod report;
 mod run;
 mod scope;
 mod shown;
+mod status;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -116,13 +117,16 @@ pub use input::{verify_bundle_bytes, InputError};
 pub use notices::Notice;
 pub use render::render_text;
 pub use report::{AnchorKey, CallSummary, Checks, Failure, FailureName, OpenCall, Report};
-pub use run::{run, EXIT_VALID_KEY_NOT_PINNED, EXIT_VALID_WITH_NOTICE};
+pub use run::{exit_of, run};
 pub use scope::scope_covers;
 pub(crate) use shown::shown;
+pub use status::{
+    AnchorStatus, Binding, CallState, CheckpointStatus, KeyTrust, ParamsCoverage, Verdict,
+};
 pub use stream::{verify_clean_stream, Input};
 
 use crate::json::tree::{Json, Members};
-use report::Log;
+use report::{Counts, Found, Log};
 
 /// Below this many entries one thread is faster than starting another.
 const PARALLEL_FROM: usize = 512;
@@ -222,11 +226,9 @@ fn run_checks(
     let checkpoint = tree::check_checkpoint(key, bundle, &mut log);
     tree::check_position(bundle, &mut log);
     anchor::refuse_without_key(key, &mut log);
-    let notices = notices::collect(bundle);
-    Report {
-        valid: log.failures.is_empty(),
+    let found = Found {
         checks: Checks {
-            integrity: chain_ok && anchor_status != "failed",
+            integrity: chain_ok && anchor_status != AnchorStatus::Failed,
             monotonicity: monotonicity && !nodes.unreadable,
             containment: containment.ok,
             execution_binding: eb_status,
@@ -237,21 +239,19 @@ fn run_checks(
             ledger_fields: fields_ok,
             checkpoint,
         },
-        key: key.label(),
-        chain_id: bundle
-            .members
-            .get("chain_id")
-            .map_or(serde_json::Value::Null, Json::to_value),
         entries: bundle.raw_entries.len(),
-        nodes: nodes.authorities.len(),
-        actions_checked: containment.actions,
-        ungated: containment.ungated,
-        denied: containment.denied,
+        counts: Counts {
+            nodes: nodes.authorities.len(),
+            actions_checked: containment.actions,
+            ungated: containment.ungated,
+            denied: containment.denied,
+        },
         calls,
         failures: log.failures,
-        notices,
+        notices: notices::collect(bundle),
         recorded: bundle.objects().find_map(|(_, e)| recorded_by(e)),
-    }
+    };
+    Report::new(key, bundle.members.get("chain_id"), found)
 }
 
 /// The identity a root entry recorded, if `e` is one that recorded it.

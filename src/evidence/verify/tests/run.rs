@@ -1,6 +1,7 @@
 //! The command's exit codes, and the reference verifier's verdict on our Ed25519 anchor.
 
 use super::*;
+use crate::protocol::Exit;
 use ed25519_dalek::VerifyingKey;
 
 #[test]
@@ -27,26 +28,26 @@ fn run_exit_codes() {
 
     assert_eq!(
         run(&bundle_path, None, false),
-        1,
+        Exit::CheckFailed,
         "no key anywhere: invalid"
     );
-    assert_eq!(run(&bundle_path, Some(&pub_json), false), 0);
-    assert_eq!(run(&bundle_path, Some(&pub_bare), true), 0);
-    assert_eq!(run(&bundle_path, Some(&bad), false), 2);
-    assert_eq!(run(&bundle_path, Some(&dir.join("missing.pub")), false), 2);
-    assert_eq!(run(&dir.join("missing.json"), Some(&pub_json), false), 2);
+    assert_eq!(run(&bundle_path, Some(&pub_json), false), Exit::Success);
+    assert_eq!(run(&bundle_path, Some(&pub_bare), true), Exit::Success);
+    assert_eq!(run(&bundle_path, Some(&bad), false), Exit::Unusable);
+    assert_eq!(run(&bundle_path, Some(&dir.join("missing.pub")), false), Exit::Unusable);
+    assert_eq!(run(&dir.join("missing.json"), Some(&pub_json), false), Exit::Unusable);
     std::fs::copy(&pub_json, dir.join("anchor.pub")).unwrap();
     assert_eq!(
         run(&bundle_path, None, false),
-        EXIT_VALID_KEY_NOT_PINNED,
+        Exit::ValidUnpinned,
         "the bundle-side key verifies, reported as not pinned, and a script cannot take it for 0"
     );
-    assert_eq!(run(&bundle_path, None, true), EXIT_VALID_KEY_NOT_PINNED);
-    assert_eq!(run(&bundle_path, Some(&pub_bare), false), 0);
+    assert_eq!(run(&bundle_path, None, true), Exit::ValidUnpinned);
+    assert_eq!(run(&bundle_path, Some(&pub_bare), false), Exit::Success);
 
     let not_json = dir.join("garbage.json");
     std::fs::write(&not_json, "{\"v\": 2,").unwrap();
-    assert_eq!(run(&not_json, Some(&pub_json), false), 2);
+    assert_eq!(run(&not_json, Some(&pub_json), false), Exit::Unusable);
     // Too deep for the reader is unusable input too, and said as such, not "not JSON".
     let deep = format!("{{\"x\":{}1{}}}", "[".repeat(200), "]".repeat(200));
     match verify_bundle_bytes(deep.as_bytes(), &pinned(&k)) {
@@ -54,7 +55,7 @@ fn run_exit_codes() {
         other => panic!("{other:?}"),
     }
     std::fs::write(&not_json, deep).unwrap();
-    assert_eq!(run(&not_json, Some(&pub_json), false), 2);
+    assert_eq!(run(&not_json, Some(&pub_json), false), Exit::Unusable);
 
     let text = std::fs::read_to_string(&bundle_path).unwrap();
     let dup = dir.join("dup.json");
@@ -63,7 +64,7 @@ fn run_exit_codes() {
     std::fs::write(&dup, text.replacen('{', "{\"v\":2,", 1)).unwrap();
     let r = verify_bundle_bytes(&std::fs::read(&dup).unwrap(), &pinned(&k)).unwrap();
     assert_eq!(names(&r), vec!["duplicate-member"]);
-    assert_eq!(run(&dup, Some(&pub_json), false), 1);
+    assert_eq!(run(&dup, Some(&pub_json), false), Exit::CheckFailed);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
