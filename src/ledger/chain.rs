@@ -137,7 +137,12 @@ impl Links<'_> {
     /// The chain's rule for the entry at `index`, after the entry whose hash is `prev`: seq is
     /// its position, prev_hash is `prev`, and hash is `computed` (the entry's own hash, `None`
     /// when it cannot be hashed). The one rule every reader of a chain applies, entry by entry.
-    pub fn follow(&self, index: usize, prev: &str, computed: Option<&str>) -> Result<(), ChainBreak> {
+    pub fn follow(
+        &self,
+        index: usize,
+        prev: &str,
+        computed: Option<&str>,
+    ) -> Result<(), ChainBreak> {
         if !is_integral(self.seq, index as u64) {
             return Err(ChainBreak::SeqGap { index });
         }

@@ -3,9 +3,9 @@
 //! goes through [`esc`]; the page's own words are constants.
 
 use super::escape::text as esc;
-use crate::evidence::verify::{AnchorStatus, KeyTrust, Verdict};
 use super::model::{BundleView, KeyUsed, Source};
 use super::{fleet, sections, Input, Page};
+use crate::evidence::verify::{AnchorStatus, KeyTrust, Verdict};
 use std::fmt::Write as _;
 
 const STYLE: &str = include_str!("style.css");

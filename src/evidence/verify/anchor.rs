@@ -5,8 +5,8 @@
 
 use super::json::{integral, json_eq, truthy};
 use super::shown::{shown_list, shown_opt};
-use super::{AnchorKey, Bundle, FailureName, Log, Obj, Value};
 use super::status::AnchorStatus;
+use super::{AnchorKey, Bundle, FailureName, Log, Obj, Value};
 use crate::json::canonical::{self, CanonicalError};
 use crate::ledger::chain;
 use ed25519_dalek::Signature;

@@ -7,8 +7,8 @@ use super::json::{event_of, get, is_lower_hex, is_number, json_eq, note_revoked,
 use super::json::{seq_value, truthy, value_eq};
 use super::records::{check_allow, check_deny, check_outcome, Record};
 use super::report::{CallSummary, Failure, OpenCall};
-use super::status::{Binding, CallState, ParamsCoverage};
 use super::shown::{seq_text, shown, shown_opt, shown_str};
+use super::status::{Binding, CallState, ParamsCoverage};
 use super::{version, Bundle, FailureName, Log, Obj, Value, PARALLEL_FROM};
 use crate::json::canonical;
 use std::collections::{HashMap, HashSet};

@@ -5,8 +5,10 @@
 //!
 //! The pass only ever answers "clean": [`Fold::entry`] returns false on anything a check would
 //! report, and on anything it does not handle (a kill, a second root, a non-string call id, a
-//! float `seq`...), and the caller then runs the full verifier for the verdict. So each rule
-//! here is the full verifier's rule or a stricter one, never a looser one.
+//! float `seq`...), and the caller then runs the full verifier for the verdict. Where a step has
+//! a per-entry rule, the fold calls it (with a scratch log: anything logged ends the pass);
+//! what is left here is the state the steps keep across entries, held small, and the shapes the
+//! fold declines, so each rule is the full verifier's own or a stricter one, never a looser one.
 
 use super::authority::Authority;
 use super::binding::{self, AllowSide, Tally};
@@ -14,7 +16,7 @@ use super::json::{event_of, get, is_lower_hex, truthy};
 use super::records::{check_allow, check_deny, check_outcome, known_policy};
 use super::report::{CallSummary, Counts, OpenCall};
 use super::status::Binding;
-use super::{containment, fields, Log, Obj, Value};
+use super::{containment, fields, policy, Log, Obj, Value};
 use crate::evidence::checkpoint::leaf_of_hash;
 use crate::json::{exact_tree, strict, tree};
 use crate::ledger::chain::{self, GENESIS};
@@ -75,14 +77,10 @@ fn alone(e: &Obj<'_>) -> bool {
     if !e.get("chain_id").is_some_and(Value::is_string) {
         return false;
     }
+    if !fields::node_id(e, 0, &mut scratch) || !policy::entry(e, Some(2), 0, &mut scratch) {
+        return false;
+    }
     let ev = event_of(e);
-    let defines = matches!(ev, Some("root" | "spawn" | "allow"));
-    if !defines && get(e, "node").is_some_and(|n| !n.is_string()) {
-        return false;
-    }
-    if e.contains_key("policy") && !matches!(ev, Some("allow" | "deny")) {
-        return false;
-    }
     // A recorded checkpoint loss is a notice, which only the full verifier reports.
     let context = e.get("context").and_then(Value::as_object);
     if context.is_some_and(|c| c.contains_key(crate::ledger::store::CHECKPOINT_LOST)) {
@@ -341,7 +339,11 @@ impl Fold {
         let Some(al) = self.waiting.remove(cid) else {
             return false;
         };
-        let node = al.open.node.as_deref().map(|n| Value::String(Cow::Borrowed(n)));
+        let node = al
+            .open
+            .node
+            .as_deref()
+            .map(|n| Value::String(Cow::Borrowed(n)));
         let seq = Value::Number(Number::from(al.open.index));
         let authorized = al.authorized.as_deref().map(|a| Value::String(a.into()));
         let side = AllowSide {

@@ -72,10 +72,19 @@
 //! `attenu-hook verify` first tries a streaming pass (`stream.rs`, reading with `crate::json::split`,
 //! each entry folded by `fold.rs`) that holds memory to the nodes and open calls, not the
 //! entries, and answers only for a clean bundle, with the report the steps above give; on
-//! anything else it gives up and the steps above decide. The unit tests and
+//! anything else it gives up and the steps above decide. The fold is a second driver of the
+//! same rules, not a copy of them: for each entry it calls the steps' own per-entry functions
+//! (`fields::known_event`, `known_fields`, `node_id`, `policy::entry`, the record rules,
+//! `chain::Links::follow`, `binding::salt_ok`, `Authority::narrower_than`,
+//! `containment::action_within`, `binding::bind_one`) with a scratch log, and gives up when one
+//! logs; the calls it reports go through the same `binding::open_call`, `Tally` and `level`. The
+//! whole-bundle steps (versions, chain id, anchor, checkpoint, position, no key) run on the
+//! members with the first and last entry. Every report, from either pass or from step (0), is
+//! made by `Report::new`, with the typed statuses of `status.rs`. The unit tests and
 //! `tests/evidence.rs` hold the two reports equal.
 //!
-//! Around them: `report.rs` (the report and failure names), `input.rs` (reading the bundle
+//! Around them: `report.rs` (the report and failure names), `status.rs` (the statuses and the
+//! verdict, each with its one word), `input.rs` (reading the bundle
 //! file; key files are `crate::evidence::keys`), `run.rs` (the command), `render.rs` (the text output), `json.rs`,
 //! `shown.rs` and `crate::ledger::fields` (reading values, printing them safely, the ledger's names). The
 //! unit tests are in `tests/`.

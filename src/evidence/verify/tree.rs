@@ -7,8 +7,8 @@
 //! by anything in the chain and is shown as exported.
 
 use super::json::kind;
-use super::{AnchorKey, Bundle, FailureName, Log, Value};
 use super::status::CheckpointStatus;
+use super::{AnchorKey, Bundle, FailureName, Log, Value};
 use crate::evidence::checkpoint::{leaf_of_hash, origin};
 use crate::tlog::{Checkpoint, Frontier, Note, VerifierKey};
 

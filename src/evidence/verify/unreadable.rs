@@ -59,5 +59,9 @@ pub(super) fn report(bundle: &Value, key: &AnchorKey, problems: Vec<String>) -> 
         notices: Vec::new(),
         recorded: None,
     };
-    Report::new(key, bundle.as_object().and_then(|b| b.get("chain_id")), found)
+    Report::new(
+        key,
+        bundle.as_object().and_then(|b| b.get("chain_id")),
+        found,
+    )
 }

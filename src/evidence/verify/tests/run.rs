@@ -34,8 +34,14 @@ fn run_exit_codes() {
     assert_eq!(run(&bundle_path, Some(&pub_json), false), Exit::Success);
     assert_eq!(run(&bundle_path, Some(&pub_bare), true), Exit::Success);
     assert_eq!(run(&bundle_path, Some(&bad), false), Exit::Unusable);
-    assert_eq!(run(&bundle_path, Some(&dir.join("missing.pub")), false), Exit::Unusable);
-    assert_eq!(run(&dir.join("missing.json"), Some(&pub_json), false), Exit::Unusable);
+    assert_eq!(
+        run(&bundle_path, Some(&dir.join("missing.pub")), false),
+        Exit::Unusable
+    );
+    assert_eq!(
+        run(&dir.join("missing.json"), Some(&pub_json), false),
+        Exit::Unusable
+    );
     std::fs::copy(&pub_json, dir.join("anchor.pub")).unwrap();
     assert_eq!(
         run(&bundle_path, None, false),
