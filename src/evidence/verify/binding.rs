@@ -426,7 +426,7 @@ impl Tally {
 /// unaccounted call; else `incomplete` when a call is unobserved, or a node (in definition
 /// order) neither finished nor was revoked, or was revoked with a call unaccounted; else
 /// `clean`.
-pub(super) fn level<'n>(
+pub(super) fn level(
     nodes: &[impl AsRef<str>],
     finalized: impl Fn(&str) -> bool,
     revoked: impl Fn(&str) -> bool,

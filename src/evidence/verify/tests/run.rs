@@ -123,3 +123,16 @@ fn the_reference_accepts_our_ed25519_anchor() {
     assert_eq!(theirs["ok"], false, "{theirs}");
     assert!(!verify_bundle(&forged, &pinned(&honest)).valid);
 }
+
+/// Each verdict has one exit, and the codes are the ones scripts read.
+#[test]
+fn each_verdict_exits_with_its_code() {
+    for (verdict, code) in [
+        (Verdict::Valid, 0),
+        (Verdict::Invalid, 1),
+        (Verdict::ValidUnpinned, 3),
+        (Verdict::ValidWithNotice, 4),
+    ] {
+        assert_eq!(exit_of(verdict).code(), code, "{verdict:?}");
+    }
+}
