@@ -163,9 +163,20 @@ pub fn check_decision(roster: &Roster, config: &Config, call: &Call<'_>) {
         );
     }
     match &d.actor {
-        Actor::Subagent(ty) => {
-            assert!(call.agent_id.is_some());
-            assert!(d.enforced, "a subagent refusal is enforced in enforce mode");
+        Actor::Unidentified => {
+            assert!(call.agent_id.is_some() && call.agent_type.is_none_or(str::is_empty));
+            assert!(
+                !d.held && d.node_agent.is_none(),
+                "an unidentified call holds nothing"
+            );
+        }
+        Actor::Subagent(ty) | Actor::MainAgent(ty) => {
+            // A subagent, or a `--agent` main thread held to its agent's declaration.
+            assert_eq!(
+                call.agent_id.is_some(),
+                matches!(d.actor, Actor::Subagent(_))
+            );
+            assert!(d.enforced, "an agent's refusal is enforced in enforce mode");
             match roster.agents.get(ty) {
                 None => {
                     assert!(
@@ -190,7 +201,7 @@ pub fn check_decision(roster: &Roster, config: &Config, call: &Call<'_>) {
             }
         }
         Actor::MainThread => {
-            assert!(call.agent_id.is_none());
+            assert!(call.agent_id.is_none() && call.agent_type.is_none_or(str::is_empty));
             assert_eq!(d.node_agent, None);
             if d.held {
                 assert!(roster.declared_anywhere(&d.scope));

@@ -15,6 +15,8 @@ pub enum Code {
     UndeclaredAgent,
     /// The agent's own declaration could not be read; it holds nothing.
     AgentDeclarationInvalid,
+    /// A call under an `agent_id` without an `agent_type`: no declaration can be matched.
+    AgentUnidentified,
     /// A subagent tried to touch the hook's own state, settings or keys.
     SelfProtection,
     /// The operator revoked this subagent's authority (or this tool of it) in `.attenu/revoke`.
@@ -61,6 +63,7 @@ impl Code {
         Code::Unresolved,
         Code::UndeclaredAgent,
         Code::AgentDeclarationInvalid,
+        Code::AgentUnidentified,
         Code::SelfProtection,
         Code::Revoked,
         Code::PayloadInvalid,
@@ -97,6 +100,7 @@ impl Code {
             Code::Unresolved => "unresolved",
             Code::UndeclaredAgent => "undeclared-agent",
             Code::AgentDeclarationInvalid => "agent-declaration-invalid",
+            Code::AgentUnidentified => "agent-unidentified",
             Code::SelfProtection => "self-protection",
             Code::Revoked => "revoked",
             Code::PayloadInvalid => "payload-invalid",
@@ -132,9 +136,10 @@ impl Code {
     pub fn disposition(self) -> Option<&'static str> {
         match self {
             Code::OutOfAuthority | Code::Revoked => Some("out_of_authority"),
-            Code::Unresolved | Code::UndeclaredAgent | Code::AgentDeclarationInvalid => {
-                Some("unresolved")
-            }
+            Code::Unresolved
+            | Code::UndeclaredAgent
+            | Code::AgentDeclarationInvalid
+            | Code::AgentUnidentified => Some("unresolved"),
             // Every gate refusal: the call waits on a human's grant.
             Code::GateAuthorizationRequired
             | Code::GateAuthorizationUsedUp

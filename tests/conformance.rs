@@ -25,6 +25,7 @@ fn main() {
         sixteen_processes_exporting_and_appending_at_once_leave_one_key_and_valid_bundles,
         verdicts_match_the_reference_vectors,
         reference_accepts_a_bundle_signed_by_a_certified_key,
+        reference_accepts_summaries_presets_and_every_identity_shape,
     ]);
 }
 
@@ -649,4 +650,42 @@ fn reference_accepts_a_bundle_signed_by_a_certified_key() {
     let report = reference_verify(&py, &bundle_path, &anchor_pub);
     assert_eq!(report["ok"], true, "{report}");
     assert_eq!(report["checks"]["anchor"], "verified", "{report}");
+}
+
+/// Issue 39: `context.summary` (`[privacy] record = "summary"`), the built-in preset's spawns,
+/// and the identity shapes (an unidentified agent_id, a teammate's empty agent_id, a
+/// `--agent` main thread) all in one bundle the reference accepts.
+fn reference_accepts_summaries_presets_and_every_identity_shape() {
+    let py = need_reference_python();
+    let p = sample("conf-identity");
+    write_config(
+        p.path(),
+        "[privacy]\nrecord = \"summary\"\n[derive]\nbuiltin_agents = true\n",
+    );
+    mixed_session(p.path(), "s1");
+    let shapes = [
+        (Some("a9f31c0d"), None, "Read"),
+        (Some(""), Some("reviewer"), "Read"),
+        (None, Some("reviewer"), "Bash"),
+        (Some("e1"), Some("Explore"), "Read"),
+    ];
+    for (i, (id, ty, tool)) in shapes.iter().enumerate() {
+        let input = json!({"file_path": "/p/a.py", "command": "TOKEN=s3cr3t make"});
+        let mut payload = pre("s2", p.path(), None, tool, input, &format!("toolu_{i}"));
+        if let Some(id) = id {
+            payload["agent_id"] = json!(id);
+        }
+        if let Some(ty) = ty {
+            payload["agent_type"] = json!(ty);
+        }
+        hook(p.path(), &payload);
+    }
+    hook(p.path(), &event("s2", p.path(), "SessionEnd"));
+    for session in ["s1", "s2"] {
+        let bundle = p.path().join(format!(".attenu/bundle-{session}.json"));
+        let text = std::fs::read_to_string(&bundle).unwrap();
+        assert!(text.contains("\"summary\""), "{session} has summaries");
+        assert!(!text.contains("s3cr3t"));
+        assert_reference_accepts(&py, p.path(), &bundle);
+    }
 }

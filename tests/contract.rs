@@ -603,3 +603,44 @@ fn removing_any_used_name_from_the_contract_is_caught() {
         );
     }
 }
+
+/// The built-in agent preset (src/derive/builtin.rs) grants exactly what contract.json pins
+/// for each of Claude Code's built-in agents, and every built-in it names is listed.
+#[test]
+fn the_builtin_agent_preset_is_the_pinned_one() {
+    use attenu_hook::derive::builtin::BUILTINS;
+    let c = contract();
+    let pinned = c["subagents"]["builtin_agents"]
+        .as_object()
+        .expect("contract.json subagents.builtin_agents");
+    let strings = |v: &Value| -> Option<Vec<String>> {
+        v.as_array().map(|a| {
+            a.iter()
+                .map(|s| s.as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+    };
+    let listed: BTreeSet<&str> = pinned
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !k.starts_with('_'))
+        .collect();
+    let ours: BTreeSet<&str> = BUILTINS.iter().map(|b| b.name).collect();
+    assert_eq!(ours, listed, "the preset's agents and contract.json's");
+    for b in BUILTINS {
+        let want = &pinned[b.name];
+        let tools = b.tools.map(|t| t.iter().map(|s| s.to_string()).collect());
+        assert_eq!(tools, strings(&want["tools"]), "{} tools", b.name);
+        let disallowed: Vec<String> = b.disallowed.iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            Some(disallowed),
+            strings(&want["disallowedTools"]),
+            "{} disallowedTools",
+            b.name
+        );
+    }
+    let types: BTreeSet<String> = names(&c["subagents"]["builtin_agent_types"]);
+    for b in BUILTINS {
+        assert!(types.contains(b.name), "{} in builtin_agent_types", b.name);
+    }
+}

@@ -91,8 +91,13 @@ fn undeclared_subagent_types_hold_nothing_unless_configured() {
             payload.as_object_mut().unwrap().remove("agent_type");
         }
         let out = hook(p.path(), &payload);
-        assert!(out.denied(), "{ty}: {}", out.stdout);
-        assert!(out.reason().contains("[undeclared-agent]"));
+        // No type at all cannot be matched to anything (tests/identity.rs has every shape).
+        let code = if ty.is_empty() {
+            "agent-unidentified"
+        } else {
+            "undeclared-agent"
+        };
+        assert_denied_with(&out, code);
     }
     // Configured agents are part of the roster a session is pinned to: a new session has it.
     write_config(p.path(), "[agents]\nExplore = [\"Read\", \"Grep\"]\n");
@@ -148,16 +153,18 @@ fn main_thread_is_recorded_not_enforced_unless_configured() {
     );
 }
 
+/// `claude --agent reviewer`: the main thread is held to reviewer's declaration, enforced
+/// (it was once read as the plain main thread, whose refusals are only recorded).
 #[test]
-fn agent_type_without_agent_id_is_the_main_thread_of_an_agent_session() {
+fn agent_type_without_agent_id_is_held_to_that_agents_declaration() {
     let p = sample("agentmain");
-    let mut payload = p
-        .main_thread("Bash")
-        .input(json!({"command": "ls"}))
-        .id("t1")
-        .value();
-    payload["agent_type"] = json!("reviewer");
-    assert_allowed(&hook(p.path(), &payload));
+    let call = |tool: &str, input: serde_json::Value, id: &str| {
+        let mut payload = p.main_thread(tool).input(input).id(id).value();
+        payload["agent_type"] = json!("reviewer");
+        hook(p.path(), &payload)
+    };
+    assert_denied_with(&call("Bash", json!({"command": "ls"}), "t1"), "unresolved");
+    assert_allowed(&call("Read", json!({"file_path": "/x"}), "t2"));
 }
 
 #[test]

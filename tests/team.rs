@@ -27,6 +27,7 @@ fn main() {
         a_local_file_that_weakens_the_team_and_admin_files_is_recorded,
         subagents_cannot_reach_the_team_file_or_the_enrolled_key,
         a_fifo_in_place_of_gits_head_never_holds_up_a_call,
+        one_certified_bundle_verifies_under_the_team_ca_alone,
     ]);
 }
 
@@ -802,4 +803,82 @@ fn a_fifo_in_place_of_gits_head_never_holds_up_a_call() {
     assert!(out.is_allow(), "{}", out.stdout);
     let root = &entries(p.path(), "s1")[0];
     assert!(root["context"]["identity"].get("git").is_none(), "{root}");
+}
+
+/// A reviewer handed one bundle of an enrolled machine checks it against the team CA alone:
+/// the key is the one the bundle's certificate names, trusted only when the CA signed that
+/// certificate. Without a pin, the certified key (not the clone's own `anchor.pub` beside the
+/// bundle, which did not sign it) verifies it, reported as not pinned.
+fn one_certified_bundle_verifies_under_the_team_ca_alone() {
+    need_tools();
+    let keys = TempDir::new("team-one-bundle");
+    let share = keys.path().join("share");
+    std::fs::create_dir(&share).unwrap();
+    let team = ca(keys.path(), "team-ca");
+    let other = ca(keys.path(), "other-ca");
+    let project = repo(&file_url(&share), &team);
+    let alice = machine("one-bundle-alice");
+    alice.enroll(&team, "alice@laptop");
+    let clone = project.clone_to("one-bundle-clone");
+    alice.session(clone.path(), "s1");
+    let bundle = clone.path().join(".attenu/bundle-s1.json");
+    let b = bundle.to_str().unwrap();
+    assert!(clone.path().join(".attenu/anchor.pub").exists());
+    let revoked = keys.path().join("revoked");
+    std::fs::write(&revoked, "id:alice@laptop\n").unwrap();
+    let (t, o, r) = (
+        team.public.to_str().unwrap(),
+        other.public.to_str().unwrap(),
+        revoked.to_str().unwrap(),
+    );
+    // (arguments, exit code, what stdout says)
+    let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["verify", b],
+            3,
+            "the key the bundle's own certificate names (key id \"alice@laptop\"",
+        ),
+        (
+            &["verify", b, "--ca", t],
+            0,
+            "key: certified by the pinned CA",
+        ),
+        (
+            &["verify", b, "--ca", o],
+            1,
+            "INVALID (signer not certified)",
+        ),
+        (&["verify", b, "--ca", t, "--revoked", r], 1, "is revoked"),
+    ];
+    for (args, code, says) in cases {
+        let out = alice.cli(args);
+        assert_eq!(out.code, *code, "{args:?}: {}{}", out.stdout, out.stderr);
+        assert!(out.stdout.contains(says), "{args:?}: {}", out.stdout);
+    }
+    let out = alice.cli(&["verify", b, "--ca", t, "--json"]);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(report["valid"], true, "{report}");
+    assert_eq!(report["certificate"]["key_id"], "alice@laptop", "{report}");
+    assert_eq!(report["certificate"]["serial"], 1, "{report}");
+
+    // An entry changed: the certificate still checks out, the signature no longer does.
+    let text = std::fs::read_to_string(&bundle).unwrap();
+    let tampered = keys.path().join("tampered.json");
+    std::fs::write(&tampered, text.replacen("\"Read\"", "\"Edit\"", 1)).unwrap();
+    let out = alice.cli(&["verify", tampered.to_str().unwrap(), "--ca", t]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stdout.contains("INVALID"), "{}", out.stdout);
+
+    // A machine that never enrolled signed with its own key: no CA vouches for it.
+    let stranger = machine("one-bundle-stranger");
+    let theirs = project.clone_to("one-bundle-stranger-clone");
+    stranger.session(theirs.path(), "s2");
+    let bundle = theirs.path().join(".attenu/bundle-s2.json");
+    let out = stranger.cli(&["verify", bundle.to_str().unwrap(), "--ca", t]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("carries no signer certificate"),
+        "{}",
+        out.stderr
+    );
 }

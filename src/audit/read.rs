@@ -147,7 +147,7 @@ pub async fn audit(
         .buffer_unordered(SESSIONS_AT_ONCE)
         .try_collect()
         .await?;
-    let trusted: Vec<(String, Option<trust::CertView>)> = reports
+    let trusted: Vec<(String, Option<crate::trust::CertView>)> = reports
         .iter()
         .filter(|r| r.trusted)
         .map(|r| (r.project.clone(), r.certificate.clone()))
@@ -169,7 +169,7 @@ async fn fetch_certificates(
 ) -> Result<(BTreeMap<String, Vec<Cert>>, Vec<String>), StoreError> {
     let mut certs: BTreeMap<String, Vec<Cert>> = BTreeMap::new();
     let mut findings = Vec::new();
-    if !matches!(pinning, Pinning::Ca { .. }) {
+    if !matches!(pinning, Pinning::Ca(_)) {
         return Ok((certs, findings));
     }
     for (kid, infos) in listing {

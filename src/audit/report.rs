@@ -95,7 +95,7 @@ pub struct SessionReport {
     pub chains: Vec<ChainReport>,
     /// The certificate its key was trusted through (`audit --ca`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub certificate: Option<super::trust::CertView>,
+    pub certificate: Option<crate::trust::CertView>,
     /// Who and where, as the chain's root recorded it (`crate::trust::identity`): signed by
     /// the session's key, so only as good as that key's trust.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,43 +5,14 @@
 //! object, and that is not revoked (`crate::trust::cert::check`).
 
 use super::read::Keys;
-use crate::trust::{cert, Cert, Revocations, TrustedCas};
+use crate::trust::{CaPin, Cert, CertView};
 use ed25519_dalek::VerifyingKey;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The reviewer's pins.
 pub enum Pinning {
     Keys(Keys),
-    Ca {
-        cas: TrustedCas,
-        revoked: Revocations,
-    },
-}
-
-/// The certificate a session's key was trusted through, as the report shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CertView {
-    /// `ssh-keygen -I`: who the team certified.
-    pub key_id: String,
-    pub principals: Vec<String>,
-    pub serial: u64,
-    /// The CA's SHA256 fingerprint.
-    pub ca: String,
-    /// RFC 3339.
-    pub valid_before: String,
-}
-
-impl CertView {
-    fn of(c: &Cert) -> CertView {
-        CertView {
-            key_id: c.key_id.clone(),
-            principals: c.principals.clone(),
-            serial: c.serial,
-            ca: c.ca_fingerprint.clone(),
-            valid_before: cert::utc(c.valid_before),
-        }
-    }
+    Ca(CaPin),
 }
 
 /// The key a session of `kid` is checked with, and the certificate behind it; or why none is
@@ -59,7 +30,7 @@ pub fn key_for(
                 "no --pub key has the id {kid}, so nothing of project {kid} can be checked; pass that project's anchor.pub"
             )
         }),
-        Pinning::Ca { cas, revoked } => {
+        Pinning::Ca(pin) => {
             let mine = certs.get(kid).map(Vec::as_slice).unwrap_or_default();
             let mut problems = Vec::new();
             for c in mine {
@@ -70,7 +41,7 @@ pub fn key_for(
                     ));
                     continue;
                 }
-                match cert::check(c, cas, revoked, at_ms / 1000) {
+                match pin.check(c, at_ms / 1000) {
                     Ok(()) => return Ok((c.public, Some(CertView::of(c)))),
                     Err(p) => problems.push(format!("the certificate for key id {:?}: {p}", c.key_id)),
                 }
@@ -96,7 +67,7 @@ pub fn key_for(
 pub fn fleet_findings(pinning: &Pinning, trusted: &[(String, Option<CertView>)]) -> Vec<String> {
     let mut out = Vec::new();
     match pinning {
-        Pinning::Ca { .. } => {
+        Pinning::Ca(_) => {
             let certified: Vec<(&String, &CertView)> = trusted
                 .iter()
                 .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))

@@ -69,24 +69,7 @@ fn pinning(
         }
         return Ok(Pinning::Keys(pinned));
     }
-    let read = |path: &PathBuf| {
-        std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
-    };
-    let mut text = String::new();
-    for path in ca_files {
-        let t = read(path)?;
-        crate::trust::TrustedCas::parse(&t)
-            .map_err(|e| format!("{} is not a CA public key file: {e}", path.display()))?;
-        text.push_str(&t);
-        text.push('\n');
-    }
-    let cas = crate::trust::TrustedCas::parse(&text)?;
-    let revoked = match revoked {
-        Some(path) => crate::trust::Revocations::parse(&read(path)?)
-            .map_err(|e| format!("{} is not a revocation list: {e}", path.display()))?,
-        None => crate::trust::Revocations::default(),
-    };
-    Ok(Pinning::Ca { cas, revoked })
+    crate::trust::CaPin::load(ca_files, revoked.map(PathBuf::as_path)).map(Pinning::Ca)
 }
 
 pub fn run(a: Args) -> Exit {

@@ -23,12 +23,16 @@ pub fn run(dir: &Path, human: bool) -> Exit {
     match explain_project(&root, &config.agents, pool) {
         Ok((r, account)) if human => {
             print!("{}", render(&root, &r, &account, Style::for_stdout()));
+            if let Some(line) = crate::derive::builtin::used_line(&root.join(".attenu"), &r) {
+                println!("\n{line}");
+            }
             Exit::Success
         }
         Ok((r, account)) => {
             let mut doc = r.to_json();
             doc["project"] = Value::from(root.display().to_string());
             doc["inheritance"] = inheritance(&r, &account);
+            doc["builtins_used"] = builtins_used(&root, &r);
             let names = original_names(&r);
             if !names.is_empty() {
                 doc["names"] = json!(names);
@@ -63,4 +67,22 @@ fn original_names(r: &Roster) -> BTreeMap<String, String> {
         .chain(r.agents.values().flat_map(|a| a.scopes.iter()))
         .filter_map(|s| readable::original(s).map(|o| (s.clone(), o)))
         .collect()
+}
+
+/// `builtins_used` in the JSON: each built-in agent the project's sessions used, how many
+/// ledger records name it, and the scopes it holds now (`null`: it is not declared).
+fn builtins_used(root: &Path, r: &Roster) -> Value {
+    crate::derive::builtin::used_in(&root.join(".attenu"))
+        .into_iter()
+        .map(|(name, records)| {
+            let holds = r.agents.get(name).map(
+                |a| json!({"scopes": a.scopes.iter().collect::<Vec<_>>(), "source": a.source}),
+            );
+            (
+                name.to_string(),
+                json!({"records": records, "holds": holds}),
+            )
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }

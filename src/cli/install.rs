@@ -14,6 +14,9 @@ pub struct Args {
     /// The command to wire (default: "$CLAUDE_PROJECT_DIR"/.claude/hooks/attenu-hook.sh, a committed launcher that runs attenu-hook and blocks with what to install where it is missing)
     #[arg(long)]
     command: Option<String>,
+    /// Also grant Claude Code's built-in agents (Explore, Plan, general-purpose, ...) exactly the tools Claude Code gives them: sets [derive] builtin_agents = true in .claude/attenu.toml (with --local, in .attenu/config.toml). Without it they hold nothing
+    #[arg(long)]
+    builtin_agents: bool,
 }
 
 pub fn run(a: Args) -> Exit {
@@ -68,6 +71,10 @@ pub fn run(a: Args) -> Exit {
                 .unwrap_or_default()
         );
     }
+    match builtin_agents(&root, &a) {
+        Ok(line) => println!("{line}"),
+        Err(e) => return fail(e),
+    }
     for w in &done.warnings {
         eprintln!("attenu-hook: warning: {w}");
     }
@@ -106,4 +113,22 @@ fn warn_if_not_run(root: &Path, command: Option<&str>) {
             first.detail
         );
     }
+}
+
+/// The built-in agent preset: set with `--builtin-agents`, else offered.
+fn builtin_agents(root: &Path, a: &Args) -> Result<String, String> {
+    if !a.builtin_agents {
+        let on = crate::config::load(&root.join(".attenu")).is_ok_and(|c| c.derive.builtin_agents);
+        return Ok(if on {
+            "built-in agents (Explore, Plan, general-purpose, ...) hold what Claude Code gives them ([derive] builtin_agents)".into()
+        } else {
+            "note: Claude Code's built-in agents (Explore, Plan, general-purpose, ...) hold nothing here, so each of their calls is denied; `attenu-hook install --builtin-agents` grants them exactly the tools Claude Code gives them".into()
+        });
+    }
+    let (path, changed) = crate::ops::enable_builtin_agents(root, a.local)?;
+    Ok(format!(
+        "{} {}: [derive] builtin_agents = true (Claude Code's built-in agents hold the tools Claude Code gives them)",
+        if changed { "updated" } else { "already set in" },
+        path.display()
+    ))
 }

@@ -39,10 +39,20 @@ pub fn run(a: Args) -> Exit {
             Ok(k) => k,
             Err(e) => return fail(e),
         };
-        let used = choice.key().map_or_else(KeyUsed::default, |k| KeyUsed {
-            file: Some(k.path.display().to_string()),
-            kid: Some(k.kid.clone()),
-        });
+        let used = match (choice.key(), choice.certificate()) {
+            (Some(k), _) => KeyUsed {
+                file: Some(k.path.display().to_string()),
+                kid: Some(k.kid.clone()),
+            },
+            (None, Some(c)) => KeyUsed {
+                file: Some(format!(
+                    "named by the signer certificate it carries, key id {:?}",
+                    c.view.key_id
+                )),
+                kid: Some(c.kid),
+            },
+            (None, None) => KeyUsed::default(),
+        };
         let key = choice.anchor_key();
         match read_input(&path.display().to_string(), &bytes, &key, used) {
             Ok(input) => page.inputs.push(input),

@@ -10,8 +10,15 @@ pub struct Args {
     /// The bundle (bundle-<session>.json) or a one-entry proof from `prove`
     bundle: PathBuf,
     /// The anchor public key to pin (anchor.pub, or 64 hex characters in a file)
-    #[arg(long = "pub", value_name = "FILE")]
+    #[arg(long = "pub", value_name = "FILE", conflicts_with = "ca")]
     pub_key: Option<PathBuf>,
+    /// The team's OpenSSH CA public key file(s): trust the bundle's signer when its
+    /// certificate is signed by one of them for the attenu-hook principal
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    ca: Vec<PathBuf>,
+    /// Certificates the team took back: lines `id:<key id>`, `serial:<n>` or a public key
+    #[arg(long, value_name = "FILE", requires = "ca")]
+    revoked: Option<PathBuf>,
     /// The full report as JSON
     #[arg(long)]
     json: bool,
@@ -24,7 +31,21 @@ pub fn run(a: Args) -> Exit {
             Err(e) => fail(format!("cannot read {}: {e}", a.bundle.display())),
         };
     }
-    crate::evidence::verify::run(&a.bundle, a.pub_key.as_deref(), a.json)
+    use crate::evidence::verify::Pin;
+    let ca = if a.ca.is_empty() {
+        None
+    } else {
+        match crate::trust::CaPin::load(&a.ca, a.revoked.as_deref()) {
+            Ok(pin) => Some(pin),
+            Err(e) => return fail(e),
+        }
+    };
+    let pin = match (&ca, a.pub_key.as_deref()) {
+        (Some(ca), _) => Pin::Ca(ca),
+        (None, Some(key)) => Pin::Key(key),
+        (None, None) => Pin::Nothing,
+    };
+    crate::evidence::verify::run(&a.bundle, pin, a.json)
 }
 
 /// The file starts like a tlog-proof. Only its first line is read: a bundle is read once,

@@ -73,13 +73,16 @@ pub fn load(attenu_dir: &Path) -> Result<Config, ConfigError> {
 }
 
 fn finish(table: toml::Table, sources: &[String]) -> Result<Config, ConfigError> {
-    let config: Config = table
+    let mut config: Config = table
         .try_into()
         .map_err(|e: toml::de::Error| ConfigError::Layer {
             path: PathBuf::from(sources.join(" + ")),
             why: one_line(&e.to_string()),
         })?;
     validate(&config)?;
+    if config.derive.builtin_agents {
+        crate::derive::builtin::expand(&mut config.agents);
+    }
     Ok(config)
 }
 

@@ -78,6 +78,10 @@ pub struct DeriveConfig {
     /// instead of derived from `permissions.allow` and the other agents' lists. Read like an
     /// agent's `tools` line; `permissions.deny` and the agent's `disallowedTools` still apply.
     pub session_pool: Option<Vec<String>>,
+    /// Grant Claude Code's built-in agents (`Explore`, `Plan`, `general-purpose`, ...) exactly
+    /// the tools Claude Code gives them (`crate::derive::builtin`); off: they hold nothing
+    /// unless `[agents]` names them.
+    pub builtin_agents: bool,
 }
 
 /// `[ship]`: where checkpoints and bundles go beyond the machine (`src/ship/`).
@@ -117,6 +121,19 @@ pub struct GateConfig {
 pub struct PrivacyConfig {
     /// Store tool arguments raw in the ledger context (off: only salted commitments).
     pub raw_capture: bool,
+    /// What a decision entry keeps of the arguments besides their commitment.
+    pub record: Record,
+}
+
+/// `[privacy] record`: what a reviewer can read of a call's arguments on the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Record {
+    /// Only the salted commitment: no part of the arguments reaches the disk.
+    #[default]
+    Commitment,
+    /// Also the command or path, secrets redacted and bounded (`crate::ledger::summary`).
+    Summary,
 }
 
 impl GateConfig {

@@ -11,6 +11,7 @@
 //!   session was pinned to when it started ([`cache::pin`]);
 //! * [`revoke`] reads the operator's live revocation.
 
+pub mod builtin;
 pub mod cache;
 pub mod compat;
 pub mod declarations;
@@ -90,6 +91,23 @@ fn declarations(
     ))
 }
 
+/// `[agents] NAME = ["claude-code-builtin"]`: the built-in `name` as Claude Code defines it,
+/// unless an agent file declares that name (the project's own declaration wins).
+fn preset(decl: &mut Declarations, name: &str) {
+    if decl.agents.contains_key(name) {
+        return;
+    }
+    let declared = builtin::agent_file(name).ok_or_else(|| {
+        decl.problems.push(format!(
+            "[agents] {name} asks for the {} preset, but '{name}' is not one of Claude Code's built-in agents; it holds nothing",
+            builtin::PRESET
+        ));
+        "not a built-in agent".to_string()
+    });
+    decl.agents
+        .insert(name.to_string(), (builtin::SOURCE.into(), declared));
+}
+
 /// `decl` with what the configuration adds: its agents and its session pool.
 fn configure(
     mut decl: Declarations,
@@ -98,6 +116,10 @@ fn configure(
 ) -> Declarations {
     decl.session_pool = session_pool.map(<[String]>::to_vec);
     for (name, tools) in extra_agents {
+        if builtin::is_preset(tools) {
+            preset(&mut decl, name);
+            continue;
+        }
         if decl.agents.contains_key(name) {
             decl.problems.push(format!(
                 "agent '{name}' is declared both in .claude/agents and in .attenu/config.toml; it holds nothing until one is removed"

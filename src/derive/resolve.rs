@@ -120,8 +120,12 @@ impl Operator {
 /// Pass 1: the operator's allowances, one delegation scope per agent, and what each agent with
 /// an explicit list declares for itself (before the operator's denials).
 fn session_pool(mut pool: BTreeSet<String>, decl: &Declarations) -> BTreeSet<String> {
-    for (name, (_, file)) in &decl.agents {
+    for (name, (source, file)) in &decl.agents {
         pool.insert(delegate_scope(name));
+        // A built-in's preset list is Claude Code's, not the project's: it widens no one else.
+        if source == super::builtin::SOURCE {
+            continue;
+        }
         if let Ok(a) = file {
             if let Some(tools) = &a.tools {
                 let label = format!("{name}: tools");

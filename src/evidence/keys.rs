@@ -13,6 +13,7 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+mod certified;
 mod pinned;
 pub use pinned::{
     load_pinned, parse_pinned, KeyChoice, KeyFileError, KeyFileProblem, PinnedKey, PublicKeyError,

@@ -69,13 +69,11 @@ impl Ctx<'_> {
         Ok((roster, part))
     }
 
-    /// The declared agent whose authority this event needs: a subagent's call, or the type a
-    /// SubagentStart announces. A roster is read for it alone (`codec::decode_for`).
+    /// The declared agent whose authority this event needs: a subagent's call, a `--agent`
+    /// main thread's (`agent_type` alone), or the type a SubagentStart announces. A roster is
+    /// read for it alone (`codec::decode_for`).
     fn agent(&self) -> Option<&str> {
-        match self.p.event {
-            crate::protocol::Event::SubagentStart => self.p.agent_type.as_deref(),
-            _ => self.p.agent_id.as_ref().and(self.p.agent_type.as_deref()),
-        }
+        self.p.agent_type.as_deref()
     }
 
     /// What the configuration adds to the project's files for derivation.

@@ -68,7 +68,9 @@ pub(super) fn subagent_start(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         Answer::NoObjection
     } else {
         Answer::message(match roster.broken_file_for(ty) {
+            _ if ty.is_empty() => "a subagent started with no agent_type, so it cannot be matched to a declared agent; every tool call it makes will be denied (reason agent-unidentified)".to_string(),
             Some(f) => format!("subagent type '{ty}' is not declared: its agent file {} is broken ({}); every tool call it makes will be denied until it is fixed", f.file, f.error),
+            None if crate::derive::builtin::get(ty).is_some() => format!("subagent type '{ty}' is one of Claude Code's built-in agents and holds nothing here, so every tool call it makes will be denied; [derive] builtin_agents = true (`attenu-hook install --builtin-agents`) grants it the tools Claude Code gives it"),
             None => format!("subagent type '{ty}' is not declared in .claude/agents/; every tool call it makes will be denied"),
         })
     })

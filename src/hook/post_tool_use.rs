@@ -108,7 +108,7 @@ fn no_allowed_call(ctx: &Ctx<'_>, ledger: Ledger, failed: bool) -> Answer {
     // gated tool.
     let gated = || {
         let scope = crate::derive::scopes::scope_for_call(&p.tool_name, &p.tool_input);
-        let agent = p.agent_id.as_ref().and(p.agent_type.as_deref());
+        let agent = p.agent_type.as_deref();
         ctx.config.gate.requires(&scope, agent)
     };
     if let Some(t) = p

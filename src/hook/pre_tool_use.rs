@@ -12,7 +12,7 @@ use crate::reason::{Code, Reason};
 
 pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     let p = ctx.p;
-    if p.tool_name == "Grep" && p.agent_id.is_some() {
+    if p.tool_name == "Grep" && (p.agent_id.is_some() || p.agent_type.is_some()) {
         // Before a subagent's search can reach the anchor key; see `fs::STATE_IGNORE_FILE`.
         crate::fs::ensure_search_ignore(ctx.attenu)
             .map_err(|e| Reason::new(Code::StateDirUnsafe, e.to_string()))?;
@@ -91,7 +91,8 @@ fn ask_gate(ctx: &Ctx<'_>, question: GateQuestion) -> GateOutcome {
                 input: &p.tool_input,
                 tool_use_id: p.tool_use_id.as_deref(),
                 session_id: &p.session_id,
-                agent_type: p.agent_id.as_ref().and(p.agent_type.as_deref()),
+                // A `--agent X` main thread claims as X, the declaration it is held to.
+                agent_type: p.agent_type.as_deref(),
             };
             let verdict = authz::claim(ctx.attenu, ctx.config, &claim, how, ctx.busy());
             GateOutcome::Answered { how, verdict }

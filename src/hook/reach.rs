@@ -28,7 +28,8 @@ fn path_keys(tool: &str) -> &'static [&'static str] {
 pub(super) fn reach_of(p: &Payload, project: &Path, attenu: &Path) -> Reach {
     let tool = canonical_tool(&p.tool_name);
     let keys = path_keys(tool);
-    if p.agent_id.is_none() || keys.is_empty() {
+    // A `--agent X` main thread (`agent_type` alone) is held like a subagent of type X.
+    if (p.agent_id.is_none() && p.agent_type.is_none()) || keys.is_empty() {
         return Reach::default();
     }
     let cwd = p

@@ -350,6 +350,9 @@ struct DecisionContext<'a> {
     tool_input: Option<&'a Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_input_json: Option<String>,
+    /// `[privacy] record = "summary"`: the command or path, secrets redacted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     gate: Option<&'a GateRecord>,
     /// Absent for a held call; `false` for a refusal that was not enforced, `true` for a deny.
@@ -392,6 +395,9 @@ pub fn decision_entry<'a>(ruling: &'a Ruling, input: DecisionInput<'a>) -> Entry
         call: CallContext::of(p, input.now_ms),
         tool_input: raw.value,
         tool_input_json: raw.json,
+        summary: (input.config.privacy.record == crate::config::Record::Summary)
+            .then(|| super::summary::of_call(&p.tool_input))
+            .flatten(),
         gate: ruling.gate.as_ref(),
         enforced: None,
         would_deny: None,

@@ -7,6 +7,7 @@ pub mod commitment;
 pub mod entry;
 pub mod fields;
 pub mod store;
+pub mod summary;
 
 /// The canonicalizer's old path, kept only so branches written before it moved to
 /// [`crate::json`] still build; new code names `crate::json::canonical`.

@@ -9,6 +9,7 @@
 //!   Claude Code keeps its settings; `wired_files`: the files outside `.claude/` the wiring
 //!   runs, which self-protection guards.
 
+mod builtin_agents;
 mod doctor;
 mod install;
 mod plugins;
@@ -18,6 +19,7 @@ mod shell;
 mod wired_files;
 mod wiring;
 
+pub use builtin_agents::enable_builtin_agents;
 pub use doctor::{doctor, doctor_for, doctor_store, Check, CheckId, Severity};
 pub use install::{install, InstallError, Installed};
 pub use settings_doc::{merge, Doc, MergeError};

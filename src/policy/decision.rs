@@ -12,22 +12,55 @@ use super::hint;
 use super::reach::Reach;
 use super::self_protection::self_protection;
 
-/// Who made the call.
+/// Who made the call (the identity rules: docs/DERIVATION.md, "Who is calling").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Actor {
-    /// The session's main thread (no `agent_id`).
+    /// The session's main thread (no `agent_id`, no `agent_type`).
     MainThread,
-    /// A subagent of this type (`agent_type`, with `agent_id` present).
+    /// The main thread of a `claude --agent X` session (`agent_type` without `agent_id`):
+    /// held to X's own declaration, like a subagent of type X.
+    MainAgent(String),
+    /// A subagent of this type (`agent_type`, with `agent_id` present, even empty: an
+    /// agent-team teammate sends `agent_id: ""`).
     Subagent(String),
+    /// A call under an `agent_id` with no `agent_type`: no declaration can be matched to it.
+    Unidentified,
 }
 
 impl Actor {
-    /// Whether enforce mode enforces a refusal of this actor's call (the main thread's only
-    /// with `enforce_main_thread`).
+    /// Who made the call, from the payload's two identity fields.
+    pub fn of(agent_id: Option<&str>, agent_type: Option<&str>) -> Actor {
+        match (agent_id, agent_type.filter(|t| !t.is_empty())) {
+            (Some(_), Some(ty)) => Actor::Subagent(ty.to_string()),
+            (Some(_), None) => Actor::Unidentified,
+            (None, Some(ty)) => Actor::MainAgent(ty.to_string()),
+            (None, None) => Actor::MainThread,
+        }
+    }
+
+    /// Whether enforce mode enforces a refusal of this actor's call (the plain main thread's
+    /// only with `enforce_main_thread`).
     pub fn is_enforced(&self, config: &Config) -> bool {
         match self {
             Actor::MainThread => config.enforce_main_thread,
-            Actor::Subagent(_) => true,
+            Actor::MainAgent(_) | Actor::Subagent(_) | Actor::Unidentified => true,
+        }
+    }
+
+    /// The declared agent type whose authority applies (`None`: the session's, or none).
+    pub fn agent_type(&self) -> Option<&str> {
+        match self {
+            Actor::MainAgent(t) | Actor::Subagent(t) => Some(t),
+            Actor::MainThread | Actor::Unidentified => None,
+        }
+    }
+
+    /// How a refusal names this actor.
+    fn label(&self) -> String {
+        match self {
+            Actor::MainAgent(t) => format!("agent '{t}' (this session's main thread, --agent)"),
+            Actor::Subagent(t) => format!("subagent '{t}'"),
+            Actor::MainThread | Actor::Unidentified => "the caller".to_string(),
         }
     }
 }
@@ -72,11 +105,7 @@ impl Decision {
 pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &Path) -> Decision {
     let scope = delegate_as_declared(roster, call)
         .unwrap_or_else(|| scope_for_call(call.tool_name, call.tool_input));
-    // `agent_type` without `agent_id` is the main thread of a `--agent` session.
-    let actor = match call.agent_id {
-        Some(_) => Actor::Subagent(call.agent_type.unwrap_or("").to_string()),
-        None => Actor::MainThread,
-    };
+    let actor = Actor::of(call.agent_id, call.agent_type);
     let enforced = config.mode == Mode::Enforce && actor.is_enforced(config);
     let (node_agent, outcome) = match &actor {
         Actor::MainThread => {
@@ -87,21 +116,16 @@ pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &
             };
             (None, outcome)
         }
-        Actor::Subagent(ty) => match roster.agents.get(ty) {
-            None => (None, Err(undeclared(roster, ty))),
+        Actor::Unidentified => (None, Err(unidentified(call))),
+        Actor::MainAgent(ty) | Actor::Subagent(ty) => match roster.agents.get(ty) {
+            None => (None, Err(undeclared(roster, &actor, ty))),
             Some(agent) => {
-                let outcome = subagent_outcome(roster, agent, ty, call, &scope, project_root);
+                let outcome = agent_outcome(roster, agent, &actor, call, &scope, project_root);
                 (Some(ty.clone()), outcome)
             }
         },
     };
-    let gated = config.gate.requires(
-        &scope,
-        match &actor {
-            Actor::Subagent(t) => Some(t.as_str()),
-            Actor::MainThread => None,
-        },
-    );
+    let gated = config.gate.requires(&scope, actor.agent_type());
     let (held, reason) = match outcome {
         Ok(()) => (true, None),
         Err(r) => (false, Some(r)),
@@ -117,20 +141,22 @@ pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &
     }
 }
 
-/// Whether the declared subagent `ty` (declared as `agent`) may make `call`,
-/// which needs `scope`.
-fn subagent_outcome(
+/// Whether the declared agent `ty` (declared as `agent`), as a subagent or as a `--agent`
+/// main thread (`actor`), may make `call`, which needs `scope`.
+fn agent_outcome(
     roster: &Roster,
     agent: &AgentAuthority,
-    ty: &str,
+    actor: &Actor,
     call: &Call<'_>,
     scope: &str,
     project_root: &Path,
 ) -> Result<(), Reason> {
+    let ty = actor.agent_type().unwrap_or_default();
+    let who = actor.label();
     if let Some(why) = &agent.invalid {
         Err(Reason::new(
             Code::AgentDeclarationInvalid,
-            format!("the declaration of subagent '{ty}' in {} cannot be used ({why}); it holds nothing until it is fixed", agent.source),
+            format!("the declaration of {who} in {} cannot be used ({why}); it holds nothing until it is fixed", agent.source),
         ))
     } else if agent.holds(scope) {
         self_protection(call, project_root).map_or(Ok(()), Err)
@@ -142,11 +168,11 @@ fn subagent_outcome(
             Code::Unresolved
         };
         let held = if excluded {
-            format!("which subagent '{ty}' holds only outside a narrower denial")
+            format!("which {who} holds only outside a narrower denial")
         } else if code == Code::OutOfAuthority {
-            format!("which the project declares but not for subagent '{ty}'")
+            format!("which the project declares but not for {who}")
         } else {
-            format!("which the session does not hold, so neither does subagent '{ty}'")
+            format!("which the session does not hold, so neither does {who}")
         };
         Err(Reason::new(
             code,
@@ -160,14 +186,31 @@ fn subagent_outcome(
     }
 }
 
-/// A subagent type the roster does not declare holds nothing. When an agent file is broken
+/// A call under an `agent_id` without an `agent_type` (Claude Code #90662): it cannot be
+/// matched to any declaration, so it holds nothing.
+fn unidentified(call: &Call<'_>) -> Reason {
+    let id = call.agent_id.unwrap_or_default();
+    Reason::new(
+        Code::AgentUnidentified,
+        format!(
+            "{} was called under agent_id '{id}' with no agent_type, so it cannot be matched to a declared agent and holds nothing; this is a Claude Code fault (its issue #90662: a subagent not announced by SubagentStart), so update Claude Code, or give the task to a subagent declared in .claude/agents/ and spawned by name",
+            call.tool_name
+        ),
+    )
+}
+
+/// An agent type the roster does not declare holds nothing. When an agent file is broken
 /// (so it declares nothing), the deny names it: the one named for the type is taken to be its
 /// declaration, any other is mentioned.
-fn undeclared(roster: &Roster, ty: &str) -> Reason {
+fn undeclared(roster: &Roster, actor: &Actor, ty: &str) -> Reason {
+    let what = match actor {
+        Actor::MainAgent(_) => "agent type",
+        _ => "subagent type",
+    };
     if let Some(f) = roster.broken_file_for(ty) {
         return Reason::new(
             Code::AgentDeclarationInvalid,
-            format!("subagent type '{ty}' is not declared: its agent file {} is broken ({}), so it declares nothing and '{ty}' holds nothing until it is fixed (`attenu-hook --derive` lists the problems)", f.file, f.error),
+            format!("{what} '{ty}' is not declared: its agent file {} is broken ({}), so it declares nothing and '{ty}' holds nothing until it is fixed (`attenu-hook --derive` lists the problems)", f.file, f.error),
         );
     }
     let broken = match roster.broken_files.as_slice() {
@@ -181,15 +224,22 @@ fn undeclared(roster: &Roster, ty: &str) -> Reason {
                 .join(", ")
         ),
     };
+    let mut instead = match actor {
+        Actor::MainAgent(_) => format!(
+            "; this session's main thread runs as --agent {ty}, so it is held to that declaration: declare it, or start the session without --agent"
+        ),
+        _ => String::new(),
+    };
+    if crate::derive::builtin::get(ty).is_some() {
+        instead.push_str(&format!(
+            "; '{ty}' is one of Claude Code's built-in agents: [derive] builtin_agents = true (`attenu-hook install --builtin-agents`) grants it the tools Claude Code gives it"
+        ));
+    }
     Reason::new(
         Code::UndeclaredAgent,
-        if ty.is_empty() {
-            "a subagent call arrived without an agent_type, so no permission set can apply; it holds nothing".to_string()
-        } else {
-            format!(
-                "subagent type '{ty}' is not declared in .claude/agents/, so it holds nothing; declare it there, or name it under [agents] in .attenu/config.toml{broken}"
-            )
-        },
+        format!(
+            "{what} '{ty}' is not declared in .claude/agents/, so it holds nothing; declare it there, or name it under [agents] in .attenu/config.toml{broken}{instead}"
+        ),
     )
 }
 
@@ -312,6 +362,29 @@ mod tests {
             !d.scope.ends_with(".a-b") && !d.scope.ends_with(".a_b"),
             "{}",
             d.scope
+        );
+    }
+
+    /// Every shape of the two identity fields (docs/DERIVATION.md, "Who is calling").
+    #[test]
+    fn every_identity_shape_is_one_actor() {
+        let sub = |t: &str| Actor::Subagent(t.into());
+        for (id, ty, want) in [
+            (None, None, Actor::MainThread),
+            (None, Some(""), Actor::MainThread),
+            (None, Some("reviewer"), Actor::MainAgent("reviewer".into())),
+            (Some("a1"), Some("reviewer"), sub("reviewer")),
+            (Some(""), Some("reviewer"), sub("reviewer")),
+            (Some("a1"), None, Actor::Unidentified),
+            (Some("a1"), Some(""), Actor::Unidentified),
+            (Some(""), None, Actor::Unidentified),
+        ] {
+            assert_eq!(Actor::of(id, ty), want, "{id:?} {ty:?}");
+        }
+        let c = Config::default();
+        assert!(!Actor::MainThread.is_enforced(&c));
+        assert!(
+            Actor::MainAgent("x".into()).is_enforced(&c) && Actor::Unidentified.is_enforced(&c)
         );
     }
 

@@ -1,6 +1,6 @@
 //! The operator's revocation folded into a decision (`.attenu/revoke`, read at the edge).
 
-use super::{Actor, Decision};
+use super::Decision;
 use crate::derive::revoke::Revocations;
 use crate::reason::{Code, Reason};
 
@@ -8,7 +8,8 @@ use crate::reason::{Code, Reason};
 /// enforced in every mode: it is the operator's word in an incident. The main thread is
 /// never revoked.
 pub fn apply(mut decision: Decision, revocations: &Revocations, tool_name: &str) -> Decision {
-    let Actor::Subagent(ty) = &decision.actor else {
+    // A `--agent X` main thread is held to X's declaration, so X's revocation applies to it.
+    let Some(ty) = decision.actor.agent_type() else {
         return decision;
     };
     if let Some(why) = revocations.revokes(ty, &decision.scope) {

@@ -104,6 +104,8 @@ pub struct CallView {
     /// Who made it, as a reviewer reads it ([`who`]).
     pub who: String,
     pub tool: String,
+    /// The arguments' redacted summary (`[privacy] record = "summary"`), when recorded.
+    pub summary: Option<String>,
     pub scope: String,
     pub decision: Decision,
     /// Reason code and sentence: the deny's, or what an unenforced allow would have been.
@@ -387,6 +389,7 @@ fn read_calls(
             node: node_id,
             who,
             tool,
+            summary: ctx_string(e, "summary"),
             scope: string(e, "scope").unwrap_or_default(),
             decision,
             reason,

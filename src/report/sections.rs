@@ -401,6 +401,13 @@ fn call_row(out: &mut String, number: usize, c: &CallView) {
         (None, Some(state), _) => format!("<span class=\"badge warn\">open: {state}</span>"),
         (None, None, _) => "none recorded".into(),
     };
+    // What ran, as far as the record keeps it: a redacted summary, only when it was opted in.
+    let summary = c.summary.as_deref().map_or_else(String::new, |t| {
+        format!(
+            " <code class=\"call-summary\" data-summary>{}</code>",
+            esc(t)
+        )
+    });
     let seq = c
         .seq
         .map(|s| format!("ledger seq {s}"))
@@ -408,7 +415,7 @@ fn call_row(out: &mut String, number: usize, c: &CallView) {
     let _ = writeln!(
         out,
         "<tr class=\"{class}\" data-call=\"{class}\"><td data-label=\"call\" title=\"{seq}\">{number}</td>\
-         <td data-label=\"time\">{}</td><td data-label=\"agent\">{}</td><td data-label=\"tool\"><code>{}</code></td>\
+         <td data-label=\"time\">{}</td><td data-label=\"agent\">{}</td><td data-label=\"tool\"><code>{}</code>{summary}</td>\
          <td data-label=\"scope\"><code>{}</code></td><td data-label=\"decision\"><span class=\"decision\">{decision}</span></td>\
          <td data-label=\"reason\">{reason}</td><td data-label=\"outcome\">{outcome}</td></tr>",
         esc(&short_time(c.at.as_deref())),

@@ -98,6 +98,47 @@ impl Cert {
     }
 }
 
+/// What a reviewer is shown of the certificate a key was trusted through.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CertView {
+    /// `ssh-keygen -I`: who the team certified.
+    pub key_id: String,
+    pub principals: Vec<String>,
+    pub serial: u64,
+    /// The CA's SHA256 fingerprint.
+    pub ca: String,
+    /// RFC 3339.
+    pub valid_before: String,
+}
+
+impl CertView {
+    pub fn of(c: &Cert) -> CertView {
+        CertView {
+            key_id: c.key_id.clone(),
+            principals: c.principals.clone(),
+            serial: c.serial,
+            ca: c.ca_fingerprint.clone(),
+            valid_before: utc(c.valid_before),
+        }
+    }
+}
+
+/// A bundle's signer certificate as `verify` reports it: what it says, the key it
+/// certifies, and the CA files that vouched for it (none when no CA was pinned).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Certified {
+    #[serde(flatten)]
+    pub view: CertView,
+    /// The attenu-hook key id of the certified key.
+    pub kid: String,
+    /// The pinned CA files (`--ca`), when checked against them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub through: Option<String>,
+    /// When the check was made: the anchor's own signing time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checked_at: Option<String>,
+}
+
 /// The CAs a team trusts: `ssh-ed25519 AAAA… [comment]` lines, as in OpenSSH's
 /// `TrustedUserCAKeys` (blank lines and `#` comments allowed).
 #[derive(Debug, Clone, Default)]

@@ -6,7 +6,9 @@
 pub mod cert;
 pub mod enroll;
 pub mod identity;
+pub mod pin;
 pub mod signer;
 
-pub use cert::{Cert, CertProblem, Revocations, TrustedCas};
+pub use cert::{Cert, CertProblem, CertView, Revocations, TrustedCas};
+pub use pin::CaPin;
 pub use signer::{Signer, SignerError};

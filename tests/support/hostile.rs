@@ -537,7 +537,10 @@ pub fn expect(bytes: &[u8]) -> Expect {
     if event != "PreToolUse" {
         return Expect::Any;
     }
-    if !nonempty("agent_id") {
+    // Who is calling (docs/DERIVATION.md): an agent_id, even empty, is a subagent; an
+    // agent_type alone is a `--agent` main thread, held like that agent.
+    let subagent = matches!(obj.get("agent_id"), Some(Value::String(_)));
+    if !subagent && !nonempty("agent_type") {
         // The main thread is recorded, not enforced, in the default configuration.
         return Expect::Silence;
     }

@@ -14,6 +14,9 @@ pub struct Row {
     pub session: String,
     pub agent: String,
     pub tool: String,
+    /// The arguments' redacted summary, when `[privacy] record = "summary"` kept one.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub call: String,
     pub scope: String,
     pub decision: String,
     pub reason: String,
@@ -164,6 +167,7 @@ fn row(e: &Value) -> Option<Row> {
     let agent = match (ctx.and_then(|c| c.get("agent_id")), c("agent_type")) {
         (Some(_), t) if !t.is_empty() => t,
         (Some(_), _) => "(unknown)".into(),
+        (None, t) if !t.is_empty() => format!("main:{t}"),
         (None, _) => "main".into(),
     };
     let time = match c("at") {
@@ -179,6 +183,7 @@ fn row(e: &Value) -> Option<Row> {
         session: c("session_id"),
         agent,
         tool: s(e.get("tool")),
+        call: c("summary"),
         // An encoded name (`tool.x---4dulti-45dit`) with the name as written beside it.
         scope: crate::derive::readable::scope(&s(e.get("scope"))),
         decision,
@@ -220,7 +225,13 @@ pub fn render(rows: &[Row], json: bool, color: bool, width: Option<usize>) -> St
             (true, "allow") => format!("\x1b[32m{d}\x1b[0m"),
             _ => d,
         };
-        let (lines, under) = wrap(&r.reason, width, indent);
+        // The call's summary, when recorded, leads the last column.
+        let text = match (r.call.as_str(), r.reason.as_str()) {
+            ("", reason) => reason.to_string(),
+            (call, "") => format!("$ {call}"),
+            (call, reason) => format!("$ {call}  {reason}"),
+        };
+        let (lines, under) = wrap(&text, width, indent);
         let line = format!(
             "{:<wtime$}  {:<wsess$}  {:<wa$}  {:<wt$}  {:<ws$}  {d}  {}",
             r.time,
@@ -489,6 +500,7 @@ mod tests {
             session: session.into(),
             agent: agent.into(),
             tool: "Read".into(),
+            call: String::new(),
             scope: "fs.read".into(),
             decision: decision.into(),
             reason: if code.is_empty() {

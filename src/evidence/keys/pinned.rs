@@ -68,6 +68,20 @@ pub enum KeyFileError {
         bundle: PathBuf,
         why: KeyFileProblem,
     },
+    /// The bundle's signer certificate cannot be read, or (with `--ca`) is absent.
+    #[error("{}: {why}", .bundle.display())]
+    Certificate { bundle: PathBuf, why: String },
+    /// With `--ca`: the certificate does not certify the signer under the pinned CA.
+    #[error(
+        "{}: the signer's certificate (key id {key_id:?}) is not valid under the CA you pinned ({ca}): {why}",
+        .bundle.display()
+    )]
+    NotCertified {
+        bundle: PathBuf,
+        key_id: String,
+        ca: String,
+        why: crate::trust::CertProblem,
+    },
 }
 
 /// What is wrong with a key file: it cannot be read, or its text is not a key.
@@ -140,16 +154,32 @@ pub enum KeyChoice {
     /// No key was pinned; `anchor.pub` beside the bundle was read. Whoever rewrote the bundle
     /// could have replaced it too, so the verdict says the key was not pinned.
     BesideBundle(PinnedKey),
+    /// The key the bundle's own signer certificate certifies. Pinned when `through` names the
+    /// CA files that vouched for it at the anchor's signing time (`--ca`); otherwise as weak as
+    /// a key beside the bundle, since whoever rewrote it could have put in their own.
+    Certified {
+        cert: Box<crate::trust::Cert>,
+        through: Option<String>,
+        /// The anchor's own signing time (ms), at which the CA's check was made.
+        at_ms: Option<u64>,
+    },
     /// Neither: the anchor is not checked, and the verdict is invalid (`anchor-not-checked`).
     Unchecked,
 }
 
 impl KeyChoice {
-    /// `pinned` when the reviewer passed one, else an `anchor.pub` in the bundle's directory,
-    /// else none.
+    /// `pinned` when the reviewer passed one, else the bundle's own signer certificate, else
+    /// an `anchor.pub` in the bundle's directory, else none.
     pub fn for_bundle(bundle: &Path, pinned: Option<&PinnedKey>) -> Result<Self, KeyFileError> {
         if let Some(k) = pinned {
             return Ok(KeyChoice::Pinned(k.clone()));
+        }
+        if let Some(signer) = signer_of(bundle)? {
+            return Ok(KeyChoice::Certified {
+                cert: Box::new(signer.cert),
+                through: None,
+                at_ms: signer.signed_at_ms,
+            });
         }
         let dir = match bundle.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
@@ -168,11 +198,45 @@ impl KeyChoice {
             })
     }
 
+    /// The key the bundle's signer certificate certifies, trusted only when `ca` vouches for
+    /// it at the anchor's signing time (`verify --ca`). The store's time, which a signer
+    /// cannot choose, is what `audit --ca` checks instead.
+    pub fn under_ca(bundle: &Path, ca: &crate::trust::CaPin) -> Result<Self, KeyFileError> {
+        let Some(signer) = signer_of(bundle)? else {
+            return Err(KeyFileError::Certificate {
+                bundle: bundle.to_path_buf(),
+                why: "this bundle carries no signer certificate, so no CA vouches for the key that signed it; \
+                      the machine signed with its own key (`attenu-hook enroll` certifies one). Pin that key \
+                      with --pub FILE instead"
+                    .into(),
+            });
+        };
+        let at = signer.signed_at_ms.unwrap_or(0) / 1000;
+        ca.check(&signer.cert, at)
+            .map_err(|why| KeyFileError::NotCertified {
+                bundle: bundle.to_path_buf(),
+                key_id: signer.cert.key_id.clone(),
+                ca: ca.shown(),
+                why,
+            })?;
+        Ok(KeyChoice::Certified {
+            cert: Box::new(signer.cert),
+            through: Some(ca.shown()),
+            at_ms: signer.signed_at_ms,
+        })
+    }
+
     /// The key as the verifier takes it.
     pub fn anchor_key(&self) -> AnchorKey {
         match self {
             KeyChoice::Pinned(k) => AnchorKey::Pinned(k.key),
             KeyChoice::BesideBundle(k) => AnchorKey::FromBundleSide(k.key),
+            KeyChoice::Certified {
+                cert,
+                through: Some(_),
+                ..
+            } => AnchorKey::Pinned(cert.public),
+            KeyChoice::Certified { cert, .. } => AnchorKey::FromBundleSide(cert.public),
             KeyChoice::Unchecked => AnchorKey::None,
         }
     }
@@ -181,9 +245,36 @@ impl KeyChoice {
     pub fn key(&self) -> Option<&PinnedKey> {
         match self {
             KeyChoice::Pinned(k) | KeyChoice::BesideBundle(k) => Some(k),
-            KeyChoice::Unchecked => None,
+            KeyChoice::Certified { .. } | KeyChoice::Unchecked => None,
         }
     }
+
+    /// The certificate the key came from, as the report shows it.
+    pub fn certificate(&self) -> Option<crate::trust::cert::Certified> {
+        match self {
+            KeyChoice::Certified {
+                cert,
+                through,
+                at_ms,
+            } => Some(crate::trust::cert::Certified {
+                view: crate::trust::CertView::of(cert),
+                kid: cert.kid(),
+                through: through.clone(),
+                checked_at: through
+                    .as_ref()
+                    .map(|_| crate::trust::cert::utc(at_ms.unwrap_or(0) / 1000)),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The bundle's signer, an unreadable certificate being the bundle's fault.
+fn signer_of(bundle: &Path) -> Result<Option<super::certified::BundleSigner>, KeyFileError> {
+    super::certified::bundle_signer(bundle).map_err(|why| KeyFileError::Certificate {
+        bundle: bundle.to_path_buf(),
+        why,
+    })
 }
 
 #[cfg(test)]

@@ -126,7 +126,7 @@ pub use input::{verify_bundle_bytes, InputError};
 pub use notices::Notice;
 pub use render::render_text;
 pub use report::{AnchorKey, CallSummary, Checks, Failure, FailureName, OpenCall, Report};
-pub use run::{exit_of, run};
+pub use run::{exit_of, run, Pin};
 pub use scope::scope_covers;
 pub(crate) use shown::shown;
 pub use status::{

@@ -124,11 +124,34 @@ fn key_line(out: &mut String, report: &Report, key_file: Option<&Path>) {
         p.map(|p| shown_str(&p.display().to_string()))
             .unwrap_or_default()
     };
-    match report.key {
-        KeyTrust::Pinned => {
+    match (report.key, &report.certificate) {
+        (KeyTrust::Pinned, Some(c)) => {
+            let _ = writeln!(
+                out,
+                "key: certified by the pinned CA ({}): key id \"{}\", serial {}, CA {}, valid before {}; checked at \
+                 the bundle's own signing time {} (`audit --ca` checks the store's time, which no signer chooses)",
+                shown_str(c.through.as_deref().unwrap_or("")),
+                shown_str(&c.view.key_id),
+                c.view.serial,
+                c.view.ca,
+                c.view.valid_before,
+                c.checked_at.as_deref().unwrap_or("?")
+            );
+        }
+        (KeyTrust::BundleSide, Some(c)) => {
+            let _ = writeln!(
+                out,
+                "WARNING: key NOT pinned: the anchor was checked with the key the bundle's own certificate names \
+                 (key id \"{}\", CA {}), and no CA you pinned vouched for it. Anyone who rewrote this bundle could \
+                 have put in their own key and certificate. Verify with the team's CA: attenu-hook verify BUNDLE --ca FILE",
+                shown_str(&c.view.key_id),
+                c.view.ca
+            );
+        }
+        (KeyTrust::Pinned, None) => {
             let _ = writeln!(out, "key: pinned ({})", shown_file(key_file));
         }
-        KeyTrust::BundleSide => {
+        (KeyTrust::BundleSide, None) => {
             let _ = writeln!(
                 out,
                 "WARNING: key NOT pinned: the anchor was checked with {}, read from beside the bundle. Anyone \
@@ -137,10 +160,10 @@ fn key_line(out: &mut String, report: &Report, key_file: Option<&Path>) {
                 shown_file(key_file)
             );
         }
-        KeyTrust::Hmac => {
+        (KeyTrust::Hmac, _) => {
             let _ = writeln!(out, "key: HMAC test secret (reference test vectors only)");
         }
-        KeyTrust::None => {
+        (KeyTrust::None, _) => {
             let _ = writeln!(
                 out,
                 "WARNING: no key: the anchor signature was NOT checked, so a bundle rewritten from its first \

@@ -65,6 +65,10 @@ pub struct Report {
     /// trustworthy as the key that signed the chain.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recorded: Option<crate::trust::identity::Recorded>,
+    /// The signer certificate the key was taken from (a team-certified machine's bundle), and
+    /// the CA that vouched for it when one was pinned (`verify --ca`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub certificate: Option<crate::trust::cert::Certified>,
 }
 
 /// What the steps found, which [`Report::new`] makes into the report: whichever pass ran
@@ -115,6 +119,8 @@ impl Report {
             failures,
             notices,
             recorded,
+            // Set by the command from the key it chose (`run.rs`).
+            certificate: None,
         }
     }
 

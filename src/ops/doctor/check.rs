@@ -22,6 +22,8 @@ pub enum CheckId {
     Derive,
     /// What the agents without a `tools` list inherit, and from where.
     Inherit,
+    /// Which of Claude Code's built-in agents the project's sessions used, and what they hold.
+    Builtins,
     /// `.attenu/` does not exist yet.
     State,
     /// `.attenu/` is a directory only its owner can use.
@@ -54,6 +56,7 @@ impl CheckId {
             CheckId::GateReviewers => "gate-reviewers",
             CheckId::Derive => "derive",
             CheckId::Inherit => "inherit",
+            CheckId::Builtins => "builtins",
             CheckId::State => "state",
             CheckId::PermStateDir => "perm-state-dir",
             CheckId::PermFile => "perm-file",

@@ -14,10 +14,23 @@ pub(super) fn checks(dir: &Path) -> Vec<Check> {
     let Ok(c) = crate::config::load(&dir.join(".attenu")) else {
         return Vec::new(); // the config check reports it
     };
-    match explain_project(dir, &c.agents, c.derive.session_pool.as_deref()) {
-        Ok((r, account)) if !r.why.inheriting.is_empty() => vec![check(&r, &account)],
-        _ => Vec::new(),
+    let Ok((r, account)) = explain_project(dir, &c.agents, c.derive.session_pool.as_deref()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if !r.why.inheriting.is_empty() {
+        out.push(check(&r, &account));
     }
+    // Said before a session hits it: a built-in that holds nothing is denied every call.
+    if let Some(line) = crate::derive::builtin::used_line(&dir.join(".attenu"), &r) {
+        let severity = if line.contains("holds nothing") {
+            Severity::Warn
+        } else {
+            Severity::Ok
+        };
+        out.push(Check::new(CheckId::Builtins, severity, line));
+    }
+    out
 }
 
 fn check(r: &Roster, account: &Account) -> Check {

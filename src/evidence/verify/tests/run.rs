@@ -27,33 +27,33 @@ fn run_exit_codes() {
     std::fs::write(&bad, "not a key").unwrap();
 
     assert_eq!(
-        run(&bundle_path, None, false),
+        run(&bundle_path, Pin::Nothing, false),
         Exit::CheckFailed,
         "no key anywhere: invalid"
     );
-    assert_eq!(run(&bundle_path, Some(&pub_json), false), Exit::Success);
-    assert_eq!(run(&bundle_path, Some(&pub_bare), true), Exit::Success);
-    assert_eq!(run(&bundle_path, Some(&bad), false), Exit::Unusable);
+    assert_eq!(run(&bundle_path, Pin::Key(&pub_json), false), Exit::Success);
+    assert_eq!(run(&bundle_path, Pin::Key(&pub_bare), true), Exit::Success);
+    assert_eq!(run(&bundle_path, Pin::Key(&bad), false), Exit::Unusable);
     assert_eq!(
-        run(&bundle_path, Some(&dir.join("missing.pub")), false),
+        run(&bundle_path, Pin::Key(&dir.join("missing.pub")), false),
         Exit::Unusable
     );
     assert_eq!(
-        run(&dir.join("missing.json"), Some(&pub_json), false),
+        run(&dir.join("missing.json"), Pin::Key(&pub_json), false),
         Exit::Unusable
     );
     std::fs::copy(&pub_json, dir.join("anchor.pub")).unwrap();
     assert_eq!(
-        run(&bundle_path, None, false),
+        run(&bundle_path, Pin::Nothing, false),
         Exit::ValidUnpinned,
         "the bundle-side key verifies, reported as not pinned, and a script cannot take it for 0"
     );
-    assert_eq!(run(&bundle_path, None, true), Exit::ValidUnpinned);
-    assert_eq!(run(&bundle_path, Some(&pub_bare), false), Exit::Success);
+    assert_eq!(run(&bundle_path, Pin::Nothing, true), Exit::ValidUnpinned);
+    assert_eq!(run(&bundle_path, Pin::Key(&pub_bare), false), Exit::Success);
 
     let not_json = dir.join("garbage.json");
     std::fs::write(&not_json, "{\"v\": 2,").unwrap();
-    assert_eq!(run(&not_json, Some(&pub_json), false), Exit::Unusable);
+    assert_eq!(run(&not_json, Pin::Key(&pub_json), false), Exit::Unusable);
     // Too deep for the reader is unusable input too, and said as such, not "not JSON".
     let deep = format!("{{\"x\":{}1{}}}", "[".repeat(200), "]".repeat(200));
     match verify_bundle_bytes(deep.as_bytes(), &pinned(&k)) {
@@ -61,7 +61,7 @@ fn run_exit_codes() {
         other => panic!("{other:?}"),
     }
     std::fs::write(&not_json, deep).unwrap();
-    assert_eq!(run(&not_json, Some(&pub_json), false), Exit::Unusable);
+    assert_eq!(run(&not_json, Pin::Key(&pub_json), false), Exit::Unusable);
 
     let text = std::fs::read_to_string(&bundle_path).unwrap();
     let dup = dir.join("dup.json");
@@ -70,7 +70,7 @@ fn run_exit_codes() {
     std::fs::write(&dup, text.replacen('{', "{\"v\":2,", 1)).unwrap();
     let r = verify_bundle_bytes(&std::fs::read(&dup).unwrap(), &pinned(&k)).unwrap();
     assert_eq!(names(&r), vec!["duplicate-member"]);
-    assert_eq!(run(&dup, Some(&pub_json), false), Exit::CheckFailed);
+    assert_eq!(run(&dup, Pin::Key(&pub_json), false), Exit::CheckFailed);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
