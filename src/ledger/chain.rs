@@ -133,6 +133,29 @@ pub struct Links<'e> {
     pub hash: Option<&'e str>,
 }
 
+impl Links<'_> {
+    /// The chain's rule for the entry at `index`, after the entry whose hash is `prev`: seq is
+    /// its position, prev_hash is `prev`, and hash is `computed` (the entry's own hash, `None`
+    /// when it cannot be hashed). The one rule every reader of a chain applies, entry by entry.
+    pub fn follow(
+        &self,
+        index: usize,
+        prev: &str,
+        computed: Option<&str>,
+    ) -> Result<(), ChainBreak> {
+        if !is_integral(self.seq, index as u64) {
+            return Err(ChainBreak::SeqGap { index });
+        }
+        if self.prev_hash != Some(prev) {
+            return Err(ChainBreak::PrevHashMismatch { index });
+        }
+        match computed {
+            Some(c) if self.hash == Some(c) => Ok(()),
+            _ => Err(ChainBreak::HashMismatch { index }),
+        }
+    }
+}
+
 /// Recomputes a chain from [`GENESIS`]: seq 0, 1, 2…, each `prev_hash` the previous `hash`,
 /// each `hash` reproduced. Returns the head hash (or GENESIS for no entries).
 ///
@@ -174,17 +197,8 @@ pub fn check_links<'e, E>(
     let mut prev = GENESIS.to_string();
     for (index, (e, computed)) in entries.iter().zip(computed).enumerate() {
         let l = links(e).ok_or(ChainBreak::NotAnObject { index })?;
-        if !is_integral(l.seq, index as u64) {
-            return Err(ChainBreak::SeqGap { index });
-        }
-        if l.prev_hash != Some(prev.as_str()) {
-            return Err(ChainBreak::PrevHashMismatch { index });
-        }
-        let computed = computed.ok_or(ChainBreak::HashMismatch { index })?;
-        if l.hash != Some(computed.as_str()) {
-            return Err(ChainBreak::HashMismatch { index });
-        }
-        prev = computed;
+        l.follow(index, &prev, computed.as_deref())?;
+        prev = computed.expect("followed");
     }
     Ok(prev)
 }

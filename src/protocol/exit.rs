@@ -35,18 +35,6 @@ impl Exit {
             Exit::ValidWithNotice => 4,
         }
     }
-
-    /// The exit of a command that reports its result as a number (0 to 4); anything else is
-    /// unusable.
-    pub fn from_code(code: i32) -> Exit {
-        match code {
-            0 => Exit::Success,
-            1 => Exit::CheckFailed,
-            3 => Exit::ValidUnpinned,
-            4 => Exit::ValidWithNotice,
-            _ => Exit::Unusable,
-        }
-    }
 }
 
 impl From<Exit> for std::process::ExitCode {

@@ -5,6 +5,7 @@
 use super::escape::text as esc;
 use super::model::{BundleView, KeyUsed, Source};
 use super::{fleet, sections, Input, Page};
+use crate::evidence::verify::{AnchorStatus, KeyTrust, Verdict};
 use std::fmt::Write as _;
 
 const STYLE: &str = include_str!("style.css");
@@ -30,12 +31,12 @@ impl Tone {
 /// A bundle's verdict in words, and its tone: the verifier's `valid`, `key` and notices, nothing
 /// else (the exit order of `verify`: an unpinned key before a notice).
 pub fn verdict(b: &BundleView) -> (&'static str, Tone) {
-    match (b.report.valid, b.report.key) {
-        (false, _) => ("INVALID", Tone::Bad),
-        (true, "pinned") if !b.report.notices.is_empty() => ("VALID with NOTICE", Tone::Warn),
-        (true, "pinned") => ("VALID", Tone::Good),
-        (true, "hmac") => ("VALID under an HMAC test secret", Tone::Warn),
-        (true, _) => ("VALID, key NOT pinned", Tone::Warn),
+    match (b.report.verdict(), b.report.key) {
+        (Verdict::Invalid, _) => ("INVALID", Tone::Bad),
+        (Verdict::ValidWithNotice, KeyTrust::Pinned) => ("VALID with NOTICE", Tone::Warn),
+        (_, KeyTrust::Pinned) => ("VALID", Tone::Good),
+        (_, KeyTrust::Hmac) => ("VALID under an HMAC test secret", Tone::Warn),
+        (_, _) => ("VALID, key NOT pinned", Tone::Warn),
     }
 }
 
@@ -97,7 +98,7 @@ fn headline(page: &Page) -> String {
     let invalid = bundles.iter().filter(|b| !b.report.valid).count();
     let unpinned = bundles
         .iter()
-        .filter(|b| b.report.valid && b.report.key != "pinned")
+        .filter(|b| b.report.valid && b.report.key != KeyTrust::Pinned)
         .count();
     let noticed = bundles
         .iter()
@@ -246,17 +247,17 @@ fn key_statement(out: &mut String, b: &BundleView, several: bool) {
         String::new()
     };
     // A signer is named only when the signature held and the bundle verified under it.
-    let anchor_ok = b.report.checks.anchor == "verified";
+    let anchor_ok = b.report.checks.anchor == AnchorStatus::Verified;
     let held = anchor_ok && b.report.valid;
     let (class, words) = match b.report.key {
-        "pinned" if held => (
+        KeyTrust::Pinned if held => (
             "key pinned",
             format!(
                 "<strong>Key pinned</strong>: {name}signed by {}, the key you passed with <code>--pub</code>.",
                 key_words(&b.key)
             ),
         ),
-        "pinned" => (
+        KeyTrust::Pinned => (
             "key pinned",
             format!(
                 "<strong>Key pinned</strong>: {name}checked with {}, the key you passed with <code>--pub</code>. {}",
@@ -268,7 +269,7 @@ fn key_statement(out: &mut String, b: &BundleView, several: bool) {
                 }
             ),
         ),
-        "bundle-side" => (
+        KeyTrust::BundleSide => (
             "key unpinned",
             format!(
                 "<strong>Key NOT pinned</strong>: {name}the signature was checked with {}, read from beside the bundle. \
@@ -277,11 +278,11 @@ fn key_statement(out: &mut String, b: &BundleView, several: bool) {
                 key_words(&b.key)
             ),
         ),
-        "hmac" => (
+        KeyTrust::Hmac => (
             "key unpinned",
             format!("<strong>HMAC test secret</strong>: {name}reference test vectors only."),
         ),
-        _ => (
+        KeyTrust::None => (
             "key unpinned",
             format!(
                 "<strong>No key</strong>: {name}the anchor signature was NOT checked, so a bundle \

@@ -89,7 +89,10 @@ impl Page {
             || self.audits_iter().any(|a| !a.report.passes());
         if failed {
             Exit::CheckFailed
-        } else if self.bundles().any(|b| b.report.key == "bundle-side") {
+        } else if self
+            .bundles()
+            .any(|b| b.report.key == crate::evidence::verify::KeyTrust::BundleSide)
+        {
             Exit::ValidUnpinned
         } else if self.bundles().any(|b| !b.report.notices.is_empty()) {
             Exit::ValidWithNotice

@@ -4,7 +4,7 @@
 //! and the denials are the entries as written, which the page calls proven only when the
 //! verdict is valid.
 
-use crate::evidence::verify::Report;
+use crate::evidence::verify::{CallState, Report};
 use crate::json::tree::{Json, Members};
 use crate::ledger::fields::{event, field};
 use std::collections::{BTreeMap, HashMap};
@@ -113,7 +113,7 @@ pub struct CallView {
     pub call_id: Option<String>,
     pub outcome: Option<OutcomeView>,
     /// The verifier's state for an allowed call with no bound outcome.
-    pub open: Option<&'static str>,
+    pub open: Option<CallState>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,7 +177,7 @@ pub fn bundle_view(source: Source, report: Report, key: KeyUsed, bundle: &Json) 
         _ => Vec::new(),
     };
     let mut nodes = read_nodes(&entries);
-    let open: HashMap<&str, &'static str> = report
+    let open: HashMap<&str, CallState> = report
         .calls
         .open
         .iter()
@@ -346,7 +346,7 @@ struct CallsRead {
 fn read_calls(
     entries: &[(usize, &Members)],
     nodes: &mut [NodeView],
-    open: &HashMap<&str, &'static str>,
+    open: &HashMap<&str, CallState>,
 ) -> CallsRead {
     let mut read = CallsRead::default();
     let node_at: HashMap<String, usize> = nodes

@@ -5,6 +5,7 @@
 use super::escape::text as esc;
 use super::html::{verdict, Tone};
 use super::model::{BundleView, CallView, Decision, NodeView, MAX_LISTED_CALLS};
+use crate::evidence::verify::{AnchorStatus, Binding, CallState, CheckpointStatus, KeyTrust};
 use std::fmt::Write as _;
 
 pub fn bundle(out: &mut String, n: usize, b: &BundleView) {
@@ -28,7 +29,7 @@ pub fn bundle(out: &mut String, n: usize, b: &BundleView) {
     checks(out, b);
     let mark = match (proven, b.report.key) {
         (false, _) => " <span class=\"badge bad\">UNPROVEN</span>",
-        (true, "pinned") => "",
+        (true, KeyTrust::Pinned) => "",
         (true, _) => " <span class=\"badge warn\">key not pinned</span>",
     };
     tree(out, b, mark);
@@ -49,10 +50,11 @@ fn checks(out: &mut String, b: &BundleView) {
             ("FAILED", Tone::Bad)
         }
     };
-    let level = |v: &str, good: &[&str]| {
-        let tone = if good.contains(&v) {
+    // A status is good, failed, or something in between (not checked, absent, incomplete).
+    let level = |v: &dyn std::fmt::Display, good: bool, failed: bool| {
+        let tone = if good {
             Tone::Good
-        } else if v == "failed" {
+        } else if failed {
             Tone::Bad
         } else {
             Tone::Warn
@@ -60,21 +62,28 @@ fn checks(out: &mut String, b: &BundleView) {
         (v.to_string(), tone)
     };
     let binding = match (r.valid, c.execution_binding) {
-        (true, "failed") => (
+        (true, Binding::Failed) => (
             format!(
                 "failed for {} unaccounted call(s), listed below",
                 r.calls.unaccounted
             ),
             Tone::Warn,
         ),
-        (_, v) => level(v, &["clean"]),
+        (_, v) => level(&v, v == Binding::Clean, v == Binding::Failed),
     };
     let rows: Vec<(&str, (String, Tone))> = vec![
         (
             "integrity (hash chain, signed anchor)",
             owned(ok(c.integrity)),
         ),
-        ("anchor signature", level(c.anchor, &["verified"])),
+        (
+            "anchor signature",
+            level(
+                &c.anchor,
+                c.anchor == AnchorStatus::Verified,
+                c.anchor == AnchorStatus::Failed,
+            ),
+        ),
         (
             "monotonicity (no subagent wider than its parent)",
             owned(ok(c.monotonicity)),
@@ -84,7 +93,14 @@ fn checks(out: &mut String, b: &BundleView) {
             owned(ok(c.containment)),
         ),
         ("execution binding (outcomes bound to their calls)", binding),
-        ("signed tree checkpoint", level(c.checkpoint, &["verified"])),
+        (
+            "signed tree checkpoint",
+            level(
+                &c.checkpoint,
+                c.checkpoint == CheckpointStatus::Verified,
+                c.checkpoint == CheckpointStatus::Failed,
+            ),
+        ),
         (
             "schema version, root, chain id, field names",
             owned(ok(c.version && c.root && c.chain_id && c.ledger_fields)),
@@ -477,7 +493,7 @@ fn open_calls(out: &mut String, b: &BundleView, mark: &str) {
              or not. <code>attenu-hook reconcile list</code> on the recording machine shows what is known.</p>\n<ul>\n",
         );
         for c in open.iter().take(MAX_LISTED_CALLS) {
-            let why = if c.state == "unaccounted" {
+            let why = if c.state == CallState::Unaccounted {
                 "its allow promised an observed outcome and none is bound to it"
             } else {
                 "no outcome was recorded, and none was promised"
@@ -486,7 +502,7 @@ fn open_calls(out: &mut String, b: &BundleView, mark: &str) {
                 out,
                 "<li data-open-call><span class=\"badge warn\">{}</span> call <code>{}</code> on node <code>{}</code> \
                  (entry {}): {why}</li>",
-                esc(c.state),
+                esc(c.state.as_str()),
                 esc(&c.call_id),
                 esc(c.node.as_deref().unwrap_or("?")),
                 c.index

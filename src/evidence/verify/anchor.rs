@@ -5,6 +5,7 @@
 
 use super::json::{integral, json_eq, truthy};
 use super::shown::{shown_list, shown_opt};
+use super::status::AnchorStatus;
 use super::{AnchorKey, Bundle, FailureName, Log, Obj, Value};
 use crate::json::canonical::{self, CanonicalError};
 use crate::ledger::chain;
@@ -32,22 +33,21 @@ pub const NOT_SIGNED_BY_THAT_KEY: &str = "this bundle was not signed by that key
 struct Failed;
 
 /// Checks the anchor: its signature under `key`, then that it commits to this chain's head.
-/// Returns `verified`, `failed` or `not-checked`.
 pub(super) fn check(
     key: &AnchorKey,
     bundle: &Bundle<'_>,
     chain_ok: bool,
     chain_id_reported: bool,
     log: &mut Log<'_>,
-) -> &'static str {
+) -> AnchorStatus {
     let (anchor, entries) = (bundle.anchor, &bundle.entries[..]);
     if matches!(key, AnchorKey::None) {
         unkeyed_head(anchor, entries, chain_ok, log);
-        return "not-checked";
+        return AnchorStatus::NotChecked;
     }
     match verify(key, anchor, entries, chain_ok, chain_id_reported, log) {
-        Ok(()) => "verified",
-        Err(Failed) => "failed",
+        Ok(()) => AnchorStatus::Verified,
+        Err(Failed) => AnchorStatus::Failed,
     }
 }
 

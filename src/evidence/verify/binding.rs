@@ -8,16 +8,17 @@ use super::json::{seq_value, truthy, value_eq};
 use super::records::{check_allow, check_deny, check_outcome, Record};
 use super::report::{CallSummary, Failure, OpenCall};
 use super::shown::{seq_text, shown, shown_opt, shown_str};
+use super::status::{Binding, CallState, ParamsCoverage};
 use super::{version, Bundle, FailureName, Log, Obj, Value, PARALLEL_FROM};
 use crate::json::canonical;
 use std::collections::{HashMap, HashSet};
 use std::thread::{Scope, ScopedJoinHandle};
 
-/// The binding level (`clean`, `incomplete`, `failed` or `not applicable`) and the calls.
-pub(super) type Binding = (&'static str, CallSummary);
+/// The binding level and the calls.
+pub(super) type Bound = (Binding, CallSummary);
 
 /// Execution binding running on its own thread, with the failures it logged.
-pub(super) type Early<'scope> = ScopedJoinHandle<'scope, (Binding, Vec<Failure>)>;
+pub(super) type Early<'scope> = ScopedJoinHandle<'scope, (Bound, Vec<Failure>)>;
 
 /// Execution binding reads the entries only and logs into its own list, so on a long chain it
 /// runs beside steps (1) to (9); [`check`] puts its findings back where step (10) reports them,
@@ -45,7 +46,7 @@ pub(super) fn check(
     version_ok: bool,
     early: Option<Early<'_>>,
     log: &mut Log<'_>,
-) -> Binding {
+) -> Bound {
     if !version_ok {
         return not_applicable();
     }
@@ -61,14 +62,8 @@ pub(super) fn check(
     execution_binding(&bundle.entries, log)
 }
 
-pub(super) fn not_applicable() -> Binding {
-    (
-        "not applicable",
-        CallSummary {
-            params_coverage: "none",
-            ..CallSummary::default()
-        },
-    )
+pub(super) fn not_applicable() -> Bound {
+    (Binding::NotApplicable, CallSummary::default())
 }
 
 /// How `duplicate-call-id` compares call ids: a string, a number (by value) or a boolean;
@@ -121,7 +116,7 @@ impl<'a, V> Ordered<'a, V> {
 /// One walk over the entries (call ids, record rules, one outcome per call), then each outcome
 /// bound to its allow, then each allowed call's state, then the level (`failed` as soon as
 /// anything here was logged).
-fn execution_binding<'a>(entries: &[Option<&'a Obj<'a>>], log: &mut Log<'_>) -> Binding {
+fn execution_binding<'a>(entries: &[Option<&'a Obj<'a>>], log: &mut Log<'_>) -> Bound {
     let before = log.len();
     let mut walk = Walk::default();
     for (i, e) in entries
@@ -134,9 +129,15 @@ fn execution_binding<'a>(entries: &[Option<&'a Obj<'a>>], log: &mut Log<'_>) -> 
         walk.call_event(entries, e, ev, i, log);
     }
     let bound_ok = walk.bind_outcomes(entries, log);
-    let (summary, pending) = walk.summarize(entries, &bound_ok);
-    let level = walk.level(log.len() > before, &summary, &pending);
-    (["clean", "incomplete", "failed"][level as usize], summary)
+    let summary = walk.summarize(entries, &bound_ok);
+    let level = level(
+        &walk.nodes,
+        |n| walk.finalized.contains(n),
+        |n| walk.revoked.contains_key(n),
+        &summary,
+        log.len() > before,
+    );
+    (level, summary)
 }
 
 /// What one walk over the ledger collects. Keys borrow from the entries.
@@ -164,11 +165,7 @@ impl<'a> Walk<'a> {
         match ev {
             Some("root") => {
                 self.define(e, node);
-                let salt_ok = e
-                    .get("params_salt")
-                    .and_then(Value::as_str)
-                    .is_some_and(|s| is_lower_hex(s, 32));
-                if !salt_ok {
+                if !salt_ok(e) {
                     log.at(
                         FailureName::InvalidParamsSalt,
                         i,
@@ -324,126 +321,184 @@ impl<'a> Walk<'a> {
                 );
                 continue;
             };
-            let al = entries[ai].expect("an object");
-            if bind_one(cid, al, ai, oc, oi, log) {
+            let al = AllowSide::of(entries[ai].expect("an object"));
+            if bind_one(cid, &al, ai, oc, oi, log) {
                 bound_ok.insert(cid);
             }
         }
         bound_ok
     }
 
-    /// Each valid allow: observed, unobserved or unaccounted; and the unaccounted calls of
-    /// each node.
-    fn summarize(
-        &self,
-        entries: &[Option<&'a Obj<'a>>],
-        bound_ok: &HashSet<&str>,
-    ) -> (CallSummary, HashMap<Option<&'a str>, usize>) {
-        let mut summary = CallSummary::default();
-        let mut pending: HashMap<Option<&str>, usize> = HashMap::new();
-        let (mut total, mut both) = (0usize, 0usize);
+    /// Each valid allow: observed, unobserved or unaccounted.
+    fn summarize(&self, entries: &[Option<&'a Obj<'a>>], bound_ok: &HashSet<&str>) -> CallSummary {
+        let mut tally = Tally::default();
         for (cid, &ai) in self.allows.iter() {
             if self.invalid_allow_ids.contains(cid) {
                 continue;
             }
             let al = entries[ai].expect("an object");
-            total += 1;
-            if truthy(al.get("authorized_params_hash"))
+            let both = truthy(al.get("authorized_params_hash"))
                 && self.outcomes.get(cid).is_some_and(|&oi| {
                     truthy(entries[oi].expect("an object").get("invoked_params_hash"))
-                })
-            {
-                both += 1;
-            }
+                });
             if bound_ok.contains(cid) {
-                summary.observed += 1;
+                tally.observed(both);
                 continue;
             }
-            let capture = get(al, "capture");
-            let state =
-                if capture.is_none() || capture.and_then(Value::as_str) == Some("pre_hook_only") {
-                    summary.unobserved += 1;
-                    "unobserved"
-                } else {
-                    summary.unaccounted += 1;
-                    *pending
-                        .entry(al.get("node").and_then(Value::as_str))
-                        .or_default() += 1;
-                    "unaccounted"
-                };
-            let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
-            summary.open.push(OpenCall {
-                call_id: cid.to_string(),
-                state,
-                node: text(al.get("node")),
-                tool: text(al.get("tool")),
-                agent: al
-                    .get("node")
-                    .and_then(Value::as_str)
-                    .and_then(|n| self.agents.get(n))
-                    .map(|a| a.to_string()),
-                tool_use_id: text(
-                    al.get("context")
-                        .and_then(Value::as_object)
-                        .and_then(|c| c.get("tool_use_id")),
-                ),
-                index: ai,
-                seq: seq_value(al.get("seq")),
-            });
+            let agent = al
+                .get("node")
+                .and_then(Value::as_str)
+                .and_then(|n| self.agents.get(n))
+                .map(|a| a.to_string());
+            tally.open(open_call(cid, al, ai, agent), both);
         }
-        summary.params_coverage = if total == 0 || both == 0 {
-            "none"
-        } else if both == total {
-            "complete"
-        } else {
-            "partial"
-        };
-        (summary, pending)
+        tally.finish()
+    }
+}
+
+/// How an allowed call with no bound outcome is reported: `unobserved` when the allow
+/// promised none (`capture` absent or `pre_hook_only`), else `unaccounted`.
+pub(super) fn call_state(al: &Obj<'_>) -> CallState {
+    let capture = get(al, "capture");
+    if capture.is_none() || capture.and_then(Value::as_str) == Some("pre_hook_only") {
+        CallState::Unobserved
+    } else {
+        CallState::Unaccounted
+    }
+}
+
+/// What the report shows of the allow at `index` if no outcome is bound to it: its call id,
+/// node, tool and Claude Code's `tool_use_id`, and the node's `agent`.
+pub(super) fn open_call(cid: &str, al: &Obj<'_>, index: usize, agent: Option<String>) -> OpenCall {
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    OpenCall {
+        call_id: cid.to_string(),
+        state: call_state(al),
+        node: text(al.get("node")),
+        tool: text(al.get("tool")),
+        agent,
+        tool_use_id: text(
+            al.get("context")
+                .and_then(Value::as_object)
+                .and_then(|c| c.get("tool_use_id")),
+        ),
+        index,
+        seq: seq_value(al.get("seq")),
+    }
+}
+
+/// The calls counted as the report shows them: every valid allow once, observed or open (in
+/// ledger order), and whether it carries both argument commitments.
+#[derive(Default)]
+pub(super) struct Tally {
+    summary: CallSummary,
+    allows: usize,
+    both: usize,
+}
+
+impl Tally {
+    pub(super) fn observed(&mut self, both: bool) {
+        self.count(both);
+        self.summary.observed += 1;
     }
 
-    /// The aggregate level: 0 clean < 1 incomplete < 2 failed.
-    fn level(
-        &self,
-        logged: bool,
-        summary: &CallSummary,
-        pending: &HashMap<Option<&str>, usize>,
-    ) -> u8 {
-        let mut level = 0u8;
-        if logged {
-            level = 2;
+    pub(super) fn open(&mut self, call: OpenCall, both: bool) {
+        self.count(both);
+        match call.state {
+            CallState::Unobserved => self.summary.unobserved += 1,
+            CallState::Unaccounted => self.summary.unaccounted += 1,
         }
-        for n in &self.nodes {
-            let has_pending = pending.get(&Some(*n)).is_some_and(|c| *c > 0);
-            if self.finalized.contains(n) {
-                if has_pending {
-                    level = level.max(2);
-                }
-            } else if !self.revoked.contains_key(*n) || has_pending {
-                level = level.max(1);
-            }
-        }
-        if summary.unobserved > 0 {
-            level = level.max(1);
-        }
-        level
+        self.summary.open.push(call);
     }
+
+    fn count(&mut self, both: bool) {
+        self.allows += 1;
+        self.both += usize::from(both);
+    }
+
+    pub(super) fn finish(mut self) -> CallSummary {
+        self.summary.params_coverage = ParamsCoverage::of(self.allows, self.both);
+        self.summary
+    }
+}
+
+/// The aggregate level: `failed` when anything was `logged` or a finished node has an
+/// unaccounted call; else `incomplete` when a call is unobserved, or a node (in definition
+/// order) neither finished nor was revoked, or was revoked with a call unaccounted; else
+/// `clean`.
+pub(super) fn level(
+    nodes: &[impl AsRef<str>],
+    finalized: impl Fn(&str) -> bool,
+    revoked: impl Fn(&str) -> bool,
+    summary: &CallSummary,
+    logged: bool,
+) -> Binding {
+    let pending: HashSet<&str> = summary
+        .open
+        .iter()
+        .filter(|c| c.state == CallState::Unaccounted)
+        .filter_map(|c| c.node.as_deref())
+        .collect();
+    let mut level = if logged {
+        Binding::Failed
+    } else if summary.unobserved > 0 {
+        Binding::Incomplete
+    } else {
+        Binding::Clean
+    };
+    for n in nodes.iter().map(AsRef::as_ref) {
+        let has_pending = pending.contains(n);
+        if finalized(n) {
+            if has_pending {
+                level = Binding::Failed;
+            }
+        } else if (!revoked(n) || has_pending) && level == Binding::Clean {
+            level = Binding::Incomplete;
+        }
+    }
+    level
+}
+
+/// A v2 root's `params_salt` is 32 lowercase hex characters.
+pub(super) fn salt_ok(root: &Obj<'_>) -> bool {
+    root.get("params_salt")
+        .and_then(Value::as_str)
+        .is_some_and(|s| is_lower_hex(s, 32))
 }
 
 fn invalid_record(p: &impl Record, event: &str, i: usize, log: &mut Log<'_>) {
     log.at(p.name(), i, format!("invalid {event} record: {p}"));
 }
 
+/// What an outcome is bound against: its allow's `node`, `seq` and `authorized_params_hash`.
+pub(super) struct AllowSide<'v> {
+    pub(super) node: Option<&'v Value<'v>>,
+    pub(super) seq: Option<&'v Value<'v>>,
+    /// Present and not null.
+    pub(super) authorized: Option<&'v Value<'v>>,
+}
+
+impl<'v> AllowSide<'v> {
+    pub(super) fn of(al: &'v Obj<'v>) -> Self {
+        AllowSide {
+            node: al.get("node"),
+            seq: al.get("seq"),
+            authorized: get(al, "authorized_params_hash"),
+        }
+    }
+}
+
 /// The outcome at `oi` against its allow at `ai`: the same node, after it, with the same
 /// argument commitment. True when node and order hold (a params mismatch is logged only).
-fn bind_one(
+pub(super) fn bind_one(
     cid: &str,
-    al: &Obj<'_>,
+    al: &AllowSide<'_>,
     ai: usize,
     oc: &Obj<'_>,
     oi: usize,
     log: &mut Log<'_>,
 ) -> bool {
-    let node_ok = json_eq(al.get("node"), oc.get("node"));
+    let node_ok = json_eq(al.node, oc.get("node"));
     if !node_ok {
         log.at(
             FailureName::OutcomeOnOtherNode,
@@ -451,12 +506,12 @@ fn bind_one(
             format!(
                 "call {} was allowed on node {} (entry {ai}) but its outcome is recorded on node {}",
                 shown_str(cid),
-                shown_opt(al.get("node")),
+                shown_opt(al.node),
                 shown_opt(oc.get("node"))
             ),
         );
     }
-    let order_ok = match (num_f64(oc.get("seq")), num_f64(al.get("seq"))) {
+    let order_ok = match (num_f64(oc.get("seq")), num_f64(al.seq)) {
         (Some(o), Some(a)) => is_number(oc.get("seq")) && o > a,
         _ => false,
     };
@@ -469,14 +524,11 @@ fn bind_one(
                  finished before it was authorized",
                 shown_str(cid),
                 seq_text(oc),
-                seq_text(al)
+                shown_opt(al.seq)
             ),
         );
     }
-    if let (Some(ah), Some(ih)) = (
-        get(al, "authorized_params_hash"),
-        get(oc, "invoked_params_hash"),
-    ) {
+    if let (Some(ah), Some(ih)) = (al.authorized, get(oc, "invoked_params_hash")) {
         if !value_eq(ah, ih) {
             log.at(
                 FailureName::ParamsMismatch,

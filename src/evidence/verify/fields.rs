@@ -81,17 +81,24 @@ pub(super) fn known_fields(e: &Obj<'_>, i: usize, log: &mut Log<'_>) -> bool {
 /// Step (4): a node id is a string (root, spawn and allow are judged where their node is read).
 pub(super) fn check_node_ids(bundle: &Bundle<'_>, log: &mut Log<'_>) {
     for (i, e) in bundle.objects() {
-        if matches!(event_of(e), Some("root" | "spawn" | "allow")) {
-            continue;
+        node_id(e, i, log);
+    }
+}
+
+/// Step (4) for the entry at `i` (the streaming pass's too); false when it logged.
+pub(super) fn node_id(e: &Obj<'_>, i: usize, log: &mut Log<'_>) -> bool {
+    if matches!(event_of(e), Some("root" | "spawn" | "allow")) {
+        return true;
+    }
+    match get(e, "node") {
+        Some(n) if !n.is_string() => {
+            log.at(
+                FailureName::InvalidNode,
+                i,
+                format!("the entry's node {} is not a string", shown(n)),
+            );
+            false
         }
-        if let Some(n) = get(e, "node") {
-            if !n.is_string() {
-                log.at(
-                    FailureName::InvalidNode,
-                    i,
-                    format!("the entry's node {} is not a string", shown(n)),
-                );
-            }
-        }
+        _ => true,
     }
 }

@@ -5,19 +5,25 @@
 //!
 //! The pass only ever answers "clean": [`Fold::entry`] returns false on anything a check would
 //! report, and on anything it does not handle (a kill, a second root, a non-string call id, a
-//! float `seq`...), and the caller then runs the full verifier for the verdict. So each rule
-//! here is the full verifier's rule or a stricter one, never a looser one.
+//! float `seq`...), and the caller then runs the full verifier for the verdict. Where a step has
+//! a per-entry rule, the fold calls it (with a scratch log: anything logged ends the pass);
+//! what is left here is the state the steps keep across entries, held small, and the shapes the
+//! fold declines, so each rule is the full verifier's own or a stricter one, never a looser one.
 
 use super::authority::Authority;
-use super::json::{event_of, get, is_lower_hex, num_f64, truthy, value_eq};
+use super::binding::{self, AllowSide, Tally};
+use super::json::{event_of, get, is_lower_hex, truthy};
 use super::records::{check_allow, check_deny, check_outcome, known_policy};
-use super::report::{CallSummary, OpenCall};
-use super::{containment, fields, Log, Obj, Value};
+use super::report::{CallSummary, Counts, OpenCall};
+use super::status::Binding;
+use super::{containment, fields, policy, Log, Obj, Value};
 use crate::evidence::checkpoint::leaf_of_hash;
 use crate::json::{exact_tree, strict, tree};
 use crate::ledger::chain::{self, GENESIS};
 use crate::tlog::{self, Frontier, Hash};
+use serde_json::Number;
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 /// An entry parsed, every check that reads it alone passed, its own hash (over its own
@@ -71,14 +77,10 @@ fn alone(e: &Obj<'_>) -> bool {
     if !e.get("chain_id").is_some_and(Value::is_string) {
         return false;
     }
+    if !fields::node_id(e, 0, &mut scratch) || !policy::entry(e, Some(2), 0, &mut scratch) {
+        return false;
+    }
     let ev = event_of(e);
-    let defines = matches!(ev, Some("root" | "spawn" | "allow"));
-    if !defines && get(e, "node").is_some_and(|n| !n.is_string()) {
-        return false;
-    }
-    if e.contains_key("policy") && !matches!(ev, Some("allow" | "deny")) {
-        return false;
-    }
     // A recorded checkpoint loss is a notice, which only the full verifier reports.
     let context = e.get("context").and_then(Value::as_object);
     if context.is_some_and(|c| c.contains_key(crate::ledger::store::CHECKPOINT_LOST)) {
@@ -92,17 +94,13 @@ fn alone(e: &Obj<'_>) -> bool {
     }
 }
 
-/// An allow waiting for its outcome: what binding compares and what the report shows of it.
+/// An allow waiting for its outcome: what binding compares ([`binding::bind_one`]) and what the
+/// report shows of it if none comes ([`binding::open_call`]; its agent is filled in then).
 struct Waiting {
-    index: usize,
-    node: String,
-    tool: Option<String>,
-    tool_use_id: Option<String>,
-    /// `authorized_params_hash`, when present and not null.
-    authorized: Option<serde_json::Value>,
+    open: OpenCall,
+    /// `authorized_params_hash`, when present and not null (a string: the record rules hold).
+    authorized: Option<String>,
     authorized_truthy: bool,
-    /// No outcome was promised (`capture` absent or `pre_hook_only`).
-    pre_hook_only: bool,
 }
 
 /// What the pass carries from one entry to the next.
@@ -128,9 +126,8 @@ pub(super) struct Fold {
     ungated: usize,
     denied: usize,
     refused_by_claude_code: usize,
-    allows: usize,
-    both_hashes: usize,
-    observed: usize,
+    /// The allows already bound to their outcome.
+    tally: Tally,
 }
 
 impl Fold {
@@ -152,9 +149,7 @@ impl Fold {
             ungated: 0,
             denied: 0,
             refused_by_claude_code: 0,
-            allows: 0,
-            both_hashes: 0,
-            observed: 0,
+            tally: Tally::default(),
         }
     }
 
@@ -189,13 +184,17 @@ impl Fold {
     /// Step (6): seq is the position, prev_hash the previous hash, hash the entry's own; and
     /// the entry's leaf for the tree checkpoint.
     fn link(&mut self, e: &Obj<'_>, own: &str, leaf: Hash, i: usize) -> bool {
-        if !matches!(e.get("seq"), Some(Value::Number(n)) if n.as_u64() == Some(i as u64)) {
-            return false;
-        }
-        if e.get("prev_hash").and_then(Value::as_str) != Some(self.prev_hash.as_str()) {
-            return false;
-        }
-        if e.get("hash").and_then(Value::as_str) != Some(own) {
+        let seq = match e.get("seq") {
+            // Integers only (`1.0` is left to the full verifier).
+            Some(Value::Number(n)) if n.as_u64().is_some() => n,
+            _ => return false,
+        };
+        let links = chain::Links {
+            seq: Some(seq),
+            prev_hash: e.get("prev_hash").and_then(Value::as_str),
+            hash: e.get("hash").and_then(Value::as_str),
+        };
+        if links.follow(i, &self.prev_hash, Some(own)).is_err() {
             return false;
         }
         self.tree.append(leaf);
@@ -230,12 +229,8 @@ impl Fold {
     }
 
     fn root(&mut self, e: &Obj<'_>) -> bool {
-        let salt_ok = e
-            .get("params_salt")
-            .and_then(Value::as_str)
-            .is_some_and(|s| is_lower_hex(s, 32));
         self.recorded = super::recorded_by(e);
-        salt_ok && self.define(e, "authority", None)
+        binding::salt_ok(e) && self.define(e, "authority", None)
     }
 
     /// A spawn names an earlier node as its parent, and is granted no more than it holds.
@@ -324,30 +319,21 @@ impl Fold {
         if !self.call_id_unused(e.get("call_id")) {
             return false;
         }
-        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
-        let capture = get(e, "capture");
-        self.allows += 1;
         self.waiting.insert(
             cid.to_string(),
             Waiting {
-                index: i,
-                node: node.to_string(),
-                tool: text(e.get("tool")),
-                tool_use_id: text(
-                    e.get("context")
-                        .and_then(Value::as_object)
-                        .and_then(|c| c.get("tool_use_id")),
-                ),
-                authorized: get(e, "authorized_params_hash").map(tree::Json::to_value),
+                open: binding::open_call(cid, e, i, None),
+                authorized: get(e, "authorized_params_hash")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
                 authorized_truthy: truthy(e.get("authorized_params_hash")),
-                pre_hook_only: capture.is_none()
-                    || capture.and_then(Value::as_str) == Some("pre_hook_only"),
             },
         );
         true
     }
 
-    /// An outcome ends a waiting allow: on its node, after it, with the arguments it allowed.
+    /// An outcome ends a waiting allow: on its node, after it, with the arguments it allowed
+    /// ([`binding::bind_one`], which must log nothing).
     fn outcome(&mut self, e: &Obj<'_>) -> bool {
         let Some(cid) = e.get("call_id").and_then(Value::as_str) else {
             return false;
@@ -356,86 +342,63 @@ impl Fold {
         let Some(al) = self.waiting.remove(cid) else {
             return false;
         };
-        if e.get("node").and_then(Value::as_str) != Some(al.node.as_str()) {
+        let node = al
+            .open
+            .node
+            .as_deref()
+            .map(|n| Value::String(Cow::Borrowed(n)));
+        let seq = Value::Number(Number::from(al.open.index));
+        let authorized = al.authorized.as_deref().map(|a| Value::String(a.into()));
+        let side = AllowSide {
+            node: node.as_ref(),
+            seq: Some(&seq),
+            authorized: authorized.as_ref(),
+        };
+        let mut scratch = Log::new(&[]);
+        if !binding::bind_one(cid, &side, al.open.index, e, self.count, &mut scratch)
+            || !scratch.failures.is_empty()
+        {
             return false;
         }
-        if !num_f64(e.get("seq")).is_some_and(|o| o > al.index as f64) {
-            return false;
-        }
-        if let (Some(ah), Some(ih)) = (&al.authorized, get(e, "invoked_params_hash")) {
-            if !value_eq(&tree::Json::from_value(ah), ih) {
-                return false;
-            }
-        }
-        if al.authorized_truthy && truthy(e.get("invoked_params_hash")) {
-            self.both_hashes += 1;
-        }
-        self.observed += 1;
+        self.tally
+            .observed(al.authorized_truthy && truthy(e.get("invoked_params_hash")));
         true
     }
 
     /// How many nodes, allows measured, allows ungated and denials.
-    pub(super) fn counts(&self) -> (usize, usize, usize, usize) {
-        (
-            self.authorities.len(),
-            self.actions,
-            self.ungated,
-            self.denied,
-        )
-    }
-
-    /// Of the denials, Claude Code's own.
-    pub(super) fn refused_by_claude_code(&self) -> usize {
-        self.refused_by_claude_code
+    pub(super) fn counts(&self) -> Counts {
+        Counts {
+            nodes: self.authorities.len(),
+            actions_checked: self.actions,
+            ungated: self.ungated,
+            denied: self.denied,
+            refused_by_claude_code: self.refused_by_claude_code,
+        }
     }
 
     /// Execution binding's level and the calls, as [`super::binding`] reports them; `None`
     /// when the level is `failed` (the full verifier then says why).
-    pub(super) fn calls(&self) -> Option<(&'static str, CallSummary)> {
-        let mut summary = CallSummary::default();
-        let mut open: Vec<(&String, &Waiting)> = self.waiting.iter().collect();
-        open.sort_by_key(|(_, w)| w.index);
-        let mut unaccounted_on: HashSet<&str> = HashSet::new();
-        for (cid, w) in open {
-            let state = if w.pre_hook_only {
-                summary.unobserved += 1;
-                "unobserved"
-            } else {
-                summary.unaccounted += 1;
-                unaccounted_on.insert(w.node.as_str());
-                "unaccounted"
-            };
-            summary.open.push(OpenCall {
-                call_id: cid.clone(),
-                state,
-                node: Some(w.node.clone()),
-                tool: w.tool.clone(),
-                agent: self.agents.get(&w.node).cloned(),
-                tool_use_id: w.tool_use_id.clone(),
-                index: w.index,
-                seq: Some(w.index as i64),
-            });
+    pub(super) fn calls(&mut self) -> Option<(Binding, CallSummary)> {
+        let mut open: Vec<Waiting> = self.waiting.drain().map(|(_, w)| w).collect();
+        open.sort_by_key(|w| w.open.index);
+        let mut tally = std::mem::take(&mut self.tally);
+        for w in open {
+            let mut call = w.open;
+            call.agent = call.node.as_ref().and_then(|n| self.agents.get(n)).cloned();
+            // An open call's outcome never came, so it cannot carry both commitments.
+            tally.open(call, false);
         }
-        summary.observed = self.observed;
-        summary.params_coverage = if self.allows == 0 || self.both_hashes == 0 {
-            "none"
-        } else if self.both_hashes == self.allows {
-            "complete"
-        } else {
-            "partial"
-        };
+        let summary = tally.finish();
         // No node is revoked here (a kill ends the pass).
-        let mut level = usize::from(summary.unobserved > 0);
-        for n in &self.nodes {
-            let pending = unaccounted_on.contains(n.as_str());
-            if self.finalized.contains(n) {
-                if pending {
-                    return None;
-                }
-            } else {
-                level = 1;
-            }
+        match binding::level(
+            &self.nodes,
+            |n| self.finalized.contains(n),
+            |_| false,
+            &summary,
+            false,
+        ) {
+            Binding::Failed => None,
+            level => Some((level, summary)),
         }
-        Some((["clean", "incomplete"][level], summary))
     }
 }

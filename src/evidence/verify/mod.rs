@@ -72,10 +72,19 @@
 //! `attenu-hook verify` first tries a streaming pass (`stream.rs`, reading with `crate::json::split`,
 //! each entry folded by `fold.rs`) that holds memory to the nodes and open calls, not the
 //! entries, and answers only for a clean bundle, with the report the steps above give; on
-//! anything else it gives up and the steps above decide. The unit tests and
+//! anything else it gives up and the steps above decide. The fold is a second driver of the
+//! same rules, not a copy of them: for each entry it calls the steps' own per-entry functions
+//! (`fields::known_event`, `known_fields`, `node_id`, `policy::entry`, the record rules,
+//! `chain::Links::follow`, `binding::salt_ok`, `Authority::narrower_than`,
+//! `containment::action_within`, `binding::bind_one`) with a scratch log, and gives up when one
+//! logs; the calls it reports go through the same `binding::open_call`, `Tally` and `level`. The
+//! whole-bundle steps (versions, chain id, anchor, checkpoint, position, no key) run on the
+//! members with the first and last entry. Every report, from either pass or from step (0), is
+//! made by `Report::new`, with the typed statuses of `status.rs`. The unit tests and
 //! `tests/evidence.rs` hold the two reports equal.
 //!
-//! Around them: `report.rs` (the report and failure names), `input.rs` (reading the bundle
+//! Around them: `report.rs` (the report and failure names), `status.rs` (the statuses and the
+//! verdict, each with its one word), `input.rs` (reading the bundle
 //! file; key files are `crate::evidence::keys`), `run.rs` (the command), `render.rs` (the text output), `json.rs`,
 //! `shown.rs` and `crate::ledger::fields` (reading values, printing them safely, the ledger's names). The
 //! unit tests are in `tests/`.
@@ -103,6 +112,7 @@ mod report;
 mod run;
 mod scope;
 mod shown;
+mod status;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -116,13 +126,16 @@ pub use input::{verify_bundle_bytes, InputError};
 pub use notices::Notice;
 pub use render::render_text;
 pub use report::{AnchorKey, CallSummary, Checks, Failure, FailureName, OpenCall, Report};
-pub use run::{run, Pin, EXIT_VALID_KEY_NOT_PINNED, EXIT_VALID_WITH_NOTICE};
+pub use run::{exit_of, run, Pin};
 pub use scope::scope_covers;
 pub(crate) use shown::shown;
+pub use status::{
+    AnchorStatus, Binding, CallState, CheckpointStatus, KeyTrust, ParamsCoverage, Verdict,
+};
 pub use stream::{verify_clean_stream, Input};
 
 use crate::json::tree::{Json, Members};
-use report::Log;
+use report::{Counts, Found, Log};
 
 /// Below this many entries one thread is faster than starting another.
 const PARALLEL_FROM: usize = 512;
@@ -222,11 +235,9 @@ fn run_checks(
     let checkpoint = tree::check_checkpoint(key, bundle, &mut log);
     tree::check_position(bundle, &mut log);
     anchor::refuse_without_key(key, &mut log);
-    let notices = notices::collect(bundle);
-    Report {
-        valid: log.failures.is_empty(),
+    let found = Found {
         checks: Checks {
-            integrity: chain_ok && anchor_status != "failed",
+            integrity: chain_ok && anchor_status != AnchorStatus::Failed,
             monotonicity: monotonicity && !nodes.unreadable,
             containment: containment.ok,
             execution_binding: eb_status,
@@ -237,23 +248,20 @@ fn run_checks(
             ledger_fields: fields_ok,
             checkpoint,
         },
-        key: key.label(),
-        chain_id: bundle
-            .members
-            .get("chain_id")
-            .map_or(serde_json::Value::Null, Json::to_value),
         entries: bundle.raw_entries.len(),
-        nodes: nodes.authorities.len(),
-        actions_checked: containment.actions,
-        ungated: containment.ungated,
-        denied: containment.denied,
-        refused_by_claude_code: containment.refused_by_claude_code,
+        counts: Counts {
+            nodes: nodes.authorities.len(),
+            actions_checked: containment.actions,
+            ungated: containment.ungated,
+            denied: containment.denied,
+            refused_by_claude_code: containment.refused_by_claude_code,
+        },
         calls,
         failures: log.failures,
-        notices,
+        notices: notices::collect(bundle),
         recorded: bundle.objects().find_map(|(_, e)| recorded_by(e)),
-        certificate: None,
-    }
+    };
+    Report::new(key, bundle.members.get("chain_id"), found)
 }
 
 /// The identity a root entry recorded, if `e` is one that recorded it.

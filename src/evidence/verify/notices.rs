@@ -3,7 +3,7 @@
 //! hook found its sealed checkpoint missing or broken beside a non-empty ledger, so entries
 //! before it may have been cut off unnoticed (docs/FORMATS.md, "Lost checkpoints"). The
 //! reference verifier reads `context` as free-form and reports nothing; a valid bundle with a
-//! notice makes `verify` exit [`super::EXIT_VALID_WITH_NOTICE`].
+//! notice makes `verify` exit `Exit::ValidWithNotice` ([`super::exit_of`]).
 
 use super::json::seq_value;
 use super::shown::shown;

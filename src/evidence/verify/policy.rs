@@ -4,39 +4,47 @@
 use super::json::event_of;
 use super::records::known_policy;
 use super::shown::shown_opt;
-use super::{Bundle, FailureName, Log};
+use super::{Bundle, FailureName, Log, Obj};
 
 pub(super) fn check(bundle: &Bundle<'_>, log: &mut Log<'_>) {
     for (i, e) in bundle.objects() {
-        if !e.contains_key("policy") {
-            continue;
-        }
-        let ev = event_of(e);
-        // On a version 2 chain the allow and deny record checks own these two shapes.
-        if bundle.v == Some(2) && matches!(ev, Some("allow" | "deny")) {
-            continue;
-        }
-        if ev == Some("allow") {
-            if !known_policy(e.get("policy")) {
-                log.at(
-                    FailureName::UnknownPolicy,
-                    i,
-                    format!(
-                        "the allow carries policy {}, which the format does not define (only \"unlisted\"); it buys no \
-                         exemption from containment",
-                        shown_opt(e.get("policy"))
-                    ),
-                );
-            }
-        } else {
+        entry(e, bundle.v, i, log);
+    }
+}
+
+/// The rule for the entry at `i` of a chain of version `v` (the streaming pass's too); false
+/// when it logged.
+pub(super) fn entry(e: &Obj<'_>, v: Option<i128>, i: usize, log: &mut Log<'_>) -> bool {
+    if !e.contains_key("policy") {
+        return true;
+    }
+    let ev = event_of(e);
+    // On a version 2 chain the allow and deny record checks own these two shapes.
+    if v == Some(2) && matches!(ev, Some("allow" | "deny")) {
+        return true;
+    }
+    let before = log.len();
+    if ev == Some("allow") {
+        if !known_policy(e.get("policy")) {
             log.at(
-                FailureName::PolicyOnNonAllow,
+                FailureName::UnknownPolicy,
                 i,
                 format!(
-                    "a {} entry carries `policy`, which only an allow may carry",
-                    shown_opt(e.get("event"))
+                    "the allow carries policy {}, which the format does not define (only \"unlisted\"); it buys no \
+                     exemption from containment",
+                    shown_opt(e.get("policy"))
                 ),
             );
         }
+    } else {
+        log.at(
+            FailureName::PolicyOnNonAllow,
+            i,
+            format!(
+                "a {} entry carries `policy`, which only an allow may carry",
+                shown_opt(e.get("event"))
+            ),
+        );
     }
+    log.len() == before
 }

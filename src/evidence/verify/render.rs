@@ -1,7 +1,7 @@
 //! The text form of a report, as `attenu-hook verify` prints it without `--json`.
 
 use super::shown::{shown, shown_str};
-use super::{FailureName, Json, Report};
+use super::{Binding, CallState, FailureName, Json, KeyTrust, Report, Verdict};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -61,7 +61,7 @@ fn failure_lines(out: &mut String, report: &Report) {
 /// `OPEN state call c (tool t, agent a, tool_use_id u) on node n (entry i): why`.
 fn open_call_lines(out: &mut String, report: &Report) {
     for c in &report.calls.open {
-        let why = if c.state == "unaccounted" {
+        let why = if c.state == CallState::Unaccounted {
             "its allow promised an observed outcome and none is bound to it"
         } else {
             "no outcome was recorded, and none was promised (capture pre_hook_only)"
@@ -88,7 +88,7 @@ fn open_call_lines(out: &mut String, report: &Report) {
 
 /// What "execution binding incomplete" means, in the output that says it.
 fn incomplete_line(out: &mut String, report: &Report) {
-    if report.checks.execution_binding != "incomplete" {
+    if report.checks.execution_binding != Binding::Incomplete {
         return;
     }
     let open = report.calls.open.len();
@@ -125,7 +125,7 @@ fn key_line(out: &mut String, report: &Report, key_file: Option<&Path>) {
             .unwrap_or_default()
     };
     match (report.key, &report.certificate) {
-        ("pinned", Some(c)) => {
+        (KeyTrust::Pinned, Some(c)) => {
             let _ = writeln!(
                 out,
                 "key: certified by the pinned CA ({}): key id \"{}\", serial {}, CA {}, valid before {}; checked at \
@@ -138,7 +138,7 @@ fn key_line(out: &mut String, report: &Report, key_file: Option<&Path>) {
                 c.checked_at.as_deref().unwrap_or("?")
             );
         }
-        ("bundle-side", Some(c)) => {
+        (KeyTrust::BundleSide, Some(c)) => {
             let _ = writeln!(
                 out,
                 "WARNING: key NOT pinned: the anchor was checked with the key the bundle's own certificate names \
@@ -148,10 +148,10 @@ fn key_line(out: &mut String, report: &Report, key_file: Option<&Path>) {
                 c.view.ca
             );
         }
-        ("pinned", None) => {
+        (KeyTrust::Pinned, None) => {
             let _ = writeln!(out, "key: pinned ({})", shown_file(key_file));
         }
-        ("bundle-side", None) => {
+        (KeyTrust::BundleSide, None) => {
             let _ = writeln!(
                 out,
                 "WARNING: key NOT pinned: the anchor was checked with {}, read from beside the bundle. Anyone \
@@ -160,10 +160,10 @@ fn key_line(out: &mut String, report: &Report, key_file: Option<&Path>) {
                 shown_file(key_file)
             );
         }
-        ("hmac", _) => {
+        (KeyTrust::Hmac, _) => {
             let _ = writeln!(out, "key: HMAC test secret (reference test vectors only)");
         }
-        _ => {
+        (KeyTrust::None, _) => {
             let _ = writeln!(
                 out,
                 "WARNING: no key: the anchor signature was NOT checked, so a bundle rewritten from its first \
@@ -180,7 +180,7 @@ fn verdict_line(out: &mut String, report: &Report) {
     // The reference answers ok with binding "failed" when an allow promised an outcome that
     // never came; the verdict follows it, and the line says what "failed" means there.
     let binding = match (report.valid, report.checks.execution_binding) {
-        (true, "failed") => format!(
+        (true, Binding::Failed) => format!(
             "failed for {} unaccounted call(s), listed as OPEN above",
             report.calls.unaccounted
         ),
@@ -190,11 +190,11 @@ fn verdict_line(out: &mut String, report: &Report) {
         let _ = writeln!(out, "{line}");
         return;
     }
-    let verdict = match (report.valid, report.key) {
-        (true, "bundle-side") => "VALID (key NOT pinned)",
-        (true, _) if !report.notices.is_empty() => "VALID (with NOTICE: see above)",
-        (true, _) => "VALID",
-        (false, _) => "INVALID",
+    let verdict = match report.verdict() {
+        Verdict::ValidUnpinned => "VALID (key NOT pinned)",
+        Verdict::ValidWithNotice => "VALID (with NOTICE: see above)",
+        Verdict::Valid => "VALID",
+        Verdict::Invalid => "INVALID",
     };
     // Claude Code's own refusals are named only when there are some: the line is read by scripts.
     let by_claude = match report.refused_by_claude_code {

@@ -2,7 +2,9 @@
 //! checks log their failures into.
 
 use super::json::seq_value;
-use super::{Obj, Value};
+use super::status::{AnchorStatus, Binding, CallState, CheckpointStatus, KeyTrust};
+use super::status::{ParamsCoverage, Verdict};
+use super::{Json, Obj, Value};
 use ed25519_dalek::VerifyingKey;
 use serde::{Serialize, Serializer};
 
@@ -21,13 +23,13 @@ pub enum AnchorKey {
 }
 
 impl AnchorKey {
-    /// The label the report carries: `pinned`, `bundle-side`, `hmac` or `none`.
-    pub fn label(&self) -> &'static str {
+    /// How far the report says this key is trusted.
+    pub fn trust(&self) -> KeyTrust {
         match self {
-            AnchorKey::Pinned(_) => "pinned",
-            AnchorKey::FromBundleSide(_) => "bundle-side",
-            AnchorKey::Hmac(_) => "hmac",
-            AnchorKey::None => "none",
+            AnchorKey::Pinned(_) => KeyTrust::Pinned,
+            AnchorKey::FromBundleSide(_) => KeyTrust::BundleSide,
+            AnchorKey::Hmac(_) => KeyTrust::Hmac,
+            AnchorKey::None => KeyTrust::None,
         }
     }
 }
@@ -37,8 +39,8 @@ impl AnchorKey {
 pub struct Report {
     pub valid: bool,
     pub checks: Checks,
-    /// `pinned`, `bundle-side`, `hmac` or `none` ([`AnchorKey::label`]).
-    pub key: &'static str,
+    /// `pinned`, `bundle-side`, `hmac` or `none` ([`AnchorKey::trust`]).
+    pub key: KeyTrust,
     /// The bundle's `chain_id` as written (null when absent).
     pub chain_id: serde_json::Value,
     /// How many entries the bundle carries.
@@ -73,6 +75,73 @@ pub struct Report {
     pub certificate: Option<crate::trust::cert::Certified>,
 }
 
+/// What the steps found, which [`Report::new`] makes into the report: whichever pass ran
+/// (the full one, the streaming one, or none on an unreadable bundle), the report is made here.
+pub(super) struct Found {
+    pub(super) checks: Checks,
+    pub(super) entries: usize,
+    pub(super) counts: Counts,
+    pub(super) calls: CallSummary,
+    pub(super) failures: Vec<Failure>,
+    pub(super) notices: Vec<super::Notice>,
+    pub(super) recorded: Option<crate::trust::identity::Recorded>,
+}
+
+/// The report's counts of nodes and decisions.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Counts {
+    pub(super) nodes: usize,
+    pub(super) actions_checked: usize,
+    pub(super) ungated: usize,
+    pub(super) denied: usize,
+    pub(super) refused_by_claude_code: usize,
+}
+
+impl Report {
+    /// The report of what the steps `found` under `key`, for a bundle naming `chain_id`. Valid
+    /// exactly when nothing failed.
+    pub(super) fn new(key: &AnchorKey, chain_id: Option<&Value<'_>>, found: Found) -> Report {
+        let Found {
+            checks,
+            entries,
+            counts,
+            calls,
+            failures,
+            notices,
+            recorded,
+        } = found;
+        Report {
+            valid: failures.is_empty(),
+            checks,
+            key: key.trust(),
+            chain_id: chain_id.map_or(serde_json::Value::Null, Json::to_value),
+            entries,
+            nodes: counts.nodes,
+            actions_checked: counts.actions_checked,
+            ungated: counts.ungated,
+            denied: counts.denied,
+            refused_by_claude_code: counts.refused_by_claude_code,
+            calls,
+            failures,
+            notices,
+            recorded,
+            // Set by the command from the key it chose (`run.rs`).
+            certificate: None,
+        }
+    }
+
+    /// What the report amounts to: invalid, valid under an unpinned key, valid with a notice,
+    /// or valid (the order `verify`'s exit code and text verdict weigh it in).
+    pub fn verdict(&self) -> Verdict {
+        match (self.valid, self.key) {
+            (false, _) => Verdict::Invalid,
+            (true, KeyTrust::BundleSide) => Verdict::ValidUnpinned,
+            (true, _) if !self.notices.is_empty() => Verdict::ValidWithNotice,
+            (true, _) => Verdict::Valid,
+        }
+    }
+}
+
 /// The outcome of each check.
 #[derive(Debug, Clone, Serialize)]
 pub struct Checks {
@@ -80,19 +149,37 @@ pub struct Checks {
     pub monotonicity: bool,
     pub containment: bool,
     /// `clean`, `incomplete`, `failed`, or `not applicable` (v1 chains, or a version problem).
-    pub execution_binding: &'static str,
+    pub execution_binding: Binding,
     /// `verified`, `failed` or `not-checked`.
-    pub anchor: &'static str,
+    pub anchor: AnchorStatus,
     pub version: bool,
     pub chain_id: bool,
     pub root: bool,
     pub ledger_fields: bool,
     /// The bundle's signed tree checkpoint: `verified`, `failed`, `not-checked` or `absent`.
-    pub checkpoint: &'static str,
+    pub checkpoint: CheckpointStatus,
+}
+
+impl Checks {
+    /// Nothing checked: the bundle could not be read at all.
+    pub(super) fn none() -> Checks {
+        Checks {
+            integrity: false,
+            monotonicity: false,
+            containment: false,
+            execution_binding: Binding::NotApplicable,
+            anchor: AnchorStatus::NotChecked,
+            version: false,
+            chain_id: false,
+            root: false,
+            ledger_fields: false,
+            checkpoint: CheckpointStatus::NotChecked,
+        }
+    }
 }
 
 /// How each allowed call of a v2 chain ended, as far as the ledger shows.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct CallSummary {
     /// An outcome exists on the same node, after the allow.
     pub observed: usize,
@@ -101,9 +188,21 @@ pub struct CallSummary {
     /// No correctly bound outcome although `capture` promised one.
     pub unaccounted: usize,
     /// `complete`, `partial` or `none`: how many calls carry both argument commitments.
-    pub params_coverage: &'static str,
+    pub params_coverage: ParamsCoverage,
     /// Every call that is not observed, in ledger order.
     pub open: Vec<OpenCall>,
+}
+
+impl Default for CallSummary {
+    fn default() -> Self {
+        CallSummary {
+            observed: 0,
+            unobserved: 0,
+            unaccounted: 0,
+            params_coverage: ParamsCoverage::None,
+            open: Vec::new(),
+        }
+    }
 }
 
 /// An allowed call with no correctly bound outcome.
@@ -111,7 +210,7 @@ pub struct CallSummary {
 pub struct OpenCall {
     pub call_id: String,
     /// `unobserved` or `unaccounted`.
-    pub state: &'static str,
+    pub state: CallState,
     pub node: Option<String>,
     /// The allow's `tool`, `agent` and `context.tool_use_id` (Claude Code's id for the call),
     /// when they are strings: what a reviewer looks the call up by.

@@ -1,21 +1,21 @@
 //! The command: `attenu-hook verify BUNDLE [--pub FILE | --ca FILE…] [--json]`.
 
 use super::input::verify_parsed;
-use super::{render_text, verify_clean_stream, Input, Report};
+use super::{render_text, verify_clean_stream, Input, Report, Verdict};
 use crate::evidence::keys::{self, KeyChoice};
+use crate::protocol::Exit;
 use crate::trust::CaPin;
 use std::path::Path;
 
-/// `attenu-hook verify BUNDLE [--pub FILE] [--json]`. Returns the exit code: 0 valid under a
-/// pinned key, 1 invalid, 2 when the bundle or the key file cannot be used at all, 3 valid under
-/// a key read from beside the bundle ([`EXIT_VALID_KEY_NOT_PINNED`]), 4 valid under a pinned
-/// key with a notice ([`EXIT_VALID_WITH_NOTICE`]).
+/// `attenu-hook verify BUNDLE [--pub FILE | --ca FILE…] [--json]`. Returns the exit of the
+/// report's verdict ([`exit_of`]), or [`Exit::Unusable`] when the bundle or the key file cannot
+/// be used at all.
 ///
 /// With `--ca`, the key is the one the bundle's signer certificate certifies, trusted when the
 /// pinned CA vouched for it when the bundle was signed. Without a pin, that certificate's key,
 /// else an `anchor.pub` in the bundle's directory, is used and reported as not pinned; without
 /// either, the anchor is not checked and the verdict is invalid (`anchor-not-checked`).
-pub fn run(bundle_path: &Path, pin: Pin<'_>, json: bool) -> i32 {
+pub fn run(bundle_path: &Path, pin: Pin<'_>, json: bool) -> Exit {
     // A regular file is first read in one streaming pass, in small memory; the pass answers
     // only for a clean bundle, and everything else gets the full verifier's verdict.
     if Input::open(&bundle_path).is_none() {
@@ -40,9 +40,9 @@ pub enum Pin<'a> {
 }
 
 /// The full verifier, reading the whole file first (as before the key).
-fn run_full(bundle_path: &Path, pin: Pin<'_>, json: bool) -> i32 {
+fn run_full(bundle_path: &Path, pin: Pin<'_>, json: bool) -> Exit {
     let Some(bytes) = read_bundle(bundle_path) else {
-        return 2;
+        return Exit::Unusable;
     };
     let choice = match choose_key(bundle_path, pin, json) {
         Ok(c) => c,
@@ -51,9 +51,9 @@ fn run_full(bundle_path: &Path, pin: Pin<'_>, json: bool) -> i32 {
     verify_bytes(bundle_path, &bytes, &choice, json)
 }
 
-fn full(bundle_path: &Path, choice: &KeyChoice, json: bool) -> i32 {
+fn full(bundle_path: &Path, choice: &KeyChoice, json: bool) -> Exit {
     let Some(bytes) = read_bundle(bundle_path) else {
-        return 2;
+        return Exit::Unusable;
     };
     verify_bytes(bundle_path, &bytes, choice, json)
 }
@@ -70,12 +70,12 @@ fn read_bundle(bundle_path: &Path) -> Option<Vec<u8>> {
         .ok()
 }
 
-fn verify_bytes(bundle_path: &Path, bytes: &[u8], choice: &KeyChoice, json: bool) -> i32 {
+fn verify_bytes(bundle_path: &Path, bytes: &[u8], choice: &KeyChoice, json: bool) -> Exit {
     let (report, tree) = match verify_parsed(bytes, &choice.anchor_key()) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("attenu-hook verify: {}: {e}", bundle_path.display());
-            return 2;
+            return Exit::Unusable;
         }
     };
     // The process ends right after the report; freeing a large bundle's tree node by node
@@ -85,7 +85,7 @@ fn verify_bytes(bundle_path: &Path, bytes: &[u8], choice: &KeyChoice, json: bool
 }
 
 /// Prints the report and returns the exit code.
-fn emit(mut report: Report, choice: &KeyChoice, json: bool) -> i32 {
+fn emit(mut report: Report, choice: &KeyChoice, json: bool) -> Exit {
     report.certificate = choice.certificate();
     let report = &report;
     let key_file = choice.key().map(|k| k.path.as_path());
@@ -94,38 +94,34 @@ fn emit(mut report: Report, choice: &KeyChoice, json: bool) -> i32 {
             Ok(s) => println!("{s}"),
             Err(e) => {
                 eprintln!("attenu-hook verify: cannot write the report: {e}");
-                return 2;
+                return Exit::Unusable;
             }
         }
     } else {
         print!("{}", render_text(report, key_file));
     }
-    exit_code(report)
+    exit_of(report.verdict())
 }
 
-/// The exit code of a bundle that verifies only under the `anchor.pub` found beside it. Whoever
-/// rewrote the bundle could have re-signed it and replaced that file, so a script that checks
-/// `attenu-hook verify B && ...` must not read this as 0; a reviewer pins the key with `--pub`.
-pub const EXIT_VALID_KEY_NOT_PINNED: i32 = 3;
-
-/// The exit code of a valid bundle (under a pinned key) whose ledger records a lost or broken
-/// checkpoint (a NOTICE): what it holds is intact and signed, but entries before the notice
-/// may have been cut off unnoticed, so `verify B && ...` must not pass it silently.
-pub const EXIT_VALID_WITH_NOTICE: i32 = 4;
-
-fn exit_code(report: &Report) -> i32 {
-    match (report.valid, report.key) {
-        (true, "bundle-side") => EXIT_VALID_KEY_NOT_PINNED,
-        (true, _) if !report.notices.is_empty() => EXIT_VALID_WITH_NOTICE,
-        (true, _) => 0,
-        (false, _) => 1,
+/// The exit of a verdict. A bundle that verifies only under the `anchor.pub` found beside it
+/// exits [`Exit::ValidUnpinned`]: whoever rewrote the bundle could have re-signed it and
+/// replaced that file, so a script that checks `attenu-hook verify B && ...` must not read it as
+/// 0; a reviewer pins the key with `--pub`. A valid bundle (under a pinned key) whose ledger
+/// records a lost or broken checkpoint (a NOTICE) exits [`Exit::ValidWithNotice`]: what it holds
+/// is intact and signed, but entries before the notice may have been cut off unnoticed.
+pub fn exit_of(verdict: Verdict) -> Exit {
+    match verdict {
+        Verdict::Valid => Exit::Success,
+        Verdict::Invalid => Exit::CheckFailed,
+        Verdict::ValidUnpinned => Exit::ValidUnpinned,
+        Verdict::ValidWithNotice => Exit::ValidWithNotice,
     }
 }
 
-/// The key to check the anchor with ([`KeyChoice`]), or the exit code when there is none: 2
-/// when a key file or the bundle's certificate cannot be used (said on stderr), 1 when the
-/// pinned CA does not vouch for the signer (a verdict, on stdout).
-fn choose_key(bundle_path: &Path, pin: Pin<'_>, json: bool) -> Result<KeyChoice, i32> {
+/// The key to check the anchor with ([`KeyChoice`]), or the exit when there is none: unusable
+/// when a key file or the bundle's certificate cannot be used (said on stderr), a failed check
+/// when the pinned CA does not vouch for the signer (a verdict, on stdout).
+fn choose_key(bundle_path: &Path, pin: Pin<'_>, json: bool) -> Result<KeyChoice, Exit> {
     let chosen = match pin {
         Pin::Key(p) => keys::load_pinned(p)
             .and_then(|pinned| KeyChoice::for_bundle(bundle_path, Some(&pinned))),
@@ -142,11 +138,11 @@ fn choose_key(bundle_path: &Path, pin: Pin<'_>, json: bool) -> Result<KeyChoice,
             } else {
                 println!("INVALID (signer not certified): {e}");
             }
-            Err(1)
+            Err(Exit::CheckFailed)
         }
         Err(e) => {
             eprintln!("attenu-hook verify: {e}.");
-            Err(2)
+            Err(Exit::Unusable)
         }
     }
 }

@@ -17,7 +17,8 @@
 //! holding only its first and last entry.
 
 use super::fold::{prepare, Fold};
-use super::report::Log;
+use super::report::{Found, Log};
+use super::status::AnchorStatus;
 use super::{anchor, chain_id, envelopes, tree, unreadable, version};
 use super::{AnchorKey, Bundle, Checks, Json, Obj, Report, Value, PARALLEL_FROM};
 use crate::json::split::{self, GiveUp, Sink, Splitter};
@@ -274,10 +275,10 @@ fn finish(read: Pass, key: &AnchorKey) -> Option<Report> {
     {
         return None;
     }
-    whole_bundle_steps(&bundle, &fold, key)
+    whole_bundle_steps(&bundle, &mut fold, key)
 }
 
-fn whole_bundle_steps(bundle: &Bundle<'_>, fold: &Fold, key: &AnchorKey) -> Option<Report> {
+fn whole_bundle_steps(bundle: &Bundle<'_>, fold: &mut Fold, key: &AnchorKey) -> Option<Report> {
     let mut log = Log::new(&bundle.entries);
     let versions = version::check(bundle, &mut log);
     let chain_id = chain_id::check(bundle, &mut log);
@@ -291,11 +292,9 @@ fn whole_bundle_steps(bundle: &Bundle<'_>, fold: &Fold, key: &AnchorKey) -> Opti
         return None;
     }
     let (eb_status, calls) = fold.calls()?;
-    let (nodes, actions_checked, ungated, denied) = fold.counts();
-    Some(Report {
-        valid: true,
+    let found = Found {
         checks: Checks {
-            integrity: anchor_status != "failed",
+            integrity: anchor_status != AnchorStatus::Failed,
             monotonicity: true,
             containment: true,
             execution_binding: eb_status,
@@ -306,22 +305,13 @@ fn whole_bundle_steps(bundle: &Bundle<'_>, fold: &Fold, key: &AnchorKey) -> Opti
             ledger_fields: true,
             checkpoint,
         },
-        key: key.label(),
-        chain_id: bundle
-            .members
-            .get("chain_id")
-            .map_or(serde_json::Value::Null, Json::to_value),
         entries: fold.count,
-        nodes,
-        actions_checked,
-        ungated,
-        denied,
-        refused_by_claude_code: fold.refused_by_claude_code(),
+        counts: fold.counts(),
         calls,
         failures: Vec::new(),
         // An entry recording a lost checkpoint ends the pass (`fold.rs`).
         notices: Vec::new(),
         recorded: fold.recorded.clone(),
-        certificate: None,
-    })
+    };
+    Some(Report::new(key, bundle.members.get("chain_id"), found))
 }

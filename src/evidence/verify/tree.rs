@@ -7,6 +7,7 @@
 //! by anything in the chain and is shown as exported.
 
 use super::json::kind;
+use super::status::CheckpointStatus;
 use super::{AnchorKey, Bundle, FailureName, Log, Value};
 use crate::evidence::checkpoint::{leaf_of_hash, origin};
 use crate::tlog::{Checkpoint, Frontier, Note, VerifierKey};
@@ -17,7 +18,7 @@ pub(super) fn check_checkpoint(
     key: &AnchorKey,
     bundle: &Bundle<'_>,
     log: &mut Log<'_>,
-) -> &'static str {
+) -> CheckpointStatus {
     check_checkpoint_over(key, bundle, || tree_of(bundle), log)
 }
 
@@ -28,13 +29,13 @@ pub(super) fn check_checkpoint_over(
     bundle: &Bundle<'_>,
     tree: impl FnOnce() -> Result<Frontier, usize>,
     log: &mut Log<'_>,
-) -> &'static str {
+) -> CheckpointStatus {
     let Some(member) = bundle.members.get("checkpoint") else {
-        return "absent";
+        return CheckpointStatus::Absent;
     };
     let mut fail = |detail: String| {
         log.chain(FailureName::CheckpointInvalid, detail);
-        "failed"
+        CheckpointStatus::Failed
     };
     let Some(text) = member.as_str() else {
         return fail(format!(
@@ -88,14 +89,14 @@ pub(super) fn check_checkpoint_over(
     }
     let public = match key {
         AnchorKey::Pinned(k) | AnchorKey::FromBundleSide(k) => *k,
-        AnchorKey::Hmac(_) | AnchorKey::None => return "not-checked",
+        AnchorKey::Hmac(_) | AnchorKey::None => return CheckpointStatus::NotChecked,
     };
     let verifier = match VerifierKey::new(kid, public) {
         Ok(v) => v,
         Err(e) => return fail(format!("the anchor's kid cannot name a note key: {e}")),
     };
     match note.verify(&[verifier]) {
-        Ok(_) => "verified",
+        Ok(_) => CheckpointStatus::Verified,
         Err(e) => fail(format!(
             "the checkpoint's signature does not verify under the anchor key: {e}"
         )),

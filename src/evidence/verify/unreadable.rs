@@ -2,7 +2,8 @@
 //! `anchor` or `envelopes` of the wrong type) is reported alone, with nothing else checked.
 
 use super::json::kind;
-use super::{AnchorKey, CallSummary, Checks, Failure, FailureName, Json, Report, Value};
+use super::report::{Counts, Found, Log};
+use super::{AnchorKey, CallSummary, Checks, FailureName, Report, Value};
 
 /// The members of a bundle this verifier cannot read at all.
 pub(super) fn problems(bundle: &Value) -> Vec<String> {
@@ -42,50 +43,25 @@ pub(super) fn problems(bundle: &Value) -> Vec<String> {
 }
 
 pub(super) fn report(bundle: &Value, key: &AnchorKey, problems: Vec<String>) -> Report {
-    let failures = problems
-        .into_iter()
-        .map(|p| Failure {
-            name: FailureName::InvalidBundle,
-            reference_reason: FailureName::InvalidBundle.reference_reason(),
-            index: None,
-            seq: None,
-            node: None,
-            call_id: None,
-            detail: format!("{p}; nothing in it was checked"),
-        })
-        .collect();
-    Report {
-        valid: false,
-        checks: Checks {
-            integrity: false,
-            monotonicity: false,
-            containment: false,
-            execution_binding: "not applicable",
-            anchor: "not-checked",
-            version: false,
-            chain_id: false,
-            root: false,
-            ledger_fields: false,
-            checkpoint: "not-checked",
-        },
-        key: key.label(),
-        chain_id: bundle
-            .as_object()
-            .and_then(|b| b.get("chain_id"))
-            .map_or(serde_json::Value::Null, Json::to_value),
+    let mut log = Log::new(&[]);
+    for p in problems {
+        log.chain(
+            FailureName::InvalidBundle,
+            format!("{p}; nothing in it was checked"),
+        );
+    }
+    let found = Found {
+        checks: Checks::none(),
         entries: 0,
-        nodes: 0,
-        actions_checked: 0,
-        ungated: 0,
-        denied: 0,
-        refused_by_claude_code: 0,
-        calls: CallSummary {
-            params_coverage: "none",
-            ..CallSummary::default()
-        },
-        failures,
+        counts: Counts::default(),
+        calls: CallSummary::default(),
+        failures: log.failures,
         notices: Vec::new(),
         recorded: None,
-        certificate: None,
-    }
+    };
+    Report::new(
+        key,
+        bundle.as_object().and_then(|b| b.get("chain_id")),
+        found,
+    )
 }

@@ -11,7 +11,7 @@ fn an_honest_bundle_verifies_with_the_pinned_key() {
     assert!(r.valid, "{:?}", r.failures);
     assert_eq!(
         (r.key, r.checks.anchor, r.checks.execution_binding),
-        ("pinned", "verified", "clean")
+        (KeyTrust::Pinned, AnchorStatus::Verified, Binding::Clean)
     );
     assert_eq!(
         (
@@ -74,7 +74,7 @@ fn a_rewritten_and_resigned_bundle_fails_under_the_pinned_key_and_says_so_when_n
     let r = verify_bundle(&forged, &pinned(&honest));
     assert!(!r.valid);
     assert_eq!(names(&r), vec!["anchor-signature-invalid"]);
-    assert_eq!(r.checks.anchor, "failed");
+    assert_eq!(r.checks.anchor, AnchorStatus::Failed);
 
     // The same bundle under the key the attacker left beside it: consistent, and the
     // report says plainly that the key was not pinned.
@@ -83,7 +83,7 @@ fn a_rewritten_and_resigned_bundle_fails_under_the_pinned_key_and_says_so_when_n
         &AnchorKey::FromBundleSide(attacker.verifying_key()),
     );
     assert!(r.valid, "{:?}", r.failures);
-    assert_eq!(r.key, "bundle-side");
+    assert_eq!(r.key, KeyTrust::BundleSide);
     let text = render_text(&r, Some(Path::new("/x/anchor.pub")));
     assert!(text.contains("key NOT pinned"), "{text}");
     assert!(
@@ -108,7 +108,10 @@ fn without_a_key_the_verdict_is_invalid() {
     let r = verify_bundle(&bundle, &AnchorKey::None);
     assert!(!r.valid);
     assert_eq!(names(&r), vec!["anchor-not-checked"]);
-    assert_eq!((r.key, r.checks.anchor), ("none", "not-checked"));
+    assert_eq!(
+        (r.key, r.checks.anchor),
+        (KeyTrust::None, AnchorStatus::NotChecked)
+    );
     let mut stripped = bundle.clone();
     stripped.as_object_mut().unwrap().remove("anchor");
     assert_eq!(
@@ -139,7 +142,7 @@ fn execution_binding_reports_open_calls_and_binding_failures() {
     );
     assert_eq!(
         (r.checks.execution_binding, r.calls.unaccounted),
-        ("failed", 1)
+        (Binding::Failed, 1)
     );
     assert_eq!(r.calls.open[0].call_id, CID_A);
     // The verdict line must not read "VALID ... execution binding failed" unexplained.
@@ -181,7 +184,7 @@ fn on_a_long_chain_binding_runs_beside_the_other_checks_and_counts_only_when_ver
     let r = verify_bundle(&signed_bundle(bodies.clone(), &k), &pinned(&k));
     assert_eq!(names(&r), vec!["deny-carries-allow-field"]);
     assert_eq!(r.failures[0].index, Some(4));
-    assert_eq!(r.checks.execution_binding, "failed");
+    assert_eq!(r.checks.execution_binding, Binding::Failed);
 
     // An entry of another version: binding is not applicable and its findings are dropped.
     let mut bundle = signed_bundle(bodies, &k);
@@ -189,7 +192,7 @@ fn on_a_long_chain_binding_runs_beside_the_other_checks_and_counts_only_when_ver
     rehash(&mut bundle);
     let r = verify_bundle(&resign(bundle, &k), &pinned(&k));
     assert_eq!(names(&r), vec!["mixed-entry-versions"]);
-    assert_eq!(r.checks.execution_binding, "not applicable");
+    assert_eq!(r.checks.execution_binding, Binding::NotApplicable);
 }
 
 #[test]
@@ -281,7 +284,7 @@ fn a_bundles_checkpoint_must_be_its_own_chains_signed_tree() {
     b["checkpoint"] = json!(checkpoint::sign(&anchor_key, "c", tree.size(), &tree.root()).unwrap());
     let r = verify_bundle(&b, &pinned);
     assert!(
-        r.valid && r.checks.checkpoint == "verified",
+        r.valid && r.checks.checkpoint == CheckpointStatus::Verified,
         "{:?}",
         r.failures
     );
@@ -300,7 +303,10 @@ fn a_bundles_checkpoint_must_be_its_own_chains_signed_tree() {
         let mut bad = b.clone();
         bad["checkpoint"] = json!(wrong);
         let r = verify_bundle(&bad, &pinned);
-        assert!(!r.valid && r.checks.checkpoint == "failed", "{wrong}");
+        assert!(
+            !r.valid && r.checks.checkpoint == CheckpointStatus::Failed,
+            "{wrong}"
+        );
         assert!(r
             .failures
             .iter()

@@ -1,6 +1,7 @@
 //! The command's exit codes, and the reference verifier's verdict on our Ed25519 anchor.
 
 use super::*;
+use crate::protocol::Exit;
 use ed25519_dalek::VerifyingKey;
 
 #[test]
@@ -27,35 +28,32 @@ fn run_exit_codes() {
 
     assert_eq!(
         run(&bundle_path, Pin::Nothing, false),
-        1,
+        Exit::CheckFailed,
         "no key anywhere: invalid"
     );
-    assert_eq!(run(&bundle_path, Pin::Key(&pub_json), false), 0);
-    assert_eq!(run(&bundle_path, Pin::Key(&pub_bare), true), 0);
-    assert_eq!(run(&bundle_path, Pin::Key(&bad), false), 2);
+    assert_eq!(run(&bundle_path, Pin::Key(&pub_json), false), Exit::Success);
+    assert_eq!(run(&bundle_path, Pin::Key(&pub_bare), true), Exit::Success);
+    assert_eq!(run(&bundle_path, Pin::Key(&bad), false), Exit::Unusable);
     assert_eq!(
         run(&bundle_path, Pin::Key(&dir.join("missing.pub")), false),
-        2
+        Exit::Unusable
     );
     assert_eq!(
         run(&dir.join("missing.json"), Pin::Key(&pub_json), false),
-        2
+        Exit::Unusable
     );
     std::fs::copy(&pub_json, dir.join("anchor.pub")).unwrap();
     assert_eq!(
         run(&bundle_path, Pin::Nothing, false),
-        EXIT_VALID_KEY_NOT_PINNED,
+        Exit::ValidUnpinned,
         "the bundle-side key verifies, reported as not pinned, and a script cannot take it for 0"
     );
-    assert_eq!(
-        run(&bundle_path, Pin::Nothing, true),
-        EXIT_VALID_KEY_NOT_PINNED
-    );
-    assert_eq!(run(&bundle_path, Pin::Key(&pub_bare), false), 0);
+    assert_eq!(run(&bundle_path, Pin::Nothing, true), Exit::ValidUnpinned);
+    assert_eq!(run(&bundle_path, Pin::Key(&pub_bare), false), Exit::Success);
 
     let not_json = dir.join("garbage.json");
     std::fs::write(&not_json, "{\"v\": 2,").unwrap();
-    assert_eq!(run(&not_json, Pin::Key(&pub_json), false), 2);
+    assert_eq!(run(&not_json, Pin::Key(&pub_json), false), Exit::Unusable);
     // Too deep for the reader is unusable input too, and said as such, not "not JSON".
     let deep = format!("{{\"x\":{}1{}}}", "[".repeat(200), "]".repeat(200));
     match verify_bundle_bytes(deep.as_bytes(), &pinned(&k)) {
@@ -63,7 +61,7 @@ fn run_exit_codes() {
         other => panic!("{other:?}"),
     }
     std::fs::write(&not_json, deep).unwrap();
-    assert_eq!(run(&not_json, Pin::Key(&pub_json), false), 2);
+    assert_eq!(run(&not_json, Pin::Key(&pub_json), false), Exit::Unusable);
 
     let text = std::fs::read_to_string(&bundle_path).unwrap();
     let dup = dir.join("dup.json");
@@ -72,7 +70,7 @@ fn run_exit_codes() {
     std::fs::write(&dup, text.replacen('{', "{\"v\":2,", 1)).unwrap();
     let r = verify_bundle_bytes(&std::fs::read(&dup).unwrap(), &pinned(&k)).unwrap();
     assert_eq!(names(&r), vec!["duplicate-member"]);
-    assert_eq!(run(&dup, Pin::Key(&pub_json), false), 1);
+    assert_eq!(run(&dup, Pin::Key(&pub_json), false), Exit::CheckFailed);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -124,4 +122,17 @@ fn the_reference_accepts_our_ed25519_anchor() {
     let theirs = reference_verdict(&python, &forged, &honest.verifying_key());
     assert_eq!(theirs["ok"], false, "{theirs}");
     assert!(!verify_bundle(&forged, &pinned(&honest)).valid);
+}
+
+/// Each verdict has one exit, and the codes are the ones scripts read.
+#[test]
+fn each_verdict_exits_with_its_code() {
+    for (verdict, code) in [
+        (Verdict::Valid, 0),
+        (Verdict::Invalid, 1),
+        (Verdict::ValidUnpinned, 3),
+        (Verdict::ValidWithNotice, 4),
+    ] {
+        assert_eq!(exit_of(verdict).code(), code, "{verdict:?}");
+    }
 }

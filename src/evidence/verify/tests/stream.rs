@@ -37,7 +37,7 @@ fn open_calls_and_an_unfinished_node_are_reported_alike() {
     match streamed(&bundle, &pinned(&k)) {
         Some(s) => assert!(same(&s, &full)),
         None => assert!(
-            !full.valid || full.checks.execution_binding == "failed",
+            !full.valid || full.checks.execution_binding == Binding::Failed,
             "a valid bundle with open calls was not streamed: {full:?}"
         ),
     }
