@@ -9,17 +9,20 @@
 //! arguments, results and error text never go into an entry: they are committed (see
 //! [`super::commitment`]) unless `[privacy] raw_capture` is on.
 
-use super::commitment::{commit, commit_labeled, RawCopy};
+use super::commitment::{commit, RawCopy};
 use crate::clock;
 use crate::config::Config;
 use crate::derive::Roster;
 use crate::ledger::store::ChainInfo;
 use crate::policy::{GateRecord, Ruling};
-use crate::protocol::payload::{Event, Payload};
+use crate::protocol::payload::Payload;
 use crate::reason::{Code, Reason};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
+
+mod outcome;
+pub use outcome::{done_entry, outcome_entry, BodyState, Done, Outcome};
 
 pub const PRODUCER: &str = "attenu-hook";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -468,137 +471,4 @@ fn refusal(d: &crate::policy::Decision) -> std::borrow::Cow<'_, Reason> {
             "a refusal was recorded without its reason",
         )),
     }
-}
-
-/// How a tool call's body ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BodyState {
-    Returned,
-    Raised,
-    Abandoned,
-}
-
-/// The outcome that binds a PostToolUse / PostToolUseFailure to its allowed call.
-#[derive(Debug, Serialize)]
-pub struct Outcome<'a> {
-    ts: u64,
-    chain_id: &'a str,
-    node: &'a str,
-    call_id: &'a str,
-    body_state: BodyState,
-    duration_ms: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error_code: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    invoked_params_hash: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    params_hash_reason: Option<&'static str>,
-    context: OutcomeContext<'a>,
-}
-
-impl Outcome<'_> {
-    /// The commitment to the arguments the call ran with.
-    pub fn invoked_params_hash(&self) -> Option<&str> {
-        self.invoked_params_hash.as_deref()
-    }
-}
-
-#[derive(Debug, Serialize)]
-struct OutcomeContext<'a> {
-    #[serde(flatten)]
-    call: CallContext<'a>,
-    /// Present (possibly `null`, for a result with no RFC 8785 form) when there was a result.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    result_commitment: Option<Option<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_response: Option<&'a Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_response_json: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error_commitment: Option<Option<String>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    side_effects: Option<&'static str>,
-}
-
-/// The outcome entry for the call `call_id`, allowed at `at`.
-pub fn outcome_entry<'a>(
-    p: &'a Payload,
-    at: Position<'a>,
-    call_id: &'a str,
-    body_state: BodyState,
-    raw_capture: bool,
-    now_ms: u64,
-) -> Outcome<'a> {
-    let raw = match &p.tool_response {
-        Some(resp) if raw_capture => RawCopy::of(resp),
-        _ => RawCopy::default(),
-    };
-    let hash = commit(&p.tool_input, at.salt);
-    Outcome {
-        ts: now_ms,
-        chain_id: at.chain_id,
-        node: at.node,
-        call_id,
-        body_state,
-        duration_ms: p.duration_ms.unwrap_or(0),
-        error_code: (body_state == BodyState::Raised).then_some("tool_error"),
-        params_hash_reason: hash.is_none().then_some("unsupported"),
-        invoked_params_hash: hash,
-        context: OutcomeContext {
-            call: CallContext::of(p, now_ms),
-            result_commitment: p
-                .tool_response
-                .as_ref()
-                .map(|r| commit_labeled("tool_response", r, at.salt)),
-            tool_response: raw.value,
-            tool_response_json: raw.json,
-            error_commitment: p
-                .error
-                .as_ref()
-                .map(|e| commit_labeled("error", &Value::from(e.as_str()), at.salt)),
-            error: p.error.as_deref().filter(|_| raw_capture),
-            side_effects: (p.event == Event::PostToolUseFailure).then_some("uncertain"),
-        },
-    }
-}
-
-/// A node's end: every call it made has finished (written at SessionEnd).
-#[derive(Debug, Serialize)]
-pub struct Done<'a> {
-    ts: u64,
-    chain_id: &'a str,
-    node: &'a str,
-    agent: &'a str,
-    context: DoneContext<'a>,
-}
-
-#[derive(Debug, Serialize)]
-struct DoneContext<'a> {
-    session_id: &'a str,
-    hook_event: &'static str,
-    at: String,
-}
-
-/// The `done` entry for `node` (the session root's agent is `session`), at SessionEnd.
-pub fn done_entry<'a>(
-    chain_id: &'a str,
-    node: &'a str,
-    agent: &'a str,
-    session_id: &'a str,
-    now_ms: u64,
-) -> Entry<'a> {
-    Entry::Done(Done {
-        ts: now_ms,
-        chain_id,
-        node,
-        agent: if agent.is_empty() { "session" } else { agent },
-        context: DoneContext {
-            session_id,
-            hook_event: "SessionEnd",
-            at: clock::rfc3339_ms(now_ms),
-        },
-    })
 }
