@@ -28,6 +28,7 @@ fn main() {
         subagents_cannot_reach_the_team_file_or_the_enrolled_key,
         a_fifo_in_place_of_gits_head_never_holds_up_a_call,
         one_certified_bundle_verifies_under_the_team_ca_alone,
+        a_certified_bundles_page_names_the_team_ca_it_was_checked_under,
     ]);
 }
 
@@ -880,5 +881,95 @@ fn one_certified_bundle_verifies_under_the_team_ca_alone() {
         out.stderr.contains("carries no signer certificate"),
         "{}",
         out.stderr
+    );
+}
+
+/// `report --ca` pins the team CA as `verify --ca` does: the page says the key is the one the
+/// certificate certifies, vouched for by the CA passed, never "read from beside the bundle";
+/// without a pin it says the certificate the bundle carries was not vouched for; a CA that did
+/// not sign the certificate writes no page and exits 1; an audit's JSON reads under --ca too.
+fn a_certified_bundles_page_names_the_team_ca_it_was_checked_under() {
+    need_tools();
+    let keys = TempDir::new("team-report-ca");
+    let share = keys.path().join("share");
+    std::fs::create_dir(&share).unwrap();
+    let team = ca(keys.path(), "team-ca");
+    let other = ca(keys.path(), "other-ca");
+    let project = repo(&file_url(&share), &team);
+    let alice = machine("report-ca-alice");
+    alice.enroll(&team, "alice@laptop");
+    let clone = project.clone_to("report-ca-clone");
+    alice.session(clone.path(), "s1");
+    let b = clone.path().join(".attenu/bundle-s1.json");
+    let (b, t, o) = (
+        b.to_str().unwrap(),
+        team.public.to_str().unwrap(),
+        other.public.to_str().unwrap(),
+    );
+    let page = keys.path().join("page.html");
+    let p = page.to_str().unwrap();
+
+    let out = alice.cli(&["report", b, "--ca", t, "--out", p]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let key = html.lines().find(|l| l.contains("data-key")).unwrap();
+    assert!(key.contains("Key pinned"), "{key}");
+    assert!(key.contains("<code>alice@laptop</code>"), "{key}");
+    assert!(
+        key.contains("team CA you passed with <code>--ca</code>"),
+        "{key}"
+    );
+    assert!(key.contains(t), "{key}");
+    assert!(!html.contains("beside the bundle"), "{key}");
+    assert!(!key.contains("--pub"), "{key}");
+
+    let out = alice.cli(&["report", b, "--out", p]);
+    assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let key = html.lines().find(|l| l.contains("data-key")).unwrap();
+    assert!(key.contains("Key NOT pinned"), "{key}");
+    assert!(
+        key.contains("signer certificate <code>alice@laptop</code> that the bundle carries"),
+        "{key}"
+    );
+    assert!(key.contains("--ca ca.pub"), "{key}");
+    assert!(!html.contains("beside the bundle"), "{key}");
+
+    std::fs::remove_file(&page).unwrap();
+    let out = alice.cli(&["report", b, "--ca", o, "--out", p]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("signer not certified"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !page.exists(),
+        "no page for a signer the CA does not vouch for"
+    );
+
+    let revoked = keys.path().join("revoked");
+    std::fs::write(&revoked, "id:alice@laptop\n").unwrap();
+    let r = revoked.to_str().unwrap();
+    let out = alice.cli(&["report", b, "--ca", t, "--revoked", r, "--out", p]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("revoked"), "{}", out.stderr);
+
+    let out = alice.cli(&["report", b, "--pub", b, "--ca", t, "--out", p]);
+    assert_eq!(out.code, 2, "--pub and --ca together: {}", out.stderr);
+
+    // An audit's JSON is not a bundle: under --ca it is shown as the audit said it.
+    let (code, report, stderr) = audit(&alice, &file_url(&share), &["--ca", t]);
+    assert_eq!(code, 0, "{report}{stderr}");
+    assert_eq!(report["sessions"][0]["status"], "complete", "{report}");
+    let audit_json = keys.path().join("audit.json");
+    std::fs::write(&audit_json, report.to_string()).unwrap();
+    let a = audit_json.to_str().unwrap();
+    let out = alice.cli(&["report", b, a, "--ca", t, "--out", p]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("alice@laptop"),
+        "the audited session on the page"
     );
 }

@@ -3,7 +3,7 @@
 //! goes through [`esc`]; the page's own words are constants.
 
 use super::escape::text as esc;
-use super::model::{BundleView, KeyUsed, Source};
+use super::model::{BundleView, KeyOrigin, KeyUsed, Source};
 use super::{fleet, sections, Input, Page};
 use crate::evidence::verify::{AnchorStatus, KeyTrust, Verdict};
 use std::fmt::Write as _;
@@ -253,15 +253,17 @@ fn key_statement(out: &mut String, b: &BundleView, several: bool) {
         KeyTrust::Pinned if held => (
             "key pinned",
             format!(
-                "<strong>Key pinned</strong>: {name}signed by {}, the key you passed with <code>--pub</code>.",
-                key_words(&b.key)
+                "<strong>Key pinned</strong>: {name}signed by {}, {}.",
+                key_words(&b.key),
+                pinned_how(&b.key)
             ),
         ),
         KeyTrust::Pinned => (
             "key pinned",
             format!(
-                "<strong>Key pinned</strong>: {name}checked with {}, the key you passed with <code>--pub</code>. {}",
+                "<strong>Key pinned</strong>: {name}checked with {}, {}. {}",
                 key_words(&b.key),
+                pinned_how(&b.key),
                 if anchor_ok {
                     "The anchor's signature holds, but the bundle does NOT verify: nothing shows what that key signed."
                 } else {
@@ -272,11 +274,9 @@ fn key_statement(out: &mut String, b: &BundleView, several: bool) {
         KeyTrust::BundleSide => (
             "key unpinned",
             format!(
-                "<strong>Key NOT pinned</strong>: {name}the signature was checked with {}, read from beside the bundle. \
-                 Whoever rewrote the bundle could have re-signed it and replaced that file. Pass the key \
-                 you trust: <code>attenu-hook report BUNDLE --pub anchor.pub --out report.html</code>.",
+                "<strong>Key NOT pinned</strong>: {name}the signature was checked with {}",
                 key_words(&b.key)
-            ),
+            ) + &unpinned_how(&b.key),
         ),
         KeyTrust::Hmac => (
             "key unpinned",
@@ -292,6 +292,36 @@ fn key_statement(out: &mut String, b: &BundleView, several: bool) {
         ),
     };
     let _ = writeln!(out, "<p class=\"{class}\" data-key>{words}</p>");
+}
+
+/// How a pinned key was pinned: a key file (`--pub`) or a team CA (`--ca`).
+fn pinned_how(k: &KeyUsed) -> String {
+    match &k.origin {
+        KeyOrigin::TeamCa { key_id, ca } => format!(
+            "the key that the signer certificate <code>{}</code> certifies, vouched for by the \
+             team CA you passed with <code>--ca</code> ({}) when the bundle was signed",
+            esc(key_id),
+            esc(ca)
+        ),
+        _ => "the key you passed with <code>--pub</code>".into(),
+    }
+}
+
+/// Where an unpinned key came from, and what to pass instead.
+fn unpinned_how(k: &KeyUsed) -> String {
+    match &k.origin {
+        KeyOrigin::CarriedCertificate { key_id } => format!(
+            ", the key named by the signer certificate <code>{}</code> that the bundle carries. \
+             No CA you pinned vouched for it, and whoever rewrote the bundle could have put in a \
+             certificate of their own. Pass the team CA you trust: <code>attenu-hook report BUNDLE \
+             --ca ca.pub --out report.html</code>.",
+            esc(key_id)
+        ),
+        _ => ", read from beside the bundle. Whoever rewrote the bundle could have re-signed it \
+              and replaced that file. Pass the key you trust: <code>attenu-hook report BUNDLE \
+              --pub anchor.pub --out report.html</code>."
+            .into(),
+    }
 }
 
 fn key_words(k: &KeyUsed) -> String {
@@ -335,6 +365,24 @@ fn bundle_details(b: &BundleView) -> String {
     }
     if let Some(f) = &b.key.file {
         let _ = write!(d, "; checked with {}", esc(f));
+    }
+    match &b.key.origin {
+        KeyOrigin::TeamCa { key_id, ca } => {
+            let _ = write!(
+                d,
+                "; checked with the key certified as <code>{}</code> by the CA {}",
+                esc(key_id),
+                esc(ca)
+            );
+        }
+        KeyOrigin::CarriedCertificate { key_id } => {
+            let _ = write!(
+                d,
+                "; checked with the key of the certificate <code>{}</code> it carries (no CA pinned)",
+                esc(key_id)
+            );
+        }
+        KeyOrigin::File => {}
     }
     if let Some(p) = &b.chain.producer {
         let _ = write!(d, "; producer {} (claimed, not signed)", esc(p));

@@ -30,6 +30,22 @@ pub struct KeyUsed {
     pub file: Option<String>,
     /// The kid computed from the key (`attenu-hook-<16 hex>`).
     pub kid: Option<String>,
+    /// Where the key came from, for the page's words about it.
+    pub origin: KeyOrigin,
+}
+
+/// Where the key the anchor was checked with came from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum KeyOrigin {
+    /// A key file: passed with `--pub`, or `anchor.pub` beside the bundle.
+    #[default]
+    File,
+    /// The signer certificate the bundle carries (its OpenSSH key id), which no pinned CA
+    /// vouched for.
+    CarriedCertificate { key_id: String },
+    /// The signer certificate the bundle carries, vouched for by the CA files the reviewer
+    /// passed with `--ca` (as shown) at the anchor's signing time.
+    TeamCa { key_id: String, ca: String },
 }
 
 /// One bundle on the page.
