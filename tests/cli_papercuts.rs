@@ -280,3 +280,21 @@ fn log_verify_and_report_count_a_sessions_calls_the_same_way() {
         assert!(div.matches("agent.delegate.").count() <= 1, "{div}");
     }
 }
+
+/// Regression: `authorize --session` took the short id `log` shows as a whole id, so the
+/// grant was bound to a session named `0b5f1c2e…` that never calls. It is now completed to the
+/// recorded session it names; an id not recorded yet is kept as given.
+#[test]
+fn authorize_completes_the_short_session_id_log_shows() {
+    use common::gated::*;
+    let (p, key) = gated("authorize-short-id");
+    let input = json!({"command": "migrate"});
+    assert_denied_with(&ops_bash(&p, &input, "t0"), "gate-authorization-required");
+    let out = authorize(p.path(), &key, &input, &["--session", "s…"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_contains(&out.stdout, &["bound to:      session s1,"]);
+    assert_allowed(&ops_bash(&p, &input, "t1"));
+    let later = authorize(p.path(), &key, &input, &["--session", "s-to-come"]);
+    assert_eq!(later.code, 0, "{}", later.stderr);
+    assert_contains(&later.stdout, &["session s-to-come,"]);
+}

@@ -1,7 +1,7 @@
 //! `attenu-hook authorize` (host only): issues a signed authorization for one exact tool call,
 //! or (`--list`) shows the project's authorizations and the uses each has left.
 
-use super::project::state_project_dir;
+use super::project::{resolve_session, state_project_dir};
 use super::{fail, Exit};
 use crate::config::Config;
 use crate::gate::authz;
@@ -37,7 +37,8 @@ pub struct Args {
     /// Seconds, or 90s, 10m, 2h, 1d
     #[arg(long, value_name = "DURATION", default_value = "1h")]
     expires_in: String,
-    /// Only for this session id
+    /// Only for this session id (a recorded session's short id, as `log` shows it, is
+    /// completed; an id not recorded yet is taken as given)
     #[arg(long)]
     session: Option<String>,
     /// Only for this subagent type
@@ -61,6 +62,15 @@ pub fn run(a: Args) -> Exit {
         Ok(_) => return fail("--input must be the tool_input JSON object"),
         Err(e) => return fail(format!("--input is not valid JSON: {e}")),
     };
+    let session = match a
+        .session
+        .as_deref()
+        .map(|s| resolve_session(&root.join(".attenu"), s))
+    {
+        Some(Err(e)) => return fail(e),
+        Some(Ok(s)) => Some(s),
+        None => None,
+    };
     let expires_in_ms = match authz::parse_duration(&a.expires_in) {
         Ok(ms) => ms,
         Err(e) => return fail(e),
@@ -76,7 +86,7 @@ pub fn run(a: Args) -> Exit {
         key_path: key,
         uses: a.uses,
         expires_in_ms,
-        session: a.session.as_deref(),
+        session: session.as_deref(),
         agent: a.agent.as_deref(),
     };
     match authz::authorize(&root, &config, &req) {
@@ -90,7 +100,7 @@ pub fn run(a: Args) -> Exit {
             println!("expires:       {expires}");
             println!(
                 "bound to:      {}",
-                bindings(a.session.as_deref(), a.agent.as_deref())
+                bindings(session.as_deref(), a.agent.as_deref())
             );
             Exit::Success
         }
