@@ -141,6 +141,32 @@ fn a_wrong_public_key_reads_as_not_signed_by_that_key() {
         ],
     );
     assert!(!out.stdout.contains("integrity FAILED"), "{}", out.stdout);
+    // The page says the same on its first screen and in its title, not "INVALID".
+    let page = other.path().join("page.html");
+    let report = |key: &std::path::Path| {
+        let out = cli(&[
+            "report",
+            bundle.to_str().unwrap(),
+            "--pub",
+            key.to_str().unwrap(),
+            "--out",
+            page.to_str().unwrap(),
+        ]);
+        assert_eq!(out.code, 1, "{out:?}");
+        std::fs::read_to_string(&page).unwrap()
+    };
+    let html = report(&other_pub);
+    assert_contains(
+        &html,
+        &[
+            "<title>NOT VERIFIED: not signed by that key",
+            "This bundle was not signed by that key: its anchor names key attenu-hook-",
+            "not a sign of tampering",
+            "not checked: another key signed it",
+        ],
+    );
+    assert!(!html.contains("<title>INVALID"), "{html}");
+    assert!(!html.contains(">FAILED<"), "integrity FAILED on the page");
 
     // Tampered under the right key: still the integrity failure.
     let text = std::fs::read_to_string(&bundle).unwrap();
@@ -167,6 +193,9 @@ fn a_wrong_public_key_reads_as_not_signed_by_that_key() {
         "{}",
         out.stdout
     );
+    let html = report(&anchor);
+    assert_contains(&html, &["<title>INVALID", "FAILED"]);
+    assert!(!html.contains("not signed by that key"), "{html}");
 }
 
 /// Regression: `audit --pub KEY URL` failed, `--pub` taking the URL as a second key. Both

@@ -5,7 +5,7 @@
 use super::escape::text as esc;
 use super::model::{BundleView, KeyOrigin, KeyUsed, Source};
 use super::{fleet, sections, Input, Page};
-use crate::evidence::verify::{AnchorStatus, KeyTrust, Verdict};
+use crate::evidence::verify::{signed_by_another_key, AnchorStatus, KeyTrust, Verdict};
 use std::fmt::Write as _;
 
 const STYLE: &str = include_str!("style.css");
@@ -32,6 +32,9 @@ impl Tone {
 /// else (the exit order of `verify`: an unpinned key before a notice).
 pub fn verdict(b: &BundleView) -> (&'static str, Tone) {
     match (b.report.verdict(), b.report.key) {
+        (Verdict::Invalid, _) if signed_by_another_key(&b.report).is_some() => {
+            ("NOT VERIFIED: not signed by that key", Tone::Bad)
+        }
         (Verdict::Invalid, _) => ("INVALID", Tone::Bad),
         (Verdict::ValidWithNotice, KeyTrust::Pinned) => ("VALID with NOTICE", Tone::Warn),
         (_, KeyTrust::Pinned) => ("VALID", Tone::Good),
@@ -265,9 +268,15 @@ fn key_statement(out: &mut String, b: &BundleView, several: bool) {
                 key_words(&b.key),
                 pinned_how(&b.key),
                 if anchor_ok {
-                    "The anchor's signature holds, but the bundle does NOT verify: nothing shows what that key signed."
+                    "The anchor's signature holds, but the bundle does NOT verify: nothing shows what that key signed.".to_string()
+                } else if let Some(why) = signed_by_another_key(&b.report) {
+                    format!(
+                        "{}. This is not a sign of tampering: the hash chain is intact, but nothing \
+                         in it was checked against the key you gave.",
+                        esc(&capitalized(why))
+                    )
                 } else {
-                    "The signature does NOT hold under it: nothing here shows that this key signed the bundle."
+                    "The signature does NOT hold under it: nothing here shows that this key signed the bundle.".to_string()
                 }
             ),
         ),
@@ -292,6 +301,13 @@ fn key_statement(out: &mut String, b: &BundleView, several: bool) {
         ),
     };
     let _ = writeln!(out, "<p class=\"{class}\" data-key>{words}</p>");
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 /// How a pinned key was pinned: a key file (`--pub`) or a team CA (`--ca`).

@@ -124,7 +124,7 @@ pub use crate::ledger::fields::{LEDGER_EVENTS, LEDGER_FIELDS};
 pub use anchor::anchor_signing_input;
 pub use input::{verify_bundle_bytes, InputError};
 pub use notices::Notice;
-pub use render::render_text;
+pub use render::{render_text, signed_by_another_key};
 pub use report::{AnchorKey, CallSummary, Checks, Failure, FailureName, OpenCall, Report};
 pub use run::{exit_of, run, Pin};
 pub use scope::scope_covers;

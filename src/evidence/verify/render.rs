@@ -225,6 +225,17 @@ fn verdict_line(out: &mut String, report: &Report) {
 /// The verdict of a bundle whose only fault is that another key than `--pub` signed it (its
 /// checkpoint then fails under that key too): said as that, not as tampering.
 fn other_key_line(report: &Report) -> Option<String> {
+    let message = signed_by_another_key(report)?;
+    Some(format!(
+        "NOT VERIFIED: {message}. The hash chain of {} entries is intact, but nothing in it was checked against the key you gave",
+        report.entries
+    ))
+}
+
+/// When the only fault is that another key than the pinned one signed the bundle (its
+/// checkpoint then failing under that key too), the failure's words saying so; `report`
+/// shows them as `verify` does.
+pub fn signed_by_another_key(report: &Report) -> Option<&str> {
     let mut other_key = None;
     for f in &report.failures {
         match f.name {
@@ -237,9 +248,5 @@ fn other_key_line(report: &Report) -> Option<String> {
             _ => return None,
         }
     }
-    let message = other_key?;
-    Some(format!(
-        "NOT VERIFIED: {message}. The hash chain of {} entries is intact, but nothing in it was checked against the key you gave",
-        report.entries
-    ))
+    other_key
 }
