@@ -112,10 +112,18 @@ impl Recorded {
         let repository = identity.get("git").map_or_else(
             || "-".to_string(),
             |g| {
-                let remote = g.get("remote").and_then(Value::as_str).unwrap_or("?");
+                let remote = g.get("remote").and_then(Value::as_str).unwrap_or("");
                 let remote = remote.rsplit(['/', ':']).next().unwrap_or(remote);
+                let remote = if remote.is_empty() {
+                    "(no remote)"
+                } else {
+                    remote
+                };
                 let commit = text(g.get("commit"));
-                format!("{remote}@{}", &commit[..commit.len().min(12)])
+                match commit.get(..commit.len().min(12)) {
+                    Some(c) if !c.is_empty() => format!("{remote}@{c}"),
+                    _ => format!("{remote} (no commit)"),
+                }
             },
         );
         Recorded {
@@ -238,6 +246,26 @@ fn strip_credentials(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_repository_without_remote_or_commit_is_said_so_not_as_question_marks() {
+        let shown = |git: Value| Recorded::of(&serde_json::json!({ "git": git })).repository;
+        assert_eq!(
+            shown(
+                serde_json::json!({"remote": "https://h/acme/app.git", "commit": "0123456789abcdef"})
+            ),
+            "app.git@0123456789ab"
+        );
+        assert_eq!(
+            shown(serde_json::json!({"commit": "0123456789abcdef"})),
+            "(no remote)@0123456789ab"
+        );
+        assert_eq!(shown(serde_json::json!({})), "(no remote) (no commit)");
+        assert_eq!(
+            shown(serde_json::json!({"remote": "git@h:acme/app"})),
+            "app (no commit)"
+        );
+    }
+
     use super::*;
 
     #[test]
