@@ -32,6 +32,7 @@ fn main() {
         a_shipper_that_leaves_a_busy_lock_loses_nothing,
         ship_by_hand_waits_for_the_running_drain_and_ships_what_is_left,
         ended_sessions_all_reach_the_store_without_a_ship_by_hand,
+        ended_sessions_all_reach_garage_without_a_ship_by_hand,
         a_profile_in_the_shared_files_reaches_garage,
         web_identity_goes_to_sts_before_the_store,
     ]);
@@ -719,17 +720,32 @@ fn ship_by_hand_waits_for_the_running_drain_and_ships_what_is_left() {
 /// the whole path under load.)
 fn ended_sessions_all_reach_the_store_without_a_ship_by_hand() {
     let share = TempDir::new("share-ten");
-    let url = format!("file://{}", share.path().display());
+    ten_ended_sessions(&format!("file://{}", share.path().display()), &[]);
+}
+
+/// The same against a real S3 engine (Garage on loopback), the hook's own shippers taking
+/// the store's variables from the hook's environment (issue 38's acceptance).
+fn ended_sessions_all_reach_garage_without_a_ship_by_hand() {
+    let g = Garage::start();
+    ten_ended_sessions(&garage_url(&g, "ten"), &g.env());
+}
+
+fn ten_ended_sessions(url: &str, store_env: &[(String, String)]) {
     let p = common::sample("ship-ten");
     common::write_config(p.path(), format!("[ship]\nurl = \"{url}\"\n"));
     let root = p.path().to_path_buf();
+    let env: Vec<(&str, &std::ffi::OsStr)> = store_env
+        .iter()
+        .map(|(k, v)| (k.as_str(), std::ffi::OsStr::new(v)))
+        .collect();
+    let env = &env;
     let sessions: Vec<String> = (0..10).map(|i| format!("s{i}")).collect();
     std::thread::scope(|scope| {
         for s in &sessions {
             let root = root.clone();
             scope.spawn(move || {
                 let start = common::session_start(s, &root, "startup");
-                assert_eq!(common::hook(&root, &start).code, 0);
+                assert_eq!(common::hook_env(&root, &start, env).code, 0);
                 std::thread::scope(|burst| {
                     for i in 0..3 {
                         let root = root.clone();
@@ -742,12 +758,12 @@ fn ended_sessions_all_reach_the_store_without_a_ship_by_hand() {
                                 serde_json::json!({"command": "ls"}),
                                 &format!("t{i}"),
                             );
-                            assert!(common::hook(&root, &call).denied());
+                            assert!(common::hook_env(&root, &call, env).denied());
                         });
                     }
                 });
                 let end = common::event(s, &root, "SessionEnd");
-                assert_eq!(common::hook(&root, &end).code, 0);
+                assert_eq!(common::hook_env(&root, &end, env).code, 0);
             });
         }
     });
@@ -756,8 +772,8 @@ fn ended_sessions_all_reach_the_store_without_a_ship_by_hand() {
     let started = Instant::now();
     let report = loop {
         let out = s3::isolated_command(
-            &["audit", &url, "--pub", anchor.to_str().unwrap(), "--json"],
-            &[],
+            &["audit", url, "--pub", anchor.to_str().unwrap(), "--json"],
+            store_env,
         )
         .output()
         .unwrap();
