@@ -64,7 +64,7 @@ pub fn fixed_roster() -> &'static Roster {
     R.get_or_init(|| {
         let mut d = Declarations::default();
         for (name, text) in AGENTS {
-            let parsed = frontmatter::parse_agent(text).map_err(|e| e.message);
+            let parsed = frontmatter::parse_agent(text);
             assert!(parsed.is_ok(), "fixed agent {name} parses");
             d.agents
                 .insert(name.to_string(), (format!("{name}.md"), parsed));
@@ -246,10 +246,10 @@ pub fn frontmatter(data: &[u8]) {
                     "a name guessed without a frontmatter block"
                 );
             }
-            match e.name {
+            match e.name.clone() {
                 Some(n) => {
                     assert!(!n.is_empty());
-                    decl.agents.insert(n, ("fuzz.md".into(), Err(e.message)));
+                    decl.agents.insert(n, ("fuzz.md".into(), Err(e)));
                 }
                 None => return,
             }
@@ -261,10 +261,7 @@ pub fn frontmatter(data: &[u8]) {
         if !decl.agents.contains_key(*name) {
             decl.agents.insert(
                 name.to_string(),
-                (
-                    format!("{name}.md"),
-                    frontmatter::parse_agent(text).map_err(|e| e.message),
-                ),
+                (format!("{name}.md"), frontmatter::parse_agent(text)),
             );
         }
     }
@@ -403,8 +400,8 @@ pub fn settings(data: &[u8]) {
         let (name, parsed) = match frontmatter::parse_agent(text) {
             Ok(a) => (a.name.clone(), Ok(a)),
             Err(e) => (
-                e.name.unwrap_or_else(|| format!("agent{i}")),
-                Err(e.message),
+                e.name.clone().unwrap_or_else(|| format!("agent{i}")),
+                Err(e),
             ),
         };
         decl.agents.insert(name, (format!("{i}.md"), parsed));

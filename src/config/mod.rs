@@ -268,11 +268,11 @@ pub(crate) fn validate(c: &Config) -> Result<(), ConfigError> {
                     pattern: pattern.clone(),
                 });
             }
-            if let Err(hint) = crate::derive::scopes::reaches_a_call(pattern) {
+            if let Err(e) = crate::derive::scopes::reaches_a_call(pattern) {
                 return Err(ConfigError::GatesNothing {
                     key,
                     pattern: pattern.clone(),
-                    hint,
+                    hint: e.hint,
                 });
             }
         }

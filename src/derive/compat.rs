@@ -55,16 +55,24 @@ pub const DEFAULT_SUBAGENT_TYPE: &str = "general-purpose";
 /// space up to a line break, and the block ends at the first `---` after it, wherever that is,
 /// even inside a line or a comment. Reading the block any other way would derive an agent
 /// from text Claude Code does not read. A UTF-8 BOM is accepted.
-pub fn frontmatter_block(text: &str) -> Result<&str, String> {
-    const NOT_STARTED: &str = "the file does not start with a `---` frontmatter block";
+pub fn frontmatter_block(text: &str) -> Result<&str, BlockError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let rest = text.strip_prefix("---").ok_or(NOT_STARTED)?;
+    let rest = text.strip_prefix("---").ok_or(BlockError::NotStarted)?;
     let space = &rest[..rest.len() - rest.trim_start().len()];
-    let body = &rest[space.rfind('\n').ok_or(NOT_STARTED)? + 1..];
+    let body = &rest[space.rfind('\n').ok_or(BlockError::NotStarted)? + 1..];
     match body.find("---") {
         Some(end) => Ok(&body[..end]),
-        None => Err("the frontmatter block is not closed by `---`".into()),
+        None => Err(BlockError::NotClosed),
     }
+}
+
+/// Why an agent file has no frontmatter block ([`frontmatter_block`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BlockError {
+    #[error("the file does not start with a `---` frontmatter block")]
+    NotStarted,
+    #[error("the frontmatter block is not closed by `---`")]
+    NotClosed,
 }
 
 /// What Claude Code 2.1.332 parses when a block is not valid YAML as written: on each

@@ -18,7 +18,7 @@ const MAX_DIR_DEPTH: usize = 8;
 #[derive(Debug, Default)]
 pub struct Declarations {
     /// name → (source, Ok(agent) or Err(why it holds nothing))
-    pub agents: BTreeMap<String, (String, Result<frontmatter::AgentFile, String>)>,
+    pub agents: BTreeMap<String, (String, Parsed)>,
     pub allow: Vec<String>,
     pub deny: Vec<String>,
     /// The settings file (`settings.json`, `settings.local.json`) of each `allow` and `deny`
@@ -184,16 +184,26 @@ fn read_agent_file(
 }
 
 /// The text of the agent file at `path` (of metadata `meta`), within the size bound.
-fn read_text(path: &Path, meta: std::io::Result<std::fs::Metadata>) -> Result<String, String> {
-    meta.map_err(|e| e.to_string())
-        .and_then(|m| {
-            if m.len() > MAX_AGENT_FILE_BYTES {
-                Err(format!("larger than {MAX_AGENT_FILE_BYTES} bytes"))
-            } else {
-                std::fs::read(path).map_err(|e| e.to_string())
-            }
-        })
-        .and_then(|bytes| String::from_utf8(bytes).map_err(|_| "not UTF-8".to_string()))
+fn read_text(path: &Path, meta: std::io::Result<std::fs::Metadata>) -> Result<String, Unreadable> {
+    let io = |e: std::io::Error| Unreadable::Io(e.to_string());
+    let m = meta.map_err(io)?;
+    if m.len() > MAX_AGENT_FILE_BYTES {
+        return Err(Unreadable::TooLarge);
+    }
+    let bytes = std::fs::read(path).map_err(io)?;
+    String::from_utf8(bytes).map_err(|_| Unreadable::NotUtf8)
+}
+
+/// Why an agent file's text cannot be read ([`read_text`]).
+#[derive(Debug, thiserror::Error)]
+enum Unreadable {
+    /// The system's word.
+    #[error("{0}")]
+    Io(String),
+    #[error("larger than {MAX_AGENT_FILE_BYTES} bytes")]
+    TooLarge,
+    #[error("not UTF-8")]
+    NotUtf8,
 }
 
 /// Adds what the file at `rel` declares (`parsed`) to `decl`.
@@ -207,7 +217,8 @@ fn declare(rel: String, parsed: Parsed, decl: &mut Declarations) {
             decl.problems.push(format!(
                 "{rel}: {message}; agent '{n}' holds nothing until it is fixed"
             ));
-            (n, Err(message))
+            let e = frontmatter::FrontmatterError::named(&n, &message);
+            (n, Err(e))
         }
         Err(frontmatter::FrontmatterError {
             name: None,
@@ -227,8 +238,8 @@ fn declare(rel: String, parsed: Parsed, decl: &mut Declarations) {
             "agent '{name}' is declared twice ({first} and {rel}); it holds nothing until one is renamed"
         ));
         let first = first.clone();
-        decl.agents
-            .insert(name, (first, Err("declared twice".into())));
+        let twice = frontmatter::FrontmatterError::named(&name, "declared twice");
+        decl.agents.insert(name, (first, Err(twice)));
         return;
     }
     decl.agents.insert(name, (rel, result));
@@ -239,16 +250,17 @@ fn collect_md(dir: &Path, depth: usize, out: &mut Vec<StatListed>) -> Result<(),
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => {
-            return Err(DeriveError::DeclarationsUnreadable(format!(
-                "cannot list {}: {e}; make it readable by the user running Claude Code",
-                dir.display()
-            )))
+            return Err(DeriveError::AgentsUnlistable {
+                dir: dir.to_path_buf(),
+                error: e.to_string(),
+            })
         }
     };
     let mut entries = entries
         .map(|entry| {
-            let entry = entry.map_err(|e| {
-                DeriveError::DeclarationsUnreadable(format!("cannot list {}: {e}", dir.display()))
+            let entry = entry.map_err(|e| DeriveError::AgentsUnlistable {
+                dir: dir.to_path_buf(),
+                error: e.to_string(),
             })?;
             Ok((entry.path(), entry))
         })
@@ -274,9 +286,9 @@ fn collect_md(dir: &Path, depth: usize, out: &mut Vec<StatListed>) -> Result<(),
             Some(ft) if ft.is_dir() && depth < MAX_DIR_DEPTH => collect_md(&path, depth + 1, out)?,
             Some(ft) if ft.is_file() && is_md => {
                 if out.len() >= MAX_AGENT_FILES {
-                    return Err(DeriveError::DeclarationsUnreadable(format!(
-                        "more than {MAX_AGENT_FILES} agent files under .claude/agents"
-                    )));
+                    return Err(DeriveError::TooManyAgentFiles {
+                        limit: MAX_AGENT_FILES,
+                    });
                 }
                 let meta = inspected.unwrap_or_else(|| inspect(&entry));
                 out.push((path, meta));
@@ -292,9 +304,10 @@ fn read_permissions(path: &Path, label: &str, decl: &mut Declarations) -> Result
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => {
-            return Err(DeriveError::SettingsInvalid(format!(
-                ".claude/{label} cannot be read ({e}); make it readable or remove it"
-            )))
+            return Err(DeriveError::SettingsUnreadable {
+                label: label.to_string(),
+                error: e.to_string(),
+            })
         }
     };
     parse_settings(&text, label, decl)
@@ -303,9 +316,10 @@ fn read_permissions(path: &Path, label: &str, decl: &mut Declarations) -> Result
 /// Reads the `permissions` block of one settings file's text into `decl`.
 pub fn parse_settings(text: &str, label: &str, decl: &mut Declarations) -> Result<(), DeriveError> {
     let value: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).map_err(|e| {
-        DeriveError::SettingsInvalid(format!(
-            ".claude/{label} is not valid JSON ({e}); fix it so its permissions can be read"
-        ))
+        DeriveError::SettingsNotJson {
+            label: label.to_string(),
+            error: e.to_string(),
+        }
     })?;
     let Some(perms) = value.get("permissions") else {
         return Ok(());
@@ -314,18 +328,19 @@ pub fn parse_settings(text: &str, label: &str, decl: &mut Declarations) -> Resul
         return Ok(());
     }
     if !perms.is_object() {
-        return Err(DeriveError::SettingsInvalid(format!(
-            ".claude/{label}: `permissions` is not an object; fix it so it can be read"
-        )));
+        return Err(DeriveError::PermissionsNotObject {
+            label: label.to_string(),
+        });
     }
     for (key, is_deny) in [("allow", false), ("deny", true)] {
         let list = match perms.get(key) {
             None | Some(Value::Null) => continue,
             Some(Value::Array(a)) => a,
             Some(_) => {
-                return Err(DeriveError::SettingsInvalid(format!(
-                    ".claude/{label}: permissions.{key} is not a list; fix it so it can be read"
-                )))
+                return Err(DeriveError::PermissionsNotList {
+                    label: label.to_string(),
+                    key,
+                })
             }
         };
         for item in list {
@@ -339,11 +354,14 @@ pub fn parse_settings(text: &str, label: &str, decl: &mut Declarations) -> Resul
                     decl.deny_from.push(label.to_string());
                 }
                 // Skipping an allow only narrows; skipping a deny would widen, so it is an error.
-                (None, false) => decl.problems.push(format!(".claude/{label}: permissions.allow has a non-string entry {item}; ignored")),
+                (None, false) => decl.problems.push(format!(
+                    ".claude/{label}: permissions.allow has a non-string entry {item}; ignored"
+                )),
                 (None, true) => {
-                    return Err(DeriveError::SettingsInvalid(format!(
-                        ".claude/{label}: permissions.deny has a non-string entry {item}; fix it so the denial can be honoured"
-                    )))
+                    return Err(DeriveError::DenyNotString {
+                        label: label.to_string(),
+                        item: item.to_string(),
+                    })
                 }
             }
         }

@@ -109,13 +109,8 @@ mod tests {
             ("b", "---\nname: b\ntools: Read, Agent(a)\n---\n"),
             ("c", "---\nname: c\n---\n"),
         ] {
-            d.agents.insert(
-                n.into(),
-                (
-                    format!("{n}.md"),
-                    frontmatter::parse_agent(t).map_err(|e| e.message),
-                ),
-            );
+            d.agents
+                .insert(n.into(), (format!("{n}.md"), frontmatter::parse_agent(t)));
         }
         d.allow = vec!["Read".into(), "Bash(git *)".into(), "Grep".into()];
         d.allow_from = vec![

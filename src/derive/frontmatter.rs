@@ -30,25 +30,34 @@ pub struct FrontmatterError {
     pub message: String,
 }
 
+impl FrontmatterError {
+    /// Agent `name` holds nothing, for the reason `message`.
+    pub fn named(name: &str, message: &str) -> FrontmatterError {
+        FrontmatterError {
+            name: Some(name.to_string()),
+            message: message.to_string(),
+        }
+    }
+}
+
 /// Parses an agent file's frontmatter.
 pub fn parse_agent(text: &str) -> Result<AgentFile, FrontmatterError> {
-    let block = frontmatter_block(text).map_err(|message| FrontmatterError {
+    let block = frontmatter_block(text).map_err(|e| FrontmatterError {
         name: None,
-        message,
+        message: e.to_string(),
     })?;
     let fail = |message: String| FrontmatterError {
         name: guess_name(block),
         message,
     };
-    let load = |text: &str| -> Result<Vec<Yaml>, String> {
+    let load = |text: &str| -> Result<Vec<Yaml>, YamlFault> {
         refuse_aliases(text)?;
-        YamlLoader::load_from_str(text)
-            .map_err(|e| format!("the frontmatter is not valid YAML: {e}"))
+        YamlLoader::load_from_str(text).map_err(|e| YamlFault::NotYaml(e.to_string()))
     };
     let docs = match load(block) {
         Ok(docs) => docs,
         // Claude Code retries a block that does not parse the way it does, and so does this.
-        Err(first) => load(&compat::recovered(block)).map_err(|_| fail(first))?,
+        Err(first) => load(&compat::recovered(block)).map_err(|_| fail(first.to_string()))?,
     };
     let doc = match docs.into_iter().next() {
         Some(Yaml::Hash(h)) => h,
@@ -91,7 +100,7 @@ pub fn parse_agent(text: &str) -> Result<AgentFile, FrontmatterError> {
 ///
 /// An alias is written `*name` and the scanner reads one only at a `*`, so text without a
 /// `*` holds none and skips this second parse (most agent files: half their parsing time).
-pub(super) fn refuse_aliases(block: &str) -> Result<(), String> {
+pub(super) fn refuse_aliases(block: &str) -> Result<(), YamlFault> {
     if !block.contains('*') {
         return Ok(());
     }
@@ -99,24 +108,40 @@ pub(super) fn refuse_aliases(block: &str) -> Result<(), String> {
 }
 
 /// The parse [`refuse_aliases`] runs: every event, stopping at the first alias or error.
-fn alias_pass(block: &str) -> Result<(), String> {
+fn alias_pass(block: &str) -> Result<(), YamlFault> {
     let mut parser = Parser::new_from_str(block);
     loop {
         match parser.next_token() {
             Ok((Event::StreamEnd, _)) => return Ok(()),
-            Ok((Event::Alias(_), _)) => return Err(
-                "the frontmatter uses a YAML alias (`*name`), which agent declarations never need"
-                    .into(),
-            ),
+            Ok((Event::Alias(_), _)) => return Err(YamlFault::Alias),
             Ok(_) => {}
-            Err(e) => return Err(format!("the frontmatter is not valid YAML: {e}")),
+            Err(e) => return Err(YamlFault::NotYaml(e.to_string())),
         }
     }
 }
 
+/// Why a frontmatter block is not read as YAML.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum YamlFault {
+    #[error("the frontmatter uses a YAML alias (`*name`), which agent declarations never need")]
+    Alias,
+    /// The parser's own message.
+    #[error("the frontmatter is not valid YAML: {0}")]
+    NotYaml(String),
+}
+
+/// Why a `tools`-style value is not a list of tools; read after the field's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum ListFault {
+    #[error("has an item that is not a string ({0})")]
+    ItemNotAString(&'static str),
+    #[error("is {0}, not a string or a list")]
+    NotAList(&'static str),
+}
+
 /// A `tools`-style value: a comma or space separated string, or a YAML list of strings.
 /// `tools:` with no value is an empty list: an agent that holds nothing, the narrower reading.
-fn tool_list(v: &Yaml) -> Result<Vec<String>, String> {
+fn tool_list(v: &Yaml) -> Result<Vec<String>, ListFault> {
     match v {
         Yaml::Null => Ok(vec![]),
         Yaml::String(s) => Ok(split_rules(s)),
@@ -125,17 +150,12 @@ fn tool_list(v: &Yaml) -> Result<Vec<String>, String> {
             for item in items {
                 match item {
                     Yaml::String(s) => out.extend(split_rules(s)),
-                    other => {
-                        return Err(format!(
-                            "has an item that is not a string ({})",
-                            kind(other)
-                        ))
-                    }
+                    other => return Err(ListFault::ItemNotAString(kind(other))),
                 }
             }
             Ok(out)
         }
-        other => Err(format!("is {}, not a string or a list", kind(other))),
+        other => Err(ListFault::NotAList(kind(other))),
     }
 }
 
@@ -366,7 +386,7 @@ mod tests {
                 .map_err(|e| format!("the frontmatter is not valid YAML: {e}"));
             match alias_pass(text) {
                 Ok(()) => assert_eq!(refuse_aliases(text), Ok(()), "{text:?}"),
-                Err(e) => assert_eq!(loaded, Err(e), "{text:?}"),
+                Err(e) => assert_eq!(loaded, Err(e.to_string()), "{text:?}"),
             }
         }
         assert!(failed >= 5, "only {failed} of the samples are invalid YAML");

@@ -15,6 +15,7 @@ pub mod builtin;
 pub mod cache;
 pub mod compat;
 pub mod declarations;
+pub mod error;
 pub mod explain;
 pub mod frontmatter;
 pub mod provenance;
@@ -25,20 +26,13 @@ pub mod roster;
 pub mod scopes;
 
 pub use declarations::{parse_settings, read_declarations, Declarations};
+pub use error::DeriveError;
 pub use resolve::resolve;
 pub use roster::{AgentAuthority, Roster};
 
 use declarations::{list_agent_files, read_declarations_from};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DeriveError {
-    #[error("{0}")]
-    SettingsInvalid(String),
-    #[error("{0}")]
-    DeclarationsUnreadable(String),
-}
 
 /// Reads and resolves the declarations of the project at `root`. `extra_agents` are agent
 /// types named in configuration (for example a built-in `Explore`), each with its tool list;
@@ -102,7 +96,7 @@ fn preset(decl: &mut Declarations, name: &str) {
             "[agents] {name} asks for the {} preset, but '{name}' is not one of Claude Code's built-in agents; it holds nothing",
             builtin::PRESET
         ));
-        "not a built-in agent".to_string()
+        frontmatter::FrontmatterError::named(name, "not a built-in agent")
     });
     decl.agents
         .insert(name.to_string(), (builtin::SOURCE.into(), declared));
@@ -126,7 +120,10 @@ fn configure(
             ));
             decl.agents.insert(
                 name.clone(),
-                ("config".into(), Err("declared twice".into())),
+                (
+                    "config".into(),
+                    Err(frontmatter::FrontmatterError::named(name, "declared twice")),
+                ),
             );
             continue;
         }

@@ -321,7 +321,7 @@ mod tests {
                 name.to_string(),
                 (
                     format!(".claude/agents/{name}.md"),
-                    frontmatter::parse_agent(text).map_err(|e| e.message),
+                    frontmatter::parse_agent(text),
                 ),
             );
         }
@@ -474,13 +474,8 @@ mod tests {
             ("star", "---\nname: star\ntools: '*'\n---\n"),
             ("lists", "---\nname: lists\ntools: Bash, mcp__pay\n---\n"),
         ] {
-            d.agents.insert(
-                n.into(),
-                (
-                    format!("{n}.md"),
-                    frontmatter::parse_agent(t).map_err(|e| e.message),
-                ),
-            );
+            d.agents
+                .insert(n.into(), (format!("{n}.md"), frontmatter::parse_agent(t)));
         }
         d.allow = vec!["WebSearch".into()];
         d.deny = vec!["Grep".into()];
@@ -523,7 +518,7 @@ mod tests {
             "i".into(),
             (
                 "i.md".into(),
-                frontmatter::parse_agent("---\nname: i\n---\n").map_err(|e| e.message),
+                frontmatter::parse_agent("---\nname: i\n---\n"),
             ),
         );
         d.deny = vec!["*".into()];

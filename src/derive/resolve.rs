@@ -44,7 +44,7 @@ pub fn resolve(decl: Declarations) -> Roster {
                 Err(why) => AgentAuthority {
                     scopes: Scopes::default(),
                     excluded: BTreeSet::new(),
-                    invalid: Some(why),
+                    invalid: Some(why.message),
                     source,
                 },
                 Ok(a) => {
@@ -319,10 +319,7 @@ mod tests {
         for (name, text) in agents {
             d.agents.insert(
                 name.to_string(),
-                (
-                    format!("{name}.md"),
-                    frontmatter::parse_agent(text).map_err(|e| e.message),
-                ),
+                (format!("{name}.md"), frontmatter::parse_agent(text)),
             );
         }
         d.allow = allow.iter().map(|s| s.to_string()).collect();

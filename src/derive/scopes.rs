@@ -210,7 +210,7 @@ pub fn declared_at(entry: &str, site: Site) -> Declared {
 /// [`TOOL_SCOPES`], `agent.delegate.<type>`, `mcp.<server>.<tool>` or `tool.<name>` (a tool
 /// this version does not know). `Err` says why not, with the likely intended pattern: a gate
 /// pattern that matches nothing would leave the capability it names ungated without a word.
-pub fn reaches_a_call(pattern: &str) -> Result<(), String> {
+pub fn reaches_a_call(pattern: &str) -> Result<(), GatesNoCall> {
     let segs: Vec<&str> = pattern.split('.').collect();
     let wildcard = segs.last() == Some(&"*");
     let fixed = if wildcard {
@@ -256,7 +256,15 @@ pub fn reaches_a_call(pattern: &str) -> Result<(), String> {
         }
         [] => String::new(),
     };
-    Err(hint)
+    Err(GatesNoCall { hint })
+}
+
+/// A gate pattern no call's scope reaches ([`reaches_a_call`]); `hint` names the likely
+/// intended pattern.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{hint}")]
+pub struct GatesNoCall {
+    pub hint: String,
 }
 
 /// Does `pattern` (a scope, or `prefix.*`) cover the concrete `scope`?

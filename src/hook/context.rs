@@ -56,9 +56,13 @@ impl Ctx<'_> {
             self.attenu,
             &self.mac_key()?,
         )
-        .map_err(|e| match e {
-            DeriveError::SettingsInvalid(m) => Reason::new(Code::SettingsInvalid, m),
-            DeriveError::DeclarationsUnreadable(m) => Reason::new(Code::DeclarationsUnreadable, m),
+        .map_err(|e: DeriveError| {
+            let code = if e.is_settings() {
+                Code::SettingsInvalid
+            } else {
+                Code::DeclarationsUnreadable
+            };
+            Reason::new(code, e.to_string())
         })?;
         let roster = cache::decode_part_for(&part, self.agent()).ok_or_else(|| {
             Reason::new(

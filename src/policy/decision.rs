@@ -289,10 +289,7 @@ mod tests {
             let text = format!("---\nname: {n}\ntools: {t}\n---\n");
             d.agents.insert(
                 n.into(),
-                (
-                    format!("{n}.md"),
-                    frontmatter::parse_agent(&text).map_err(|e| e.message),
-                ),
+                (format!("{n}.md"), frontmatter::parse_agent(&text)),
             );
         }
         resolve(d)
@@ -341,13 +338,8 @@ mod tests {
         let mut decl = Declarations::default();
         for n in ["a-b", "a_b"] {
             let text = format!("---\nname: {n}\ntools: Read\n---\n");
-            decl.agents.insert(
-                n.into(),
-                (
-                    n.into(),
-                    frontmatter::parse_agent(&text).map_err(|e| e.message),
-                ),
-            );
+            decl.agents
+                .insert(n.into(), (n.into(), frontmatter::parse_agent(&text)));
         }
         let input = json!({"subagent_type": "AB"});
         let call = Call {
