@@ -25,6 +25,10 @@ pub struct Declarations {
     /// entry, by index: the deny hints and `--derive` name it.
     pub allow_from: Vec<String>,
     pub deny_from: Vec<String>,
+    /// `permissions.ask`, with each entry's settings file: the hook cannot ask, so each binds
+    /// subagents as a denial that names it (`super::rules::SettingsRule`).
+    pub ask: Vec<String>,
+    pub ask_from: Vec<String>,
     /// `[derive] session_pool` from the configuration: when set, the pool inheriting agents
     /// hold instead of the one derived from the files.
     pub session_pool: Option<Vec<String>>,
@@ -318,7 +322,7 @@ pub fn parse_settings(text: &str, label: &str, decl: &mut Declarations) -> Resul
             ".claude/{label}: `permissions` is not an object; fix it so it can be read"
         )));
     }
-    for (key, is_deny) in [("allow", false), ("deny", true)] {
+    for key in ["allow", "deny", "ask"] {
         let list = match perms.get(key) {
             None | Some(Value::Null) => continue,
             Some(Value::Array(a)) => a,
@@ -329,20 +333,22 @@ pub fn parse_settings(text: &str, label: &str, decl: &mut Declarations) -> Resul
             }
         };
         for item in list {
-            match (item.as_str(), is_deny) {
-                (Some(s), false) => {
-                    decl.allow.push(s.to_string());
-                    decl.allow_from.push(label.to_string());
+            let (rules, from) = match key {
+                "allow" => (&mut decl.allow, &mut decl.allow_from),
+                "deny" => (&mut decl.deny, &mut decl.deny_from),
+                _ => (&mut decl.ask, &mut decl.ask_from),
+            };
+            match item.as_str() {
+                Some(s) => {
+                    rules.push(s.to_string());
+                    from.push(label.to_string());
                 }
-                (Some(s), true) => {
-                    decl.deny.push(s.to_string());
-                    decl.deny_from.push(label.to_string());
-                }
-                // Skipping an allow only narrows; skipping a deny would widen, so it is an error.
-                (None, false) => decl.problems.push(format!(".claude/{label}: permissions.allow has a non-string entry {item}; ignored")),
-                (None, true) => {
+                // Skipping an allow only narrows; skipping a deny (or an ask, which binds
+                // subagents as one) would widen, so it is an error.
+                None if key == "allow" => decl.problems.push(format!(".claude/{label}: permissions.allow has a non-string entry {item}; ignored")),
+                None => {
                     return Err(DeriveError::SettingsInvalid(format!(
-                        ".claude/{label}: permissions.deny has a non-string entry {item}; fix it so the denial can be honoured"
+                        ".claude/{label}: permissions.{key} has a non-string entry {item}; fix it so the rule can be honoured"
                     )))
                 }
             }
