@@ -36,8 +36,12 @@ impl Where<'_> {
 /// What a call's arguments are, as its tool's rules read them.
 enum Subject {
     Command(String),
-    /// Every file the call's path can reach: as written (made absolute) and as resolved.
-    Paths(Vec<PathBuf>),
+    /// Every file the call's path can reach: as written (made absolute) and as resolved; for a
+    /// search (`search`), the directories searched.
+    Paths {
+        paths: Vec<PathBuf>,
+        search: bool,
+    },
     Host(String),
     /// The tool's arguments are not read by any rule.
     Other,
@@ -93,11 +97,11 @@ pub fn grant(
             }
             Ok(())
         }
-        Subject::Paths(paths) => {
+        Subject::Paths { paths, search } => {
             for p in &paths {
                 let hit = read
                     .iter()
-                    .any(|r| matches!(r, ArgRule::Path(pp) if pp.matches(p, at.paths())));
+                    .any(|r| matches!(r, ArgRule::Path(pp) if path_hit(pp, p, search, at)));
                 if !hit {
                     return Err(unmatched(format!("the path {}", p.display())));
                 }
@@ -186,9 +190,9 @@ fn settings_hit(
                 .find(|s: &&Simple| p.matches(&s.text) || s.forms.iter().any(|f| p.matches(f)))
                 .map(|s| format!("the command `{}`", short(&s.text)))
         }
-        (ArgRule::Path(pp), Subject::Paths(paths)) => paths
+        (ArgRule::Path(pp), Subject::Paths { paths, search }) => paths
             .iter()
-            .find(|p| pp.matches(p, at.paths()))
+            .find(|p| path_hit(&pp, p, *search, at))
             .map(|p| format!("the path {}", p.display())),
         (ArgRule::Domain(d), Subject::Host(h)) => {
             rules::domain_matches(&d, h).then(|| format!("the host {h}"))
@@ -231,6 +235,12 @@ fn settings_reason(r: &SettingsRule, tool: &str, what: &str) -> Reason {
     }
 }
 
+/// Whether `pattern` names `path`; for a search, the directory or everything in it (a child
+/// no literal name could be, which only wildcards match, stands for "everything").
+fn path_hit(pattern: &rules::PathPattern, path: &Path, search: bool, at: Where<'_>) -> bool {
+    pattern.matches(path, at.paths()) || (search && pattern.matches(&path.join("\0"), at.paths()))
+}
+
 /// A command shortened for a sentence.
 fn short(s: &str) -> String {
     let mut cut: String = s.chars().take(80).collect();
@@ -245,9 +255,18 @@ fn subject(tool: &str, input: &Value, at: Where<'_>) -> Subject {
     let str_of = |k: &str| input.get(k).and_then(Value::as_str);
     match tool {
         "Bash" | "Monitor" => Subject::Command(str_of("command").unwrap_or_default().to_string()),
-        "Read" | "Write" | "Edit" => Subject::Paths(paths(str_of("file_path"), "file_path", at)),
-        "NotebookEdit" => Subject::Paths(paths(str_of("notebook_path"), "notebook_path", at)),
-        "Grep" => Subject::Paths(paths(str_of("path").or(Some(".")), "path", at)),
+        "Read" | "Write" | "Edit" => Subject::Paths {
+            paths: paths(str_of("file_path"), "file_path", at),
+            search: false,
+        },
+        "NotebookEdit" => Subject::Paths {
+            paths: paths(str_of("notebook_path"), "notebook_path", at),
+            search: false,
+        },
+        "Grep" => Subject::Paths {
+            paths: paths(str_of("path").or(Some(".")), "path", at),
+            search: true,
+        },
         "Glob" => {
             let mut found = paths(str_of("path").or(Some(".")), "path", at);
             // A pattern that climbs out (`../x/*`, `/etc/*`) reaches its own directory too.
@@ -261,7 +280,10 @@ fn subject(tool: &str, input: &Value, at: Where<'_>) -> Subject {
                 let dir = base.join(fixed.join("/"));
                 found.extend(rules::path::normalize(&dir));
             }
-            Subject::Paths(found)
+            Subject::Paths {
+                paths: found,
+                search: true,
+            }
         }
         "WebFetch" => match str_of("url").and_then(host_of) {
             Some(h) => Subject::Host(h),

@@ -169,3 +169,38 @@ fn hosts_are_read_from_urls_as_a_browser_reads_them() {
         assert_eq!(host_of(url).as_deref(), host, "{url}");
     }
 }
+
+#[test]
+fn a_search_is_judged_by_the_directory_it_searches() {
+    let r = roster(
+        &[
+            ("src", "Grep(./src/**), Glob(./src/**)"),
+            ("any", "Grep, Glob"),
+        ],
+        &["Read(./secrets/**)", "Read(./keys/*.pem)"],
+        &[],
+    );
+    let grep = |p: &str| json!({"pattern": "x", "path": p});
+    assert_eq!(decide_as(&r, Some("src"), "Grep", grep("src")), None);
+    assert_eq!(decide_as(&r, Some("src"), "Grep", grep("src/a")), None);
+    assert_eq!(
+        decide_as(&r, Some("src"), "Grep", grep(".")),
+        Some(Code::ArgumentRuleUnmatched)
+    );
+    assert_eq!(
+        decide_as(
+            &r,
+            Some("src"),
+            "Glob",
+            json!({"pattern": "../../etc/*", "path": "src"})
+        ),
+        Some(Code::ArgumentRuleUnmatched)
+    );
+    assert_eq!(
+        decide_as(&r, Some("any"), "Grep", grep("secrets")),
+        Some(Code::SettingsDenyRule)
+    );
+    // Only some files of `keys` are denied: Claude Code filters them out of the search.
+    assert_eq!(decide_as(&r, Some("any"), "Grep", grep("keys")), None);
+    assert_eq!(decide_as(&r, Some("any"), "Grep", grep(".")), None);
+}
