@@ -9,6 +9,7 @@
 
 pub mod arguments;
 pub mod command;
+mod command_words;
 pub mod decision;
 pub mod glob;
 pub mod hint;
