@@ -282,6 +282,8 @@ fn clone_decl(d: &Declarations) -> Declarations {
         deny: d.deny.clone(),
         allow_from: d.allow_from.clone(),
         deny_from: d.deny_from.clone(),
+        ask: d.ask.clone(),
+        ask_from: d.ask_from.clone(),
         session_pool: d.session_pool.clone(),
         problems: d.problems.clone(),
         broken_files: d.broken_files.clone(),
@@ -304,6 +306,10 @@ fn check_declared(rule: &str) {
                     );
                 }
             }
+            scopes::Declared::Ruled(scope, _) => assert!(
+                scopes::in_grammar(&scope),
+                "rule {rule:?} declares {scope:?} ({site:?}), outside the grammar"
+            ),
             scopes::Declared::All | scopes::Declared::Unrepresented(_) => {}
         }
     }
@@ -332,6 +338,19 @@ pub fn check_roster(r: &Roster, deny: &[String]) {
         if a.invalid.is_some() {
             assert!(a.scopes.is_empty(), "invalid agent {name:?} holds scopes");
         }
+        // Rules limit only what is held, and no agent is wider than the session's rules.
+        for s in a.rules.keys() {
+            assert!(
+                a.scopes.contains(s),
+                "agent {name:?} has rules for {s:?}, not held"
+            );
+        }
+        for s in r.root_rules.keys().filter(|s| a.scopes.contains(*s)) {
+            assert!(
+                a.rules.contains_key(s),
+                "agent {name:?} holds {s:?} outright, the session only under rules"
+            );
+        }
         assert!(scopes::in_grammar(&scopes::delegate_scope(name)));
     }
     let mut deny_all = false;
@@ -352,7 +371,7 @@ pub fn check_roster(r: &Roster, deny: &[String]) {
                     }
                 }
             }
-            scopes::Declared::Unrepresented(_) => {}
+            scopes::Declared::Unrepresented(_) | scopes::Declared::Ruled(..) => {}
         }
     }
     if deny_all {

@@ -21,6 +21,16 @@ pub enum Code {
     SelfProtection,
     /// The operator revoked this subagent's authority (or this tool of it) in `.attenu/revoke`.
     Revoked,
+    /// The caller holds the tool only under argument rules (`Bash(git tag:*)`), and a command,
+    /// path or host of the call matches none of them.
+    ArgumentRuleUnmatched,
+    /// A part of the call's arguments cannot be shown to match (or to escape) a rule: a command
+    /// substitution, `eval`, `bash -c`, a nesting too deep to read.
+    ArgumentUnprovable,
+    /// A `permissions.deny` rule with arguments matches the call (it binds subagents too).
+    SettingsDenyRule,
+    /// A `permissions.ask` rule matches a subagent's call, and the hook cannot ask.
+    SettingsAskRule,
 
     // Recorded, not decided: Claude Code's own refusals and interruptions.
     /// Claude Code refused the call by its own permission rules or mode (PermissionDenied).
@@ -72,6 +82,10 @@ impl Code {
         Code::AgentUnidentified,
         Code::SelfProtection,
         Code::Revoked,
+        Code::ArgumentRuleUnmatched,
+        Code::ArgumentUnprovable,
+        Code::SettingsDenyRule,
+        Code::SettingsAskRule,
         Code::RefusedByClaudeCode,
         Code::InterruptedByClaudeCode,
         Code::PayloadInvalid,
@@ -111,6 +125,10 @@ impl Code {
             Code::AgentUnidentified => "agent-unidentified",
             Code::SelfProtection => "self-protection",
             Code::Revoked => "revoked",
+            Code::ArgumentRuleUnmatched => "argument-rule-unmatched",
+            Code::ArgumentUnprovable => "argument-unprovable",
+            Code::SettingsDenyRule => "settings-deny-rule",
+            Code::SettingsAskRule => "settings-ask-rule",
             Code::RefusedByClaudeCode => "refused-by-claude-code",
             Code::InterruptedByClaudeCode => "interrupted-by-claude-code",
             Code::PayloadInvalid => "payload-invalid",

@@ -22,6 +22,7 @@ const PURE: &[&str] = &[
     "derive/roster.rs",
     "derive/readable.rs",
     "derive/explain.rs",
+    "derive/rules",
     "evidence/verify",
 ];
 

@@ -460,10 +460,12 @@ fn a_configured_session_pool_is_what_inheriting_agents_hold() {
     assert_eq!(derived.code, 0, "{}", derived.stderr);
     let d: Value = serde_json::from_str(&derived.stdout).unwrap();
     assert_eq!(d["agents"]["helper"], json!(["exec.bash", "fs.read"]));
-    assert!(d["unrepresented"].as_array().unwrap().iter().any(|u| u
-        .as_str()
-        .unwrap()
-        .starts_with("[derive] session_pool Bash(git *)")));
+    // The pool's `Bash(git *)` is Bash under that rule, for every agent that inherits it.
+    assert_eq!(d["rules"]["agents"]["helper"], json!(["Bash(git *)"]));
+    assert_denied_with(
+        &call("helper", "Bash", json!({"command": "touch x"}), "t6b"),
+        "argument-rule-unmatched",
+    );
     // A bad value fails closed, naming the key.
     write_config(p.path(), "[derive]\nsession_pool = [\"*\"]\n");
     let bad = call("payer", "Read", json!({"file_path": "/x"}), "t7");

@@ -70,6 +70,14 @@ pub fn render(root: &Path, r: &Roster, account: &Account, style: Style) -> Strin
         let except = format!("except {}", readable_all(&r.root_excluded).join(", "));
         s.push_str(&format!("  {}\n", style.paint("33", &except)));
     }
+    if !r.root_rules.is_empty() {
+        let rules: Vec<&str> = crate::derive::rules::flat(&r.root_rules)
+            .into_iter()
+            .collect();
+        let only = format!("only for calls matching {}", rules.join(", "));
+        s.push_str(&words(&only, 2, style.width));
+    }
+    rules_section(&mut s, r, style);
     s.push('\n');
     pool_section(&mut s, r, account, style);
     agent_sections(&mut s, r, &names, style);
@@ -86,6 +94,25 @@ pub fn render(root: &Path, r: &Roster, account: &Account, style: Style) -> Strin
         }
     }
     format!("{}\n", s.trim_end())
+}
+
+/// The settings' rules that bind every subagent at each call.
+fn rules_section(s: &mut String, r: &Roster, style: Style) {
+    if r.settings_rules.is_empty() {
+        return;
+    }
+    s.push_str(&style.heading("\nsettings rules that bind every subagent\n"));
+    for rule in &r.settings_rules {
+        let what = match rule.kind {
+            crate::derive::rules::RuleKind::Deny => "refuses",
+            crate::derive::rules::RuleKind::Ask => "refuses (a hook cannot ask)",
+        };
+        let line = format!(
+            "{} in .claude/{} {what} the calls it matches",
+            rule.rule, rule.file
+        );
+        s.push_str(&words(&line, 2, style.width));
+    }
 }
 
 /// What an agent without `tools` holds (delegation aside), and why each entry is there.
@@ -235,6 +262,10 @@ fn with_details(what: &mut String, a: &AgentAuthority, names: &[&String]) {
             ", except {}",
             readable_all(&a.excluded).join(", ")
         ));
+    }
+    if !a.rules.is_empty() {
+        let rules: Vec<&str> = crate::derive::rules::flat(&a.rules).into_iter().collect();
+        what.push_str(&format!(", only for calls matching {}", rules.join(", ")));
     }
 }
 

@@ -300,6 +300,7 @@ fn session_pool_entry(entry: &str) -> Result<(), ConfigError> {
     use crate::derive::scopes::{declared_at, Declared, Site};
     let why = match declared_at(entry, Site::AgentTools) {
         Declared::Scopes(s) | Declared::WholeTool(s, _) if !s.is_empty() => return Ok(()),
+        Declared::Ruled(..) => return Ok(()),
         Declared::Scopes(_) | Declared::WholeTool(..) => "is empty; remove it",
         Declared::All => "means every tool and cannot be a pool; list the tools, or remove session_pool to derive the pool from the files",
         Declared::Unrepresented(_) => "is not a tool rule (for example Read, Bash(git *), mcp__github or Agent(reviewer))",

@@ -58,15 +58,15 @@ pub const TABLE_FILE: &str = "roster.files";
 /// The roster cache's sealed-file format ([`crate::fs::sealed`]); the session's pin has its own
 /// (`pin.rs`), so no file sealed with the same key reads as one of the other kind.
 const CACHE: Kind = Kind {
-    header: "attenu-roster v4 ",
-    domain: b"attenu-hook roster cache v4\n",
+    header: "attenu-roster v5 ",
+    domain: b"attenu-hook roster cache v5\n",
 };
 
 /// A kind of sealed file.
 use fs::SealedFormat as Kind;
 /// Bumped whenever derivation would give another roster (or digest) for the same files, so a
 /// cache written by an older build of the same version is not read.
-const DERIVATION_RULES: u32 = 9;
+const DERIVATION_RULES: u32 = 10;
 /// How old every input must be before its derivation is cached.
 pub const SETTLE: Duration = Duration::from_secs(2);
 /// A cache file larger than this is not read (a roster of 2,000 agents is far smaller: each

@@ -11,7 +11,9 @@
 //! * [`recovered`]: what it parses when a block is not YAML, so the agent it loads is read.
 //! * [`refuses_agent_name`]: names it never loads, so such a file declares no agent.
 //! * [`add_memory_tools`]: `memory:` adds Write, Edit and Read to `tools`, so they are held.
-//! * [`agent_rule_with_arguments`]: an agent file's rule is the whole tool; it drops arguments.
+//! * [`agent_rule_with_arguments`]: a `disallowedTools` rule with arguments takes the whole tool.
+//!   (In `tools`, Claude Code offers the whole tool too; the hook holds it only for the calls
+//!   the rule matches: `super::rules`, and docs/DERIVATION.md "Rules with arguments".)
 //! * [`take_with_bash`]: denying Bash takes Monitor and REPL, which run code as Bash does.
 //! * [`gated_alike`]: a gate on one tool that runs commands gates them all, for that reason.
 //! * [`LoadedOnce`]: a file reached by two paths loads once, so it is not "declared twice".
@@ -144,19 +146,15 @@ pub fn add_memory_tools(tools: &mut Vec<String>, memory: &str) {
     }
 }
 
-/// A rule with arguments in an agent file, whose tool has the scope `whole`: Claude Code
-/// 2.1.332 ignores the arguments there, so `tools: Bash(git status)` offers the whole of Bash
-/// and `disallowedTools: Agent(ops)` or `Bash(rm *)` removes the whole tool. (`tools:
-/// Agent(a, b)`, which names subagent types, is not such a rule.)
+/// A rule with arguments in an agent's `disallowedTools`, whose tool has the scope `whole`:
+/// Claude Code 2.1.332 ignores the arguments there, so `disallowedTools: Agent(ops)` or
+/// `Bash(rm *)` removes the whole tool.
 pub fn agent_rule_with_arguments(entry: &str, site: Site, whole: String) -> Declared {
-    let note = match site {
-        Site::AgentDisallowed => format!("{entry} (Claude Code removes the whole tool)"),
-        // Not asked for settings, where such a rule is a permission rule on its arguments.
-        Site::AgentTools | Site::Settings => {
-            format!("{entry} (Claude Code offers the whole tool; the arguments are not enforced)")
-        }
-    };
-    Declared::WholeTool(vec![whole], note)
+    debug_assert_eq!(site, Site::AgentDisallowed);
+    Declared::WholeTool(
+        vec![whole],
+        format!("{entry} (Claude Code removes the whole tool)"),
+    )
 }
 
 /// Claude Code takes Monitor (and REPL) away with Bash: its tools that run code as Bash does.

@@ -25,6 +25,10 @@ pub struct Declarations {
     /// entry, by index: the deny hints and `--derive` name it.
     pub allow_from: Vec<String>,
     pub deny_from: Vec<String>,
+    /// `permissions.ask`, with each entry's settings file: the hook cannot ask, so each binds
+    /// subagents as a denial that names it (`super::rules::SettingsRule`).
+    pub ask: Vec<String>,
+    pub ask_from: Vec<String>,
     /// `[derive] session_pool` from the configuration: when set, the pool inheriting agents
     /// hold instead of the one derived from the files.
     pub session_pool: Option<Vec<String>>,
@@ -332,7 +336,7 @@ pub fn parse_settings(text: &str, label: &str, decl: &mut Declarations) -> Resul
             label: label.to_string(),
         });
     }
-    for (key, is_deny) in [("allow", false), ("deny", true)] {
+    for key in ["allow", "deny", "ask"] {
         let list = match perms.get(key) {
             None | Some(Value::Null) => continue,
             Some(Value::Array(a)) => a,
@@ -344,22 +348,25 @@ pub fn parse_settings(text: &str, label: &str, decl: &mut Declarations) -> Resul
             }
         };
         for item in list {
-            match (item.as_str(), is_deny) {
-                (Some(s), false) => {
-                    decl.allow.push(s.to_string());
-                    decl.allow_from.push(label.to_string());
+            let (rules, from) = match key {
+                "allow" => (&mut decl.allow, &mut decl.allow_from),
+                "deny" => (&mut decl.deny, &mut decl.deny_from),
+                _ => (&mut decl.ask, &mut decl.ask_from),
+            };
+            match item.as_str() {
+                Some(s) => {
+                    rules.push(s.to_string());
+                    from.push(label.to_string());
                 }
-                (Some(s), true) => {
-                    decl.deny.push(s.to_string());
-                    decl.deny_from.push(label.to_string());
-                }
-                // Skipping an allow only narrows; skipping a deny would widen, so it is an error.
-                (None, false) => decl.problems.push(format!(
+                // Skipping an allow only narrows; skipping a deny (or an ask, which binds
+                // subagents as one) would widen, so it is an error.
+                None if key == "allow" => decl.problems.push(format!(
                     ".claude/{label}: permissions.allow has a non-string entry {item}; ignored"
                 )),
-                (None, true) => {
-                    return Err(DeriveError::DenyNotString {
+                None => {
+                    return Err(DeriveError::RuleNotString {
                         label: label.to_string(),
+                        key,
                         item: item.to_string(),
                     })
                 }

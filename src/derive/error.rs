@@ -28,11 +28,16 @@ pub enum DeriveError {
     /// Its `permissions.<key>` is not a list.
     #[error(".claude/{label}: permissions.{key} is not a list; fix it so it can be read")]
     PermissionsNotList { label: String, key: &'static str },
-    /// A `permissions.deny` entry is not a string: skipping it would widen.
+    /// A `permissions.deny` or `permissions.ask` entry is not a string: skipping it would
+    /// widen (an `ask` binds subagents as a denial).
     #[error(
-        ".claude/{label}: permissions.deny has a non-string entry {item}; fix it so the denial can be honoured"
+        ".claude/{label}: permissions.{key} has a non-string entry {item}; fix it so the rule can be honoured"
     )]
-    DenyNotString { label: String, item: String },
+    RuleNotString {
+        label: String,
+        key: &'static str,
+        item: String,
+    },
 }
 
 impl DeriveError {

@@ -75,6 +75,7 @@ impl Account {
 fn scopes(rule: &str, site: Site) -> Vec<String> {
     match declared_at(rule, site) {
         Declared::Scopes(s) | Declared::WholeTool(s, _) => s,
+        Declared::Ruled(s, _) => vec![s],
         Declared::All | Declared::Unrepresented(_) => Vec::new(),
     }
 }

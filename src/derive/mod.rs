@@ -9,7 +9,8 @@
 //! * [`compat`] holds what is read as Claude Code 2.1.332 reads it, where that is not obvious;
 //! * [`cache`] keeps the last roster while its inputs are unchanged, and the roster each
 //!   session was pinned to when it started ([`cache::pin`]);
-//! * [`revoke`] reads the operator's live revocation.
+//! * [`revoke`] reads the operator's live revocation;
+//! * [`rules`] reads permission rules with arguments (`Bash(git tag:*)`, `Read(./src/**)`).
 
 pub mod builtin;
 pub mod cache;
@@ -23,6 +24,7 @@ pub mod readable;
 pub mod resolve;
 pub mod revoke;
 pub mod roster;
+pub mod rules;
 pub mod scopes;
 
 pub use declarations::{parse_settings, read_declarations, Declarations};

@@ -272,6 +272,8 @@ pub(super) fn denial_map(rules: &[String], site: Site) -> BTreeMap<String, Strin
         let mut scopes = BTreeSet::new();
         match declared_at(r, site) {
             Declared::Scopes(s) | Declared::WholeTool(s, _) => scopes.extend(s),
+            // Only an agent's `tools` holds a scope under a rule; no denial reads as one.
+            Declared::Ruled(s, _) => _ = scopes.insert(s),
             Declared::All | Declared::Unrepresented(_) => {}
         }
         compat::take_with_bash(&mut scopes);

@@ -6,7 +6,8 @@
 //! `agent.delegate.<name>` per agent, minus every bare `permissions.deny` rule; each agent's
 //! set is within the root by construction (`meet(session, derived)`).
 
-use super::roster::digest_of;
+use super::roster::{digest_of, Ruled};
+use super::rules::{self, ArgRule, Rules};
 use super::scopes::{declared_at, delegate_scope, set_covers, Declared, Scopes, Site};
 use super::{compat, frontmatter, provenance, AgentAuthority, Declarations, Roster};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -15,27 +16,37 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 pub fn resolve(decl: Declarations) -> Roster {
     let mut unrepresented = Vec::new();
     let operator = Operator::read(&decl, &mut unrepresented);
-    let mut pool = session_pool(operator.allow.clone(), &decl);
+    let mut pool = session_pool(Pool::whole(operator.allow.clone()), &decl);
     // `[derive] session_pool`: what inheriting agents hold, within the root like everything.
     let configured = decl.session_pool.as_ref().map(|rules| {
         let label = "[derive] session_pool";
-        scopes_of(rules, Site::AgentTools, false, label, &mut unrepresented).0
+        let read = scopes_of(rules, Site::AgentTools, false, label, &mut unrepresented);
+        Pool::of(read)
     });
-    pool.extend(configured.iter().flatten().cloned());
+    if let Some(c) = &configured {
+        pool.add(c.clone());
+    }
     let root: Scopes = if operator.deny_all {
         BTreeSet::new()
     } else {
-        subtract(&pool, &operator.deny)
+        subtract(&pool.scopes, &operator.deny)
     }
     .into();
+    let root_rules = pool.rules_within(&root);
     // Inheriting agents share the root's set unless a pool is configured.
-    let mut inherited = Inherited::new(match &configured {
-        Some(c) if !operator.deny_all => subtract(c, &operator.deny).into(),
-        _ => root.clone(),
-    });
+    let mut inherited = match &configured {
+        Some(c) if !operator.deny_all => {
+            let set: Scopes = subtract(&c.scopes, &operator.deny).into();
+            let rules = c.rules_within(&set);
+            Inherited::new(set, rules)
+        }
+        _ => Inherited::new(root.clone(), root_rules.clone()),
+    };
+    let settings_rules =
+        rules::settings_rules(&decl.deny, &decl.deny_from, &decl.ask, &decl.ask_from);
     let root_excluded = excluded_within(&root, &operator.deny);
     let mut why = provenance::record(&decl);
-    why.configured = configured.unwrap_or_default();
+    why.configured = configured.map(|c| c.scopes).unwrap_or_default();
     let agents: BTreeMap<String, AgentAuthority> = decl
         .agents
         .into_iter()
@@ -45,6 +56,7 @@ pub fn resolve(decl: Declarations) -> Roster {
                     scopes: Scopes::default(),
                     excluded: BTreeSet::new(),
                     invalid: Some(why.message),
+                    rules: Rules::new(),
                     source,
                 },
                 Ok(a) => {
@@ -53,7 +65,7 @@ pub fn resolve(decl: Declarations) -> Roster {
                         &a,
                         source,
                         &mut inherited,
-                        &root,
+                        (&root, &root_rules),
                         &operator,
                         &mut unrepresented,
                     );
@@ -69,11 +81,17 @@ pub fn resolve(decl: Declarations) -> Roster {
     unrepresented.sort();
     unrepresented.dedup();
     let agents = share_equal_sets(agents);
-    let digest = digest_of(&root, &root_excluded, &agents);
+    let ruled = Ruled {
+        root: &root_rules,
+        settings: &settings_rules,
+    };
+    let digest = digest_of(&root, &root_excluded, &agents, ruled);
     Roster {
         root,
         root_excluded,
         agents,
+        root_rules,
+        settings_rules,
         unrepresented,
         problems: decl.problems,
         broken_files: decl.broken_files,
@@ -92,7 +110,11 @@ struct Operator {
 
 impl Operator {
     fn read(decl: &Declarations, unrepresented: &mut Vec<String>) -> Operator {
-        let (allow, allow_all) = scopes_of(
+        let ReadRules {
+            scopes: allow,
+            all: allow_all,
+            ..
+        } = scopes_of(
             &decl.allow,
             Site::Settings,
             false,
@@ -102,13 +124,23 @@ impl Operator {
         if allow_all {
             unrepresented.push("settings permissions.allow * (not a Claude Code rule)".into());
         }
-        let (deny, deny_all) = scopes_of(
+        // A denial with arguments is held at each call (`rules::SettingsRule`), not noted.
+        let ReadRules {
+            scopes: deny,
+            all: deny_all,
+            ..
+        } = scopes_of(
             &decl.deny,
             Site::Settings,
             true,
             "settings permissions.deny",
-            unrepresented,
+            &mut Vec::new(),
         );
+        for r in &decl.deny {
+            if rules::split(r).is_none() {
+                unrepresented.push(format!("settings permissions.deny {r} (unparsed rule)"));
+            }
+        }
         Operator {
             allow,
             deny,
@@ -117,11 +149,63 @@ impl Operator {
     }
 }
 
+/// Scopes declared for the session, and the rules of those declared only with arguments.
+#[derive(Debug, Clone, Default)]
+struct Pool {
+    scopes: BTreeSet<String>,
+    /// Scopes some declaration holds outright (a bare name): no rule limits them.
+    whole: BTreeSet<String>,
+    rules: Rules,
+}
+
+impl Pool {
+    fn whole(scopes: BTreeSet<String>) -> Pool {
+        Pool {
+            whole: scopes.clone(),
+            scopes,
+            rules: Rules::new(),
+        }
+    }
+
+    fn of(read: ReadRules) -> Pool {
+        let whole = read
+            .scopes
+            .iter()
+            .filter(|s| !read.rules.contains_key(*s))
+            .cloned()
+            .collect();
+        Pool {
+            scopes: read.scopes,
+            whole,
+            rules: read.rules,
+        }
+    }
+
+    fn add(&mut self, other: Pool) {
+        self.scopes.extend(other.scopes);
+        self.whole.extend(other.whole);
+        for (scope, rules) in other.rules {
+            self.rules.entry(scope).or_default().extend(rules);
+        }
+    }
+
+    /// The rules of the scopes `held` holds that nothing declares outright.
+    fn rules_within(&self, held: &BTreeSet<String>) -> Rules {
+        self.rules
+            .iter()
+            .filter(|(scope, _)| held.contains(*scope) && !self.whole.contains(*scope))
+            .map(|(scope, r)| (scope.clone(), r.clone()))
+            .collect()
+    }
+}
+
 /// Pass 1: the operator's allowances, one delegation scope per agent, and what each agent with
-/// an explicit list declares for itself (before the operator's denials).
-fn session_pool(mut pool: BTreeSet<String>, decl: &Declarations) -> BTreeSet<String> {
+/// an explicit list declares for itself (before the operator's denials), with the rules of
+/// what it declares only with arguments.
+fn session_pool(mut pool: Pool, decl: &Declarations) -> Pool {
     for (name, (source, file)) in &decl.agents {
-        pool.insert(delegate_scope(name));
+        pool.scopes.insert(delegate_scope(name));
+        pool.whole.insert(delegate_scope(name));
         // A built-in's preset list is Claude Code's, not the project's: it widens no one else.
         if source == super::builtin::SOURCE {
             continue;
@@ -129,15 +213,20 @@ fn session_pool(mut pool: BTreeSet<String>, decl: &Declarations) -> BTreeSet<Str
         if let Ok(a) = file {
             if let Some(tools) = &a.tools {
                 let label = format!("{name}: tools");
-                let (own, _) = scopes_of(tools, Site::AgentTools, false, &label, &mut Vec::new());
-                let (denied, _) = scopes_of(
+                let own = scopes_of(tools, Site::AgentTools, false, &label, &mut Vec::new());
+                let denied = scopes_of(
                     &a.disallowed,
                     Site::AgentDisallowed,
                     true,
                     "",
                     &mut Vec::new(),
-                );
-                pool.extend(subtract(&own, &denied));
+                )
+                .scopes;
+                let mut own = Pool::of(own);
+                own.scopes = subtract(&own.scopes, &denied);
+                own.whole = subtract(&own.whole, &denied);
+                own.rules.retain(|scope, _| own.scopes.contains(scope));
+                pool.add(own);
             }
         }
     }
@@ -149,13 +238,16 @@ fn session_pool(mut pool: BTreeSet<String>, decl: &Declarations) -> BTreeSet<Str
 /// one set, computed once (in a collection, a few denials recur across many agents).
 struct Inherited {
     set: Scopes,
+    /// The rules of what the set holds only with arguments.
+    rules: Rules,
     less: HashMap<BTreeSet<String>, Scopes>,
 }
 
 impl Inherited {
-    fn new(set: Scopes) -> Inherited {
+    fn new(set: Scopes, rules: Rules) -> Inherited {
         Inherited {
             set,
+            rules,
             less: HashMap::new(),
         }
     }
@@ -182,48 +274,63 @@ fn agent_authority(
     a: &frontmatter::AgentFile,
     source: String,
     inherited: &mut Inherited,
-    root: &Scopes,
+    root: (&Scopes, &Rules),
     operator: &Operator,
     unrepresented: &mut Vec<String>,
 ) -> (AgentAuthority, BTreeSet<String>) {
-    let (denied, _) = scopes_of(
+    let denied = scopes_of(
         &a.disallowed,
         Site::AgentDisallowed,
         true,
         &format!("{name}: disallowedTools"),
         unrepresented,
-    );
+    )
+    .scopes;
     let mut removed = BTreeSet::new();
+    let mut own_rules = None;
     // Shared with the inherited set when nothing is taken away: see `Scopes`.
     let scopes = match &a.tools {
         None => inherited.without(&denied),
         Some(tools) => {
-            let (own, all) = scopes_of(
-                tools,
-                Site::AgentTools,
-                false,
-                &format!("{name}: tools"),
-                unrepresented,
-            );
-            if all {
+            let label = format!("{name}: tools");
+            let own = scopes_of(tools, Site::AgentTools, false, &label, unrepresented);
+            if own.all {
                 inherited.without(&denied)
             } else {
                 // Within the root: a tool the operator denies is removed here too.
-                let held: BTreeSet<String> = subtract(&own, &denied)
+                let held: BTreeSet<String> = subtract(&own.scopes, &denied)
                     .into_iter()
-                    .filter(|s| set_covers(root, s))
+                    .filter(|s| set_covers(root.0, s))
                     .collect();
-                removed = own.difference(&held).cloned().collect();
+                removed = own.scopes.difference(&held).cloned().collect();
+                own_rules = Some(own.rules);
                 held.into()
             }
         }
     };
+    // Its own rules where it lists a tool only with arguments; elsewhere the rules the root
+    // (or the pool it inherits) holds the scope under, so no agent is wider than its session.
+    let limits = match &own_rules {
+        Some(_) => root.1,
+        None => &inherited.rules,
+    };
+    let rules: Rules = scopes
+        .iter()
+        .filter_map(|scope| {
+            let r = own_rules
+                .as_ref()
+                .and_then(|own| own.get(scope))
+                .or_else(|| limits.get(scope))?;
+            Some((scope.clone(), r.clone()))
+        })
+        .collect();
     let all_denied: BTreeSet<String> = denied.union(&operator.deny).cloned().collect();
     let excluded = excluded_within(&scopes, &all_denied);
     let authority = AgentAuthority {
         scopes,
         excluded,
         invalid: None,
+        rules,
         source,
     };
     (authority, removed)
@@ -247,32 +354,60 @@ fn share_equal_sets(
     agents
 }
 
-/// The scopes `rules` declare at `site`, and whether one of them is `*`. What cannot be
-/// represented is noted in `unrepresented` under `label`.
+/// What a list of rules declares at one site.
+#[derive(Debug, Default)]
+struct ReadRules {
+    scopes: BTreeSet<String>,
+    /// One of them is `*`.
+    all: bool,
+    /// The scopes listed only with arguments, and those rules.
+    rules: Rules,
+}
+
+/// The scopes `rules` declare at `site`, whether one of them is `*`, and the rules of the
+/// scopes listed only with arguments. What cannot be represented is noted in `unrepresented`
+/// under `label`.
 fn scopes_of(
     rules: &[String],
     site: Site,
     denies: bool,
     label: &str,
     unrepresented: &mut Vec<String>,
-) -> (BTreeSet<String>, bool) {
-    let mut out = BTreeSet::new();
-    let mut all = false;
+) -> ReadRules {
+    let mut out = ReadRules::default();
+    let mut whole = BTreeSet::new();
     for r in rules {
         match declared_at(r, site) {
-            Declared::Scopes(s) => out.extend(s),
-            Declared::All => all = true,
+            Declared::Scopes(s) => {
+                whole.extend(s.iter().cloned());
+                out.scopes.extend(s);
+            }
+            Declared::All => out.all = true,
             Declared::Unrepresented(note) => unrepresented.push(format!("{label} {note}")),
             Declared::WholeTool(s, note) => {
-                out.extend(s);
+                whole.extend(s.iter().cloned());
+                out.scopes.extend(s);
                 unrepresented.push(format!("{label} {note}"));
+            }
+            Declared::Ruled(scope, rule) => {
+                if let Some((tool, Some(spec))) = rules::split(&rule) {
+                    if let ArgRule::Unread(why) = ArgRule::read(tool, spec) {
+                        unrepresented.push(format!(
+                            "{label} {rule} ({why}; it holds {tool} for no call)"
+                        ));
+                    }
+                }
+                out.rules.entry(scope.clone()).or_default().insert(rule);
+                out.scopes.insert(scope);
             }
         }
     }
+    // A tool listed bare beside its rules is held outright.
+    out.rules.retain(|scope, _| !whole.contains(scope));
     if denies {
-        compat::take_with_bash(&mut out);
+        compat::take_with_bash(&mut out.scopes);
     }
-    (out, all)
+    out
 }
 
 /// The denials that fall strictly inside a held scope: `subtract` cannot remove those.
@@ -308,276 +443,5 @@ fn subtract(scopes: &BTreeSet<String>, patterns: &BTreeSet<String>) -> BTreeSet<
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::json::canonical;
-    use crate::ledger::chain::sha256_hex;
-    use serde_json::json;
-
-    fn decl(agents: &[(&str, &str)], allow: &[&str], deny: &[&str]) -> Declarations {
-        let mut d = Declarations::default();
-        for (name, text) in agents {
-            d.agents.insert(
-                name.to_string(),
-                (format!("{name}.md"), frontmatter::parse_agent(text)),
-            );
-        }
-        d.allow = allow.iter().map(|s| s.to_string()).collect();
-        d.deny = deny.iter().map(|s| s.to_string()).collect();
-        d
-    }
-
-    fn set(v: &[&str]) -> BTreeSet<String> {
-        v.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn the_seed_sample_project() {
-        let r = resolve(decl(
-            &[
-                ("reviewer", "---\nname: reviewer\ntools: Read, Grep, Glob\n---\n"),
-                ("researcher", "---\nname: researcher\ntools: Read, WebFetch\ndisallowedTools: Write, Edit\n---\n"),
-            ],
-            &["Read", "Grep", "Glob", "Bash(npm run lint)"],
-            &["Read(./.env)", "NotebookEdit"],
-        ));
-        assert_eq!(
-            r.root,
-            set(&[
-                "agent.delegate.researcher",
-                "agent.delegate.reviewer",
-                "fs.glob",
-                "fs.grep",
-                "fs.read",
-                "net.fetch"
-            ])
-        );
-        assert_eq!(
-            r.agents["reviewer"].scopes,
-            set(&["fs.glob", "fs.grep", "fs.read"])
-        );
-        assert_eq!(
-            r.agents["researcher"].scopes,
-            set(&["fs.read", "net.fetch"])
-        );
-        assert_eq!(
-            r.unrepresented,
-            [
-                "settings permissions.allow Bash(npm run lint)",
-                "settings permissions.deny Read(./.env)"
-            ]
-        );
-    }
-
-    /// Claude Code 2.1.332 reads an argument in an agent's `tools` as the whole tool, in its
-    /// `disallowedTools` as taking the whole tool away, and takes Monitor away with Bash.
-    #[test]
-    fn agent_rules_with_arguments_and_bash_denials_follow_claude_code() {
-        let r = resolve(decl(
-            &[
-                ("git", "---\nname: git\ntools: Bash(git status), Read\n---\n"),
-                (
-                    "nobash",
-                    "---\nname: nobash\ntools: Bash, Monitor, Read\ndisallowedTools: Bash(rm *), Read(./.env)\n---\n",
-                ),
-                ("inherit", "---\nname: inherit\ndisallowedTools: Bash\n---\n"),
-            ],
-            &[],
-            &[],
-        ));
-        assert_eq!(r.agents["git"].scopes, set(&["exec.bash", "fs.read"]));
-        assert!(
-            r.agents["nobash"].scopes.is_empty(),
-            "{:?}",
-            r.agents["nobash"].scopes
-        );
-        let inherit = &r.agents["inherit"].scopes;
-        assert!(
-            !inherit.contains("exec.bash") && !inherit.contains("exec.monitor"),
-            "{inherit:?}"
-        );
-        assert!(inherit.contains("fs.read"), "{inherit:?}");
-        assert!(r
-            .unrepresented
-            .iter()
-            .any(|u| u.contains("git: tools Bash(git status)") && u.contains("whole tool")));
-        // In settings, a denial of Bash takes Monitor with it too; one with arguments does not.
-        let r = resolve(decl(
-            &[("m", "---\nname: m\ntools: Monitor, Bash, Read\n---\n")],
-            &[],
-            &["Bash"],
-        ));
-        assert_eq!(r.agents["m"].scopes, set(&["fs.read"]));
-        let r = resolve(decl(
-            &[("m", "---\nname: m\ntools: Monitor, Bash, Read\n---\n")],
-            &[],
-            &["Bash(rm *)"],
-        ));
-        assert_eq!(
-            r.agents["m"].scopes,
-            set(&["exec.bash", "exec.monitor", "fs.read"])
-        );
-    }
-
-    /// Regression: a denial narrower than a held scope (one tool of an allowed MCP server, one
-    /// agent among all) was dropped, because only a whole held pattern can be removed.
-    #[test]
-    fn a_denial_inside_a_wider_held_scope_is_kept_as_an_exclusion() {
-        let r = resolve(decl(
-            &[
-                (
-                    "ops",
-                    "---\nname: ops\ntools: mcp__pay, Read\ndisallowedTools: mcp__pay__refund\n---\n",
-                ),
-                (
-                    "helper",
-                    "---\nname: helper\ndisallowedTools: mcp__pay__refund, Agent(ops)\n---\n",
-                ),
-            ],
-            &["mcp__pay", "Agent"],
-            &["mcp__pay__wipe"],
-        ));
-        assert_eq!(r.root_excluded, set(&["mcp.pay.wipe"]));
-        let ops = &r.agents["ops"];
-        assert_eq!(ops.excluded, set(&["mcp.pay.refund", "mcp.pay.wipe"]));
-        assert!(ops.holds("mcp.pay.charge"));
-        assert!(!ops.holds("mcp.pay.refund") && ops.excludes("mcp.pay.refund"));
-        assert!(!ops.holds("mcp.pay.wipe"));
-        let helper = &r.agents["helper"];
-        // `disallowedTools: Agent(ops)` takes the whole Agent tool away in Claude Code.
-        assert!(!helper.holds("agent.delegate.ops") && !helper.holds("agent.delegate.ops2"));
-        assert!(helper.holds("fs.read") || helper.holds("mcp.pay.charge"));
-        assert!(!helper.holds("mcp.pay.refund") && !helper.holds("mcp.pay.wipe"));
-        assert!(!r.declared_anywhere("mcp.pay.wipe"));
-        assert!(
-            r.declared_anywhere("mcp.pay.refund"),
-            "other agents may hold it"
-        );
-        // A roster without exclusions keeps the digest it had before they existed.
-        let plain = resolve(decl(&[("r", "---\nname: r\ntools: Read\n---\n")], &[], &[]));
-        assert!(plain.root_excluded.is_empty() && plain.agents["r"].excluded.is_empty());
-        assert_eq!(
-            plain.digest,
-            sha256_hex(
-                &canonical::to_vec(&json!({
-                    "root": plain.root,
-                    "agents": {"r": {"scopes": plain.agents["r"].scopes, "invalid": null}},
-                }))
-                .unwrap()
-            )
-        );
-    }
-
-    #[test]
-    fn inheritance_with_disallowed_and_operator_deny() {
-        let r = resolve(decl(
-            &[
-                (
-                    "builder",
-                    "---\nname: builder\ntools: [Bash, Write, Read]\n---\n",
-                ),
-                ("worker", "---\nname: worker\ndisallowedTools: Write\n---\n"),
-            ],
-            &[],
-            &["Bash"],
-        ));
-        assert!(!r.root.contains("exec.bash"));
-        assert_eq!(r.agents["builder"].scopes, set(&["fs.read", "fs.write"]));
-        assert_eq!(
-            r.agents["worker"].scopes,
-            set(&["agent.delegate.builder", "agent.delegate.worker", "fs.read"])
-        );
-    }
-
-    #[test]
-    fn a_bad_agent_holds_nothing_and_others_are_untouched() {
-        let r = resolve(decl(
-            &[
-                ("bad", "---\nname: bad\ntools: 42\n---\n"),
-                ("good", "---\nname: good\ntools: Read\n---\n"),
-            ],
-            &[],
-            &[],
-        ));
-        assert!(r.agents["bad"].scopes.is_empty());
-        assert!(r.agents["bad"].invalid.is_some());
-        assert_eq!(r.agents["good"].scopes, set(&["fs.read"]));
-    }
-
-    #[test]
-    fn digest_changes_with_the_declarations() {
-        let a = resolve(decl(&[("r", "---\nname: r\ntools: Read\n---\n")], &[], &[]));
-        let b = resolve(decl(
-            &[("r", "---\nname: r\ntools: Read, Grep\n---\n")],
-            &[],
-            &[],
-        ));
-        let a2 = resolve(decl(&[("r", "---\nname: r\ntools: Read\n---\n")], &[], &[]));
-        assert_ne!(a.digest, b.digest);
-        assert_eq!(a.digest, a2.digest);
-    }
-
-    /// `subtract` by ranges is the filter its definition states.
-    #[test]
-    fn subtract_takes_exactly_what_a_pattern_covers() {
-        let scopes = set(&[
-            "a",
-            "a.",
-            "a.*",
-            "a.b",
-            "a.b.c",
-            "a.bc",
-            "a/",
-            "a0",
-            "ab.c",
-            "mcp.pay.*",
-            "mcp.pay.refund",
-            "mcp.payx.y",
-            "mcp.pay",
-            "agent.delegate.x",
-            "fs.read",
-        ]);
-        let patterns: [&[&str]; 7] = [
-            &["a.*"],
-            &["a.b.*", "fs.read"],
-            &["mcp.pay.*"],
-            &["mcp.*", "a"],
-            &["*", "a.", ".*"],
-            &["agent.delegate.*", "zz.*", "a.b"],
-            &[],
-        ];
-        for p in patterns {
-            let p = set(p);
-            let by_filter: BTreeSet<String> = scopes
-                .iter()
-                .filter(|s| !set_covers(&p, s))
-                .cloned()
-                .collect();
-            assert_eq!(subtract(&scopes, &p), by_filter, "{p:?}");
-        }
-    }
-
-    /// Agents that take the same tools away share one set; others do not.
-    #[test]
-    fn equal_denials_share_one_set() {
-        let r = resolve(decl(
-            &[
-                ("a", "---\nname: a\ndisallowedTools: Bash, Write\n---\n"),
-                ("b", "---\nname: b\ndisallowedTools: Write, Bash\n---\n"),
-                ("c", "---\nname: c\ndisallowedTools: Bash\n---\n"),
-                ("d", "---\nname: d\ntools: Read, Write, Bash\n---\n"),
-            ],
-            &[],
-            &[],
-        ));
-        let (a, b, c) = (
-            &r.agents["a"].scopes,
-            &r.agents["b"].scopes,
-            &r.agents["c"].scopes,
-        );
-        assert!(a.same(b));
-        assert!(!a.same(c) && a != c);
-        assert!(c.contains("fs.write") && !c.contains("exec.bash"));
-        assert!(!a.contains("fs.write") && a.contains("fs.read"));
-    }
-}
+#[path = "resolve_tests.rs"]
+mod tests;

@@ -102,6 +102,7 @@ fn scopes_of(tools: &str) -> Option<BTreeSet<String>> {
     for rule in split_rules(tools) {
         match declared_at(&rule, Site::AgentDisallowed) {
             Declared::Scopes(s) | Declared::WholeTool(s, _) => out.extend(s),
+            Declared::Ruled(s, _) => _ = out.insert(s),
             Declared::All | Declared::Unrepresented(_) => return None,
         }
     }

@@ -1,6 +1,7 @@
 //! The derived permission sets ([`Roster`], one [`AgentAuthority`] per agent), the queries the
 //! decision asks of them, and the digest that records which roster a decision was made under.
 
+use super::rules::{Rules, SettingsRule};
 use super::scopes::{set_covers, Scopes};
 use crate::json::canonical;
 use crate::ledger::chain::sha256_hex;
@@ -19,6 +20,9 @@ pub struct AgentAuthority {
     pub excluded: BTreeSet<String>,
     /// Set when the agent's own declaration could not be read: it then holds nothing.
     pub invalid: Option<String>,
+    /// Scopes held only for the calls these rules match (`tools: Bash(git tag:*)`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rules: Rules,
     /// Where the agent was declared (a file, or the configuration).
     pub source: String,
 }
@@ -32,6 +36,13 @@ pub struct Roster {
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub root_excluded: BTreeSet<String>,
     pub agents: BTreeMap<String, AgentAuthority>,
+    /// The root's scopes held only under rules (every declaration of them has arguments).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub root_rules: Rules,
+    /// `permissions.deny` rules with arguments and every `permissions.ask` rule: applied to
+    /// each call, whatever the caller holds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings_rules: Vec<SettingsRule>,
     pub unrepresented: Vec<String>,
     pub problems: Vec<String>,
     /// Agent files that declare no agent because they are broken: a call by the type one was
@@ -103,8 +114,28 @@ impl Roster {
         if !self.root_excluded.is_empty() || !excluded.is_empty() {
             doc["excluded"] = json!({"root": self.root_excluded, "agents": excluded});
         }
+        let ruled: serde_json::Map<String, Value> = self
+            .agents
+            .iter()
+            .filter(|(_, a)| !a.rules.is_empty())
+            .map(|(k, a)| (k.clone(), json!(super::rules::flat(&a.rules))))
+            .collect();
+        if !self.root_rules.is_empty() || !ruled.is_empty() || !self.settings_rules.is_empty() {
+            doc["rules"] = json!({
+                "root": super::rules::flat(&self.root_rules),
+                "agents": ruled,
+                "settings": self.settings_rules,
+            });
+        }
         doc
     }
+}
+
+/// The rules a digest covers besides the agents' own.
+#[derive(Clone, Copy)]
+pub(super) struct Ruled<'a> {
+    pub root: &'a Rules,
+    pub settings: &'a [SettingsRule],
 }
 
 /// The digest of a roster's permission sets (not of its notes), as the ledger records it: the
@@ -119,6 +150,7 @@ pub(super) fn digest_of(
     root: &Scopes,
     root_excluded: &BTreeSet<String>,
     agents: &BTreeMap<String, AgentAuthority>,
+    ruled: Ruled<'_>,
 ) -> String {
     let set = |s: &BTreeSet<String>, out: &mut Vec<u8>| {
         let string = |v: &String, o: &mut Vec<u8>| {
@@ -153,6 +185,10 @@ pub(super) fn digest_of(
             None => out.extend_from_slice(b"null"),
             Some(why) => canonical::write_string(why, &mut out),
         }
+        if !a.rules.is_empty() {
+            out.extend_from_slice(b",\"rules\":");
+            out.extend_from_slice(&canonical::to_vec(&json!(a.rules)).expect("rules are strings"));
+        }
         out.extend_from_slice(b",\"scopes\":");
         if a.scopes == *root {
             out.extend_from_slice(b"\"root\"}");
@@ -176,6 +212,16 @@ pub(super) fn digest_of(
     if !root_excluded.is_empty() {
         out.extend_from_slice(b",\"root_excluded\":");
         set(root_excluded, &mut out);
+    }
+    // Rules enter only where there are some, as exclusions do.
+    if !ruled.root.is_empty() {
+        out.extend_from_slice(b",\"root_rules\":");
+        out.extend_from_slice(&canonical::to_vec(&json!(ruled.root)).expect("rules are strings"));
+    }
+    if !ruled.settings.is_empty() {
+        out.extend_from_slice(b",\"settings_rules\":");
+        let doc = json!(ruled.settings);
+        out.extend_from_slice(&canonical::to_vec(&doc).expect("rules are strings"));
     }
     out.push(b'}');
     sha256_hex(&out)
@@ -253,6 +299,7 @@ mod tests {
                     scopes,
                     excluded,
                     invalid,
+                    rules: Rules::new(),
                     source,
                 },
             );
@@ -262,6 +309,8 @@ mod tests {
                 root: root.clone(),
                 root_excluded: root_excluded.clone(),
                 agents: agents.clone(),
+                root_rules: Rules::new(),
+                settings_rules: vec![],
                 unrepresented: vec![],
                 problems: vec![],
                 broken_files: vec![],
@@ -269,7 +318,15 @@ mod tests {
                 why: Default::default(),
             };
             assert_eq!(
-                digest_of(&r.root, &r.root_excluded, &r.agents),
+                digest_of(
+                    &r.root,
+                    &r.root_excluded,
+                    &r.agents,
+                    Ruled {
+                        root: &r.root_rules,
+                        settings: &r.settings_rules
+                    }
+                ),
                 digest_by_tree(&r)
             );
         }

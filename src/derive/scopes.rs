@@ -135,6 +135,9 @@ pub enum Declared {
     /// The whole tool, although the rule names arguments (the note says which): where Claude
     /// Code itself reads such a rule as the whole tool.
     WholeTool(Vec<String>, String),
+    /// The scope, held only for the calls the rule (as the roster keeps it, `Bash(git tag:*)`)
+    /// matches: a rule with arguments in an agent's `tools` (see [`super::rules`]).
+    Ruled(String, String),
 }
 
 /// Where a rule is written. Claude Code reads a rule with arguments differently in each: in
@@ -202,7 +205,9 @@ pub fn declared_at(entry: &str, site: Site) -> Declared {
             )
         }
         (Some(_), Site::Settings) => Declared::Unrepresented(entry.to_string()),
-        (Some(_), Site::AgentTools) => compat::agent_rule_with_arguments(entry, site, whole),
+        // `Bash(*)` is `Bash`, as Claude Code reads it.
+        (Some("*"), Site::AgentTools) => Declared::Scopes(vec![whole]),
+        (Some(a), Site::AgentTools) => Declared::Ruled(whole, super::rules::written(name, a)),
     }
 }
 
@@ -533,8 +538,20 @@ mod tests {
             Declared::WholeTool(s, _) => s,
             other => panic!("{other:?}"),
         };
+        // In `tools`, the tool held only under the rule (`super::rules`); `Bash(*)` is Bash.
+        assert_eq!(
+            declared_at("Bash(git status)", Site::AgentTools),
+            Declared::Ruled("exec.bash".into(), "Bash(git status)".into())
+        );
+        assert_eq!(
+            declared_at("Task( x )", Site::AgentTools),
+            Declared::Scopes(vec!["agent.delegate.x".into()])
+        );
+        assert_eq!(
+            declared_at("Bash(*)", Site::AgentTools),
+            Declared::Scopes(vec!["exec.bash".into()])
+        );
         for (rule, site, scope) in [
-            ("Bash(git status)", Site::AgentTools, "exec.bash"),
             ("Bash(rm *)", Site::AgentDisallowed, "exec.bash"),
             ("Read(./.env)", Site::AgentDisallowed, "fs.read"),
             ("Agent(ops)", Site::AgentDisallowed, "agent.delegate.*"),

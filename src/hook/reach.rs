@@ -29,6 +29,17 @@ fn path_keys(tool: &str) -> &'static [&'static str] {
 /// What the call of `p` reaches and what is guarded, or nothing to compare for a call
 /// self-protection does not look at.
 pub(super) fn reach_of(p: &Payload, project: &Path, attenu: &Path) -> Reach {
+    Reach {
+        cwd: cwds_of(p, project).into_iter().next(),
+        home: std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute()),
+        ..found(p, project, attenu)
+    }
+}
+
+/// [`reach_of`] less where the call is made from.
+fn found(p: &Payload, project: &Path, attenu: &Path) -> Reach {
     let tool = canonical_tool(&p.tool_name);
     let keys = path_keys(tool);
     // A `--agent X` main thread (`agent_type` alone) is held like a subagent of type X.

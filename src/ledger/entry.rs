@@ -12,6 +12,7 @@
 use super::commitment::{commit, RawCopy};
 use crate::clock;
 use crate::config::Config;
+use crate::derive::rules::{Rules, SettingsRule};
 use crate::derive::Roster;
 use crate::ledger::store::ChainInfo;
 use crate::policy::{GateRecord, Ruling};
@@ -106,6 +107,13 @@ struct RootContext<'a> {
     /// The reference's authority has no exclusions: the narrower denials go beside it.
     #[serde(skip_serializing_if = "BTreeSet::is_empty")]
     excluded: &'a BTreeSet<String>,
+    /// Scope → the rules the session holds it under (every declaration of it has arguments):
+    /// beside the authority, which names the scope whole, as the exclusions are.
+    #[serde(skip_serializing_if = "Rules::is_empty")]
+    rules: &'a Rules,
+    /// The settings' deny rules with arguments and ask rules, which bind every subagent.
+    #[serde(skip_serializing_if = "<[SettingsRule]>::is_empty")]
+    settings_rules: &'a [SettingsRule],
     /// Who and where (`crate::trust::identity`): signer, user, host, repository, harness.
     #[serde(skip_serializing_if = "Option::is_none")]
     identity: Option<serde_json::Value>,
@@ -155,6 +163,9 @@ struct SpawnContext<'a> {
     invalid: Option<&'a str>,
     #[serde(skip_serializing_if = "BTreeSet::is_empty")]
     excluded: &'a BTreeSet<String>,
+    /// Scope → the rules the agent holds it under (`tools: Bash(git tag:*)`).
+    #[serde(skip_serializing_if = "Rules::is_empty")]
+    rules: &'a Rules,
 }
 
 /// A newly opened chain: its id, and its root entry.
@@ -213,6 +224,8 @@ pub fn open_chain<'a>(
             unrepresented: &roster.unrepresented,
             problems: &roster.problems,
             excluded: &roster.root_excluded,
+            rules: &roster.root_rules,
+            settings_rules: &roster.settings_rules,
             identity: opening.identity,
         },
     });
@@ -254,6 +267,7 @@ pub fn spawn_entry<'a>(
             declared_in: &a.source,
             invalid: a.invalid.as_deref(),
             excluded: &a.excluded,
+            rules: &a.rules,
         },
     }))
 }

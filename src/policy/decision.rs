@@ -8,6 +8,7 @@ use crate::reason::{Code, Reason};
 use serde_json::Value;
 use std::path::Path;
 
+use super::arguments::{self, Holder, Where};
 use super::hint;
 use super::reach::Reach;
 use super::self_protection::self_protection;
@@ -110,7 +111,7 @@ pub fn decide(roster: &Roster, config: &Config, call: &Call<'_>, project_root: &
     let (node_agent, outcome) = match &actor {
         Actor::MainThread => {
             let outcome = if roster.declared_anywhere(&scope) {
-                Ok(())
+                session_arguments(roster, call, &scope, project_root)
             } else {
                 Err(unresolved_for_session(roster, call, &scope))
             };
@@ -159,7 +160,31 @@ fn agent_outcome(
             format!("the declaration of {who} in {} cannot be used ({why}); it holds nothing until it is fixed", agent.source),
         ))
     } else if agent.holds(scope) {
-        self_protection(call, project_root).map_or(Ok(()), Err)
+        self_protection(call, project_root).map_or(Ok(()), Err)?;
+        let at = Where {
+            project_root,
+            reach: call.reach,
+        };
+        // Claude Code's order: the settings' denials and questions, then what is granted.
+        let asks = matches!(actor, Actor::Subagent(_));
+        arguments::settings(
+            &roster.settings_rules,
+            asks,
+            scope,
+            call.tool_name,
+            call.tool_input,
+            at,
+        )?;
+        match agent.rules.get(scope) {
+            None => Ok(()),
+            Some(rules) => {
+                let holder = Holder {
+                    who: &who,
+                    declared_in: &agent.source,
+                };
+                arguments::grant(rules, call.tool_name, call.tool_input, at, holder)
+            }
+        }
     } else {
         let excluded = agent.excludes(scope);
         let code = if excluded || roster.declared_anywhere(scope) {
@@ -183,6 +208,39 @@ fn agent_outcome(
                 hint::for_agent(roster, ty, call.tool_name, scope)
             ),
         ))
+    }
+}
+
+/// The main thread's call of a scope the session holds: the settings' denials (not its
+/// questions: Claude Code asks the main thread itself), and the rules the session holds the
+/// scope under when every declaration of it has arguments.
+fn session_arguments(
+    roster: &Roster,
+    call: &Call<'_>,
+    scope: &str,
+    project_root: &Path,
+) -> Result<(), Reason> {
+    let at = Where {
+        project_root,
+        reach: call.reach,
+    };
+    arguments::settings(
+        &roster.settings_rules,
+        false,
+        scope,
+        call.tool_name,
+        call.tool_input,
+        at,
+    )?;
+    match roster.root_rules.get(scope) {
+        None => Ok(()),
+        Some(rules) => {
+            let holder = Holder {
+                who: "the session",
+                declared_in: "the agents' tools lines",
+            };
+            arguments::grant(rules, call.tool_name, call.tool_input, at, holder)
+        }
     }
 }
 

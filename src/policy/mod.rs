@@ -7,6 +7,9 @@
 //! folds its verdict in. The resulting [`Ruling`] is everything the ledger
 //! records about the decision and everything the answer needs.
 
+pub mod arguments;
+pub mod command;
+mod command_words;
 pub mod decision;
 pub mod glob;
 pub mod hint;

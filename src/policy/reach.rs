@@ -78,6 +78,10 @@ pub struct Reach {
     /// Another tool's arguments named more files, or nested deeper, than are examined
     /// ([`super::path_args`]): refused, not judged.
     pub args_overflow: bool,
+    /// The call's working directory (absolute), against which its relative paths are read.
+    pub cwd: Option<PathBuf>,
+    /// The home directory, where a rule's `~/` is anchored.
+    pub home: Option<PathBuf>,
 }
 
 impl Reach {

@@ -21,9 +21,10 @@ leaves a file. Tool-use ids are deterministic (`toolu_<key>_<step>`), so a test 
 call in the hook's ledger.
 
     python3 mock_messages_api.py --trace-dir DIR [--timeout 120] [--log FILE] [--exit-on-stdin-eof]
-        [--scenario spawns|pin --project DIR]
+        [--scenario spawns|pin|rules --project DIR]
 
-`--scenario pin` is live_pinning.rs's: see build_pin_scripts.
+`--scenario pin` is live_pinning.rs's: see build_pin_scripts; `--scenario rules` is
+live_argument_rules.rs's: see build_rules_scripts.
 """
 from __future__ import annotations
 
@@ -129,6 +130,32 @@ def build_pin_scripts(trace_dir: str, read_target: str, project: str) -> None:
     AGENT_SCRIPTS.update({
         "pinned": [Step([("Read", {"file_path": read_target})]), Step([write])],
         "newcomer": [Step([write])],
+    })
+
+
+def build_rules_scripts(trace_dir: str) -> None:
+    """The `rules` scenario (issue 39): the main thread spawns `release`, declared with
+    `tools: Bash(git tag:*)`, which runs `git tag`, then `touch`, then `git tag … && touch`,
+    then `git tag` again. A tag in the project's repository, or a trace file, shows which
+    bodies ran."""
+    def bash(command: str):
+        return ("Bash", {"command": command, "description": "scripted"})
+
+    MAIN_SCRIPT[:] = [
+        Step([("Agent", {"description": "scripted release",
+                         "prompt": "ATTENU-SCRIPT agent=release. Follow the script.",
+                         "subagent_type": "release"})]),
+        Step([bash(f"touch {os.path.join(trace_dir, 'trace-main-done')}")],
+             after_notifications=1),
+    ]
+    AGENT_SCRIPTS.clear()
+    AGENT_SCRIPTS.update({
+        "release": [
+            Step([bash("git tag v1-live")]),
+            Step([bash(f"touch {os.path.join(trace_dir, 'trace-x')}")]),
+            Step([bash(f"git tag v2-live && touch {os.path.join(trace_dir, 'trace-y')}")]),
+            Step([bash("git tag v3-live")]),
+        ],
     })
 
 
@@ -359,7 +386,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--log", default=None)
     ap.add_argument("--exit-on-stdin-eof", action="store_true")
-    ap.add_argument("--scenario", choices=["spawns", "pin"], default="spawns")
+    ap.add_argument("--scenario", choices=["spawns", "pin", "rules"], default="spawns")
     ap.add_argument("--project", default=None, help="the project the `pin` scenario edits")
     args = ap.parse_args()
 
@@ -367,6 +394,8 @@ def main() -> int:
     read_target = args.read_target or os.path.join(trace_dir, "README.md")
     if args.scenario == "pin":
         build_pin_scripts(trace_dir, read_target, os.path.abspath(args.project))
+    elif args.scenario == "rules":
+        build_rules_scripts(trace_dir)
     else:
         build_scripts(trace_dir, read_target)
     Handler.log_file = args.log

@@ -11,6 +11,7 @@
 //! n_unrepresented string*   n_problems string*
 //! broken_files                JSON of the broken agent files (usually `[]`)
 //! why                         JSON of the provenance: checked as JSON, parsed when a hint asks
+//! rules                       JSON of the argument rules (`RulesPart`), or empty when none
 //! ```
 //!
 //! Decoding builds each distinct set once and every agent holding it shares it, so reading
@@ -23,6 +24,7 @@
 
 use crate::derive::provenance::Why;
 use crate::derive::roster::{AgentAuthority, Roster};
+use crate::derive::rules::{Rules, SettingsRule};
 use crate::derive::scopes::Scopes;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -93,7 +95,47 @@ pub fn encode<'a>(key: &str, roster: &'a Roster) -> Vec<u8> {
     put_str(&mut out, &broken);
     let why = serde_json::to_string(&*roster.why).expect("the provenance serializes");
     put_str(&mut out, &why);
+    put_str(&mut out, &RulesPart::of(roster));
     out
+}
+
+/// The roster's argument rules, as the body's last string holds them.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct RulesPart {
+    #[serde(default)]
+    root: Rules,
+    #[serde(default)]
+    settings: Vec<SettingsRule>,
+    #[serde(default)]
+    agents: BTreeMap<String, Rules>,
+}
+
+impl RulesPart {
+    /// Empty when the roster has no rules, so a roster without any decodes as fast as before.
+    fn of(roster: &Roster) -> String {
+        let agents: BTreeMap<String, Rules> = roster
+            .agents
+            .iter()
+            .filter(|(_, a)| !a.rules.is_empty())
+            .map(|(n, a)| (n.clone(), a.rules.clone()))
+            .collect();
+        if agents.is_empty() && roster.root_rules.is_empty() && roster.settings_rules.is_empty() {
+            return String::new();
+        }
+        let part = RulesPart {
+            root: roster.root_rules.clone(),
+            settings: roster.settings_rules.clone(),
+            agents,
+        };
+        serde_json::to_string(&part).expect("rules serialize")
+    }
+
+    fn read(text: &str) -> Option<RulesPart> {
+        if text.is_empty() {
+            return Some(RulesPart::default());
+        }
+        serde_json::from_str(text).ok()
+    }
 }
 
 /// The key and roster a body holds; `None` for anything that is not exactly such a body.
@@ -179,6 +221,7 @@ fn decode_with(body: &[u8], only: Option<Option<&str>>) -> Option<(String, Roste
                 scopes: set(scopes)?,
                 excluded: (*set(excluded)?).clone(),
                 invalid,
+                rules: Rules::new(),
                 source: r.string()?,
             }
         } else {
@@ -193,6 +236,7 @@ fn decode_with(body: &[u8], only: Option<Option<&str>>) -> Option<(String, Roste
                 scopes: nothing.clone(),
                 excluded: BTreeSet::new(),
                 invalid: Some(String::new()),
+                rules: Rules::new(),
                 source: String::new(),
             }
         };
@@ -202,14 +246,25 @@ fn decode_with(body: &[u8], only: Option<Option<&str>>) -> Option<(String, Roste
     let problems = r.strings()?;
     let broken_files = serde_json::from_str(&r.string()?).ok()?;
     let why = Why::from_json(r.string()?)?;
+    let mut ruled = RulesPart::read(&r.string()?)?;
     if !r.rest.is_empty() {
         return None;
+    }
+    for (name, a) in agents.iter_mut() {
+        if let Some(rules) = ruled.agents.remove(name) {
+            // An agent passed over holds nothing, whatever its rules.
+            if a.invalid.as_deref() != Some("") || only.is_none() {
+                a.rules = rules;
+            }
+        }
     }
     let roster = Roster {
         root,
         root_excluded,
         // In ascending order, checked above: built in one pass.
         agents: agents.into_iter().collect::<BTreeMap<_, _>>(),
+        root_rules: ruled.root,
+        settings_rules: ruled.settings,
         unrepresented,
         problems,
         broken_files,
@@ -308,6 +363,12 @@ mod tests {
                     scopes,
                     excluded,
                     invalid,
+                    // One agent holds Bash under rules: they read back with it.
+                    rules: if name == "b" {
+                        [("exec.bash".to_string(), set(&["Bash(git tag:*)"]))].into()
+                    } else {
+                        Rules::new()
+                    },
                     source: format!(".claude/agents/{name}.md"),
                 },
             );
@@ -316,6 +377,12 @@ mod tests {
             root,
             root_excluded: set(&["mcp.pay.wipe"]),
             agents,
+            root_rules: [("exec.bash".to_string(), set(&["Bash(git tag:*)"]))].into(),
+            settings_rules: vec![SettingsRule {
+                kind: crate::derive::rules::RuleKind::Ask,
+                rule: "Bash(git push:*)".into(),
+                file: "settings.json".into(),
+            }],
             unrepresented: vec!["x Bash(npm run lint)".into()],
             problems: vec!["p".into()],
             broken_files: vec![crate::derive::roster::BrokenFile {

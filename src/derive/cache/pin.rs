@@ -16,8 +16,8 @@ use crate::derive::Roster;
 use std::path::{Path, PathBuf};
 
 const PIN: Kind = Kind {
-    header: "attenu-roster-pin v1 ",
-    domain: b"attenu-hook session roster pin v1\n",
+    header: "attenu-roster-pin v2 ",
+    domain: b"attenu-hook session roster pin v2\n",
 };
 
 /// The pin file of the session whose file name (`ledger::store::session_file_name`) is `name`.

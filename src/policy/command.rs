@@ -1,0 +1,539 @@
+//! A Bash command line as the simple commands it runs, parsed with `brush-parser` (a bash
+//! grammar, not a splitter on `&&` and `;`), so an argument rule is matched against each
+//! command of a list, pipeline, subshell, `&` job or `if`/`while` body, never the line.
+//!
+//! Two readings, for the two questions a rule asks:
+//!
+//! * [`Mode::Grant`] (an agent holds Bash only under rules): *does every command it runs match
+//!   a rule?* Whatever the parse cannot show is refused, naming the part: command and process
+//!   substitution, arithmetic, expansions other than a plain `$NAME`, a command name that is
+//!   only known when it runs, `eval`, `exec`, `source`/`.`, `alias`, `trap`, a shell given a
+//!   command line (`bash -c`) or reading one (`… | sh`), functions, `for`/`case`/`select`
+//!   loops, `[[ … ]]` and `(( … ))` (which evaluate arithmetic that can run commands), a
+//!   here-document that expands `$…`, and a redirection that writes a file other than
+//!   `/dev/null`.
+//! * [`Mode::Deny`] (a settings denial binds the call): *could any command it runs match?*
+//!   Substitutions, loops and functions are looked into; `bash -c '…'` and `eval` with a
+//!   literal command line are read as that line; only what hides a command line from the
+//!   parse (`source`, `alias`, `trap`, `eval $x`, `sh -c "$x"`) is refused.
+//!
+//! A line nested more than [`MAX_NESTING`] levels deep is refused before it is parsed: the
+//! parser recurses, and a hostile line must not exhaust the stack.
+
+use brush_parser::ast::{self, Command, CommandPrefixOrSuffixItem as Item, CompoundCommand};
+use brush_parser::word::{self, Parameter, ParameterExpr, WordPiece, WordPieceWithSource};
+use brush_parser::ParserOptions;
+
+use super::command_words::{deny_forms, runs_code};
+pub use super::command_words::{literal, nesting};
+
+/// How deep a command line may nest (parentheses, braces, brackets, backquotes and compound
+/// keywords, counted without regard to quoting).
+pub const MAX_NESTING: usize = 48;
+
+/// Which question the commands answer (see the module's documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Grant,
+    Deny,
+}
+
+/// One simple command, as rules match it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Simple {
+    /// Its words as written, joined by one space (redirections left out; in grant mode the
+    /// leading assignments of variables Claude Code also strips, such as `NODE_ENV=…`, too).
+    pub text: String,
+    /// In deny mode, the other spellings a denial is matched against: without any leading
+    /// assignment, with quotes removed, and without wrappers such as `timeout 5` or `sudo`.
+    pub forms: Vec<String>,
+}
+
+/// The part of a command line that cannot be shown to match, in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused(pub String);
+
+/// Variables Claude Code 2.1.332 strips from the front of a command before an allow rule is
+/// matched: they change no program's meaning in a way a rule must see.
+const SAFE_ENV: &[&str] = &[
+    "GOEXPERIMENT",
+    "GOOS",
+    "GOARCH",
+    "CGO_ENABLED",
+    "GO111MODULE",
+    "RUST_BACKTRACE",
+    "RUST_LOG",
+    "NODE_ENV",
+    "PYTHONUNBUFFERED",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+    "PYTEST_DEBUG",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_TIME",
+    "CHARSET",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "TZ",
+    "LS_COLORS",
+    "LSCOLORS",
+    "GREP_COLOR",
+    "GREP_COLORS",
+    "GCC_COLORS",
+    "TIME_STYLE",
+    "BLOCK_SIZE",
+    "BLOCKSIZE",
+    "COLUMNS",
+    "LINES",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "CI",
+    "DEBIAN_FRONTEND",
+    "GIT_TERMINAL_PROMPT",
+];
+
+/// Shells: given `-c`, or no script, they run a command line the parse does not see.
+const SHELLS: &[&str] = &[
+    "bash", "sh", "zsh", "dash", "ksh", "mksh", "yash", "fish", "csh", "tcsh", "busybox",
+];
+
+/// The simple commands `line` runs, read in `mode`.
+pub fn simple_commands(line: &str, mode: Mode) -> Result<Vec<Simple>, Refused> {
+    let mut walk = Walk {
+        mode,
+        out: Vec::new(),
+        depth: 0,
+    };
+    walk.line(line)?;
+    Ok(walk.out)
+}
+
+struct Walk {
+    mode: Mode,
+    out: Vec<Simple>,
+    /// Command lines parsed inside others (substitutions, `bash -c`).
+    depth: usize,
+}
+
+fn refuse<T>(what: impl Into<String>) -> Result<T, Refused> {
+    Err(Refused(what.into()))
+}
+
+/// A fragment of the line, shortened for a sentence.
+fn quoted(s: &str) -> String {
+    let s = s.trim();
+    let mut cut: String = s.chars().take(60).collect();
+    if cut.len() < s.len() {
+        cut.push('…');
+    }
+    format!("`{cut}`")
+}
+
+impl Walk {
+    fn line(&mut self, line: &str) -> Result<(), Refused> {
+        if nesting(line) > MAX_NESTING || self.depth > 4 {
+            return refuse(format!(
+                "the command line, which nests deeper than the hook reads ({MAX_NESTING} levels)"
+            ));
+        }
+        let options = ParserOptions::default();
+        let mut parser = brush_parser::Parser::new(line.as_bytes(), &options, &Default::default());
+        let program = parser.parse_program().or_else(|e| {
+            refuse(format!(
+                "the command line, which does not parse as bash ({e})"
+            ))
+        })?;
+        self.depth += 1;
+        for list in &program.complete_commands {
+            self.list(list)?;
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    fn list(&mut self, list: &ast::CompoundList) -> Result<(), Refused> {
+        for ast::CompoundListItem(and_or, _) in &list.0 {
+            self.pipeline(&and_or.first)?;
+            for next in &and_or.additional {
+                match next {
+                    ast::AndOr::And(p) | ast::AndOr::Or(p) => self.pipeline(p)?,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn pipeline(&mut self, p: &ast::Pipeline) -> Result<(), Refused> {
+        for (i, c) in p.seq.iter().enumerate() {
+            self.command(c, i > 0)?;
+        }
+        Ok(())
+    }
+
+    /// `piped`: it reads the output of the command before it.
+    fn command(&mut self, c: &Command, piped: bool) -> Result<(), Refused> {
+        match c {
+            Command::Simple(s) => self.simple(s, piped),
+            Command::Compound(cc, redirects) => {
+                self.compound(cc)?;
+                for r in redirects.iter().flat_map(|l| l.0.iter()) {
+                    self.redirect(r)?;
+                }
+                Ok(())
+            }
+            Command::Function(f) if self.mode == Mode::Deny => {
+                self.compound(&f.body.0)?;
+                for r in f.body.1.iter().flat_map(|l| l.0.iter()) {
+                    self.redirect(r)?;
+                }
+                Ok(())
+            }
+            Command::Function(f) => refuse(format!(
+                "the function definition {}, whose body runs wherever it is called",
+                quoted(&format!("{}()", f.fname.value))
+            )),
+            Command::ExtendedTest(t) if self.mode == Mode::Deny => self.test_expr(&t.expr),
+            Command::ExtendedTest(_) => {
+                refuse("the test `[[ … ]]`, which evaluates arithmetic that can run commands")
+            }
+        }
+    }
+
+    fn test_expr(&mut self, e: &ast::ExtendedTestExpr) -> Result<(), Refused> {
+        use ast::ExtendedTestExpr as T;
+        match e {
+            T::And(a, b) | T::Or(a, b) => {
+                self.test_expr(a)?;
+                self.test_expr(b)
+            }
+            T::Not(a) | T::Parenthesized(a) => self.test_expr(a),
+            T::UnaryTest(_, w) => self.word(w, false),
+            T::BinaryTest(_, a, b) => {
+                self.word(a, false)?;
+                self.word(b, false)
+            }
+        }
+    }
+
+    fn compound(&mut self, cc: &CompoundCommand) -> Result<(), Refused> {
+        let grant = self.mode == Mode::Grant;
+        match cc {
+            CompoundCommand::BraceGroup(b) => self.list(&b.list),
+            CompoundCommand::Subshell(s) => self.list(&s.list),
+            CompoundCommand::IfClause(i) => {
+                self.list(&i.condition)?;
+                self.list(&i.then)?;
+                for e in i.elses.iter().flatten() {
+                    if let Some(c) = &e.condition {
+                        self.list(c)?;
+                    }
+                    self.list(&e.body)?;
+                }
+                Ok(())
+            }
+            CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
+                self.list(&w.0)?;
+                self.list(&w.1.list)
+            }
+            CompoundCommand::ForClause(_) if grant => {
+                refuse("the `for` loop, whose variable can change what later commands run")
+            }
+            CompoundCommand::ForClause(f) => {
+                for w in f.values.iter().flatten() {
+                    self.word(w, false)?;
+                }
+                self.list(&f.body.list)
+            }
+            CompoundCommand::CaseClause(_) if grant => refuse("the `case` statement"),
+            CompoundCommand::CaseClause(c) => {
+                self.word(&c.value, false)?;
+                for item in &c.cases {
+                    if let Some(l) = &item.cmd {
+                        self.list(l)?;
+                    }
+                }
+                Ok(())
+            }
+            CompoundCommand::Arithmetic(a) if !grant && !runs_code(&a.expr.value) => Ok(()),
+            CompoundCommand::ArithmeticForClause(f) if !grant => self.list(&f.body.list),
+            CompoundCommand::Arithmetic(_) | CompoundCommand::ArithmeticForClause(_) => refuse(
+                "the arithmetic `(( … ))`, which can run commands through an array subscript",
+            ),
+        }
+    }
+
+    fn simple(&mut self, s: &ast::SimpleCommand, piped: bool) -> Result<(), Refused> {
+        let mut assigned: Vec<(String, bool)> = Vec::new();
+        let mut words: Vec<&ast::Word> = Vec::new();
+        for item in s.prefix.iter().flat_map(|p| p.0.iter()) {
+            match item {
+                Item::AssignmentWord(a, w) => {
+                    self.word(w, false)?;
+                    let safe = matches!(&a.name, ast::AssignmentName::VariableName(n) if SAFE_ENV.contains(&n.as_str()));
+                    assigned.push((w.value.clone(), safe));
+                }
+                other => self.item(other, &mut words)?,
+            }
+        }
+        if let Some(name) = &s.word_or_name {
+            self.word(name, true)?;
+            words.push(name);
+        }
+        for item in s.suffix.iter().flat_map(|p| p.0.iter()) {
+            self.item(item, &mut words)?;
+        }
+        self.record(&assigned, &words, piped)
+    }
+
+    /// One item of a command's prefix or suffix other than a leading assignment.
+    fn item<'w>(&mut self, item: &'w Item, words: &mut Vec<&'w ast::Word>) -> Result<(), Refused> {
+        match item {
+            Item::IoRedirect(r) => self.redirect(r),
+            // An assignment after the name is an argument (`declare x=1`).
+            Item::Word(w) | Item::AssignmentWord(_, w) => {
+                self.word(w, words.is_empty())?;
+                words.push(w);
+                Ok(())
+            }
+            Item::ProcessSubstitution(_, sub) => self.process_substitution(sub),
+        }
+    }
+
+    fn process_substitution(&mut self, sub: &ast::SubshellCommand) -> Result<(), Refused> {
+        match self.mode {
+            Mode::Grant => refuse(format!(
+                "the process substitution {}, which runs a command inside the line",
+                quoted(&format!("<({})", sub.list))
+            )),
+            Mode::Deny => self.list(&sub.list),
+        }
+    }
+
+    /// Records one simple command once its words are checked.
+    fn record(
+        &mut self,
+        assigned: &[(String, bool)],
+        words: &[&ast::Word],
+        piped: bool,
+    ) -> Result<(), Refused> {
+        let raw: Vec<&str> = words.iter().map(|w| w.value.as_str()).collect();
+        let literal: Vec<Option<String>> = words.iter().map(|w| literal(&w.value)).collect();
+        let name = literal.first().cloned().flatten().unwrap_or_default();
+        let base = name.rsplit('/').next().unwrap_or_default().to_string();
+        self.indirection(&base, &raw, &literal, piped)?;
+        let kept = assigned
+            .iter()
+            .filter(|(_, safe)| self.mode == Mode::Deny || !safe)
+            .map(|(a, _)| a.as_str());
+        let text = kept
+            .chain(raw.iter().copied())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let forms = match self.mode {
+            Mode::Grant => Vec::new(),
+            Mode::Deny => deny_forms(&raw, &literal),
+        };
+        self.out.push(Simple { text, forms });
+        Ok(())
+    }
+
+    /// Commands that run a command line the parse does not see: refused, or, in deny mode
+    /// with a literal line, read as that line.
+    fn indirection(
+        &mut self,
+        base: &str,
+        raw: &[&str],
+        literal: &[Option<String>],
+        piped: bool,
+    ) -> Result<(), Refused> {
+        let grant = self.mode == Mode::Grant;
+        let shown = quoted(&raw.join(" "));
+        let args: Option<Vec<String>> = literal.iter().skip(1).cloned().collect();
+        match base {
+            "eval" => match args {
+                Some(a) if !grant => self.line(&a.join(" ")),
+                _ => refuse(format!(
+                    "{shown}: eval runs a command line the rules cannot see"
+                )),
+            },
+            "exec" if grant => refuse(format!("{shown}: exec replaces the shell")),
+            "source" | "." | "alias" | "trap" | "enable" => refuse(format!(
+                "{shown}: {base} runs commands the rules cannot see"
+            )),
+            b if SHELLS.contains(&b) => {
+                let flags = literal.iter().skip(1).take_while(|a| {
+                    a.as_deref()
+                        .is_some_and(|a| a.starts_with('-') && a.len() > 1)
+                });
+                let dash_c = flags.clone().any(|f| {
+                    f.as_deref()
+                        .is_some_and(|f| !f.starts_with("--") && f.contains('c'))
+                });
+                let script = literal.len() > 1 + flags.count();
+                if dash_c && !grant {
+                    let at = literal.iter().skip(1).position(|a| {
+                        !a.as_deref()
+                            .is_some_and(|a| a.starts_with('-') && a.len() > 1)
+                    });
+                    match at.and_then(|i| literal.get(i + 1)).cloned().flatten() {
+                        Some(line) => self.line(&line),
+                        None => refuse(format!(
+                            "{shown}: {base} -c runs a command line the hook cannot read"
+                        )),
+                    }
+                } else if dash_c || (grant && (piped || !script)) {
+                    refuse(format!(
+                        "{shown}: {base} runs a command line the rules cannot see"
+                    ))
+                } else {
+                    Ok(())
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn redirect(&mut self, r: &ast::IoRedirect) -> Result<(), Refused> {
+        use ast::{IoFileRedirectKind as K, IoFileRedirectTarget as T, IoRedirect as R};
+        let writes_file = |w: &ast::Word| literal(&w.value).as_deref() != Some("/dev/null");
+        match r {
+            R::File(_, kind, target) => {
+                let writes = matches!(kind, K::Write | K::Append | K::ReadAndWrite | K::Clobber);
+                match target {
+                    T::Filename(w) => {
+                        self.word(w, false)?;
+                        if self.mode == Mode::Grant && writes && writes_file(w) {
+                            return refuse(format!(
+                                "the redirection {}, which writes a file no rule names",
+                                quoted(&format!("{r}"))
+                            ));
+                        }
+                        Ok(())
+                    }
+                    T::Fd(_) => Ok(()),
+                    T::Duplicate(w) => {
+                        self.word(w, false)?;
+                        let fd = literal(&w.value)
+                            .is_some_and(|v| v == "-" || v.bytes().all(|b| b.is_ascii_digit()));
+                        if self.mode == Mode::Grant && !fd && writes_file(w) {
+                            return refuse(format!(
+                                "the redirection {}, which writes a file no rule names",
+                                quoted(&format!("{r}"))
+                            ));
+                        }
+                        Ok(())
+                    }
+                    T::ProcessSubstitution(_, sub) => self.process_substitution(sub),
+                }
+            }
+            R::OutputAndError(w, _) => {
+                self.word(w, false)?;
+                if self.mode == Mode::Grant && writes_file(w) {
+                    return refuse(format!(
+                        "the redirection {}, which writes a file no rule names",
+                        quoted(&format!("{r}"))
+                    ));
+                }
+                Ok(())
+            }
+            R::HereString(_, w) => self.word(w, false),
+            R::HereDocument(_, doc) => {
+                let text = &doc.doc.value;
+                let expands = doc.requires_expansion
+                    && (runs_code(text)
+                        || (self.mode == Mode::Grant
+                            && (text.contains("${") || text.contains("$("))));
+                if expands {
+                    return refuse(
+                        "the here-document, which runs `$(…)` or expands `${…}` as it is read",
+                    );
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Checks one word's expansions; `name`: it is the command's name.
+    fn word(&mut self, w: &ast::Word, name: bool) -> Result<(), Refused> {
+        let pieces = word::parse(&w.value, &ParserOptions::default()).or_else(|_| {
+            refuse(format!(
+                "the word {}, which does not parse",
+                quoted(&w.value)
+            ))
+        })?;
+        self.pieces(&w.value, &pieces, name)
+    }
+
+    fn pieces(
+        &mut self,
+        src: &str,
+        pieces: &[WordPieceWithSource],
+        name: bool,
+    ) -> Result<(), Refused> {
+        let grant = self.mode == Mode::Grant;
+        for p in pieces {
+            let text = src.get(p.start_index..p.end_index).unwrap_or(src);
+            match &p.piece {
+                WordPiece::CommandSubstitution(inner)
+                | WordPiece::BackquotedCommandSubstitution(inner) => {
+                    if grant {
+                        return refuse(format!(
+                            "the command substitution {}, which runs a command inside the line",
+                            quoted(text)
+                        ));
+                    }
+                    self.line(inner)?;
+                }
+                WordPiece::ArithmeticExpression(e) if grant || runs_code(&e.value) => {
+                    return refuse(format!(
+                        "the arithmetic {}, which can run commands through an array subscript",
+                        quoted(text)
+                    ));
+                }
+                WordPiece::ParameterExpansion(e) => {
+                    let plain = matches!(
+                        e,
+                        ParameterExpr::Parameter {
+                            parameter: Parameter::Positional(_)
+                                | Parameter::Special(_)
+                                | Parameter::Named(_),
+                            indirect: false
+                        }
+                    );
+                    if grant && name {
+                        return refuse(format!(
+                            "the command name {}, which is known only when it runs",
+                            quoted(src)
+                        ));
+                    }
+                    if (grant && !plain) || runs_code(text) {
+                        return refuse(format!(
+                            "the expansion {}, which can run or hide a command",
+                            quoted(text)
+                        ));
+                    }
+                }
+                WordPiece::DoubleQuotedSequence(inner)
+                | WordPiece::GettextDoubleQuotedSequence(inner) => {
+                    self.pieces(src, inner, name)?;
+                }
+                WordPiece::Text(t) if grant && name && t.contains(['*', '?', '[']) => {
+                    return refuse(format!(
+                        "the command name {}, a pattern of file names",
+                        quoted(src)
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "command_tests.rs"]
+mod tests;

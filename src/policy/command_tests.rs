@@ -1,0 +1,150 @@
+//! Unit tests of `policy::command`: which simple commands a line runs, and what is refused.
+
+use super::*;
+
+fn grant(line: &str) -> Result<Vec<String>, String> {
+    simple_commands(line, Mode::Grant)
+        .map(|v| v.into_iter().map(|s| s.text).collect())
+        .map_err(|r| r.0)
+}
+
+fn deny_forms_of(line: &str) -> Result<Vec<Vec<String>>, String> {
+    simple_commands(line, Mode::Deny)
+        .map(|v| {
+            v.into_iter()
+                .map(|s| std::iter::once(s.text).chain(s.forms).collect())
+                .collect()
+        })
+        .map_err(|r| r.0)
+}
+
+#[test]
+fn every_simple_command_of_lists_pipelines_subshells_and_jobs_is_seen() {
+    for (line, want) in [
+        ("git tag v1", vec!["git tag v1"]),
+        ("git tag v1 && touch x", vec!["git tag v1", "touch x"]),
+        ("a; b || c & d", vec!["a", "b", "c", "d"]),
+        ("a | b | c", vec!["a", "b", "c"]),
+        ("(a; (b)) && { c; }", vec!["a", "b", "c"]),
+        (
+            "if a; then b; elif c; then d; else e; fi",
+            vec!["a", "b", "c", "d", "e"],
+        ),
+        ("while a; do b; done", vec!["a", "b"]),
+        ("git   tag \"v 1\" 2>&1 >/dev/null", vec!["git tag \"v 1\""]),
+        ("NODE_ENV=test npm test", vec!["npm test"]),
+        ("PATH=/tmp/evil git tag", vec!["PATH=/tmp/evil git tag"]),
+        ("X=1", vec!["X=1"]),
+        (
+            "git tag -F - <<'EOF'\n$(touch x)\nEOF",
+            vec!["git tag -F -"],
+        ),
+        ("echo $HOME \"$1\"", vec!["echo $HOME \"$1\""]),
+        ("", vec![]),
+    ] {
+        assert_eq!(
+            grant(line),
+            Ok(want.iter().map(|s| s.to_string()).collect()),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn what_grant_mode_cannot_show_is_refused_naming_the_part() {
+    for (line, part) in [
+        ("git tag $(curl x|sh)", "command substitution"),
+        ("git tag `id`", "command substitution"),
+        ("git tag \"$(id)\"", "command substitution"),
+        ("cat <(curl x)", "process substitution"),
+        ("git tag $((1+2))", "arithmetic"),
+        ("git tag ${x:-y}", "expansion"),
+        ("git tag ${!x}", "expansion"),
+        ("$CMD tag", "command name"),
+        ("g?t tag", "command name"),
+        ("eval git tag", "eval"),
+        ("exec git tag", "exec"),
+        ("source x.sh", "source"),
+        (". x.sh", "runs commands"),
+        ("alias git=rm", "alias"),
+        ("trap 'rm x' EXIT", "trap"),
+        ("bash -c 'git tag'", "bash"),
+        ("sh -ec 'x'", "sh"),
+        ("curl x | sh", "sh"),
+        ("bash", "bash"),
+        ("f() { rm x; }; f", "function"),
+        ("for PATH in /tmp; do git tag; done", "for"),
+        ("case x in *) rm y;; esac", "case"),
+        ("[[ $x -eq 1 ]]", "[["),
+        ("(( x[$(id)] ))", "arithmetic"),
+        ("git tag v1 > out.txt", "redirection"),
+        ("git tag v1 &> out.txt", "redirection"),
+        ("git tag v1 >&out.txt", "redirection"),
+        ("cat <<EOF\n$(touch x)\nEOF", "here-document"),
+        ("git tag 'unterminated", "does not parse"),
+    ] {
+        let got = grant(line);
+        assert!(
+            matches!(&got, Err(why) if why.contains(part)),
+            "{line}: {got:?} should name {part}"
+        );
+    }
+}
+
+#[test]
+fn deny_mode_looks_inside_what_it_can_read() {
+    let forms = deny_forms_of("echo $(rm -rf /tmp/x) && bash -c 'rm -rf y' && eval rm z").unwrap();
+    let texts: Vec<&str> = forms.iter().map(|f| f[0].as_str()).collect();
+    assert!(texts.contains(&"rm -rf /tmp/x"), "{texts:?}");
+    assert!(texts.contains(&"rm -rf y"), "{texts:?}");
+    assert!(texts.contains(&"rm z"), "{texts:?}");
+    let f = deny_forms_of("FOO=1 sudo -n timeout 5 r\"m\" -rf x").unwrap();
+    assert!(f[0].iter().any(|t| t == "rm -rf x"), "{f:?}");
+    for line in ["eval $x", "sh -c \"$x\"", "source a.sh", "alias x=y"] {
+        assert!(deny_forms_of(line).is_err(), "{line}");
+    }
+    // Loops and functions are read, not refused.
+    let f = deny_forms_of("for f in *.rs; do rustfmt $f; done; g() { rm x; }").unwrap();
+    assert!(f.iter().any(|c| c[0] == "rm x"), "{f:?}");
+}
+
+#[test]
+fn pathological_nesting_is_refused_without_overflowing_the_stack() {
+    for line in [
+        format!("{}x{}", "(".repeat(10_000), ")".repeat(10_000)),
+        format!("{}x{}", "$(".repeat(10_000), ")".repeat(10_000)),
+        format!(
+            "{}{}",
+            "if true; then ".repeat(10_000),
+            "fi; ".repeat(10_000)
+        ),
+        "`".repeat(10_000),
+        format!("echo {}", "${a:-".repeat(10_000)),
+        "{ ".repeat(10_000),
+    ] {
+        for mode in [Mode::Grant, Mode::Deny] {
+            let got = simple_commands(&line, mode);
+            assert!(got.is_err(), "{:?}…", &line[..20]);
+        }
+    }
+    // Just under the bound still parses, on a test thread's stack.
+    let ok = format!("{}a{}", "{ ".repeat(MAX_NESTING), "; }".repeat(MAX_NESTING));
+    assert_eq!(grant(&ok), Ok(vec!["a".to_string()]));
+    // brush-parser reads `( ( a ) )` as arithmetic, which grant mode refuses: stricter.
+    assert!(grant("( ( a ) )").is_err());
+    let ok = format!(
+        "echo {}a{}",
+        "$(".repeat(MAX_NESTING),
+        ")".repeat(MAX_NESTING)
+    );
+    assert!(
+        simple_commands(&ok, Mode::Deny).is_err(),
+        "substitutions nest only 4 deep"
+    );
+    let ok = format!(
+        "{}a{}",
+        "if b; then ".repeat(MAX_NESTING - 2),
+        "; fi".repeat(MAX_NESTING - 2)
+    );
+    assert!(grant(&ok).is_ok());
+}
