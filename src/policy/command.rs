@@ -449,7 +449,7 @@ impl Walk {
                             && (text.contains("${") || text.contains("$("))));
                 if expands {
                     return refuse(
-                        "the here-document, which runs `$(…)` or expands `${…}` as it is read",
+                        "the here-document, which runs `$(…)` or `$[…]` or expands `${…}` as it is read",
                     );
                 }
                 Ok(())
@@ -520,6 +520,24 @@ impl Walk {
                 WordPiece::DoubleQuotedSequence(inner)
                 | WordPiece::GettextDoubleQuotedSequence(inner) => {
                     self.pieces(src, inner, name)?;
+                }
+                // `$[…]`, bash's older arithmetic, which the grammar reads as text.
+                WordPiece::Text(t)
+                    if grant
+                        && t.ends_with('$')
+                        && src.get(p.end_index..).is_some_and(|r| r.starts_with('[')) =>
+                {
+                    return refuse(format!(
+                        "the arithmetic {}, which can run commands through an array subscript",
+                        quoted(src.get(p.start_index..).unwrap_or(src))
+                    ));
+                }
+                // `~$(…)`: what follows the tilde is expanded when no user has that name.
+                WordPiece::TildePrefix(t) if t.contains(['$', '`', '<', '>']) => {
+                    let inner = word::parse(t, &ParserOptions::default()).or_else(|_| {
+                        refuse(format!("the word {}, which does not parse", quoted(src)))
+                    })?;
+                    self.pieces(t, &inner, false)?;
                 }
                 WordPiece::Text(t) if grant && name && t.contains(['*', '?', '[']) => {
                     return refuse(format!(

@@ -148,3 +148,20 @@ fn pathological_nesting_is_refused_without_overflowing_the_stack() {
     );
     assert!(grant(&ok).is_ok());
 }
+
+#[test]
+fn a_tilde_prefix_and_old_arithmetic_are_read_for_what_they_run() {
+    for line in [
+        "git tag ~$(touch x)",
+        "git tag ~`touch x`",
+        "git tag <<< ~$(touch x)",
+        "git tag $[_]",
+        "git tag \"$[1]\"",
+        "git tag <<EOF\n$[_]\nEOF",
+    ] {
+        assert!(grant(line).is_err(), "{line}");
+    }
+    assert_eq!(grant("git tag ~root ~/x '$[1]'").map(|v| v.len()), Ok(1));
+    let forms = deny_forms_of("echo ~$(rm x)").unwrap();
+    assert!(forms.iter().any(|f| f[0] == "rm x"), "{forms:?}");
+}

@@ -42,7 +42,11 @@ pub fn nesting(line: &str) -> usize {
 
 /// Text that runs a command when bash expands it.
 pub fn runs_code(text: &str) -> bool {
-    text.contains("$(") || text.contains('`') || text.contains("<(") || text.contains(">(")
+    text.contains("$(")
+        || text.contains("$[")
+        || text.contains('`')
+        || text.contains("<(")
+        || text.contains(">(")
 }
 
 /// A word's value when it has no expansion (quotes removed), else `None`.
@@ -59,7 +63,7 @@ fn literal_into(pieces: &[WordPieceWithSource], out: &mut String) -> bool {
                 out.push_str(t)
             }
             WordPiece::EscapeSequence(s) => out.push_str(s.strip_prefix('\\').unwrap_or(s)),
-            WordPiece::TildePrefix(t) => {
+            WordPiece::TildePrefix(t) if !t.contains(['$', '`', '<', '>']) => {
                 out.push('~');
                 out.push_str(t);
             }
