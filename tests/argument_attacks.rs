@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 const CORPUS: &str = include_str!("argument_attacks.txt");
 
 /// The project the corpus names: agents `rt`, `rd` and `sh`, the settings, and links from
-/// `docs/` into `secrets/`.
+/// `docs/` into `secrets/` (`link`, `keylink`, `deep` to `secrets/inner`) and `src/` (`srclink`).
 fn project() -> TempDir {
     let p = ProjectBuilder::new("argattacks")
         .agent(
@@ -33,6 +33,11 @@ fn project() -> TempDir {
     std::fs::write(root.join("secrets/key"), "k").unwrap();
     std::os::unix::fs::symlink("../secrets", root.join("docs/link")).unwrap();
     std::os::unix::fs::symlink("../secrets/key", root.join("docs/keylink")).unwrap();
+    std::fs::create_dir_all(root.join("secrets/inner")).unwrap();
+    std::os::unix::fs::symlink("../secrets/inner", root.join("docs/deep")).unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/main.rs"), "fn main() {}").unwrap();
+    std::os::unix::fs::symlink("../src", root.join("docs/srclink")).unwrap();
     p
 }
 

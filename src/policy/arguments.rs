@@ -280,6 +280,13 @@ fn subject(tool: &str, input: &Value, at: Where<'_>) -> Subject {
                 let dir = base.join(fixed.join("/"));
                 found.extend(rules::path::normalize(&dir));
             }
+            // And where that directory leads: Claude Code searches its canonical path, so
+            // `/p/docs/link/*` lists what `docs/link` links to.
+            for dir in at.reach.of("glob") {
+                if !found.contains(dir) {
+                    found.push(dir.clone());
+                }
+            }
             Subject::Paths {
                 paths: found,
                 search: true,
