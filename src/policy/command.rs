@@ -24,7 +24,7 @@ use brush_parser::ast::{self, Command, CommandPrefixOrSuffixItem as Item, Compou
 use brush_parser::word::{self, Parameter, ParameterExpr, WordPiece, WordPieceWithSource};
 use brush_parser::ParserOptions;
 
-use super::command_words::{deny_forms, runs_code, WRAPPERS};
+use super::command_words::{deny_forms, hidden_by_git, runs_code, unknown_name};
 pub use super::command_words::{literal, nesting};
 
 /// How deep a command line may nest (parentheses, braces, brackets, backquotes and compound
@@ -351,21 +351,14 @@ impl Walk {
         piped: bool,
     ) -> Result<Vec<String>, Refused> {
         let found = deny_forms(raw, literal);
-        let unknown = |i: usize| {
-            let glob = raw[i] != "[" && raw[i].contains(['*', '?', '[', '{']);
-            literal[i].is_none() || glob
-        };
-        let after_wrapper = |i: usize| {
-            let before = literal[i - 1].as_deref().unwrap_or_default();
-            WRAPPERS.contains(&before.rsplit('/').next().unwrap_or(before))
-        };
-        for i in std::iter::once(0).chain(found.wrapped.iter().copied()) {
-            if i < raw.len() && unknown(i) && (i == 0 || after_wrapper(i)) {
-                return refuse(format!(
-                    "the command name {}, which is known only when it runs",
-                    quoted(raw[i])
-                ));
-            }
+        if let Some(i) = unknown_name(raw, literal, &found.wrapped) {
+            return refuse(format!(
+                "the command name {}, which is known only when it runs",
+                quoted(raw[i])
+            ));
+        }
+        if let Some(why) = hidden_by_git(literal, &found.wrapped) {
+            return refuse(format!("{}: {why}", quoted(&raw.join(" "))));
         }
         for &i in &found.wrapped {
             let name = literal[i].as_deref().unwrap_or_default();
@@ -395,6 +388,9 @@ impl Walk {
                 )),
             },
             "exec" if grant => refuse(format!("{shown}: exec replaces the shell")),
+            "hash" if literal.iter().any(|a| a.as_deref() == Some("-p")) => {
+                refuse(format!("{shown}: hash -p makes a name run another program"))
+            }
             "source" | "." | "alias" | "trap" | "enable" => refuse(format!(
                 "{shown}: {base} runs commands the rules cannot see"
             )),

@@ -197,3 +197,20 @@ fn a_denial_sees_through_wrappers_paths_and_gits_options() {
     }
     assert!(deny_forms_of("[ -f x ] && bash ./build.sh && echo $HOME").is_ok());
 }
+
+#[test]
+fn a_denial_refuses_names_git_and_hash_would_swap() {
+    for line in [
+        "$'\\x72\\x6d' x",
+        "hash -p /bin/rm ls",
+        "git -c alias.p=push p",
+        "git -C . -c core.pager='rm -rf y' log",
+        "sudo git -c alias.x='!rm y' x",
+        "echo rm | xargs -I{} {} x",
+    ] {
+        assert!(deny_forms_of(line).is_err(), "{line}");
+    }
+    let f = deny_forms_of("find . -name x -exec /bin/rm -f {} +").unwrap();
+    assert!(f[0].iter().any(|t| t.starts_with("rm -f")), "{f:?}");
+    assert!(deny_forms_of("git -c color.ui=always log && find . -exec wc -l {} +").is_ok());
+}

@@ -76,9 +76,9 @@ pub fn literal(word: &str) -> Option<String> {
 fn literal_into(pieces: &[WordPieceWithSource], out: &mut String) -> bool {
     for p in pieces {
         match &p.piece {
-            WordPiece::Text(t) | WordPiece::SingleQuotedText(t) | WordPiece::AnsiCQuotedText(t) => {
-                out.push_str(t)
-            }
+            WordPiece::Text(t) | WordPiece::SingleQuotedText(t) => out.push_str(t),
+            // `$'\x72m'` is `rm`: its escapes are not decoded here, so it is no literal.
+            WordPiece::AnsiCQuotedText(t) if !t.contains('\\') => out.push_str(t),
             WordPiece::EscapeSequence(s) => out.push_str(s.strip_prefix('\\').unwrap_or(s)),
             WordPiece::TildePrefix(t) if !t.contains(['$', '`', '<', '>']) => {
                 out.push('~');
@@ -150,6 +150,18 @@ fn wrapped_starts(words: &[String]) -> Vec<usize> {
     while let Some(at) = todo.pop() {
         let Some(first) = words.get(at) else { continue };
         let base = first.rsplit('/').next().unwrap_or(first);
+        if base == "find" {
+            // `find … -exec rm {} ;`: the command after each -exec, -execdir, -ok, -okdir.
+            for (i, w) in words.iter().enumerate().skip(at + 1) {
+                if matches!(w.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
+                    && i + 1 < words.len()
+                    && starts.insert(i + 1)
+                {
+                    todo.push(i + 1);
+                }
+            }
+            continue;
+        }
         if !WRAPPERS.contains(&base) {
             continue;
         }
@@ -201,4 +213,60 @@ fn without_git_options(args: &[String]) -> &[String] {
         };
     }
     &args[i.min(args.len())..]
+}
+
+/// The first command name (the command's own, or one a wrapper runs) that is known only when
+/// it runs: not literal (`$x`, `$(…)`, `$'\x72m'`), or a pattern of file names (`r?`, `{a,b}`).
+/// A word after a wrapper's option may be that option's value, so only a pattern is held
+/// against it there.
+pub fn unknown_name(raw: &[&str], literal: &[Option<String>], wrapped: &[usize]) -> Option<usize> {
+    let pattern = |i: usize| raw[i] != "[" && raw[i].contains(['*', '?', '[', '{']);
+    let after_wrapper = |i: usize| {
+        let before = literal[i - 1].as_deref().unwrap_or_default();
+        WRAPPERS.contains(&before.rsplit('/').next().unwrap_or(before))
+    };
+    std::iter::once(0)
+        .chain(wrapped.iter().copied())
+        .filter(|&i| i < raw.len())
+        .find(|&i| pattern(i) || (literal[i].is_none() && (i == 0 || after_wrapper(i))))
+}
+
+/// Why a `git` the line runs may run another command it does not show: an alias or a command
+/// set with `-c` (`-c alias.p=push`, `-c core.pager='rm -rf x'`), or a configuration taken
+/// from the environment (`--config-env`).
+pub fn hidden_by_git(literal: &[Option<String>], wrapped: &[usize]) -> Option<&'static str> {
+    for start in std::iter::once(0).chain(wrapped.iter().copied()) {
+        let name = literal.get(start).cloned().flatten().unwrap_or_default();
+        if name.rsplit('/').next() != Some("git") {
+            continue;
+        }
+        let mut args = literal[start + 1..].iter();
+        while let Some(Some(a)) = args.next() {
+            if !a.starts_with('-') {
+                break;
+            }
+            let value = match a.as_str() {
+                "-c" => args.next().cloned().flatten(),
+                _ if a.starts_with("--config-env") => {
+                    return Some("git --config-env takes a setting the line does not show")
+                }
+                _ if GIT_VALUE_OPTIONS.contains(&a.as_str()) => {
+                    args.next();
+                    continue;
+                }
+                _ => continue,
+            };
+            let Some(v) = value else {
+                return Some("git -c takes a setting the line does not show");
+            };
+            let (key, val) = v.split_once('=').unwrap_or((&v, ""));
+            if key.to_ascii_lowercase().starts_with("alias.")
+                || val.starts_with('!')
+                || val.contains(char::is_whitespace)
+            {
+                return Some("git -c sets an alias or a command that git runs in its place");
+            }
+        }
+    }
+    None
 }
