@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 const CORPUS: &str = include_str!("argument_attacks.txt");
 
-/// The project the corpus names: agents `rt`, `rd` and `sh`, the settings, and links from
+/// The project the corpus names: agents `rt`, `rd`, `sh` and `ed`, the settings, and links from
 /// `docs/` into `secrets/` (`link`, `keylink`, `deep` to `secrets/inner`) and `src/` (`srclink`).
 fn project() -> TempDir {
     let p = ProjectBuilder::new("argattacks")
@@ -21,8 +21,9 @@ fn project() -> TempDir {
         )
         .agent("rd", "tools: Read(./docs/**), Grep(./docs/**), Glob(./docs/**)")
         .agent("sh", "tools: Bash, Read, Grep, Glob, Edit, WebFetch")
+        .agent("ed", "tools: Edit, Write, NotebookEdit, Read, Monitor")
         .settings(json!({"permissions": {
-            "deny": ["Bash(rm *)", "Read(./secrets/**)", "WebFetch(domain:evil.example)"],
+            "deny": ["Bash(rm *)", "Read(./secrets/**)", "WebFetch(domain:evil.example)", "Edit(./locked/**)"],
             "ask": ["Bash(git push:*)"],
         }}))
         .build();
