@@ -220,7 +220,11 @@ fn without_git_options(args: &[String]) -> &[String] {
 /// A word after a wrapper's option may be that option's value, so only a pattern is held
 /// against it there.
 pub fn unknown_name(raw: &[&str], literal: &[Option<String>], wrapped: &[usize]) -> Option<usize> {
-    let pattern = |i: usize| raw[i] != "[" && raw[i].contains(['*', '?', '[', '{']);
+    let pattern = |i: usize| {
+        let w = raw[i];
+        let braces = w.find('{').is_some_and(|at| w[at..].contains([',', '.']));
+        w != "[" && (w.contains(['*', '?', '[']) || braces)
+    };
     let after_wrapper = |i: usize| {
         let before = literal[i - 1].as_deref().unwrap_or_default();
         WRAPPERS.contains(&before.rsplit('/').next().unwrap_or(before))
@@ -229,6 +233,29 @@ pub fn unknown_name(raw: &[&str], literal: &[Option<String>], wrapped: &[usize])
         .chain(wrapped.iter().copied())
         .filter(|&i| i < raw.len())
         .find(|&i| pattern(i) || (literal[i].is_none() && (i == 0 || after_wrapper(i))))
+        .or_else(|| xargs_replaced_name(literal))
+}
+
+/// `xargs -I R R …` (or `-iR`, `--replace=R`): the command is what xargs reads.
+fn xargs_replaced_name(literal: &[Option<String>]) -> Option<usize> {
+    let words: Vec<&str> = literal.iter().map(|w| w.as_deref().unwrap_or("")).collect();
+    let from = words
+        .iter()
+        .position(|w| w.rsplit('/').next() == Some("xargs"))?;
+    for i in from + 1..words.len() {
+        let w = words[i];
+        let (replace, command_at) = match w {
+            "-I" => (words.get(i + 1).copied().unwrap_or_default(), i + 2),
+            "-i" | "--replace" => ("{}", i + 1),
+            _ if w.starts_with("--replace=") => (&w["--replace=".len()..], i + 1),
+            _ if w.starts_with("-I") || w.starts_with("-i") => (&w[2..], i + 1),
+            _ => continue,
+        };
+        if words.get(command_at) == Some(&replace) {
+            return Some(command_at);
+        }
+    }
+    None
 }
 
 /// Why a `git` the line runs may run another command it does not show: an alias or a command
