@@ -11,8 +11,9 @@ use serde_json::{json, Value};
 
 const CORPUS: &str = include_str!("argument_attacks.txt");
 
-/// The project the corpus names: agents `rt`, `rd`, `sh` and `ed`, the settings, and links from
-/// `docs/` into `secrets/` (`link`, `keylink`, `deep` to `secrets/inner`) and `src/` (`srclink`).
+/// The project the corpus names: agents `rt`, `rd`, `sh`, `ed` and `wd`, the settings, and links from
+/// `docs/` into `secrets/` (`link`, `keylink`, `deep` to `secrets/inner`), `src/` (`srclink`) and
+/// nowhere yet (`dangling` to `outside/new`).
 fn project() -> TempDir {
     let p = ProjectBuilder::new("argattacks")
         .agent(
@@ -22,6 +23,7 @@ fn project() -> TempDir {
         .agent("rd", "tools: Read(./docs/**), Grep(./docs/**), Glob(./docs/**)")
         .agent("sh", "tools: Bash, Read, Grep, Glob, Edit, WebFetch")
         .agent("ed", "tools: Edit, Write, NotebookEdit, Read, Monitor")
+        .agent("wd", "tools: Write(./docs/**), Edit(./docs/**)")
         .settings(json!({"permissions": {
             "deny": ["Bash(rm *)", "Read(./secrets/**)", "WebFetch(domain:evil.example)", "Edit(./locked/**)"],
             "ask": ["Bash(git push:*)"],
@@ -39,6 +41,7 @@ fn project() -> TempDir {
     std::fs::create_dir_all(root.join("src")).unwrap();
     std::fs::write(root.join("src/main.rs"), "fn main() {}").unwrap();
     std::os::unix::fs::symlink("../src", root.join("docs/srclink")).unwrap();
+    std::os::unix::fs::symlink("../outside/new", root.join("docs/dangling")).unwrap();
     p
 }
 
