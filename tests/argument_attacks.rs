@@ -110,3 +110,30 @@ fn every_attack_in_the_corpus_is_answered_as_written() {
         wrong.join("\n")
     );
 }
+
+/// Very long lines, too long to keep in the corpus: a command at the end of 200,000
+/// characters is still seen, and a line of 5,000 commands is read to its last.
+#[test]
+fn very_long_lines_are_read_to_their_end() {
+    let p = project();
+    let long = "a".repeat(200_000);
+    let run = |id: &str, command: String| {
+        let out = p
+            .subagent("rt", "Bash")
+            .input(json!({ "command": command }))
+            .id(id)
+            .run();
+        answer(&out)
+    };
+    assert_eq!(run("l1", format!("git tag {long}")), "allow");
+    assert_eq!(
+        run("l2", format!("git tag {long}; touch x")),
+        "argument-rule-unmatched"
+    );
+    let many = vec!["git tag v1"; 5_000].join(" && ");
+    assert_eq!(run("l3", many.clone()), "allow");
+    assert_eq!(
+        run("l4", format!("{many} && rm -rf ~")),
+        "settings-deny-rule"
+    );
+}
