@@ -25,7 +25,8 @@ fn project() -> TempDir {
         .agent("ed", "tools: Edit, Write, NotebookEdit, Read, Monitor")
         .agent("wd", "tools: Write(./docs/**), Edit(./docs/**)")
         .settings(json!({"permissions": {
-            "deny": ["Bash(rm *)", "Read(./secrets/**)", "WebFetch(domain:evil.example)", "Edit(./locked/**)"],
+            "deny": ["Bash(rm *)", "Read(./secrets/**)", "WebFetch(domain:evil.example)", "Edit(./locked/**)",
+                     "Bash(make clean && make)"],
             "ask": ["Bash(git push:*)"],
         }}))
         .build();

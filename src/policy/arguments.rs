@@ -189,6 +189,11 @@ fn settings_hit(
                 .iter()
                 .find(|s: &&Simple| p.matches(&s.text) || s.forms.iter().any(|f| p.matches(f)))
                 .map(|s| format!("the command `{}`", short(&s.text)))
+                // A rule that names a whole line (`Bash(cd x && rm y)`) matches it whole too.
+                .or_else(|| {
+                    p.matches(line.trim())
+                        .then(|| format!("the line `{}`", short(line)))
+                })
         }
         (ArgRule::Path(pp), Subject::Paths { paths, search }) => paths
             .iter()
