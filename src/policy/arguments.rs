@@ -9,13 +9,14 @@
 //!   if a part of the line cannot be read), whatever the caller holds.
 
 use super::command::{self, Mode, Simple};
-use super::reach::Reach;
+use super::reach::{fold, Reach};
 use crate::derive::rules::{self, ArgRule, PathContext, RuleKind, SettingsRule};
 use crate::derive::scopes::{canonical_tool, covers, declared_at, Declared, Site};
 use crate::reason::{Code, Reason};
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::ffi::{OsStr, OsString};
+use std::path::{Component, Path, PathBuf};
 
 /// Where a call is made: what its relative paths and a rule's path forms are read against.
 #[derive(Debug, Clone, Copy)]
@@ -101,7 +102,7 @@ pub fn grant(
             for p in &paths {
                 let hit = read
                     .iter()
-                    .any(|r| matches!(r, ArgRule::Path(pp) if path_hit(pp, p, search, at)));
+                    .any(|r| matches!(r, ArgRule::Path(pp) if path_hit(pp, p, search, at.paths())));
                 if !hit {
                     return Err(unmatched(format!("the path {}", p.display())));
                 }
@@ -197,7 +198,7 @@ fn settings_hit(
         }
         (ArgRule::Path(pp), Subject::Paths { paths, search }) => paths
             .iter()
-            .find(|p| path_hit(&pp, p, *search, at))
+            .find(|p| denial_hit(&pp, p, *search, at))
             .map(|p| format!("the path {}", p.display())),
         (ArgRule::Domain(d), Subject::Host(h)) => {
             rules::domain_matches(&d, h).then(|| format!("the host {h}"))
@@ -242,8 +243,41 @@ fn settings_reason(r: &SettingsRule, tool: &str, what: &str) -> Reason {
 
 /// Whether `pattern` names `path`; for a search, the directory or everything in it (a child
 /// no literal name could be, which only wildcards match, stands for "everything").
-fn path_hit(pattern: &rules::PathPattern, path: &Path, search: bool, at: Where<'_>) -> bool {
-    pattern.matches(path, at.paths()) || (search && pattern.matches(&path.join("\0"), at.paths()))
+fn path_hit(pattern: &rules::PathPattern, path: &Path, search: bool, cx: PathContext<'_>) -> bool {
+    pattern.matches(path, cx) || (search && pattern.matches(&path.join("\0"), cx))
+}
+
+/// [`path_hit`] for a denial: also with every name compared as a case-insensitive file system
+/// compares it (macOS, Windows), where `SECRETS/key` is the file `secrets/key`.
+fn denial_hit(pattern: &rules::PathPattern, path: &Path, search: bool, at: Where<'_>) -> bool {
+    if path_hit(pattern, path, search, at.paths()) {
+        return true;
+    }
+    let folded = |p: &Path| -> PathBuf {
+        p.components()
+            .map(|c| match c {
+                Component::Normal(n) => OsString::from(fold(n)),
+                other => other.as_os_str().to_owned(),
+            })
+            .collect()
+    };
+    let pattern = rules::PathPattern {
+        segments: pattern
+            .segments
+            .iter()
+            .map(|s| fold(OsStr::new(s)))
+            .collect(),
+        ..pattern.clone()
+    };
+    let (root, home) = (
+        folded(at.project_root),
+        at.reach.home.as_deref().map(folded),
+    );
+    let cx = PathContext {
+        project_root: &root,
+        home: home.as_deref(),
+    };
+    path_hit(&pattern, &folded(path), search, cx)
 }
 
 /// A command shortened for a sentence.
