@@ -24,7 +24,9 @@ use brush_parser::ast::{self, Command, CommandPrefixOrSuffixItem as Item, Compou
 use brush_parser::word::{self, Parameter, ParameterExpr, WordPiece, WordPieceWithSource};
 use brush_parser::ParserOptions;
 
-use super::command_words::{deny_forms, hidden_by_git, runs_code, unknown_name};
+use super::command_words::{
+    deny_forms, find_exec, hidden_by_git, runs_code, unknown_name, SAFE_ENV, SHELLS,
+};
 pub use super::command_words::{literal, nesting};
 
 /// How deep a command line may nest (parentheses, braces, brackets, backquotes and compound
@@ -52,54 +54,6 @@ pub struct Simple {
 /// The part of a command line that cannot be shown to match, in words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused(pub String);
-
-/// Variables Claude Code 2.1.332 strips from the front of a command before an allow rule is
-/// matched: they change no program's meaning in a way a rule must see.
-const SAFE_ENV: &[&str] = &[
-    "GOEXPERIMENT",
-    "GOOS",
-    "GOARCH",
-    "CGO_ENABLED",
-    "GO111MODULE",
-    "RUST_BACKTRACE",
-    "RUST_LOG",
-    "NODE_ENV",
-    "PYTHONUNBUFFERED",
-    "PYTHONDONTWRITEBYTECODE",
-    "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
-    "PYTEST_DEBUG",
-    "LANG",
-    "LANGUAGE",
-    "LC_ALL",
-    "LC_CTYPE",
-    "LC_TIME",
-    "CHARSET",
-    "TERM",
-    "COLORTERM",
-    "NO_COLOR",
-    "FORCE_COLOR",
-    "TZ",
-    "LS_COLORS",
-    "LSCOLORS",
-    "GREP_COLOR",
-    "GREP_COLORS",
-    "GCC_COLORS",
-    "TIME_STYLE",
-    "BLOCK_SIZE",
-    "BLOCKSIZE",
-    "COLUMNS",
-    "LINES",
-    "CLICOLOR",
-    "CLICOLOR_FORCE",
-    "CI",
-    "DEBIAN_FRONTEND",
-    "GIT_TERMINAL_PROMPT",
-];
-
-/// Shells: given `-c`, or no script, they run a command line the parse does not see.
-const SHELLS: &[&str] = &[
-    "bash", "sh", "zsh", "dash", "ksh", "mksh", "yash", "fish", "csh", "tcsh", "busybox",
-];
 
 /// The simple commands `line` runs, read in `mode`.
 pub fn simple_commands(line: &str, mode: Mode) -> Result<Vec<Simple>, Refused> {
@@ -338,6 +292,26 @@ impl Walk {
             Mode::Deny => self.wrapped(&raw, &literal, piped)?,
         };
         self.out.push(Simple { text, forms });
+        if self.mode == Mode::Grant && base == "find" {
+            // `find … -exec touch {} ;` runs `touch {}`: a command of the line like any other.
+            let plain: Vec<&str> = literal.iter().map(|w| w.as_deref().unwrap_or("")).collect();
+            for (from, to) in find_exec(&plain) {
+                let name = literal[from].as_deref().unwrap_or_default();
+                if literal[from].is_none() || name.contains(['*', '?', '[']) {
+                    return refuse(format!(
+                        "the command name {}, which is known only when it runs",
+                        quoted(raw[from])
+                    ));
+                }
+                let base = name.rsplit('/').next().unwrap_or_default();
+                self.indirection(base, &raw[from..to], &literal[from..to], false)?;
+                let text = raw[from..to].join(" ");
+                self.out.push(Simple {
+                    text,
+                    forms: Vec::new(),
+                });
+            }
+        }
         Ok(())
     }
 

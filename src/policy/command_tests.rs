@@ -214,3 +214,17 @@ fn a_denial_refuses_names_git_and_hash_would_swap() {
     assert!(f[0].iter().any(|t| t.starts_with("rm -f")), "{f:?}");
     assert!(deny_forms_of("git -c color.ui=always log && find . -exec wc -l {} +").is_ok());
 }
+
+#[test]
+fn what_find_runs_is_a_command_of_the_line() {
+    assert_eq!(
+        grant("find . -name x -exec grep -l y {} + -exec touch z \\;"),
+        Ok(vec![
+            "find . -name x -exec grep -l y {} + -exec touch z \\;".to_string(),
+            "grep -l y {}".to_string(),
+            "touch z".to_string(),
+        ])
+    );
+    assert!(grant("find . -exec bash -c 'x' \\;").is_err());
+    assert_eq!(find_exec(&["find", "-exec"]), vec![]);
+}

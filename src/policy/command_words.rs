@@ -11,6 +11,54 @@ pub const WRAPPERS: &[&str] = &[
     "unshare", "nsenter", "chroot", "flock", "taskset", "chrt", "runuser",
 ];
 
+/// Variables Claude Code 2.1.332 strips from the front of a command before an allow rule is
+/// matched: they change no program's meaning in a way a rule must see.
+pub const SAFE_ENV: &[&str] = &[
+    "GOEXPERIMENT",
+    "GOOS",
+    "GOARCH",
+    "CGO_ENABLED",
+    "GO111MODULE",
+    "RUST_BACKTRACE",
+    "RUST_LOG",
+    "NODE_ENV",
+    "PYTHONUNBUFFERED",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+    "PYTEST_DEBUG",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_TIME",
+    "CHARSET",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "TZ",
+    "LS_COLORS",
+    "LSCOLORS",
+    "GREP_COLOR",
+    "GREP_COLORS",
+    "GCC_COLORS",
+    "TIME_STYLE",
+    "BLOCK_SIZE",
+    "BLOCKSIZE",
+    "COLUMNS",
+    "LINES",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "CI",
+    "DEBIAN_FRONTEND",
+    "GIT_TERMINAL_PROMPT",
+];
+
+/// Shells: given `-c`, or no script, they run a command line the parse does not see.
+pub const SHELLS: &[&str] = &[
+    "bash", "sh", "zsh", "dash", "ksh", "mksh", "yash", "fish", "csh", "tcsh", "busybox",
+];
+
 /// Wrappers whose first operand is not the command (`timeout 5 …`, `chroot /srv …`).
 const OPERAND_WRAPPERS: &[&str] = &["timeout", "chroot", "flock", "taskset", "chrt"];
 
@@ -151,13 +199,10 @@ fn wrapped_starts(words: &[String]) -> Vec<usize> {
         let Some(first) = words.get(at) else { continue };
         let base = first.rsplit('/').next().unwrap_or(first);
         if base == "find" {
-            // `find … -exec rm {} ;`: the command after each -exec, -execdir, -ok, -okdir.
-            for (i, w) in words.iter().enumerate().skip(at + 1) {
-                if matches!(w.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir")
-                    && i + 1 < words.len()
-                    && starts.insert(i + 1)
-                {
-                    todo.push(i + 1);
+            let rest: Vec<&str> = words[at..].iter().map(String::as_str).collect();
+            for (from, _) in find_exec(&rest) {
+                if starts.insert(at + from) {
+                    todo.push(at + from);
                 }
             }
             continue;
@@ -296,4 +341,25 @@ pub fn hidden_by_git(literal: &[Option<String>], wrapped: &[usize]) -> Option<&'
         }
     }
     None
+}
+
+/// The commands `find` runs (`words` from `find` on): the words after each `-exec`,
+/// `-execdir`, `-ok` and `-okdir` up to its `;` or `+`, as (first, end) indices.
+pub fn find_exec(words: &[&str]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut i = 1;
+    while i < words.len() {
+        if matches!(words[i], "-exec" | "-execdir" | "-ok" | "-okdir") && i + 1 < words.len() {
+            let from = i + 1;
+            let to = (from..words.len())
+                .find(|&j| matches!(words[j], ";" | "+"))
+                .unwrap_or(words.len());
+            if to > from {
+                out.push((from, to));
+            }
+            i = to;
+        }
+        i += 1;
+    }
+    out
 }
