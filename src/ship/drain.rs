@@ -71,8 +71,8 @@ pub enum DrainError {
     /// Another shipper holds the lock and drains this outbox now.
     #[error("another shipper is draining {0} now")]
     Busy(String),
-    #[error("{0}")]
-    Target(String),
+    #[error(transparent)]
+    Target(#[from] super::target::TargetError),
     #[error("the outbox {path} cannot be used: {why}")]
     Outbox { path: String, why: String },
     #[error("cannot start the shipper's runtime: {0}")]
