@@ -116,16 +116,19 @@ impl Ctx<'_> {
 const REVERIFY_MARGIN_MS: u64 = 1000;
 
 pub(super) fn store_reason(e: StoreError) -> Reason {
-    match e {
-        StoreError::Unsafe(m) => Reason::new(Code::StateDirUnsafe, m),
-        StoreError::LockTimeout(m) => Reason::new(Code::LedgerLockTimeout, m),
-        StoreError::Incomplete(m) => Reason::new(Code::LedgerReverifying, m),
-        StoreError::Unverifiable(m) => Reason::new(Code::LedgerUnverifiable, m),
-        StoreError::Io(m) => Reason::new(
-            Code::LedgerWriteFailed,
-            format!("{m}; the decision could not be recorded, so the call is refused"),
-        ),
-    }
+    let code = match e {
+        StoreError::Unsafe(_) => Code::StateDirUnsafe,
+        StoreError::LockTimeout(_) => Code::LedgerLockTimeout,
+        StoreError::Incomplete(_) => Code::LedgerReverifying,
+        StoreError::Unverifiable(_) => Code::LedgerUnverifiable,
+        StoreError::Io(e) => {
+            return Reason::new(
+                Code::LedgerWriteFailed,
+                format!("{e}; the decision could not be recorded, so the call is refused"),
+            )
+        }
+    };
+    Reason::new(code, e.to_string())
 }
 
 /// The project root: `CLAUDE_PROJECT_DIR`, else the nearest ancestor of `cwd` with `.claude/`,
