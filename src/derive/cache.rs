@@ -37,6 +37,7 @@
 mod codec;
 mod files;
 pub mod pin;
+pub mod slice;
 
 use super::declarations::{
     list_agent_files_stat, paths, read_declarations_listed, Listed, Outcome, StatListed,
@@ -58,8 +59,8 @@ pub const TABLE_FILE: &str = "roster.files";
 /// The roster cache's sealed-file format ([`crate::fs::sealed`]); the session's pin has its own
 /// (`pin.rs`), so no file sealed with the same key reads as one of the other kind.
 const CACHE: Kind = Kind {
-    header: "attenu-roster v5 ",
-    domain: b"attenu-hook roster cache v5\n",
+    header: "attenu-roster v6 ",
+    domain: b"attenu-hook roster cache v6\n",
 };
 
 /// A kind of sealed file.
@@ -107,7 +108,11 @@ pub fn derive_cached_part(
     }
     // A miss (an edit, or inputs not yet settled): derived as `derive_cached` derives.
     let (roster, key) = derive_cached_at(root, configured, attenu_dir, mac_key, now)?;
-    Ok(Part(codec::encode(&key.unwrap_or_default(), &roster)))
+    Ok(Part(codec::encode(
+        &key.unwrap_or_default(),
+        &roster,
+        mac_key,
+    )))
 }
 
 /// The roster of `part`, read for one call by `agent` ([`codec::decode_for`]).
@@ -391,7 +396,7 @@ fn write(
     codec::put_bytes(&mut body, &[]);
     files::encode(&mut body, &build(), entries.into_iter());
     let _ = fs::write_expendable(table, &sealed(&CACHE, mac_key, &body));
-    let roster_part = codec::encode(&before.key, roster);
+    let roster_part = codec::encode(&before.key, roster, mac_key);
     let mut body = Vec::with_capacity(roster_part.len() + 64);
     codec::put_bytes(&mut body, &roster_part);
     files::encode(&mut body, &build(), std::iter::empty());

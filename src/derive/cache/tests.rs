@@ -132,10 +132,17 @@ fn a_cache_this_hook_did_not_seal_is_not_read() {
     // A roster changed in place into another well-formed one (its Grep now a scope it
     // never held): only the seal stops it.
     let text = std::fs::read(&cache).unwrap();
-    let at = text.windows(7).position(|w| w == b"fs.grep").unwrap();
+    let roster_part = read(&cache, &KEY).unwrap().roster;
+    // In the scope table, after the slices (`slice`), which a pin's call reads.
+    let (_, _, slices) = slice::split(&text[roster_part.clone()]).unwrap();
+    let table = slices.as_ptr() as usize - text.as_ptr() as usize + slices.len();
+    let at = table
+        + text[table..]
+            .windows(7)
+            .position(|w| w == b"fs.grep")
+            .unwrap();
     let mut widened = text.clone();
     widened[at..at + 7].copy_from_slice(b"fs.hack");
-    let roster_part = read(&cache, &KEY).unwrap().roster;
     let (_, forged) = codec::decode(&widened[roster_part]).expect("still a well-formed body");
     assert!(forged.agents["reviewer"].scopes.contains("fs.hack"));
     std::fs::write(&cache, &widened).unwrap();
@@ -269,7 +276,7 @@ fn an_incremental_derivation_equals_one_from_scratch() {
 fn plant(attenu: &Path, entries: &[(&[u8], FileStamp, crate::derive::declarations::Parsed)]) {
     let roster = scratch(attenu.parent().unwrap());
     let mut body = Vec::new();
-    codec::put_bytes(&mut body, &codec::encode("no such key", &roster));
+    codec::put_bytes(&mut body, &codec::encode("no such key", &roster, &KEY));
     files::encode(
         &mut body,
         &build(),
