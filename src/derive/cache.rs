@@ -6,7 +6,9 @@
 //! configuration names, so the hook keeps it in `.attenu/roster.cache` together with:
 //!
 //! * the **stamp of every input**: each agent file the listing finds (the tree is listed
-//!   afresh on every call, so a file added, removed or renamed changes the key) and both
+//!   afresh, so a file added, removed or renamed changes the key; or, for a session's pin,
+//!   the listing kept with the cache stands for it while no directory it read has changed,
+//!   [`listing`]) and both
 //!   settings files (present or not), as path, device, inode, size, mtime and ctime, plus the
 //!   configured agents and this build's version. A write to a file changes its mtime and
 //!   ctime, and no user can set a ctime; a file replaced by a rename has another inode;
