@@ -166,6 +166,7 @@ const EXAMPLES: &[&str] = &[
     "docs/key",
     "docs/dangling",
     "docs/me.md",
+    "docs/link",
 ];
 
 fn root() -> PathBuf {
