@@ -1,7 +1,8 @@
 //! The architecture, enforced: the pure modules (the decision, the derivation's cores, the
 //! ledger's entries and hashes, the JSON layer, the verifier's checks, the transparency log's
-//! maths) reach for no file system, environment, clock or network; and no source file passes
-//! 600 lines. docs/ARCHITECTURE.md says why; this test says where.
+//! maths) reach for no file system, environment, clock or network; no source file passes
+//! 600 lines; and docs and comments name only files and tests that exist.
+//! docs/ARCHITECTURE.md says why; this test says where.
 
 use std::path::{Path, PathBuf};
 
@@ -148,5 +149,214 @@ fn no_source_file_passes_600_lines() {
         long.is_empty(),
         "split these by concern (CONTRIBUTING.md):\n{}",
         long.join("\n")
+    );
+}
+
+/// The folders a doc or comment names a path under, relative to the repository's root.
+const TOP: &[&str] = &["src/", "tests/", "docs/", "bench/", "examples/", "fuzz/"];
+
+/// Paths in a user's project that docs and comments give as examples (a `docs/x` linking
+/// into `.attenu`), not files of this repository.
+const EXAMPLES: &[&str] = &[
+    "docs/x",
+    "docs/x/anchor.key",
+    "docs/x/*.key",
+    "docs/*/anchor.key",
+    "docs/state",
+    "docs/key",
+    "docs/dangling",
+    "docs/me.md",
+    "docs/link",
+];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn is_path_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "_./*-".contains(c)
+}
+
+/// The paths under [`TOP`] that `text` names, as written (`src/json/` or `docs/*/x`).
+fn top_paths(text: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    for (at, _) in text.char_indices() {
+        let before = text[..at].chars().next_back();
+        if before.is_some_and(|c| is_path_char(c) || c == '/') {
+            continue;
+        }
+        if !TOP.iter().any(|t| text[at..].starts_with(t)) {
+            continue;
+        }
+        let end = text[at..]
+            .find(|c: char| !is_path_char(c) && c != '/')
+            .map_or(text.len(), |n| at + n);
+        let path = text[at..end].trim_end_matches(['.', '-']);
+        found.push(path);
+    }
+    found
+}
+
+/// The `.rs` paths `text` names in backticks without a [`TOP`] folder: `hook/process.rs`,
+/// `roster.rs`, `cache.rs::load`.
+fn ticked_rust_paths(text: &str) -> Vec<&str> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|t| t.split("::").next().unwrap_or(t))
+        .filter(|t| t.ends_with(".rs") && !t.starts_with('.'))
+        .filter(|t| t.chars().all(|c| is_path_char(c) || c == '/'))
+        .filter(|t| !TOP.iter().any(|top| t.starts_with(top)))
+        .collect()
+}
+
+/// The part of a path that must exist: a glob's folder before its first `*`.
+fn fixed_part(path: &str) -> &str {
+    let fixed = match path.find('*') {
+        Some(star) => &path[..path[..star].rfind('/').unwrap_or(0)],
+        None => path,
+    };
+    fixed.trim_end_matches('/')
+}
+
+/// Whether a path named under [`TOP`] is in the tree.
+fn top_path_exists(path: &str) -> bool {
+    root().join(fixed_part(path)).exists()
+}
+
+/// Whether a `.rs` path named in `file` is in the tree: a bare name anywhere among
+/// `rust_names`, a relative path from the root, `src/`, `tests/` or a folder holding `file`.
+fn ticked_path_exists(path: &str, file: &Path, rust_names: &[String]) -> bool {
+    if !path.contains('/') {
+        return rust_names.iter().any(|n| n == path);
+    }
+    let root = root();
+    let mut bases = vec![root.clone(), root.join("src"), root.join("tests")];
+    bases.extend(file.ancestors().skip(1).map(Path::to_path_buf));
+    bases.iter().any(|b| b.join(fixed_part(path)).exists())
+}
+
+/// The text of `file` a reader takes as prose: all of a Markdown file, the `//` comments of
+/// a Rust file.
+fn prose_lines(file: &Path) -> Vec<(usize, String)> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let rust = file.extension().is_some_and(|e| e == "rs");
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, line)| match rust {
+            false => Some((i + 1, line.to_string())),
+            true => line.find("//").map(|at| (i + 1, line[at..].to_string())),
+        })
+        .collect()
+}
+
+/// The Markdown files people read, and every Rust file of the crate, its tests, examples and
+/// fuzz targets.
+fn prose_files() -> Vec<PathBuf> {
+    let root = root();
+    let mut files = Vec::new();
+    for dir in [&root, &root.join("docs")] {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "md") {
+                files.push(path);
+            }
+        }
+    }
+    for readme in [
+        "tests/README.md",
+        "tests/support/README.md",
+        "bench/README.md",
+    ] {
+        files.push(root.join(readme));
+    }
+    for dir in ["src", "tests", "examples", "fuzz"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    files
+}
+
+#[test]
+fn the_path_scanners_find_what_they_look_for() {
+    let text = "see `src/json/`, tests/ledger.rs. and docs/*/x (not a/src/b) `hook/x.rs::f` `y.rs`";
+    assert_eq!(
+        top_paths(text),
+        vec!["src/json/", "tests/ledger.rs", "docs/*/x"]
+    );
+    assert_eq!(ticked_rust_paths(text), vec!["hook/x.rs", "y.rs"]);
+    assert!(top_path_exists("tests/snapshots/*.txt"));
+    assert!(!top_path_exists("tests/verify_vectors.rs"));
+    assert!(!top_path_exists("src/fsutil.rs"));
+}
+
+#[test]
+fn docs_and_comments_name_only_paths_that_exist() {
+    let files = prose_files();
+    let rust_names: Vec<String> = files
+        .iter()
+        .filter_map(|f| f.file_name()?.to_str().map(str::to_string))
+        .filter(|n| n.ends_with(".rs"))
+        .collect();
+    let root = root();
+    let mut stale = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&root).unwrap().display().to_string();
+        for (line, text) in prose_lines(file) {
+            for path in top_paths(&text) {
+                if !EXAMPLES.contains(&path) && !top_path_exists(path) {
+                    stale.push(format!("{rel}:{line}: {path}"));
+                }
+            }
+            for path in ticked_rust_paths(&text) {
+                if !ticked_path_exists(path, file, &rust_names) {
+                    stale.push(format!("{rel}:{line}: {path}"));
+                }
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "these name a path that is not in the tree; name the file that holds it now \
+         (or, for a path in a user's project, add it to EXAMPLES):\n{}",
+        stale.join("\n")
+    );
+}
+
+/// The names of tests THREAT-MODEL.md gives as evidence: backticked snake_case names of four
+/// words or more.
+fn cited_tests(text: &str) -> Vec<&str> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|t| t.split('_').count() >= 4)
+        .filter(|t| {
+            t.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        })
+        .collect()
+}
+
+#[test]
+fn the_threat_models_evidence_names_tests_that_exist() {
+    let root = root();
+    let model = std::fs::read_to_string(root.join("THREAT-MODEL.md")).unwrap();
+    let mut code = String::new();
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "fuzz"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    for file in files {
+        code += &std::fs::read_to_string(file).unwrap();
+    }
+    let cited = cited_tests(&model);
+    assert!(cited.len() > 20, "the scanner found only {cited:?}");
+    let missing: Vec<&str> = cited
+        .into_iter()
+        .filter(|name| !code.contains(&format!("fn {name}(")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "THREAT-MODEL.md cites tests that do not exist; name the test that holds the claim now:\n{}",
+        missing.join("\n")
     );
 }

@@ -111,7 +111,7 @@ fn read_objects<'a>(
         };
         let kind = names::parse(&o.key).and_then(|k| k.kind);
         let checked = match kind {
-            None => Err("is not an object name of the layout (docs/SHIPPING.md)".to_string()),
+            None => Err(objects::ObjectProblem::NotALayoutName),
             Some(Kind::Checkpoint { size, root }) => {
                 objects::check_note(bytes, expect, size, &root)
                     .map(|()| commitments.push(commit(o, false, size, root, None)))
@@ -128,7 +128,7 @@ fn read_objects<'a>(
             }
         };
         if let Err(why) = checked {
-            findings.push(unverifiable(o, &why));
+            findings.push(unverifiable(o, &why.to_string()));
         }
     }
     // A segment extends the history its `from` ends, which an earlier segment (or a bundle)
@@ -141,7 +141,7 @@ fn read_objects<'a>(
             place(histories, &seg, from, &root, o.stored_ms)
         }) {
             Ok(end) => ends.push((end, o)),
-            Err(why) => findings.push(unverifiable(o, &why)),
+            Err(why) => findings.push(unverifiable(o, &why.to_string())),
         }
     }
     // Checkpoints were read before the entries that reach them.
@@ -236,31 +236,28 @@ fn place(
     from: u64,
     root: &Hash,
     stored_ms: u64,
-) -> Result<usize, String> {
-    let parent = histories.at(from, &seg.first_prev).ok_or_else(|| {
-        format!(
-            "extends a history of {from} entries ending with hash {}, of which the store holds no entries",
-            seg.first_prev
-        )
-    })?;
+) -> Result<usize, objects::ObjectProblem> {
+    use objects::ObjectProblem;
+    let parent = histories
+        .at(from, &seg.first_prev)
+        .ok_or_else(|| ObjectProblem::Unattached {
+            from,
+            last: seg.first_prev.clone(),
+        })?;
     // The root is checked before anything is added, so a wrong segment leaves no trace.
     let mut tree = histories.node(parent).tree.clone();
     for h in &seg.hashes {
-        tree.append(
-            crate::evidence::checkpoint::leaf_of_hash(h)
-                .ok_or("has an entry hash that is not 64 hex digits")?,
-        );
+        tree.append(crate::evidence::checkpoint::leaf_of_hash(h).ok_or(ObjectProblem::NotAHash)?);
     }
     if tree.root() != *root {
-        return Err(format!(
-            "has the tree root {} over the history it extends, not the {} of its name",
-            short(&tree.root()),
-            short(root)
-        ));
+        return Err(ObjectProblem::OtherRoot {
+            found: short(&tree.root()),
+            named: short(root),
+        });
     }
     histories
         .extend(parent, &seg.hashes, stored_ms)
-        .ok_or_else(|| "has an entry hash that is not 64 hex digits".to_string())
+        .ok_or(ObjectProblem::NotAHash)
 }
 
 /// Step 3: every pair of commitments must lie on one history.

@@ -124,7 +124,11 @@ pub async fn audit(
                 let (k, s) = (kid.clone(), session.clone());
                 let judged = tokio::task::spawn_blocking(move || {
                     let trusted = trust::key_for(&pinning, &certs, &kid, newest);
-                    let key = trusted.as_ref().map(|(k, _)| k).map_err(String::as_str);
+                    let why = trusted.as_ref().err().map(ToString::to_string);
+                    let key = trusted
+                        .as_ref()
+                        .map(|(k, _)| k)
+                        .map_err(|_| why.as_deref().unwrap_or_default());
                     let reports = chains.iter().map(|c| judge_chain(c, key, now_ms)).collect();
                     let mut report = SessionReport::of(kid, session, reports);
                     report.identity = chains.iter().find_map(identity_of);

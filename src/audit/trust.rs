@@ -5,9 +5,38 @@
 //! object, and that is not revoked (`crate::trust::cert::check`).
 
 use super::read::Keys;
-use crate::trust::{CaPin, Cert, CertView};
+use crate::trust::{CaPin, Cert, CertProblem, CertView};
 use ed25519_dalek::VerifyingKey;
 use std::collections::BTreeMap;
+
+/// Why no key of a session's `kid` is trusted.
+#[derive(Debug, thiserror::Error)]
+pub enum Untrusted {
+    #[error("no --pub key has the id {kid}, so nothing of project {kid} can be checked; pass that project's anchor.pub")]
+    NoPubKey { kid: String },
+    #[error("{kid} has no certificate in the store, so it is not a key the pinned CA vouches for (an unenrolled machine signs with its own key: `attenu-hook enroll`)")]
+    NoCertificate { kid: String },
+    #[error(
+        "{kid} is not certified by the pinned CA when the store received this session: {}",
+        .problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    )]
+    NotCertified {
+        kid: String,
+        problems: Vec<CertIssue>,
+    },
+}
+
+/// Why one certificate stored for a `kid` does not certify it.
+#[derive(Debug, thiserror::Error)]
+pub enum CertIssue {
+    #[error("a certificate stored under {kid} certifies another key ({other})")]
+    OtherKey { kid: String, other: String },
+    #[error("the certificate for key id {key_id:?}: {problem}")]
+    Refused {
+        key_id: String,
+        problem: CertProblem,
+    },
+}
 
 /// The reviewer's pins.
 pub enum Pinning {
@@ -23,38 +52,39 @@ pub fn key_for(
     certs: &BTreeMap<String, Vec<Cert>>,
     kid: &str,
     at_ms: u64,
-) -> Result<(VerifyingKey, Option<CertView>), String> {
+) -> Result<(VerifyingKey, Option<CertView>), Untrusted> {
     match pinning {
-        Pinning::Keys(keys) => keys.get(kid).map(|k| (*k, None)).ok_or_else(|| {
-            format!(
-                "no --pub key has the id {kid}, so nothing of project {kid} can be checked; pass that project's anchor.pub"
-            )
-        }),
+        Pinning::Keys(keys) => {
+            keys.get(kid)
+                .map(|k| (*k, None))
+                .ok_or_else(|| Untrusted::NoPubKey {
+                    kid: kid.to_string(),
+                })
+        }
         Pinning::Ca(pin) => {
             let mine = certs.get(kid).map(Vec::as_slice).unwrap_or_default();
             let mut problems = Vec::new();
             for c in mine {
                 if c.kid() != kid {
-                    problems.push(format!(
-                        "a certificate stored under {kid} certifies another key ({})",
-                        c.kid()
-                    ));
+                    problems.push(CertIssue::OtherKey {
+                        kid: kid.to_string(),
+                        other: c.kid(),
+                    });
                     continue;
                 }
                 match pin.check(c, at_ms / 1000) {
                     Ok(()) => return Ok((c.public, Some(CertView::of(c)))),
-                    Err(p) => problems.push(format!("the certificate for key id {:?}: {p}", c.key_id)),
+                    Err(problem) => problems.push(CertIssue::Refused {
+                        key_id: c.key_id.clone(),
+                        problem,
+                    }),
                 }
             }
+            let kid = kid.to_string();
             Err(if problems.is_empty() {
-                format!(
-                    "{kid} has no certificate in the store, so it is not a key the pinned CA vouches for (an unenrolled machine signs with its own key: `attenu-hook enroll`)"
-                )
+                Untrusted::NoCertificate { kid }
             } else {
-                format!(
-                    "{kid} is not certified by the pinned CA when the store received this session: {}",
-                    problems.join("; ")
-                )
+                Untrusted::NotCertified { kid, problems }
             })
         }
     }

@@ -7,10 +7,26 @@ use super::terminal::Terminal;
 use super::{fail, Exit};
 use crate::audit::trust::Pinning;
 use crate::audit::{self, Keys};
-use crate::evidence::keys;
+use crate::evidence::keys::{self, KeyFileError};
 use crate::ship::{Store, Target};
+use crate::trust::CaPinError;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// Why the command line does not say what to audit against what.
+#[derive(Debug, thiserror::Error)]
+enum ArgsError {
+    #[error("pass the anchor.pub of each project to trust with --pub FILE, or the team's CA with --ca FILE")]
+    NothingPinned,
+    #[error("pass the store's URL (s3://bucket/prefix or file:///dir)")]
+    NoUrl,
+    #[error("pass one store's URL, not {}", .0.join(", "))]
+    SeveralUrls(Vec<String>),
+    #[error(transparent)]
+    Key(#[from] KeyFileError),
+    #[error(transparent)]
+    Ca(#[from] CaPinError),
+}
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -33,7 +49,7 @@ pub struct Args {
 
 /// The URL: `--pub` and `--ca` take several values, so in `audit --pub KEY URL` the URL went
 /// with them; a value with `://` is the URL, wherever it stands. Returns it and the files.
-fn url_and_files(a: &Args) -> Result<(String, Vec<PathBuf>, Vec<PathBuf>), String> {
+fn url_and_files(a: &Args) -> Result<(String, Vec<PathBuf>, Vec<PathBuf>), ArgsError> {
     let is_url = |p: &&PathBuf| p.to_string_lossy().contains("://");
     let mut urls: Vec<String> = a
         .pub_keys
@@ -46,12 +62,12 @@ fn url_and_files(a: &Args) -> Result<(String, Vec<PathBuf>, Vec<PathBuf>), Strin
     let files = |v: &[PathBuf]| v.iter().filter(|p| !is_url(p)).cloned().collect::<Vec<_>>();
     let (keys, cas) = (files(&a.pub_keys), files(&a.ca));
     if keys.is_empty() && cas.is_empty() {
-        return Err("pass the anchor.pub of each project to trust with --pub FILE, or the team's CA with --ca FILE".into());
+        return Err(ArgsError::NothingPinned);
     }
     match urls.as_slice() {
         [url] => Ok((url.clone(), keys, cas)),
-        [] => Err("pass the store's URL (s3://bucket/prefix or file:///dir)".into()),
-        several => Err(format!("pass one store's URL, not {}", several.join(", "))),
+        [] => Err(ArgsError::NoUrl),
+        several => Err(ArgsError::SeveralUrls(several.to_vec())),
     }
 }
 
@@ -60,16 +76,19 @@ fn pinning(
     keys_files: &[PathBuf],
     ca_files: &[PathBuf],
     revoked: Option<&PathBuf>,
-) -> Result<Pinning, String> {
+) -> Result<Pinning, ArgsError> {
     if ca_files.is_empty() {
         let mut pinned = Keys::new();
         for path in keys_files {
-            let k = keys::load_pinned(path).map_err(|e| e.to_string())?;
+            let k = keys::load_pinned(path)?;
             pinned.insert(k.kid, k.key);
         }
         return Ok(Pinning::Keys(pinned));
     }
-    crate::trust::CaPin::load(ca_files, revoked.map(PathBuf::as_path)).map(Pinning::Ca)
+    Ok(Pinning::Ca(crate::trust::CaPin::load(
+        ca_files,
+        revoked.map(PathBuf::as_path),
+    )?))
 }
 
 pub fn run(a: Args) -> Exit {
@@ -83,7 +102,7 @@ pub fn run(a: Args) -> Exit {
     };
     let target = match Target::parse(&url) {
         Ok(t) => t,
-        Err(e) => return fail(e.replace("ship.url", "the audit's URL")),
+        Err(e) => return fail(format!("the audit's URL {:?} {}", e.url, e.problem)),
     };
     let cannot_read = |e: &dyn std::fmt::Display| {
         fail(format!(

@@ -119,7 +119,7 @@ fn warn_if_not_run(root: &Path, command: Option<&str>) {
 }
 
 /// The built-in agent preset: set with `--builtin-agents`, else offered.
-fn builtin_agents(root: &Path, a: &Args) -> Result<String, String> {
+fn builtin_agents(root: &Path, a: &Args) -> Result<String, crate::ops::PresetError> {
     if !a.builtin_agents {
         let on = crate::config::load(&root.join(".attenu")).is_ok_and(|c| c.derive.builtin_agents);
         return Ok(if on {

@@ -2,17 +2,25 @@
 
 use std::path::{Path, PathBuf};
 
+/// Why a command cannot tell which project or session it is about.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectError {
+    #[error("{} has no .attenu/ directory: no hook call has been recorded in this project. Pass --project with the project's root", .0.display())]
+    NoState(PathBuf),
+    #[error("{} is not a directory; pass the project's root directory", .0.display())]
+    NotADirectory(PathBuf),
+    #[error("--session {given} matches {} sessions ({}); pass more of the id (`attenu-hook log --sessions` lists them whole)", .matches.len(), .matches.join(", "))]
+    AmbiguousSession { given: String, matches: Vec<String> },
+}
+
 /// The project at or above `dir` whose `.attenu/` exists: a command that reads the hook's
 /// state never creates it.
-pub fn state_root(dir: &Path) -> Result<PathBuf, String> {
+pub fn state_root(dir: &Path) -> Result<PathBuf, ProjectError> {
     let root = state_project_dir(dir);
     if root.join(".attenu").is_dir() {
         Ok(root)
     } else {
-        Err(format!(
-            "{} has no .attenu/ directory: no hook call has been recorded in this project. Pass --project with the project's root",
-            root.display()
-        ))
+        Err(ProjectError::NoState(root))
     }
 }
 
@@ -65,7 +73,7 @@ impl SessionArgs {
 
     /// The session asked for, whole; `None` means the most recently written one. A prefix
     /// (what `log` shows, with or without its `…`) names the one session it starts.
-    pub fn session(&self) -> Result<Option<String>, String> {
+    pub fn session(&self) -> Result<Option<String>, ProjectError> {
         let Some(given) = self.session.as_deref() else {
             return Ok(None);
         };
@@ -76,7 +84,7 @@ impl SessionArgs {
 /// The whole id of the session `given` names in `attenu`: itself when its ledger is there,
 /// else the one session whose id starts with it. No match leaves it as given (the command
 /// then says there is no such session); several are an error that lists them.
-pub fn resolve_session(attenu: &Path, given: &str) -> Result<String, String> {
+pub fn resolve_session(attenu: &Path, given: &str) -> Result<String, ProjectError> {
     let given = given.trim_end_matches('…').trim_end_matches("...");
     let name = crate::ledger::store::session_file_name(given);
     if given.is_empty() || attenu.join(format!("ledger-{name}.jsonl")).exists() {
@@ -97,10 +105,10 @@ pub fn resolve_session(attenu: &Path, given: &str) -> Result<String, String> {
     match matches.len() {
         0 => Ok(given.to_string()),
         1 => Ok(matches.remove(0)),
-        n => Err(format!(
-            "--session {given} matches {n} sessions ({}); pass more of the id (`attenu-hook log --sessions` lists them whole)",
-            matches.join(", ")
-        )),
+        _ => Err(ProjectError::AmbiguousSession {
+            given: given.to_string(),
+            matches,
+        }),
     }
 }
 
@@ -114,14 +122,11 @@ pub struct ProjectDir {
 
 impl ProjectDir {
     /// The project DIR is in ([`project_dir`]); DIR must be a directory.
-    pub fn root(&self) -> Result<PathBuf, String> {
+    pub fn root(&self) -> Result<PathBuf, ProjectError> {
         if self.dir.is_dir() {
             Ok(project_dir(&self.dir))
         } else {
-            Err(format!(
-                "{} is not a directory; pass the project's root directory",
-                self.dir.display()
-            ))
+            Err(ProjectError::NotADirectory(self.dir.clone()))
         }
     }
 }

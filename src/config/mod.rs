@@ -214,8 +214,8 @@ pub enum ConfigError {
     #[error("gate.reviewers.{name} must be a 64-hex Ed25519 public key")]
     ReviewerKey { name: String },
     /// `[ship] url` is not a URL the shipper can use; the text says why.
-    #[error("{0}")]
-    ShipUrl(String),
+    #[error(transparent)]
+    ShipUrl(#[from] crate::ship::target::TargetError),
     #[error("ship.checkpoint_every must be between 1 and 100000")]
     CheckpointEvery,
     /// A `[derive] session_pool` entry that names no tool; `why` says what to write.

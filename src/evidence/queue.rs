@@ -5,11 +5,37 @@
 //! (`crate::ship::backfill`). Both hold the ledger's lock.
 
 use super::bundle::Written;
-use super::checkpoint::{self, ObjectNames};
+use super::checkpoint::{self, CheckpointError, ObjectNames};
 use super::outbox;
-use crate::ledger::store::{CheckpointMark, Ledger};
+use crate::ledger::store::{CheckpointMark, Ledger, StoreError};
+use crate::trust::signer::SignerError;
 use crate::trust::Signer;
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Why something could not be queued for shipping. Nothing is marked as queued then, so the
+/// next event (or `attenu-hook ship`) tries again.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error(transparent)]
+    Signer(#[from] SignerError),
+    #[error("the entries since the chain's last checkpoint cannot be read: {0}")]
+    Read(#[from] StoreError),
+    #[error(transparent)]
+    Sign(#[from] CheckpointError),
+    #[error(
+        "the outbox cannot be written ({0}); check the space and permissions of .attenu/outbox/"
+    )]
+    Outbox(#[source] io::Error),
+    #[error("the signing certificate could not be queued: {0}")]
+    Certificate(#[source] io::Error),
+    #[error("bundle {} could not be queued for shipping ({source}); run `attenu-hook ship` after fixing it", .path.display())]
+    Bundle {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
 
 /// Signs chain `index`'s checkpoint and queues it, with the entries since its last one, then
 /// records it as queued in the sealed state.
@@ -18,7 +44,7 @@ pub fn chain(
     ledger: &mut Ledger,
     signer: &Signer,
     index: usize,
-) -> Result<(), String> {
+) -> Result<(), QueueError> {
     let key = &signer.key;
     let chain = ledger.state.chains[index].clone();
     if chain.checkpointed.is_none() {
@@ -36,10 +62,8 @@ pub fn chain(
         .chains
         .get(index + 1)
         .map_or(ledger.state.stamp.len, |next| next.start);
-    let entries = ledger
-        .read_range(from.offset, end)
-        .map_err(|e| e.to_string())?;
-    let signed = checkpoint::sign(key, &chain.chain_id, size, &root).map_err(|e| e.to_string())?;
+    let entries = ledger.read_range(from.offset, end)?;
+    let signed = checkpoint::sign(key, &chain.chain_id, size, &root)?;
     let names = ObjectNames {
         kid: &key.kid,
         session: &ledger.paths.name,
@@ -48,23 +72,23 @@ pub fn chain(
     // Entries first: a checkpoint in the store always has the entries it commits to beside it.
     if size > from.size {
         outbox::put(attenu, &names.entries(from.size, size, &root), &entries)
-            .map_err(|e| e.to_string())?;
+            .map_err(QueueError::Outbox)?;
     }
     outbox::put(attenu, &names.checkpoint(size, &root), signed.as_bytes())
-        .map_err(|e| e.to_string())?;
+        .map_err(QueueError::Outbox)?;
     ledger.mark_checkpointed(index, CheckpointMark { size, offset: end });
     Ok(())
 }
 
-/// Queues the bundles just exported. Returns a warning for each that could not be queued.
+/// Queues the bundles just exported. Returns why for each that could not be queued.
 pub fn bundles(
     attenu: &Path,
     ledger: &Ledger,
     signer: &Signer,
     written: &[Written],
-) -> Vec<String> {
+) -> Vec<QueueError> {
     let key = &signer.key;
-    let mut warnings: Vec<String> = certificate(attenu, signer).err().into_iter().collect();
+    let mut warnings: Vec<QueueError> = certificate(attenu, signer).err().into_iter().collect();
     for w in written {
         let names = ObjectNames {
             kid: &key.kid,
@@ -74,11 +98,11 @@ pub fn bundles(
         let queued = std::fs::read(&w.path).and_then(|bytes| {
             outbox::put(attenu, &names.bundle(w.entries as u64, &w.root), &bytes)
         });
-        if let Err(e) = queued {
-            warnings.push(format!(
-                "bundle {} could not be queued for shipping ({e}); run `attenu-hook ship` after fixing it",
-                w.path.display()
-            ));
+        if let Err(source) = queued {
+            warnings.push(QueueError::Bundle {
+                path: w.path.clone(),
+                source,
+            });
         }
     }
     warnings
@@ -86,7 +110,7 @@ pub fn bundles(
 
 /// Queues the signer's certificate (content-named, so queueing it again ships nothing new);
 /// an uncertified signer has none.
-pub fn certificate(attenu: &Path, signer: &Signer) -> Result<(), String> {
+pub fn certificate(attenu: &Path, signer: &Signer) -> Result<(), QueueError> {
     let Some(cert) = &signer.cert else {
         return Ok(());
     };
@@ -96,5 +120,5 @@ pub fn certificate(attenu: &Path, signer: &Signer) -> Result<(), String> {
         &checkpoint::certificate_name(&signer.key.kid, text.as_bytes()),
         text.as_bytes(),
     )
-    .map_err(|e| format!("the signing certificate could not be queued: {e}"))
+    .map_err(QueueError::Certificate)
 }

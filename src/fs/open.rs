@@ -74,12 +74,12 @@ pub fn check_owned_regular(path: &Path, m: &fs::Metadata) -> Result<(), FsError>
 }
 
 /// Why a state file could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     /// What is at the path is not a file the hook may use: a symlink, not a regular file, or
     /// another user's. The message says what to do.
-    #[error("{0}")]
-    Refused(String),
+    #[error(transparent)]
+    Refused(FsError),
     /// Larger than the caller's bound.
     #[error("{0}")]
     TooLarge(String),
@@ -91,7 +91,8 @@ pub enum ReadError {
 impl From<ReadError> for String {
     fn from(e: ReadError) -> String {
         match e {
-            ReadError::Refused(m) | ReadError::TooLarge(m) | ReadError::Io(m) => m,
+            ReadError::Refused(e) => e.to_string(),
+            ReadError::TooLarge(m) | ReadError::Io(m) => m,
         }
     }
 }
@@ -109,7 +110,7 @@ pub fn open_owned(path: &Path) -> Result<Option<(File, fs::Metadata)>, ReadError
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
             return Err(match refused_open(path, &e) {
-                Some(why) => ReadError::Refused(why.to_string()),
+                Some(why) => ReadError::Refused(why),
                 None => ReadError::Io(format!("cannot open {}: {e}", path.display())),
             })
         }
@@ -117,7 +118,7 @@ pub fn open_owned(path: &Path) -> Result<Option<(File, fs::Metadata)>, ReadError
     let m = file
         .metadata()
         .map_err(|e| ReadError::Io(format!("cannot inspect {}: {e}", path.display())))?;
-    check_owned_regular(path, &m).map_err(|e| ReadError::Refused(e.to_string()))?;
+    check_owned_regular(path, &m).map_err(ReadError::Refused)?;
     Ok(Some((file, m)))
 }
 
@@ -257,7 +258,7 @@ mod tests {
         let link = dir.join("link");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         match open_owned(&link) {
-            Err(ReadError::Refused(m)) => assert!(m.contains("is a symlink"), "{m}"),
+            Err(ReadError::Refused(e)) => assert!(e.to_string().contains("is a symlink"), "{e}"),
             other => panic!("a symlink was not refused: {other:?}"),
         }
         let e = open_read_append(&link).unwrap_err();

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Where a resolution was recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Resolution {
     /// On the ledger, as the call's outcome.
     OnLedger,
@@ -33,7 +33,7 @@ pub enum Resolution {
 
 /// Why a resolution cannot be bound to its call on the ledger: no entry of the format can
 /// carry it, so only `--unbound` closes the marker.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum Unbindable {
     #[error("session {session}'s ledger {} does not exist", .ledger.display())]
     NoLedger { session: String, ledger: PathBuf },

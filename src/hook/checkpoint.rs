@@ -5,6 +5,7 @@
 
 use super::context::Ctx;
 use crate::evidence::bundle::Written;
+use crate::evidence::queue::QueueError;
 use crate::ledger::store::Ledger;
 use crate::trust::Signer;
 
@@ -37,7 +38,7 @@ pub(super) fn make(ctx: &Ctx<'_>, ledger: &mut Ledger, occasion: Occasion) -> Op
         return None;
     }
     let queued = crate::trust::signer::load(ctx.attenu)
-        .map_err(|e| e.to_string())
+        .map_err(QueueError::from)
         .and_then(|signer| {
             due.into_iter()
                 .try_for_each(|i| queue(ctx, ledger, &signer, i))
@@ -55,7 +56,12 @@ pub(super) fn make(ctx: &Ctx<'_>, ledger: &mut Ledger, occasion: Occasion) -> Op
 }
 
 /// Signs chain `index`'s checkpoint and queues it with its entries (`crate::evidence::queue`).
-fn queue(ctx: &Ctx<'_>, ledger: &mut Ledger, signer: &Signer, index: usize) -> Result<(), String> {
+fn queue(
+    ctx: &Ctx<'_>,
+    ledger: &mut Ledger,
+    signer: &Signer,
+    index: usize,
+) -> Result<(), QueueError> {
     crate::evidence::queue::chain(ctx.attenu, ledger, signer, index)
 }
 
@@ -72,5 +78,5 @@ pub(super) fn queue_bundles(
     }
     let warnings = crate::evidence::queue::bundles(ctx.attenu, ledger, signer, written);
     let _ = crate::ship::spawn_detached(ctx.project);
-    warnings
+    warnings.iter().map(ToString::to_string).collect()
 }

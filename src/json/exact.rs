@@ -1,7 +1,7 @@
 //! Whether a JSON text is exactly the RFC 8785 form the ledger writes (checked byte by byte,
 //! for the subset of JSON the ledger uses), and if so its entry hash straight from its own
 //! bytes: SHA-256 of its `prev_hash` and the text without its top-level `hash` member.
-//! Shared by the ledger's re-verify (`store/line.rs`) and the bundle verifier's streaming
+//! Shared by the ledger's re-verify (`ledger/store/line.rs`) and the bundle verifier's streaming
 //! pass (`evidence/verify/fold.rs`), whose entries are the ledger's lines copied verbatim.
 //! Anything outside the subset (a float, a `\u` escape that is not a control character, a
 //! non-ASCII key, white space, a duplicate or unsorted key) is `None`: the caller then

@@ -4,35 +4,58 @@
 //! comments and layout stay; the result must still load as a configuration, or nothing is
 //! written.
 
+use crate::config::ConfigError;
 use std::path::{Path, PathBuf};
 
+/// Why the preset could not be turned on; nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum PresetError {
+    #[error(transparent)]
+    Read(#[from] ConfigError),
+    #[error("{} would not load with [derive] builtin_agents = true ({why}); set it by hand", .path.display())]
+    WouldNotLoad { path: PathBuf, why: String },
+    #[error("cannot create {}: {source}", .dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// The file the preset is written to, and whether it changed.
-pub fn enable_builtin_agents(root: &Path, local: bool) -> Result<(PathBuf, bool), String> {
+pub fn enable_builtin_agents(root: &Path, local: bool) -> Result<(PathBuf, bool), PresetError> {
     let path = if local {
         root.join(".attenu/config.toml")
     } else {
         root.join(crate::config::TEAM_FILE)
     };
     // Read as the configuration is: never through a link, only this user's file.
-    let old = crate::config::read_optional(&path)
-        .map_err(|e| e.to_string())?
-        .unwrap_or_default();
+    let old = crate::config::read_optional(&path)?.unwrap_or_default();
     let new = with_builtin_agents(&old);
     if new == old {
         return Ok((path, false));
     }
-    toml::from_str::<crate::config::Config>(&new).map_err(|e| {
-        format!(
-            "{} would not load with [derive] builtin_agents = true ({}); set it by hand",
-            path.display(),
-            crate::config::one_line(&e.to_string())
-        )
-    })?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if let Err(e) = toml::from_str::<crate::config::Config>(&new) {
+        return Err(PresetError::WouldNotLoad {
+            why: crate::config::one_line(&e.to_string()),
+            path,
+        });
     }
-    crate::fs::write_atomic(&path, new.as_bytes(), true)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| PresetError::CreateDir {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    if let Err(source) = crate::fs::write_atomic(&path, new.as_bytes(), true) {
+        return Err(PresetError::Write { path, source });
+    }
     Ok((path, true))
 }
 

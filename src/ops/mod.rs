@@ -20,7 +20,7 @@ mod shell;
 mod wired_files;
 mod wiring;
 
-pub use builtin_agents::enable_builtin_agents;
+pub use builtin_agents::{enable_builtin_agents, PresetError};
 pub use claude_version::{events_for, installed as installed_claude, VERSIONED_EVENTS};
 pub use doctor::{doctor, doctor_for, doctor_store, Check, CheckId, Severity};
 pub use install::{install, InstallError, Installed};

@@ -5,7 +5,9 @@
 use super::escape::text as esc;
 use super::html::{verdict, Tone};
 use super::model::{BundleView, CallView, Decision, NodeView, MAX_LISTED_CALLS};
-use crate::evidence::verify::{AnchorStatus, Binding, CallState, CheckpointStatus, KeyTrust};
+use crate::evidence::verify::{
+    AnchorStatus, Binding, CallState, CheckpointStatus, KeyTrust, Report,
+};
 use std::fmt::Write as _;
 
 pub fn bundle(out: &mut String, n: usize, b: &BundleView) {
@@ -42,6 +44,42 @@ pub fn bundle(out: &mut String, n: usize, b: &BundleView) {
 /// The verifier's checks, counts and failures, as it reported them.
 fn checks(out: &mut String, b: &BundleView) {
     let r = &b.report;
+    let rows = check_rows(r);
+    out.push_str("<section class=\"checks\">\n<h3>What the verifier checked</h3>\n<table class=\"kv\">\n<tbody>\n");
+    for (name, (value, tone)) in rows {
+        let _ = writeln!(
+            out,
+            "<tr><th scope=\"row\">{name}</th><td><span class=\"badge {}\">{}</span></td></tr>",
+            tone.class(),
+            esc(&value)
+        );
+    }
+    out.push_str("</tbody>\n</table>\n");
+    let _ = writeln!(
+        out,
+        "<p class=\"counts\">{} calls: {} allowed, {} denied, {} would-deny (as <code>log</code> counts them); \
+         <span data-count=\"entries\">{}</span> entries, {} nodes, {} allows measured \
+         for containment, {} not enforced (<code>policy: unlisted</code>); calls observed {}, unobserved {}, \
+         unaccounted {}.</p>",
+        r.actions_checked + r.ungated + r.denied,
+        r.actions_checked,
+        r.denied,
+        r.ungated,
+        r.entries,
+        r.nodes,
+        r.actions_checked,
+        r.ungated,
+        r.calls.observed,
+        r.calls.unobserved,
+        r.calls.unaccounted
+    );
+    failures(out, r);
+    notices(out, r);
+    out.push_str("</section>\n");
+}
+
+/// The verifier's checks, each with its status and how good that is.
+fn check_rows(r: &Report) -> Vec<(&'static str, (String, Tone))> {
     let c = &r.checks;
     let ok = |v: bool| {
         if v {
@@ -71,7 +109,7 @@ fn checks(out: &mut String, b: &BundleView) {
         ),
         (_, v) => level(&v, v == Binding::Clean, v == Binding::Failed),
     };
-    let rows: Vec<(&str, (String, Tone))> = vec![
+    vec![
         (
             "integrity (hash chain, signed anchor)",
             match crate::evidence::verify::signed_by_another_key(r) {
@@ -111,86 +149,67 @@ fn checks(out: &mut String, b: &BundleView) {
             "schema version, root, chain id, field names",
             owned(ok(c.version && c.root && c.chain_id && c.ledger_fields)),
         ),
-    ];
-    out.push_str("<section class=\"checks\">\n<h3>What the verifier checked</h3>\n<table class=\"kv\">\n<tbody>\n");
-    for (name, (value, tone)) in rows {
-        let _ = writeln!(
-            out,
-            "<tr><th scope=\"row\">{name}</th><td><span class=\"badge {}\">{}</span></td></tr>",
-            tone.class(),
-            esc(&value)
-        );
+    ]
+}
+
+/// The verifier's failures, each with where it is and what it says.
+fn failures(out: &mut String, r: &Report) {
+    if r.failures.is_empty() {
+        return;
     }
-    out.push_str("</tbody>\n</table>\n");
     let _ = writeln!(
         out,
-        "<p class=\"counts\">{} calls: {} allowed, {} denied, {} would-deny (as <code>log</code> counts them); \
-         <span data-count=\"entries\">{}</span> entries, {} nodes, {} allows measured \
-         for containment, {} not enforced (<code>policy: unlisted</code>); calls observed {}, unobserved {}, \
-         unaccounted {}.</p>",
-        r.actions_checked + r.ungated + r.denied,
-        r.actions_checked,
-        r.denied,
-        r.ungated,
-        r.entries,
-        r.nodes,
-        r.actions_checked,
-        r.ungated,
-        r.calls.observed,
-        r.calls.unobserved,
-        r.calls.unaccounted
+        "<h3>{} failure(s)</h3>\n<ol class=\"failures\">",
+        r.failures.len()
     );
-    if !r.failures.is_empty() {
+    for f in &r.failures {
+        let mut at = Vec::new();
+        if let Some(i) = f.index {
+            at.push(format!("entry {i}"));
+        }
+        if let Some(s) = f.seq {
+            at.push(format!("seq {s}"));
+        }
+        if let Some(node) = &f.node {
+            at.push(format!("node {}", esc(node)));
+        }
         let _ = writeln!(
             out,
-            "<h3>{} failure(s)</h3>\n<ol class=\"failures\">",
-            r.failures.len()
+            "<li data-failure=\"{}\"><code>{}</code>{}: {}</li>",
+            esc(f.name.as_str()),
+            esc(f.name.as_str()),
+            if at.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", at.join(", "))
+            },
+            esc(&f.detail)
         );
-        for f in &r.failures {
-            let mut at = Vec::new();
-            if let Some(i) = f.index {
-                at.push(format!("entry {i}"));
-            }
-            if let Some(s) = f.seq {
-                at.push(format!("seq {s}"));
-            }
-            if let Some(node) = &f.node {
-                at.push(format!("node {}", esc(node)));
-            }
-            let _ = writeln!(
-                out,
-                "<li data-failure=\"{}\"><code>{}</code>{}: {}</li>",
-                esc(f.name.as_str()),
-                esc(f.name.as_str()),
-                if at.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", at.join(", "))
-                },
-                esc(&f.detail)
-            );
-        }
-        out.push_str("</ol>\n");
     }
-    if !r.notices.is_empty() {
+    out.push_str("</ol>\n");
+}
+
+/// The verifier's notices: what holds, but a reviewer should know.
+fn notices(out: &mut String, r: &Report) {
+    if r.notices.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<h3>{} notice(s)</h3>\n<ol class=\"notices\">",
+        r.notices.len()
+    );
+    for n in &r.notices {
+        let seq = n.seq.map(|s| format!(", seq {s}")).unwrap_or_default();
         let _ = writeln!(
             out,
-            "<h3>{} notice(s)</h3>\n<ol class=\"notices\">",
-            r.notices.len()
+            "<li><code>{}</code> (entry {}{seq}): {}</li>",
+            esc(n.name),
+            n.index,
+            esc(&n.detail)
         );
-        for n in &r.notices {
-            let seq = n.seq.map(|s| format!(", seq {s}")).unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "<li><code>{}</code> (entry {}{seq}): {}</li>",
-                esc(n.name),
-                n.index,
-                esc(&n.detail)
-            );
-        }
-        out.push_str("</ol>\n");
     }
-    out.push_str("</section>\n");
+    out.push_str("</ol>\n");
 }
 
 fn owned((s, t): (&str, Tone)) -> (String, Tone) {

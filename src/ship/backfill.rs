@@ -11,9 +11,12 @@
 //! drain, once per `[ship] url`, remembered in `.attenu/outbox/.backfilled`. A session that is running now is the hook's:
 //! its ledger is locked or, once open, already queued by its SessionStart.
 
+use crate::evidence::bundle::ExportError;
+use crate::evidence::keys::KeyError;
+use crate::evidence::queue::QueueError;
 use crate::evidence::{bundle, keys, queue};
 use crate::ledger::store::{Ledger, SessionPaths, StoreError};
-use crate::trust::Signer;
+use crate::trust::{Signer, SignerError};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -24,6 +27,21 @@ pub struct Backfill {
     pub sessions: Vec<String>,
     /// Ledgers that could not be read or queued, each with why.
     pub problems: Vec<String>,
+}
+
+/// Why one ledger's backlog could not be queued; the next pass tries it again.
+#[derive(Debug, thiserror::Error)]
+enum BackfillError {
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    #[error(transparent)]
+    Ledger(#[from] StoreError),
+    #[error(transparent)]
+    Signer(#[from] SignerError),
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    #[error(transparent)]
+    Export(#[from] ExportError),
 }
 
 /// The marker of a pass that completed for a URL.
@@ -88,7 +106,7 @@ fn ledger_names(attenu: &Path) -> std::io::Result<Vec<String>> {
 }
 
 /// Queues what ledger `name` has not queued. `Ok(true)` when something was.
-fn one(attenu: &Path, name: &str, signer: &mut Option<Signer>) -> Result<bool, String> {
+fn one(attenu: &Path, name: &str, signer: &mut Option<Signer>) -> Result<bool, BackfillError> {
     // The file name is already the sanitised form of the session id.
     let paths = SessionPaths {
         dir: attenu.to_path_buf(),
@@ -96,13 +114,13 @@ fn one(attenu: &Path, name: &str, signer: &mut Option<Signer>) -> Result<bool, S
         state: attenu.join(format!("ledger-{name}.state.json")),
         name: name.to_string(),
     };
-    let mac = keys::checkpoint_mac_key(attenu).map_err(|e| e.to_string())?;
+    let mac = keys::checkpoint_mac_key(attenu)?;
     // A short wait: a ledger a hook holds is skipped, not waited for.
     let mut ledger = match Ledger::open(paths, mac, Instant::now() + Duration::from_millis(100)) {
         Ok(l) => l,
         // A hook holds it: a session running now, which queues its own.
         Err(StoreError::LockTimeout(_)) => return Ok(false),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(e.into()),
     };
     let due: Vec<usize> = (0..ledger.state.chains.len())
         .filter(|&i| ledger.state.chains[i].unshipped() > 0)
@@ -117,19 +135,19 @@ fn one(attenu: &Path, name: &str, signer: &mut Option<Signer>) -> Result<bool, S
     });
     let closing = ended && last_due + 1 == ledger.state.chains.len();
     if signer.is_none() {
-        *signer = Some(crate::trust::signer::load(attenu).map_err(|e| e.to_string())?);
+        *signer = Some(crate::trust::signer::load(attenu)?);
     }
     let signer = signer.as_ref().expect("loaded above");
     for i in due {
         queue::chain(attenu, &mut ledger, signer, i)?;
     }
     if closing {
-        let written = bundle::export_locked(&ledger, signer, None).map_err(|e| e.to_string())?;
+        let written = bundle::export_locked(&ledger, signer, None)?;
         if let Some(w) = queue::bundles(attenu, &ledger, signer, &written)
             .into_iter()
             .next()
         {
-            return Err(w);
+            return Err(w.into());
         }
     }
     Ok(true)

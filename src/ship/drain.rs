@@ -71,10 +71,13 @@ pub enum DrainError {
     /// Another shipper holds the lock and drains this outbox now.
     #[error("another shipper is draining {0} now")]
     Busy(String),
-    #[error("{0}")]
-    Target(String),
+    #[error(transparent)]
+    Target(#[from] super::target::TargetError),
     #[error("the outbox {path} cannot be used: {why}")]
-    Outbox { path: String, why: String },
+    Outbox {
+        path: String,
+        why: super::outbox::OutboxProblem,
+    },
     #[error("cannot start the shipper's runtime: {0}")]
     Runtime(#[source] std::io::Error),
 }
@@ -102,7 +105,7 @@ pub fn drain(
 ) -> Result<Report, DrainError> {
     let target = Target::parse(url).map_err(DrainError::Target)?;
     let outbox = outbox::outbox_dir(project);
-    let outbox_err = |why: String| DrainError::Outbox {
+    let outbox_err = |why: super::outbox::OutboxProblem| DrainError::Outbox {
         path: outbox.display().to_string(),
         why,
     };
@@ -119,7 +122,8 @@ pub fn drain(
             waiting();
         }),
     };
-    let Some(mut held) = lock.map_err(|e| outbox_err(e.to_string()))? else {
+    let Some(mut held) = lock.map_err(|e| outbox_err(super::outbox::OutboxProblem::Lock(e)))?
+    else {
         return Err(DrainError::Busy(outbox.display().to_string()));
     };
     let started = SystemTime::now();
@@ -142,7 +146,9 @@ pub fn drain(
             if store_failed || lock::read_bell(&outbox) == bell {
                 return Ok(report);
             }
-            match lock::try_lock(&outbox).map_err(|e| outbox_err(e.to_string()))? {
+            match lock::try_lock(&outbox)
+                .map_err(|e| outbox_err(super::outbox::OutboxProblem::Lock(e)))?
+            {
                 Some(again) => held = again,
                 // Whoever holds it now scans after the ring.
                 None => return Ok(report),

@@ -52,24 +52,37 @@ pub fn key_ok(key: &str) -> bool {
     key.split('/').all(component_ok)
 }
 
+/// Why the outbox directory cannot be used (the sentence follows its path).
+#[derive(Debug, thiserror::Error)]
+pub enum OutboxProblem {
+    #[error("cannot inspect it: {0}")]
+    Inspect(#[source] std::io::Error),
+    #[error("it is a symlink, which the shipper never follows; replace it with a directory")]
+    Symlink,
+    #[error("it is not a directory; move it aside")]
+    NotADirectory,
+    #[error("it is owned by uid {0}, not this user")]
+    NotOwned(u32),
+    #[error("cannot lock it: {0}")]
+    Lock(#[source] std::io::Error),
+}
+
 /// Whether `outbox` exists (`Ok(false)`: nothing was ever queued), and if it does, that it is
 /// a real directory of this user's, not a symlink to somewhere else.
-pub fn check_dir(outbox: &Path) -> Result<bool, String> {
+pub fn check_dir(outbox: &Path) -> Result<bool, OutboxProblem> {
     let m = match fs::symlink_metadata(outbox) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(format!("cannot inspect it: {e}")),
+        Err(e) => return Err(OutboxProblem::Inspect(e)),
     };
     if m.file_type().is_symlink() {
-        return Err(
-            "it is a symlink, which the shipper never follows; replace it with a directory".into(),
-        );
+        return Err(OutboxProblem::Symlink);
     }
     if !m.is_dir() {
-        return Err("it is not a directory; move it aside".into());
+        return Err(OutboxProblem::NotADirectory);
     }
     if crate::fs::current_uid().is_some_and(|u| m.uid() != u) {
-        return Err(format!("it is owned by uid {}, not this user", m.uid()));
+        return Err(OutboxProblem::NotOwned(m.uid()));
     }
     Ok(true)
 }

@@ -36,15 +36,28 @@ pub fn unix_ms(t: SystemTime) -> u64 {
 
 /// The state of `outbox`'s last drain: `Ok(None)` when no drain has run; an error when the
 /// file cannot be read or is not one a shipper wrote.
-pub fn read(outbox: &Path) -> Result<Option<State>, String> {
+pub fn read(outbox: &Path) -> Result<Option<State>, StateError> {
     let path = outbox.join(STATE_FILE);
     match crate::fs::read_owned(&path, MAX_STATE_BYTES) {
         Ok(None) => Ok(None),
         Ok(Some((bytes, _))) => serde_json::from_slice(&bytes)
             .map(Some)
-            .map_err(|e| format!("{} is not a shipper's state ({e})", path.display())),
-        Err(e) => Err(String::from(e)),
+            .map_err(|source| StateError::NotAState { path, source }),
+        Err(e) => Err(StateError::Unreadable(e)),
     }
+}
+
+/// Why the last drain's state cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error(transparent)]
+    Unreadable(crate::fs::ReadError),
+    #[error("{} is not a shipper's state ({source})", .path.display())]
+    NotAState {
+        path: std::path::PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// Replaces `outbox`'s state. Not synced: a state lost in a crash only makes `doctor` report

@@ -146,27 +146,50 @@ pub struct TrustedCas {
     fingerprints: Vec<Fingerprint>,
 }
 
+/// Why a CA key file or a revocation list cannot be read as one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TrustListError {
+    #[error("line {line}: {why}")]
+    Line { line: usize, why: LineProblem },
+    #[error("it holds no CA key (expected `ssh-ed25519 AAAA…` lines)")]
+    NoCaKey,
+}
+
+/// What is wrong with one line of a CA key file or a revocation list.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineProblem {
+    #[error("not an OpenSSH public key ({0})")]
+    NotAPublicKey(String),
+    #[error("a serial is a whole number")]
+    NotASerial,
+    #[error("expected `id:<key id>`, `serial:<n>` or an `ssh-ed25519 AAAA…` key")]
+    NotARevocation,
+    #[error("only Ed25519 keys sign for attenu-hook")]
+    NotEd25519,
+}
+
 impl TrustedCas {
     /// Parses CA public key lines; every line must be a key.
-    pub fn parse(text: &str) -> Result<TrustedCas, String> {
+    pub fn parse(text: &str) -> Result<TrustedCas, TrustListError> {
         let mut cas = TrustedCas::default();
         for (i, line) in text.trim_start_matches('\u{feff}').lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            cas.add(line).map_err(|e| format!("line {}: {e}", i + 1))?;
+            cas.add(line)
+                .map_err(|why| TrustListError::Line { line: i + 1, why })?;
         }
         if cas.fingerprints.is_empty() {
-            return Err("it holds no CA key (expected `ssh-ed25519 AAAA…` lines)".into());
+            return Err(TrustListError::NoCaKey);
         }
         Ok(cas)
     }
 
     /// Adds one CA public key line.
-    pub fn add(&mut self, line: &str) -> Result<(), String> {
-        let key = PublicKey::from_openssh(line)
-            .map_err(|e| format!("not an OpenSSH public key ({e})"))?;
+    pub fn add(&mut self, line: &str) -> Result<(), LineProblem> {
+        let key =
+            PublicKey::from_openssh(line).map_err(|e| LineProblem::NotAPublicKey(e.to_string()))?;
         self.fingerprints.push(key.fingerprint(HashAlg::Sha256));
         Ok(())
     }
@@ -191,29 +214,25 @@ pub struct Revocations {
 }
 
 impl Revocations {
-    pub fn parse(text: &str) -> Result<Revocations, String> {
+    pub fn parse(text: &str) -> Result<Revocations, TrustListError> {
         let mut r = Revocations::default();
         for (i, line) in text.trim_start_matches('\u{feff}').lines().enumerate() {
             let line = line.trim();
-            let bad = |why: &str| format!("line {}: {why}", i + 1);
+            let bad = |why| TrustListError::Line { line: i + 1, why };
             if line.is_empty() || line.starts_with('#') {
                 continue;
             } else if let Some(id) = line.strip_prefix("id:") {
                 r.key_ids.insert(id.trim().to_string());
             } else if let Some(n) = line.strip_prefix("serial:") {
-                r.serials.insert(
-                    n.trim()
-                        .parse()
-                        .map_err(|_| bad("a serial is a whole number"))?,
-                );
+                r.serials
+                    .insert(n.trim().parse().map_err(|_| bad(LineProblem::NotASerial))?);
             } else {
-                let key = PublicKey::from_openssh(line).map_err(|_| {
-                    bad("expected `id:<key id>`, `serial:<n>` or an `ssh-ed25519 AAAA…` key")
-                })?;
+                let key =
+                    PublicKey::from_openssh(line).map_err(|_| bad(LineProblem::NotARevocation))?;
                 let ed = key
                     .key_data()
                     .ed25519()
-                    .ok_or_else(|| bad("only Ed25519 keys sign for attenu-hook"))?;
+                    .ok_or_else(|| bad(LineProblem::NotEd25519))?;
                 r.keys.insert(ed.0);
             }
         }
@@ -286,4 +305,40 @@ pub fn utc(secs: u64) -> String {
         return "forever".to_string();
     }
     crate::clock::rfc3339_ms(secs.saturating_mul(1000))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_line_is_named_by_its_number_and_its_problem() {
+        let e = Revocations::parse("# taken back\nid:alice\nserial:x\n").unwrap_err();
+        assert_eq!(
+            e,
+            TrustListError::Line {
+                line: 3,
+                why: LineProblem::NotASerial
+            }
+        );
+        assert_eq!(e.to_string(), "line 3: a serial is a whole number");
+        assert_eq!(
+            Revocations::parse("nonsense").unwrap_err(),
+            TrustListError::Line {
+                line: 1,
+                why: LineProblem::NotARevocation
+            }
+        );
+        assert_eq!(
+            TrustedCas::parse("# none\n\n").unwrap_err(),
+            TrustListError::NoCaKey
+        );
+        assert!(matches!(
+            TrustedCas::parse("\nnot a key").unwrap_err(),
+            TrustListError::Line {
+                line: 2,
+                why: LineProblem::NotAPublicKey(_)
+            }
+        ));
+    }
 }

@@ -10,5 +10,5 @@ pub mod pin;
 pub mod signer;
 
 pub use cert::{Cert, CertProblem, CertView, Revocations, TrustedCas};
-pub use pin::CaPin;
+pub use pin::{CaPin, CaPinError};
 pub use signer::{Signer, SignerError};

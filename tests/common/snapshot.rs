@@ -1,6 +1,6 @@
-//! Command-line text pinned as files under `tests/snapshots/`: what `verify`, `doctor`, `log` and
-//! `--derive --human` print is part of the interface (people read it, scripts grep it), so a
-//! change to it shows in review as a change to a snapshot file.
+//! Command-line text pinned as files under `tests/snapshots/`: what `verify`, `doctor`, `log`,
+//! `--derive --human` and every command's `--help` print is part of the interface (people read
+//! it, scripts grep it), so a change to it shows in review as a change to a snapshot file.
 //!
 //! `assert_snapshot("verify-valid.txt", &text)` compares; a run with `UPDATE_SNAPSHOTS=1` writes
 //! the files instead (then review the diff). [`mask`] first replaces what differs between runs:

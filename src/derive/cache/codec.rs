@@ -3,7 +3,9 @@
 //! Little-endian `u32` counts and lengths, strings as length and UTF-8 bytes:
 //!
 //! ```text
-//! key digest
+//! key
+//! head index slices          what one call reads of a session's pin ([`super::slice`])
+//! digest
 //! n_scopes  scope*            every scope named anywhere, sorted and distinct
 //! n_sets    (len index*)*     each distinct set once, as ascending indices into the scopes
 //! root_set root_excluded_set
@@ -28,8 +30,9 @@ use crate::derive::rules::{Rules, SettingsRule};
 use crate::derive::scopes::Scopes;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The body for `roster`, derived from the inputs named by `key`.
-pub fn encode<'a>(key: &str, roster: &'a Roster) -> Vec<u8> {
+/// The body for `roster`, derived from the inputs named by `key`; its slices are sealed with
+/// `mac_key`.
+pub fn encode<'a>(key: &str, roster: &'a Roster, mac_key: &[u8; 32]) -> Vec<u8> {
     let mut sets: Vec<&BTreeSet<String>> = Vec::new();
     let mut set_of = |s: &'a BTreeSet<String>| -> u32 {
         let found = sets.iter().position(|t| std::ptr::eq(*t, s) || **t == *s);
@@ -54,6 +57,7 @@ pub fn encode<'a>(key: &str, roster: &'a Roster) -> Vec<u8> {
     let table: Vec<&str> = all.into_iter().collect();
     let mut out = Vec::with_capacity(4096);
     put_str(&mut out, key);
+    super::slice::put(&mut out, &super::slice::encode(roster, mac_key));
     put_str(&mut out, &roster.digest);
     put_u32(&mut out, table.len());
     for s in &table {
@@ -157,89 +161,30 @@ pub fn decode_for(body: &[u8], agent: Option<&str>) -> Option<(String, Roster)> 
 fn decode_with(body: &[u8], only: Option<Option<&str>>) -> Option<(String, Roster)> {
     let mut r = Reader { rest: body };
     let key = r.string()?;
+    // The slices: read by a call alone ([`super::slice`]), passed over here.
+    for _ in 0..3 {
+        r.bytes()?;
+    }
     let digest = r.string()?;
-    let n = r.count(4)?;
-    let mut table: Vec<&str> = Vec::with_capacity(n);
-    for _ in 0..n {
-        let s = std::str::from_utf8(r.bytes()?).ok()?;
-        if table.last().is_some_and(|last| *last >= s) {
-            return None;
-        }
-        table.push(s);
-    }
-    // Each set's members as indices, checked; a set is built (once) when something holds it.
-    let n = r.count(4)?;
-    let mut raw: Vec<&[u8]> = Vec::with_capacity(n);
-    for _ in 0..n {
-        let len = r.count(4)?;
-        let members = r.take(len * 4)?;
-        let mut last = None;
-        for i in members.chunks_exact(4) {
-            let i = u32::from_le_bytes(i.try_into().ok()?) as usize;
-            if i >= table.len() || last.is_some_and(|l| l >= i) {
-                return None;
-            }
-            last = Some(i);
-        }
-        raw.push(members);
-    }
-    let mut built: Vec<Option<Scopes>> = vec![None; raw.len()];
-    let mut set = |i: u32| -> Option<Scopes> {
-        let i = i as usize;
-        let members = raw.get(i)?;
-        let s = built[i].get_or_insert_with(|| {
-            members
-                .chunks_exact(4)
-                .map(|m| table[u32::from_le_bytes([m[0], m[1], m[2], m[3]]) as usize].to_string())
-                .collect::<BTreeSet<String>>()
-                .into()
-        });
-        Some(s.clone())
+    let table = read_table(&mut r)?;
+    let raw = read_sets(&mut r, table.len())?;
+    let mut sets = Sets {
+        built: vec![None; raw.len()],
+        nothing: Scopes::default(),
+        table,
+        raw,
     };
-    let root = set(r.u32()?)?;
-    let root_excluded = (*set(r.u32()?)?).clone();
-    let nothing = Scopes::default();
+    let root = sets.get(r.u32()?)?;
+    let root_excluded = (*sets.get(r.u32()?)?).clone();
     let n = r.count(10)?;
     let mut agents: Vec<(String, AgentAuthority)> = Vec::with_capacity(n);
     for _ in 0..n {
         let name = r.string()?;
-        let (scopes, excluded) = (r.u32()?, r.u32()?);
-        if scopes as usize >= raw.len() || excluded as usize >= raw.len() {
-            return None;
-        }
         if agents.last().is_some_and(|(last, _)| *last >= name) {
             return None;
         }
         let wanted = only.is_none_or(|a| a == Some(name.as_str()));
-        let a = if wanted {
-            let invalid = match r.byte()? {
-                0 => None,
-                1 => Some(r.string()?),
-                _ => return None,
-            };
-            AgentAuthority {
-                scopes: set(scopes)?,
-                excluded: (*set(excluded)?).clone(),
-                invalid,
-                rules: Rules::new(),
-                source: r.string()?,
-            }
-        } else {
-            // Passed over without a copy: its note and source are not read for this call.
-            match r.byte()? {
-                0 => {}
-                1 => _ = r.bytes()?,
-                _ => return None,
-            }
-            r.bytes()?;
-            AgentAuthority {
-                scopes: nothing.clone(),
-                excluded: BTreeSet::new(),
-                invalid: Some(String::new()),
-                rules: Rules::new(),
-                source: String::new(),
-            }
-        };
+        let a = read_agent(&mut r, &mut sets, wanted)?;
         agents.push((name, a));
     }
     let unrepresented = r.strings()?;
@@ -272,6 +217,102 @@ fn decode_with(body: &[u8], only: Option<Option<&str>>) -> Option<(String, Roste
         why,
     };
     Some((key, roster))
+}
+
+/// The string table: every scope named, in strictly ascending order.
+fn read_table<'a>(r: &mut Reader<'a>) -> Option<Vec<&'a str>> {
+    let n = r.count(4)?;
+    let mut table: Vec<&str> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let s = std::str::from_utf8(r.bytes()?).ok()?;
+        if table.last().is_some_and(|last| *last >= s) {
+            return None;
+        }
+        table.push(s);
+    }
+    Some(table)
+}
+
+/// Each set's members as indices into a table of `table_len` strings, checked (in range and
+/// strictly ascending) but not yet built.
+fn read_sets<'a>(r: &mut Reader<'a>, table_len: usize) -> Option<Vec<&'a [u8]>> {
+    let n = r.count(4)?;
+    let mut raw: Vec<&[u8]> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = r.count(4)?;
+        let members = r.take(len * 4)?;
+        let mut last = None;
+        for i in members.chunks_exact(4) {
+            let i = u32::from_le_bytes(i.try_into().ok()?) as usize;
+            if i >= table_len || last.is_some_and(|l| l >= i) {
+                return None;
+            }
+            last = Some(i);
+        }
+        raw.push(members);
+    }
+    Some(raw)
+}
+
+/// The body's sets, each built (once) when something holds it.
+struct Sets<'a> {
+    table: Vec<&'a str>,
+    raw: Vec<&'a [u8]>,
+    built: Vec<Option<Scopes>>,
+    /// What an agent passed over holds: one empty set, shared.
+    nothing: Scopes,
+}
+
+impl Sets<'_> {
+    fn get(&mut self, i: u32) -> Option<Scopes> {
+        let i = i as usize;
+        let members = self.raw.get(i)?;
+        let table = &self.table;
+        let s = self.built[i].get_or_insert_with(|| {
+            members
+                .chunks_exact(4)
+                .map(|m| table[u32::from_le_bytes([m[0], m[1], m[2], m[3]]) as usize].to_string())
+                .collect::<BTreeSet<String>>()
+                .into()
+        });
+        Some(s.clone())
+    }
+}
+
+/// One agent's authority after its name; one not `wanted` is passed over without a copy (its
+/// note and source are not read for this call) and holds nothing.
+fn read_agent(r: &mut Reader<'_>, sets: &mut Sets<'_>, wanted: bool) -> Option<AgentAuthority> {
+    let (scopes, excluded) = (r.u32()?, r.u32()?);
+    if scopes as usize >= sets.raw.len() || excluded as usize >= sets.raw.len() {
+        return None;
+    }
+    if !wanted {
+        match r.byte()? {
+            0 => {}
+            1 => _ = r.bytes()?,
+            _ => return None,
+        }
+        r.bytes()?;
+        return Some(AgentAuthority {
+            scopes: sets.nothing.clone(),
+            excluded: BTreeSet::new(),
+            invalid: Some(String::new()),
+            rules: Rules::new(),
+            source: String::new(),
+        });
+    }
+    let invalid = match r.byte()? {
+        0 => None,
+        1 => Some(r.string()?),
+        _ => return None,
+    };
+    Some(AgentAuthority {
+        scopes: sets.get(scopes)?,
+        excluded: (*sets.get(excluded)?).clone(),
+        invalid,
+        rules: Rules::new(),
+        source: r.string()?,
+    })
 }
 
 /// The key a body was derived from, read without decoding the roster.
@@ -401,7 +442,7 @@ mod tests {
     #[test]
     fn a_roster_reads_back_as_it_was_written_sharing_its_sets() {
         let r = roster();
-        let body = encode("k", &r);
+        let body = encode("k", &r, &[7; 32]);
         let (key, back) = decode(&body).unwrap();
         assert_eq!(key, "k");
         assert_eq!(back, r);
@@ -412,7 +453,7 @@ mod tests {
     #[test]
     fn a_roster_read_for_one_agent_holds_that_agents_sets_and_every_name() {
         let r = roster();
-        let body = encode("k", &r);
+        let body = encode("k", &r, &[7; 32]);
         for agent in [Some("b"), Some("Ünï c"), None] {
             let (_, one) = decode_for(&body, agent).unwrap();
             assert_eq!(one.root, r.root);
@@ -441,7 +482,7 @@ mod tests {
 
     #[test]
     fn anything_but_a_whole_body_is_refused() {
-        let body = encode("k", &roster());
+        let body = encode("k", &roster(), &[7; 32]);
         for cut in 0..body.len() {
             assert!(decode(&body[..cut]).is_none(), "cut at {cut}");
         }

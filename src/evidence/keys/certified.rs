@@ -7,10 +7,10 @@
 //! trusted through it only when a pinned CA vouches for it ([`crate::trust::CaPin::check`]),
 //! and the anchor's signature must then hold under the certified key.
 
-use crate::trust::Cert;
+use crate::trust::{Cert, CertProblem};
 use serde_json::Value;
-use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
 
 /// The tail read for the envelope: a certificate line is a few hundred bytes, a checkpoint
 /// less; an envelope `export` wrote is far smaller than this.
@@ -26,9 +26,31 @@ pub struct BundleSigner {
     pub signed_at_ms: Option<u64>,
 }
 
+/// Why a bundle's signer certificate cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SignerCertError {
+    #[error("cannot read {}: {source}", .path.display())]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("its \"signer\" member has no \"certificate\" string")]
+    NoCertificateString,
+    #[error("its signer certificate: {0}")]
+    Certificate(#[from] CertProblem),
+    /// `verify --ca` of a bundle whose signer is not certified.
+    #[error(
+        "this bundle carries no signer certificate, so no CA vouches for the key that signed it; \
+         the machine signed with its own key (`attenu-hook enroll` certifies one). Pin that key \
+         with --pub FILE instead"
+    )]
+    Absent,
+}
+
 /// The signer the bundle at `path` names, if it names one. Errors say what is wrong with the
 /// certificate or the file.
-pub fn bundle_signer(path: &Path) -> Result<Option<BundleSigner>, String> {
+pub fn bundle_signer(path: &Path) -> Result<Option<BundleSigner>, SignerCertError> {
     let Some(envelope) = envelope(path)? else {
         return Ok(None);
     };
@@ -38,31 +60,31 @@ pub fn bundle_signer(path: &Path) -> Result<Option<BundleSigner>, String> {
     let line = signer
         .get("certificate")
         .and_then(Value::as_str)
-        .ok_or("its \"signer\" member has no \"certificate\" string")?;
-    let cert = Cert::parse(line).map_err(|e| format!("its signer certificate: {e}"))?;
+        .ok_or(SignerCertError::NoCertificateString)?;
+    let cert = Cert::parse(line)?;
     let signed_at_ms = envelope.pointer("/anchor/ts").and_then(Value::as_u64);
     Ok(Some(BundleSigner { cert, signed_at_ms }))
 }
 
 /// Everything of the bundle but its entries, or `None` when the file is not a JSON object.
-fn envelope(path: &Path) -> Result<Option<Value>, String> {
-    let mut file =
-        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let len = file
-        .metadata()
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?
-        .len();
+fn envelope(path: &Path) -> Result<Option<Value>, SignerCertError> {
+    let unreadable = |source| SignerCertError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(unreadable)?;
+    let len = file.metadata().map_err(unreadable)?.len();
     let mut tail = Vec::new();
     file.seek(SeekFrom::Start(len.saturating_sub(TAIL)))
         .and_then(|_| file.take(TAIL).read_to_end(&mut tail))
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        .map_err(unreadable)?;
     if let Some(v) = envelope_in_tail(&tail) {
         return Ok(Some(v));
     }
     if len > WHOLE_LIMIT {
         return Ok(None);
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes = std::fs::read(path).map_err(unreadable)?;
     Ok(serde_json::from_slice::<Value>(&bytes)
         .ok()
         .filter(Value::is_object))

@@ -70,7 +70,10 @@ pub enum KeyFileError {
     },
     /// The bundle's signer certificate cannot be read, or (with `--ca`) is absent.
     #[error("{}: {why}", .bundle.display())]
-    Certificate { bundle: PathBuf, why: String },
+    Certificate {
+        bundle: PathBuf,
+        why: super::certified::SignerCertError,
+    },
     /// With `--ca`: the certificate does not certify the signer under the pinned CA.
     #[error(
         "{}: the signer's certificate (key id {key_id:?}) is not valid under the CA you pinned ({ca}): {why}",
@@ -205,10 +208,7 @@ impl KeyChoice {
         let Some(signer) = signer_of(bundle)? else {
             return Err(KeyFileError::Certificate {
                 bundle: bundle.to_path_buf(),
-                why: "this bundle carries no signer certificate, so no CA vouches for the key that signed it; \
-                      the machine signed with its own key (`attenu-hook enroll` certifies one). Pin that key \
-                      with --pub FILE instead"
-                    .into(),
+                why: super::certified::SignerCertError::Absent,
             });
         };
         let at = signer.signed_at_ms.unwrap_or(0) / 1000;

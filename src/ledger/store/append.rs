@@ -1,7 +1,7 @@
 //! Appending entries: seal each onto its chain, one write, fsync, then the sealed state.
 
 use super::state::{end_open_calls, track_pending, ChainInfo, State};
-use super::{Ledger, StoreError};
+use super::{Ledger, LedgerIo, StoreError};
 use crate::fs;
 use crate::json::canonical;
 use crate::ledger::chain;
@@ -53,9 +53,7 @@ impl Ledger {
         next.last_line = last_line;
         next.stamp = self.stamp()?;
         if next.stamp.len != offset {
-            return Err(StoreError::Io(
-                "the ledger changed size unexpectedly during the append".into(),
-            ));
+            return Err(LedgerIo::ChangedSize.into());
         }
         self.state = next;
         self.recovered = None;
@@ -74,18 +72,12 @@ impl Ledger {
         // flush is skipped.
         let sync_dir = self.name_unsynced
             && !(self.created && fs::new_name_durable_with_file(self.state.stamp.dev));
-        (&self.file)
-            .write_all(buf)
-            .map_err(|e| StoreError::Io(format!("cannot write the ledger: {e}")))?;
-        self.file
-            .sync_data()
-            .map_err(|e| StoreError::Io(format!("cannot fsync the ledger: {e}")))?;
+        (&self.file).write_all(buf).map_err(LedgerIo::Write)?;
+        self.file.sync_data().map_err(LedgerIo::Fsync)?;
         if sync_dir {
-            fs::sync_dir(&self.paths.dir).map_err(|e| {
-                StoreError::Io(format!(
-                    "cannot fsync {} after creating the ledger: {e}",
-                    self.paths.dir.display()
-                ))
+            fs::sync_dir(&self.paths.dir).map_err(|source| LedgerIo::FsyncDir {
+                dir: self.paths.dir.clone(),
+                source,
             })?;
         }
         self.name_unsynced = false;
@@ -107,22 +99,16 @@ fn seal_onto(
         end_open_calls(state);
         state.chains.push(ChainInfo::opened_by(&e, index, offset));
     }
-    let chain = state
-        .chains
-        .last_mut()
-        .ok_or_else(|| StoreError::Io("an entry was appended before any root".into()))?;
+    let chain = state.chains.last_mut().ok_or(LedgerIo::NoRoot)?;
     e.insert("v".into(), Value::from(2));
     e.insert("c14n".into(), Value::from("JCS"));
     e.insert("seq".into(), Value::from(chain.entries));
-    let hash = chain::seal(&mut e, &chain.head)
-        .map_err(|err| StoreError::Io(format!("entry cannot be canonicalised: {err}")))?;
+    let hash = chain::seal(&mut e, &chain.head).map_err(LedgerIo::Canonical)?;
     chain.note_entry(&e);
-    chain
-        .grow_tree(&hash)
-        .map_err(|e| StoreError::Io(e.to_string()))?;
+    chain.grow_tree(&hash).map_err(LedgerIo::Tree)?;
     let chain_id = chain.chain_id.clone();
     chain.head = hash;
     chain.entries += 1;
     track_pending(&mut state.pending, &e, &chain_id);
-    canonical::to_vec(&Value::Object(e)).map_err(|err| StoreError::Io(err.to_string()))
+    Ok(canonical::to_vec(&Value::Object(e)).map_err(LedgerIo::Canonical)?)
 }

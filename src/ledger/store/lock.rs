@@ -1,6 +1,6 @@
 //! The ledger's exclusive lock: a blocking `flock` with a deadline.
 
-use super::StoreError;
+use super::{LedgerIo, StoreError};
 use std::fs::File;
 use std::path::Path;
 use std::time::Instant;
@@ -13,32 +13,29 @@ pub(super) fn acquire(lock: &File, path: &Path, deadline: Instant) -> Result<(),
     match lock.try_lock() {
         Ok(()) => return Ok(()),
         Err(std::fs::TryLockError::WouldBlock) => {}
-        Err(std::fs::TryLockError::Error(e)) => {
-            return Err(StoreError::Io(format!(
-                "cannot lock {}: {e}",
-                path.display()
-            )))
-        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(lock_failed(path, e)),
     }
     // A second descriptor of the same open file: flock belongs to the open file description,
     // so the lock taken through it is this process's lock on `lock` too.
-    let waiter = lock
-        .try_clone()
-        .map_err(|e| StoreError::Io(format!("cannot lock {}: {e}", path.display())))?;
+    let waiter = lock.try_clone().map_err(|e| lock_failed(path, e))?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("ledger-lock".into())
         .spawn(move || {
             let _ = tx.send(waiter.lock());
         })
-        .map_err(|e| StoreError::Io(format!("cannot wait for the lock: {e}")))?;
+        .map_err(LedgerIo::WaitForLock)?;
     match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
         Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(StoreError::Io(format!("cannot lock {}: {e}", path.display()))),
-        Err(_) => Err(StoreError::LockTimeout(format!(
-            "another process held {} for too long; if no attenu-hook or Claude Code process is running, look for a stuck process holding it (fuser {})",
-            path.display(),
-            path.display()
-        ))),
+        Ok(Err(e)) => Err(lock_failed(path, e)),
+        Err(_) => Err(StoreError::LockTimeout(path.to_path_buf())),
     }
+}
+
+fn lock_failed(path: &Path, source: std::io::Error) -> StoreError {
+    LedgerIo::Lock {
+        path: path.to_path_buf(),
+        source,
+    }
+    .into()
 }

@@ -53,6 +53,7 @@
 //! append and its state leaves a stale state file, not a missing one.
 
 mod append;
+mod error;
 mod line;
 mod lock;
 mod progress;
@@ -60,6 +61,7 @@ mod seal;
 mod state;
 mod verify;
 
+pub use error::{LedgerIo, Reverifying, StoreError, Unverifiable};
 pub use seal::{
     holds_sealed_prefix, read_sealed_state, unseal_state, Found, MAX_SEALED_STATE_BYTES,
 };
@@ -77,22 +79,6 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-/// Why the ledger cannot be used for this call.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StoreError {
-    #[error("{0}")]
-    Unsafe(String),
-    #[error("{0}")]
-    LockTimeout(String),
-    #[error("{0}")]
-    Unverifiable(String),
-    #[error("{0}")]
-    Io(String),
-    /// A re-verify from GENESIS ran out of time; its progress is kept for the next call.
-    #[error("{0}")]
-    Incomplete(String),
-}
 
 /// A file name for a session id that can never leave `.attenu/` and never collides with
 /// another id's: ids of `[a-z0-9_-]` (Claude Code's UUIDs) are used as they are; any other id
@@ -175,7 +161,7 @@ impl Ledger {
         lock_deadline: Instant,
         work_deadline: Option<Instant>,
     ) -> Result<Ledger, StoreError> {
-        fs::ensure_private_dir(&paths.dir).map_err(|e| StoreError::Unsafe(e.to_string()))?;
+        fs::ensure_private_dir(&paths.dir)?;
         // Before the anchor key or a ledger is written into it (see `fs::GIT_IGNORE_FILE`).
         fs::ensure_git_ignore(&paths.dir);
         // The lock is the ledger itself: nothing ever replaces its inode (a torn tail is cut in
@@ -185,8 +171,11 @@ impl Ledger {
         // (see `load`).
         let (file, created) = fs::open_read_append(&paths.ledger).map_err(|e| {
             match fs::refused_open(&paths.ledger, &e) {
-                Some(why) => StoreError::Unsafe(why.to_string()),
-                None => StoreError::Io(format!("cannot open {}: {e}", paths.ledger.display())),
+                Some(why) => StoreError::Unsafe(why),
+                None => StoreError::Io(LedgerIo::Open {
+                    path: paths.ledger.clone(),
+                    source: e,
+                }),
             }
         })?;
         acquire(&file, &paths.ledger, lock_deadline)?;
@@ -208,9 +197,7 @@ impl Ledger {
     }
 
     fn metadata(&self) -> Result<std::fs::Metadata, StoreError> {
-        self.file
-            .metadata()
-            .map_err(|e| StoreError::Io(format!("cannot stat the ledger: {e}")))
+        self.file.metadata().map_err(|e| LedgerIo::Stat(e).into())
     }
 
     fn stamp(&self) -> Result<FileStamp, StoreError> {
@@ -219,8 +206,7 @@ impl Ledger {
 
     fn load(&mut self) -> Result<(), StoreError> {
         let meta = self.metadata()?;
-        fs::check_owned_regular(&self.paths.ledger, &meta)
-            .map_err(|e| StoreError::Unsafe(e.to_string()))?;
+        fs::check_owned_regular(&self.paths.ledger, &meta)?;
         let stamp = FileStamp::of(&meta);
         let found = self.read_sealed()?;
         if let Found::Sealed(state) = &found {
@@ -250,14 +236,12 @@ impl Ledger {
     /// checkpoint's entries object).
     pub fn read_range(&self, from: u64, to: u64) -> Result<Vec<u8>, StoreError> {
         if from > to || to > self.state.stamp.len {
-            return Err(StoreError::Io(format!(
-                "bytes {from}..{to} are outside the verified ledger"
-            )));
+            return Err(LedgerIo::OutsideVerified { from, to }.into());
         }
         let mut buf = vec![0u8; (to - from) as usize];
         self.file
             .read_exact_at(&mut buf, from)
-            .map_err(|e| StoreError::Io(format!("cannot read the ledger: {e}")))?;
+            .map_err(LedgerIo::Read)?;
         Ok(buf)
     }
 
@@ -274,7 +258,7 @@ impl Ledger {
         let mut buf = vec![0u8; self.state.stamp.len as usize];
         self.file
             .read_exact_at(&mut buf, 0)
-            .map_err(|e| StoreError::Io(format!("cannot read the ledger: {e}")))?;
+            .map_err(LedgerIo::Read)?;
         Ok(buf)
     }
 }

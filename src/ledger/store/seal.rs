@@ -4,7 +4,7 @@
 //! [`super`]).
 
 use super::state::{LossCause, State};
-use super::{Ledger, StoreError};
+use super::{Ledger, StoreError, Unverifiable};
 use crate::fs::{self, SealedFormat};
 use crate::ledger::chain;
 use serde_json::Value;
@@ -47,14 +47,14 @@ impl Ledger {
         if holds {
             return Ok(());
         }
-        Err(StoreError::Unverifiable(format!(
-            "{} no longer holds what was verified and appended to it ({} bytes, {} entries then; {} bytes now): entries were removed, or the file was replaced by an older copy. It is kept as evidence and nothing more is appended to it. If you moved the ledger aside on purpose, move its checkpoint {} aside too to start a new ledger for this session",
-            self.paths.ledger.display(),
-            prior.stamp.len,
-            prior.chains.iter().map(|c| c.entries).sum::<u64>(),
-            len,
-            self.paths.state.display(),
-        )))
+        Err(Unverifiable::Shrunk {
+            ledger: self.paths.ledger.clone(),
+            state: self.paths.state.clone(),
+            then_bytes: prior.stamp.len,
+            then_entries: prior.chains.iter().map(|c| c.entries).sum::<u64>(),
+            now_bytes: len,
+        }
+        .into())
     }
 
     /// The checkpoint, as found. One that cannot vouch for the ledger (missing, unreadable,

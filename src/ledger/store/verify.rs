@@ -5,7 +5,7 @@ use super::line::{self, LineError, Parsed};
 use super::progress::Progress;
 use super::seal::Found;
 use super::state::{end_open_calls, track_pending, ChainInfo, CheckpointLoss, LossCause, State};
-use super::{whole_lines_len, Ledger, StoreError};
+use super::{whole_lines_len, Ledger, LedgerIo, Reverifying, StoreError, Unverifiable};
 use crate::fs;
 use crate::ledger::chain::{self, ChainBreak};
 use crate::ledger::fields::{event, field};
@@ -44,7 +44,7 @@ impl Ledger {
             let mut torn = vec![0u8; (len - cut) as usize];
             self.file
                 .read_exact_at(&mut torn, cut)
-                .map_err(|e| StoreError::Io(format!("cannot read the ledger: {e}")))?;
+                .map_err(LedgerIo::Read)?;
             self.recover_torn_tail(&torn, cut)?;
         }
         let stamp = self.stamp()?;
@@ -66,13 +66,13 @@ impl Ledger {
         };
         if !self.stream(&mut progress.scanner, cut)? {
             self.write_progress(&progress);
-            return Err(StoreError::Incomplete(format!(
-                "{} is being re-verified from GENESIS because its checkpoint could not vouch for it: {} of {} MB done ({} entries) when this call ran out of time. Nothing was recorded for this call; the next call continues where this one stopped",
-                self.paths.ledger.display(),
-                progress.scanner.offset >> 20,
-                cut >> 20,
-                progress.scanner.entries(),
-            )));
+            return Err(Reverifying {
+                ledger: self.paths.ledger.clone(),
+                done_mb: progress.scanner.offset >> 20,
+                total_mb: cut >> 20,
+                entries: progress.scanner.entries(),
+            }
+            .into());
         }
         let entries = progress.scanner.entries();
         self.state = progress.scanner.finish();
@@ -102,7 +102,7 @@ impl Ledger {
         let read = |buf: &mut [u8], at: u64| {
             self.file
                 .read_exact_at(buf, at)
-                .map_err(|e| StoreError::Io(format!("cannot read the ledger: {e}")))
+                .map_err(|e| StoreError::from(LedgerIo::Read(e)))
         };
         let mut buf = Vec::new();
         // At least one chunk per call, whatever the deadline, so every call makes progress.
@@ -133,11 +133,12 @@ impl Ledger {
     }
 
     fn unverifiable(&self, e: &ScanError) -> StoreError {
-        StoreError::Unverifiable(format!(
-            "{} does not verify ({e}); it is kept as evidence and nothing more is appended to it. Move it and its checkpoint {} aside (for example with a .broken suffix) to start a new ledger for this session, and keep the old one for review",
-            self.paths.ledger.display(),
-            self.paths.state.display()
-        ))
+        Unverifiable::Broken {
+            ledger: self.paths.ledger.clone(),
+            state: self.paths.state.clone(),
+            why: e.clone(),
+        }
+        .into()
     }
 
     /// The length of the file's complete lines, reading back from its end to the last newline.
@@ -150,7 +151,7 @@ impl Ledger {
             let part = &mut buf[..(end - start) as usize];
             self.file
                 .read_exact_at(part, start)
-                .map_err(|e| StoreError::Io(format!("cannot read the ledger: {e}")))?;
+                .map_err(LedgerIo::Read)?;
             if let Some(i) = part.iter().rposition(|&b| b == b'\n') {
                 return Ok(start + i as u64 + 1);
             }
@@ -181,9 +182,8 @@ impl Ledger {
                 self.paths.name,
                 crate::clock::now_ms()
             );
-            fs::write_atomic(&self.paths.dir.join(&name), &bytes, true).map_err(|e| {
-                StoreError::Io(format!("cannot keep the broken checkpoint aside: {e}"))
-            })?;
+            fs::write_atomic(&self.paths.dir.join(&name), &bytes, true)
+                .map_err(LedgerIo::KeepCheckpoint)?;
             loss.sha256 = Some(chain::sha256_hex(&bytes));
             loss.kept_in = Some(name);
         }
@@ -196,14 +196,9 @@ impl Ledger {
             .paths
             .dir
             .join(format!("ledger-{}.torn-{ms}", self.paths.name));
-        fs::write_atomic(&aside, torn, true)
-            .map_err(|e| StoreError::Io(format!("cannot keep the torn tail aside: {e}")))?;
-        self.file
-            .set_len(cut)
-            .map_err(|e| StoreError::Io(format!("cannot truncate the torn tail: {e}")))?;
-        self.file
-            .sync_all()
-            .map_err(|e| StoreError::Io(e.to_string()))?;
+        fs::write_atomic(&aside, torn, true).map_err(LedgerIo::KeepTornTail)?;
+        self.file.set_len(cut).map_err(LedgerIo::TruncateTornTail)?;
+        self.file.sync_all().map_err(LedgerIo::FsyncTornTail)?;
         self.recovered = Some(serde_json::json!({
             "bytes": torn.len(),
             "at_offset": cut,

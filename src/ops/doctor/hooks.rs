@@ -47,17 +47,42 @@ pub(super) fn checks(dir: &Path, ours: &str) -> Vec<Check> {
     out
 }
 
+/// Why doctor cannot read a settings file (named as the check shows it).
+#[derive(Debug, thiserror::Error)]
+enum SettingsError {
+    #[error("cannot read {shown} ({source}); make it readable by this user, or doctor cannot say what it wires")]
+    Unreadable {
+        shown: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{shown} is not valid JSON ({source}); fix it")]
+    NotJson {
+        shown: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// The settings file at `path` (shown as `shown`) as JSON: `None` when it does not exist, else
 /// what keeps doctor from reading it.
-fn settings_doc(path: &Path, shown: &str) -> Result<Option<Value>, String> {
+fn settings_doc(path: &Path, shown: &str) -> Result<Option<Value>, SettingsError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {shown} ({e}); make it readable by this user, or doctor cannot say what it wires")),
+        Err(source) => {
+            return Err(SettingsError::Unreadable {
+                shown: shown.to_string(),
+                source,
+            })
+        }
     };
     serde_json::from_str(text.trim_start_matches('\u{feff}'))
         .map(Some)
-        .map_err(|e| format!("{shown} is not valid JSON ({e}); fix it"))
+        .map_err(|source| SettingsError::NotJson {
+            shown: shown.to_string(),
+            source,
+        })
 }
 
 /// Reads every settings file: our handlers (a command `ours` counts as ours), the switches
@@ -77,7 +102,11 @@ fn read_settings(dir: &Path, ours: &str, out: &mut Vec<Check>) -> Found {
             Ok(Some(doc)) => doc,
             Ok(None) => continue,
             Err(detail) => {
-                out.push(Check::new(CheckId::Settings, Severity::Fail, detail));
+                out.push(Check::new(
+                    CheckId::Settings,
+                    Severity::Fail,
+                    detail.to_string(),
+                ));
                 continue;
             }
         };

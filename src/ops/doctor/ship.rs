@@ -105,8 +105,23 @@ pub(crate) fn store_check(dir: &Path) -> Vec<Check> {
     vec![Check::new(CheckId::ShipStore, severity, detail)]
 }
 
+/// Why `ship --probe` gave no answer.
+#[derive(Debug, thiserror::Error)]
+enum ProbeRunError {
+    #[error("cannot run {}: {source}", .shipper.display())]
+    Spawn {
+        shipper: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the store did not answer the probe within {} s", PROBE_DEADLINE.as_secs())]
+    Timeout,
+    #[error("cannot wait for the probe: {0}")]
+    Wait(#[source] std::io::Error),
+}
+
 /// Runs `SHIPPER ship --probe --project DIR` and returns its exit code, stdout and stderr.
-fn run_probe(shipper: &Path, dir: &Path) -> Result<(i32, String, String), String> {
+fn run_probe(shipper: &Path, dir: &Path) -> Result<(i32, String, String), ProbeRunError> {
     use std::io::Read as _;
     use std::process::{Command, Stdio};
     let mut child = Command::new(shipper)
@@ -116,7 +131,10 @@ fn run_probe(shipper: &Path, dir: &Path) -> Result<(i32, String, String), String
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run {}: {e}", shipper.display()))?;
+        .map_err(|source| ProbeRunError::Spawn {
+            shipper: shipper.to_path_buf(),
+            source,
+        })?;
     let until = Instant::now() + PROBE_DEADLINE;
     let status = loop {
         match child.try_wait() {
@@ -125,12 +143,9 @@ fn run_probe(shipper: &Path, dir: &Path) -> Result<(i32, String, String), String
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "the store did not answer the probe within {} s",
-                    PROBE_DEADLINE.as_secs()
-                ));
+                return Err(ProbeRunError::Timeout);
             }
-            Err(e) => return Err(format!("cannot wait for the probe: {e}")),
+            Err(e) => return Err(ProbeRunError::Wait(e)),
         }
     };
     // The probe writes a line or two: far less than a pipe holds, so it never blocked.
