@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 const CORPUS: &str = include_str!("argument_attacks.txt");
 
-/// The project the corpus names: agents `rt`, `rd`, `sh`, `ed`, `wd` and `fd`, the settings, and links from
+/// The project the corpus names: agents `rt`, `rd`, `sh`, `ed`, `wd`, `fd` and `bs`, the settings, and links from
 /// `docs/` into `secrets/` (`link`, `keylink`, `deep` to `secrets/inner`), `src/` (`srclink`) and
 /// nowhere yet (`dangling` to `outside/new`).
 fn project() -> TempDir {
@@ -25,6 +25,7 @@ fn project() -> TempDir {
         .agent("ed", "tools: Edit, Write, NotebookEdit, Read, Monitor")
         .agent("wd", "tools: Write(./docs/**), Edit(./docs/**)")
         .agent("fd", "tools: Bash(find:*), Bash(grep:*)")
+        .agent("bs", "tools: Bash(bash:*)")
         .settings(json!({"permissions": {
             "deny": ["Bash(rm *)", "Read(./secrets/**)", "WebFetch(domain:evil.example)", "Edit(./locked/**)",
                      "Bash(make clean && make)"],

@@ -25,7 +25,7 @@ use brush_parser::word::{self, Parameter, ParameterExpr, WordPiece, WordPieceWit
 use brush_parser::ParserOptions;
 
 use super::command_words::{
-    deny_forms, find_exec, hidden_by_git, runs_code, unknown_name, SAFE_ENV, SHELLS,
+    deny_forms, find_exec, hidden_by_git, runs_code, shell_call, unknown_name, SAFE_ENV, SHELLS,
 };
 pub use super::command_words::{literal, nesting};
 
@@ -369,27 +369,19 @@ impl Walk {
                 "{shown}: {base} runs commands the rules cannot see"
             )),
             b if SHELLS.contains(&b) => {
-                let flags = literal.iter().skip(1).take_while(|a| {
-                    a.as_deref()
-                        .is_some_and(|a| a.starts_with('-') && a.len() > 1)
-                });
-                let dash_c = flags.clone().any(|f| {
-                    f.as_deref()
-                        .is_some_and(|f| !f.starts_with("--") && f.contains('c'))
-                });
-                let script = literal.len() > 1 + flags.count();
-                if dash_c && !grant {
-                    let at = literal.iter().skip(1).position(|a| {
-                        !a.as_deref()
-                            .is_some_and(|a| a.starts_with('-') && a.len() > 1)
-                    });
-                    match at.and_then(|i| literal.get(i + 1)).cloned().flatten() {
-                        Some(line) => self.line(&line),
-                        None => refuse(format!(
-                            "{shown}: {base} -c runs a command line the hook cannot read"
-                        )),
+                let call = shell_call(literal);
+                if call.dash_c && !grant {
+                    // Any operand may be the command line (`bash -O extglob -c '…'`).
+                    for line in &call.operands {
+                        match line {
+                            Some(line) => self.line(line)?,
+                            None => refuse(format!(
+                                "{shown}: {base} -c runs a command line the hook cannot read"
+                            ))?,
+                        }
                     }
-                } else if dash_c || !script || (grant && piped) {
+                    Ok(())
+                } else if call.dash_c || !call.script || (grant && piped) {
                     refuse(format!(
                         "{shown}: {base} runs a command line the rules cannot see"
                     ))

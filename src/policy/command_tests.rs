@@ -228,3 +228,20 @@ fn what_find_runs_is_a_command_of_the_line() {
     assert!(grant("find . -exec bash -c 'x' \\;").is_err());
     assert_eq!(find_exec(&["find", "-exec"]), vec![]);
 }
+
+#[test]
+fn a_shells_options_are_read_as_the_shell_reads_them() {
+    let call = |line: &str| {
+        let words: Vec<Option<String>> = line.split(' ').map(|w| Some(w.to_string())).collect();
+        let c = shell_call(&words);
+        (c.dash_c, c.script, c.operands.len())
+    };
+    assert_eq!(call("bash -O extglob -c x"), (true, true, 1));
+    assert_eq!(call("bash --rcfile f -ec x y"), (true, true, 2));
+    assert_eq!(call("bash -s a b"), (false, false, 2));
+    assert_eq!(call("bash -- x.sh -c y"), (false, true, 3));
+    assert_eq!(call("sh"), (false, false, 0));
+    assert!(grant("bash -o posix -c 'git tag'").is_err());
+    let f = deny_forms_of("bash -O extglob -c 'rm -rf y'").unwrap();
+    assert!(f.iter().any(|c| c[0] == "rm -rf y"), "{f:?}");
+}

@@ -363,3 +363,48 @@ pub fn find_exec(words: &[&str]) -> Vec<(usize, usize)> {
     }
     out
 }
+
+/// How a shell is called (`bash -O extglob -c '…'`): as bash, dash and the rest read their
+/// options.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ShellCall {
+    /// A `-c` among its options: an operand is a command line.
+    pub dash_c: bool,
+    /// It runs a script file (an operand, and no `-s`), not commands from its input.
+    pub script: bool,
+    /// Every word after its options and their values (`None`: not literal).
+    pub operands: Vec<Option<String>>,
+}
+
+/// Reads a shell's words (`literal[0]` is the shell). Options that take a value (`-o`, `-O`,
+/// `+o`, `+O`, `--rcfile`, `--init-file`) skip it; `--` ends the options.
+pub fn shell_call(literal: &[Option<String>]) -> ShellCall {
+    let (mut dash_c, mut stdin) = (false, false);
+    let mut i = 1;
+    while let Some(Some(w)) = literal.get(i) {
+        let option = (w.starts_with('-') || w.starts_with('+')) && w.len() > 1;
+        if w == "--" {
+            i += 1;
+            break;
+        }
+        if !option {
+            break;
+        }
+        if matches!(
+            w.as_str(),
+            "-o" | "+o" | "-O" | "+O" | "--rcfile" | "--init-file"
+        ) {
+            i += 1;
+        } else if w.starts_with('-') && !w.starts_with("--") {
+            dash_c |= w.contains('c');
+            stdin |= w.contains('s');
+        }
+        i += 1;
+    }
+    let operands: Vec<Option<String>> = literal.iter().skip(i).cloned().collect();
+    ShellCall {
+        dash_c,
+        script: !operands.is_empty() && !stdin,
+        operands,
+    }
+}
