@@ -356,7 +356,11 @@ impl Walk {
         let args: Option<Vec<String>> = literal.iter().skip(1).cloned().collect();
         match base {
             "eval" => match args {
-                Some(a) if !grant => self.line(&a.join(" ")),
+                // `eval -- rm x` runs `rm x`: bash's eval takes `--`.
+                Some(a) if !grant => {
+                    let skip = usize::from(a.first().is_some_and(|f| f == "--"));
+                    self.line(&a[skip..].join(" "))
+                }
                 _ => refuse(format!(
                     "{shown}: eval runs a command line the rules cannot see"
                 )),
