@@ -334,6 +334,17 @@ impl Walk {
         if let Some(why) = hidden_by_git(literal, &found.wrapped) {
             return refuse(format!("{}: {why}", quoted(&raw.join(" "))));
         }
+        // `env 'BASH_FUNC_ls%%=() { rm x; }' bash -c ls`: a function the next bash imports.
+        if literal
+            .iter()
+            .flatten()
+            .any(|w| w.starts_with("BASH_FUNC_"))
+        {
+            return refuse(format!(
+                "{}: a BASH_FUNC_ variable defines a function a shell imports",
+                quoted(&raw.join(" "))
+            ));
+        }
         for &i in &found.wrapped {
             let name = literal[i].as_deref().unwrap_or_default();
             let base = name.rsplit('/').next().unwrap_or_default();
