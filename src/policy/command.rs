@@ -287,6 +287,19 @@ impl Walk {
             .chain(raw.iter().copied())
             .collect::<Vec<_>>()
             .join(" ");
+        if self.mode == Mode::Deny {
+            // `PS4='$(rm y)'; set -x`, `x='a[$(rm y)]'; echo $((x))`: code kept to run later.
+            let spelled = assigned
+                .iter()
+                .map(|(a, _)| super::command_words::literal(a));
+            let stored = spelled.chain(literal.iter().cloned());
+            if let Some(v) = stored.flatten().find(|v| v.contains('=') && runs_code(v)) {
+                return refuse(format!(
+                    "the assignment {}, whose value holds a command bash can run later",
+                    quoted(&v)
+                ));
+            }
+        }
         let forms = match self.mode {
             Mode::Grant => Vec::new(),
             Mode::Deny => self.wrapped(&raw, &literal, piped)?,
