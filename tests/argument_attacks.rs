@@ -1,7 +1,8 @@
 //! The red-team corpus of attacks on permission rules with arguments
 //! (`tests/argument_attacks.txt`), each line one hook process through the real binary, against a
-//! project with real files and links: an agent held to `Bash(git tag:*)` and friends, one held to
-//! `./docs/**`, and one that holds the whole tools but meets the settings' `deny` and `ask`.
+//! project with real files and links: agents held to `Bash(git tag:*)` and friends, to
+//! `./docs/**`, to `Bash(find:*)` and `Bash(bash:*)`, and agents that hold whole tools but meet
+//! the settings' `deny` and `ask`.
 //!
 //! To add a case, add a line to the corpus (its header says how); no code changes.
 
@@ -11,9 +12,9 @@ use serde_json::{json, Value};
 
 const CORPUS: &str = include_str!("argument_attacks.txt");
 
-/// The project the corpus names: agents `rt`, `rd`, `sh`, `ed`, `wd`, `fd` and `bs`, the settings, and links from
-/// `docs/` into `secrets/` (`link`, `keylink`, `deep` to `secrets/inner`), `src/` (`srclink`) and
-/// nowhere yet (`dangling` to `outside/new`).
+/// The project the corpus names: agents `rt`, `rd`, `sh`, `ed`, `wd`, `fd` and `bs`, the
+/// settings, and links from `docs/` into `secrets/` (`link`, `keylink`, `deep` to
+/// `secrets/inner`), into `src/` (`srclink`) and to nothing yet (`dangling` to `outside/new`).
 fn project() -> TempDir {
     let p = ProjectBuilder::new("argattacks")
         .agent(
@@ -27,8 +28,10 @@ fn project() -> TempDir {
         .agent("fd", "tools: Bash(find:*), Bash(grep:*)")
         .agent("bs", "tools: Bash(bash:*)")
         .settings(json!({"permissions": {
-            "deny": ["Bash(rm *)", "Read(./secrets/**)", "WebFetch(domain:evil.example)", "Edit(./locked/**)",
-                     "Bash(make clean && make)"],
+            "deny": [
+                "Bash(rm *)", "Read(./secrets/**)", "WebFetch(domain:evil.example)",
+                "Edit(./locked/**)", "Bash(make clean && make)",
+            ],
             "ask": ["Bash(git push:*)"],
         }}))
         .build();
