@@ -11,6 +11,8 @@
 //! | `touch trace/trace-x` | runs (trace-x) | refused, `argument-rule-unmatched`; no trace-x |
 //! | `git tag v2-live && touch trace/trace-y` | runs (tag v2-live, trace-y) | refused; neither |
 //! | `git tag v3-live` | runs | runs: the agent goes on after a refusal |
+//! | `git tag v4-live ~$(touch trace/trace-z)` | runs `touch` (trace-z) | refused, `argument-unprovable` |
+//! | `git tag 'a[$(touch trace/trace-w)]'; git tag $[_]` | runs `touch` (trace-w) | refused, `argument-unprovable` |
 //!
 //! The project is a git repository with one commit, so a tag that exists is a body that ran.
 //! The two runs are fresh copies of one project. Skipped loudly without Claude Code (a failure
@@ -175,7 +177,7 @@ fn a_git_tag_rule_holds_for_git_tag_alone() {
             context(&format!("control: {tag} missing"))
         );
     }
-    for file in ["trace-x", "trace-y"] {
+    for file in ["trace-x", "trace-y", "trace-z", "trace-w"] {
         assert!(
             control.join("trace").join(file).exists(),
             "{}",
@@ -194,7 +196,7 @@ fn a_git_tag_rule_holds_for_git_tag_alone() {
         "{}",
         context("`git tag v2-live && touch` ran")
     );
-    for file in ["trace-x", "trace-y"] {
+    for file in ["trace-x", "trace-y", "trace-z", "trace-w"] {
         assert!(
             !hooked.join("trace").join(file).exists(),
             "{}",
@@ -206,6 +208,8 @@ fn a_git_tag_rule_holds_for_git_tag_alone() {
         ("toolu_release_1_0", ("deny", "argument-rule-unmatched")),
         ("toolu_release_2_0", ("deny", "argument-rule-unmatched")),
         ("toolu_release_3_0", ("allow", "")),
+        ("toolu_release_4_0", ("deny", "argument-unprovable")),
+        ("toolu_release_5_0", ("deny", "argument-unprovable")),
     ] {
         let got = decision(&hooked, id);
         assert_eq!(

@@ -556,12 +556,14 @@ impl Walk {
                         quoted(src.get(p.start_index..).unwrap_or(src))
                     ));
                 }
-                // `~$(…)`: what follows the tilde is expanded when no user has that name.
+                // `~$(touch /tmp/x)`: bash expands what follows the tilde when no user has
+                // that name; the grammar cuts the prefix at the `/`, so read the whole rest.
                 WordPiece::TildePrefix(t) if t.contains(['$', '`', '<', '>']) => {
-                    let inner = word::parse(t, &ParserOptions::default()).or_else(|_| {
+                    let rest = src.get(p.start_index + 1..).unwrap_or_default();
+                    let inner = word::parse(rest, &ParserOptions::default()).or_else(|_| {
                         refuse(format!("the word {}, which does not parse", quoted(src)))
                     })?;
-                    self.pieces(t, &inner, false)?;
+                    return self.pieces(rest, &inner, false);
                 }
                 WordPiece::Text(t) if grant && name && t.contains(['*', '?', '[']) => {
                     return refuse(format!(

@@ -153,6 +153,7 @@ fn pathological_nesting_is_refused_without_overflowing_the_stack() {
 fn a_tilde_prefix_and_old_arithmetic_are_read_for_what_they_run() {
     for line in [
         "git tag ~$(touch x)",
+        "git tag ~$(touch /tmp/x)",
         "git tag ~`touch x`",
         "git tag <<< ~$(touch x)",
         "git tag $[_]",

@@ -136,7 +136,8 @@ def build_pin_scripts(trace_dir: str, read_target: str, project: str) -> None:
 def build_rules_scripts(trace_dir: str) -> None:
     """The `rules` scenario (issue 39): the main thread spawns `release`, declared with
     `tools: Bash(git tag:*)`, which runs `git tag`, then `touch`, then `git tag … && touch`,
-    then `git tag` again. A tag in the project's repository, or a trace file, shows which
+    then `git tag` again, then two lines that run `touch` through `git tag`'s own words
+    (`~$(…)`, and `$[_]` after a quoted `a[$(…)]`). A tag in the project's repository, or a trace file, shows which
     bodies ran."""
     def bash(command: str):
         return ("Bash", {"command": command, "description": "scripted"})
@@ -155,6 +156,11 @@ def build_rules_scripts(trace_dir: str) -> None:
             Step([bash(f"touch {os.path.join(trace_dir, 'trace-x')}")]),
             Step([bash(f"git tag v2-live && touch {os.path.join(trace_dir, 'trace-y')}")]),
             Step([bash("git tag v3-live")]),
+            # Red-team holes: a command substitution after a tilde, and `$[_]` evaluating
+            # the last argument (a string that runs `touch`).
+            Step([bash(f"git tag v4-live ~$(touch {os.path.join(trace_dir, 'trace-z')})")]),
+            Step([bash(f"git tag 'a[$(touch {os.path.join(trace_dir, 'trace-w')})]' 2>/dev/null;"
+                       " git tag $[_]")]),
         ],
     })
 
