@@ -223,7 +223,25 @@ pub enum ConfigError {
     SessionPool { entry: String, why: String },
     /// One of the configuration's layers (the administrator's, the team's, the local one).
     #[error("{} is invalid: {why}", .path.display())]
-    Layer { path: PathBuf, why: String },
+    Layer { path: PathBuf, why: LayerProblem },
+}
+
+/// What is wrong with one layer of the configuration (after "FILE is invalid: ").
+#[derive(Debug, thiserror::Error)]
+pub enum LayerProblem {
+    #[error("{}", one_line(&.0.to_string()))]
+    Toml(#[source] toml::de::Error),
+    #[error("{0}")]
+    NotToml(#[source] toml::ser::Error),
+    #[error("{0}")]
+    Unreadable(#[source] std::io::Error),
+    #[error("it must be a regular file of root (or this user), writable by no one else")]
+    NotAnAdminFile,
+    #[error("[trust] ca has {line:?}: {why}")]
+    Ca {
+        line: String,
+        why: crate::trust::cert::LineProblem,
+    },
 }
 
 pub(crate) fn one_line(s: &str) -> String {
