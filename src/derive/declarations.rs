@@ -189,7 +189,7 @@ fn read_agent_file(
 
 /// The text of the agent file at `path` (of metadata `meta`), within the size bound.
 fn read_text(path: &Path, meta: std::io::Result<std::fs::Metadata>) -> Result<String, Unreadable> {
-    let io = |e: std::io::Error| Unreadable::Io(e.to_string());
+    let io = Unreadable::Io;
     let m = meta.map_err(io)?;
     if m.len() > MAX_AGENT_FILE_BYTES {
         return Err(Unreadable::TooLarge);
@@ -203,7 +203,7 @@ fn read_text(path: &Path, meta: std::io::Result<std::fs::Metadata>) -> Result<St
 enum Unreadable {
     /// The system's word.
     #[error("{0}")]
-    Io(String),
+    Io(#[source] std::io::Error),
     #[error("larger than {MAX_AGENT_FILE_BYTES} bytes")]
     TooLarge,
     #[error("not UTF-8")]
