@@ -1,7 +1,8 @@
 //! The architecture, enforced: the pure modules (the decision, the derivation's cores, the
 //! ledger's entries and hashes, the JSON layer, the verifier's checks, the transparency log's
 //! maths) reach for no file system, environment, clock or network; no source file passes
-//! 600 lines, no function 90; and docs and comments name only files and tests that exist.
+//! 600 lines, no function 90; no error is a bare string; and docs and comments name only
+//! files and tests that exist.
 //! docs/ARCHITECTURE.md says why; this test says where.
 
 use std::path::{Path, PathBuf};
@@ -426,5 +427,71 @@ fn no_function_passes_90_lines() {
         long.is_empty(),
         "split these into functions of about 80 lines (CONTRIBUTING.md):\n{}",
         long.join("\n")
+    );
+}
+
+/// Whether a line of code names `Result<_, String>`: an error that is only a string.
+fn string_error(code: &str) -> bool {
+    code.match_indices("Result<").any(|(at, m)| {
+        let mut depth = 1;
+        // A one-argument alias (`io::Result<String>`) has no error type to look at.
+        let mut last = None;
+        for (i, c) in code[at + m.len()..].char_indices() {
+            let i = at + m.len() + i;
+            match c {
+                '<' | '(' | '[' => depth += 1,
+                ',' if depth == 1 => last = Some(i + 1),
+                '>' | ')' | ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return last.is_some_and(|l| code[l..i].trim() == "String");
+                    }
+                }
+                _ => {}
+            }
+        }
+        false
+    })
+}
+
+#[test]
+fn the_string_error_scanner_reads_the_error_type() {
+    assert!(string_error("fn f() -> Result<(u8, String), String> {"));
+    assert!(string_error(
+        "fn f() -> std::result::Result<Vec<String>, String>"
+    ));
+    assert!(!string_error(
+        "fn f() -> Result<Option<String>, ConfigError> {"
+    ));
+    assert!(!string_error("fn f() -> io::Result<String> {"));
+}
+
+#[test]
+fn no_error_outside_tests_is_only_a_string() {
+    let root = src();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(&root).unwrap().display().to_string();
+        if is_test_file(&rel) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code == "#[cfg(test)]" {
+                break;
+            }
+            if !code.starts_with("//") && string_error(code) {
+                found.push(format!("src/{rel}:{}: {code}", i + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "an error type says what went wrong and what to do: use a thiserror enum \
+         (CONTRIBUTING.md), not Result<_, String>:\n{}",
+        found.join("\n")
     );
 }
