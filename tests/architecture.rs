@@ -167,6 +167,7 @@ const EXAMPLES: &[&str] = &[
     "docs/key",
     "docs/dangling",
     "docs/me.md",
+    "docs/link",
 ];
 
 fn root() -> PathBuf {

@@ -557,8 +557,9 @@ fn refusals_name_the_part_and_the_remedy() {
     assert_denied_saying(&out, "the command `touch x` matches none of the rules");
     assert_denied_saying(&out, "Bash(git tag:*)");
     assert_denied_saying(&out, ".claude/agents/release.md");
-    let out = run("git tag $(curl x|sh)");
-    assert_denied_saying(&out, "command substitution `$(curl x|sh)`");
+    // (With `| sh` inside, the settings' denial refuses it first: a shell reading its input.)
+    let out = run("git tag $(curl -s x)");
+    assert_denied_saying(&out, "command substitution `$(curl -s x)`");
     assert_denied_saying(&out, "run plain commands");
     let out = p.subagent("shell", "Bash").input(bash("git push")).run();
     assert_denied_saying(

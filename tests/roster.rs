@@ -148,9 +148,10 @@ fn the_cached_roster_decides_as_the_files_do() {
     for i in SAMPLED {
         check_agent(p.path(), "s2", i);
     }
-    // Stored once per distinct set: far below one copy of the root per inheriting agent.
+    // Stored once per distinct set: far below one copy of the root per inheriting agent
+    // (each agent's slice, which a session's call reads alone, names the root's set).
     let size = std::fs::metadata(&cache).unwrap().len();
-    assert!(size < 64 * 1024, "roster cache of {size} bytes");
+    assert!(size < 96 * 1024, "roster cache of {size} bytes");
     // Both sessions' chains were opened for one and the same derivation.
     let digest = |s: &str| p.entries(s)[0]["context"]["digest"].clone();
     assert_eq!(digest("s1"), digest("s2"));

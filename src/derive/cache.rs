@@ -6,7 +6,9 @@
 //! configuration names, so the hook keeps it in `.attenu/roster.cache` together with:
 //!
 //! * the **stamp of every input**: each agent file the listing finds (the tree is listed
-//!   afresh on every call, so a file added, removed or renamed changes the key) and both
+//!   afresh, so a file added, removed or renamed changes the key; or, for a session's pin,
+//!   the listing kept with the cache stands for it while no directory it read has changed,
+//!   [`listing`]) and both
 //!   settings files (present or not), as path, device, inode, size, mtime and ctime, plus the
 //!   configured agents and this build's version. A write to a file changes its mtime and
 //!   ctime, and no user can set a ctime; a file replaced by a rename has another inode;
@@ -36,10 +38,12 @@
 
 mod codec;
 mod files;
+mod listing;
 pub mod pin;
+pub mod slice;
 
 use super::declarations::{
-    list_agent_files_stat, paths, read_declarations_listed, Listed, Outcome, StatListed,
+    list_agent_files_dirs, paths, read_declarations_listed, Listed, Outcome, StatListed,
 };
 use super::{configure, derive_from, resolve, DeriveError, Roster};
 use crate::fs;
@@ -58,8 +62,8 @@ pub const TABLE_FILE: &str = "roster.files";
 /// The roster cache's sealed-file format ([`crate::fs::sealed`]); the session's pin has its own
 /// (`pin.rs`), so no file sealed with the same key reads as one of the other kind.
 const CACHE: Kind = Kind {
-    header: "attenu-roster v5 ",
-    domain: b"attenu-hook roster cache v5\n",
+    header: "attenu-roster v7 ",
+    domain: b"attenu-hook roster cache v7\n",
 };
 
 /// A kind of sealed file.
@@ -97,17 +101,48 @@ pub fn derive_cached_part(
     attenu_dir: &Path,
     mac_key: &[u8; 32],
 ) -> Result<Part, DeriveError> {
-    let now = SystemTime::now();
-    let listed = list_agent_files_stat(root)?;
+    derive_cached_part_at(root, configured, attenu_dir, mac_key, SystemTime::now())
+}
+
+fn derive_cached_part_at(
+    root: &Path,
+    configured: Configured<'_>,
+    attenu_dir: &Path,
+    mac_key: &[u8; 32],
+    now: SystemTime,
+) -> Result<Part, DeriveError> {
+    let path = attenu_dir.join(CACHE_FILE);
+    let cached = read(&path, mac_key);
+    // The listing the cache keeps, while no directory it read has changed; else the tree's,
+    // and each directory's stamp, to keep it.
+    let (listed, dirs) = match cached
+        .as_ref()
+        .and_then(|c| listing::relist(root, c.listing()?))
+    {
+        Some(listed) => (listed, None),
+        None => list_agent_files_dirs(root).map(|(l, d)| (l, Some(d)))?,
+    };
     if let Some(before) = stamp(root, &listed, configured, now) {
-        let cached = read(&attenu_dir.join(CACHE_FILE), mac_key);
         if let Some(part) = cached.as_ref().and_then(|c| c.part(&before.key)) {
+            // The same roster from a tree listed anew (a directory changed, no agent file):
+            // its listing kept for the next session's first call.
+            let kept = match dirs {
+                Some(dirs) if before.settled => listing::encode(root, &listed, &dirs, now),
+                _ => Vec::new(),
+            };
+            if !kept.is_empty() {
+                write_roster(&path, mac_key, part, &kept);
+            }
             return Ok(Part(part.to_vec()));
         }
     }
     // A miss (an edit, or inputs not yet settled): derived as `derive_cached` derives.
     let (roster, key) = derive_cached_at(root, configured, attenu_dir, mac_key, now)?;
-    Ok(Part(codec::encode(&key.unwrap_or_default(), &roster)))
+    Ok(Part(codec::encode(
+        &key.unwrap_or_default(),
+        &roster,
+        mac_key,
+    )))
 }
 
 /// The roster of `part`, read for one call by `agent` ([`codec::decode_for`]).
@@ -131,7 +166,7 @@ fn derive_cached_at(
     now: SystemTime,
 ) -> Result<(Roster, Option<String>), DeriveError> {
     let (extra_agents, session_pool) = configured;
-    let listed = list_agent_files_stat(root)?;
+    let (listed, dirs) = list_agent_files_dirs(root)?;
     let Some(before) = stamp(root, &listed, configured, now) else {
         return derive_from(root, paths(listed), extra_agents, session_pool).map(|r| (r, None));
     };
@@ -144,6 +179,11 @@ fn derive_cached_at(
         .and_then(|c| c.files())
         .unwrap_or_default();
     let files: Vec<PathBuf> = listed.iter().map(|(f, _)| f.clone()).collect();
+    let kept = if before.settled {
+        listing::encode(root, &listed, &dirs, now)
+    } else {
+        Vec::new()
+    };
     // An entry stands for its file only while the file has the entry's stamp, settled. Every
     // listed file's metadata is there: `stamp` gave `None` for any that was not.
     let listed = listed
@@ -165,7 +205,7 @@ fn derive_cached_at(
             &table,
             mac_key,
             &before,
-            &roster,
+            (&roster, &kept),
             (root, &files, &outcomes),
         );
     }
@@ -342,9 +382,21 @@ impl Cached {
         (codec::key_of(part)? == key).then_some(part)
     }
 
-    /// The table of agent files, if this build wrote it.
+    /// The listing kept with the roster ([`listing`]; empty when none was kept).
+    fn listing(&self) -> Option<&[u8]> {
+        codec::Reader {
+            rest: &self.bytes[self.roster.end..],
+        }
+        .bytes()
+    }
+
+    /// The table of agent files, if this build wrote it (after the listing).
     fn files(&self) -> Option<HashMap<Vec<u8>, files::Entry>> {
-        files::decode(&self.bytes[self.roster.end..], &build())
+        let mut r = codec::Reader {
+            rest: &self.bytes[self.roster.end..],
+        };
+        r.bytes()?;
+        files::decode(r.rest, &build())
     }
 }
 
@@ -378,7 +430,7 @@ fn write(
     table: &Path,
     mac_key: &[u8; 32],
     before: &Stamp,
-    roster: &Roster,
+    (roster, listing): (&Roster, &[u8]),
     (root, files, outcomes): (&Path, &[PathBuf], &[Outcome]),
 ) {
     let entries: Vec<_> = files
@@ -389,11 +441,18 @@ fn write(
         .collect();
     let mut body = Vec::with_capacity(64 * files.len() + 4096);
     codec::put_bytes(&mut body, &[]);
+    codec::put_bytes(&mut body, &[]);
     files::encode(&mut body, &build(), entries.into_iter());
     let _ = fs::write_expendable(table, &sealed(&CACHE, mac_key, &body));
-    let roster_part = codec::encode(&before.key, roster);
-    let mut body = Vec::with_capacity(roster_part.len() + 64);
-    codec::put_bytes(&mut body, &roster_part);
+    let roster_part = codec::encode(&before.key, roster, mac_key);
+    write_roster(path, mac_key, &roster_part, listing);
+}
+
+/// Replaces the cache with the roster `part` and the `listing` it was derived from.
+fn write_roster(path: &Path, mac_key: &[u8; 32], part: &[u8], listing: &[u8]) {
+    let mut body = Vec::with_capacity(part.len() + listing.len() + 64);
+    codec::put_bytes(&mut body, part);
+    codec::put_bytes(&mut body, listing);
     files::encode(&mut body, &build(), std::iter::empty());
     let _ = fs::write_expendable(path, &sealed(&CACHE, mac_key, &body));
 }

@@ -57,8 +57,26 @@ pub(super) fn paths(listed: Vec<StatListed>) -> Vec<PathBuf> {
 /// the root.
 pub(super) fn list_agent_files_stat(root: &Path) -> Result<Vec<StatListed>, DeriveError> {
     let mut files = Vec::new();
-    collect_md(&root.join(".claude").join("agents"), 0, &mut files)?;
+    collect_md(&root.join(".claude").join("agents"), 0, &mut files, None)?;
     Ok(files)
+}
+
+/// A directory the listing read, and its metadata taken (following links) just before.
+pub(super) type ListedDir = (PathBuf, std::io::Result<std::fs::Metadata>);
+
+/// [`list_agent_files_stat`], and every directory it listed, each inspected before it was
+/// listed: while each still has that stamp (settled), its entries are the ones listed.
+pub(super) fn list_agent_files_dirs(
+    root: &Path,
+) -> Result<(Vec<StatListed>, Vec<ListedDir>), DeriveError> {
+    let (mut files, mut dirs) = (Vec::new(), Vec::new());
+    collect_md(
+        &root.join(".claude").join("agents"),
+        0,
+        &mut files,
+        Some(&mut dirs),
+    )?;
+    Ok((files, dirs))
 }
 
 /// A file the directory lists as regular, inspected relative to the directory; one replaced by
@@ -249,7 +267,15 @@ fn declare(rel: String, parsed: Parsed, decl: &mut Declarations) {
     decl.agents.insert(name, (rel, result));
 }
 
-fn collect_md(dir: &Path, depth: usize, out: &mut Vec<StatListed>) -> Result<(), DeriveError> {
+fn collect_md(
+    dir: &Path,
+    depth: usize,
+    out: &mut Vec<StatListed>,
+    mut dirs: Option<&mut Vec<ListedDir>>,
+) -> Result<(), DeriveError> {
+    if let Some(dirs) = dirs.as_deref_mut() {
+        dirs.push((dir.to_path_buf(), std::fs::metadata(dir)));
+    }
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -280,14 +306,21 @@ fn collect_md(dir: &Path, depth: usize, out: &mut Vec<StatListed>) -> Result<(),
         let is_md = path.extension().is_some_and(|e| e == "md");
         let (ft, inspected) = match listed_type {
             Some(t) => (Some(t), None),
-            // A link, or a type the listing does not give: followed, by path.
+            // A link, or a type the listing does not give: followed, by path. What it leads
+            // to can change with no directory listed here changing: no listing of this tree
+            // is kept (`cache::listing`).
             None => {
+                if let Some(dirs) = dirs.as_deref_mut() {
+                    dirs.push((path.clone(), Err(std::io::Error::other("a link"))));
+                }
                 let m = std::fs::metadata(&path);
                 (m.as_ref().ok().map(std::fs::Metadata::file_type), Some(m))
             }
         };
         match ft {
-            Some(ft) if ft.is_dir() && depth < MAX_DIR_DEPTH => collect_md(&path, depth + 1, out)?,
+            Some(ft) if ft.is_dir() && depth < MAX_DIR_DEPTH => {
+                collect_md(&path, depth + 1, out, dirs.as_deref_mut())?
+            }
             Some(ft) if ft.is_file() && is_md => {
                 if out.len() >= MAX_AGENT_FILES {
                     return Err(DeriveError::TooManyAgentFiles {

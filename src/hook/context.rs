@@ -194,6 +194,16 @@ pub(super) enum Found {
 }
 
 impl Ctx<'_> {
+    /// What a tool call needs of the session's pin, with only the seals of the pin's head and
+    /// of the calling agent's slice checked (`pin::read_slice`): a few hundred bytes decoded,
+    /// whatever the roster's size. `None` when that does not read; then [`Ctx::session_roster`].
+    /// What it holds is enough to allow a call ([`slice_suffices`]); anything else is decided
+    /// again on the whole pin.
+    pub fn slice_roster(&self) -> Option<Roster> {
+        let name = session_file_name(&self.p.session_id);
+        pin::read_slice(self.attenu, &name, &self.mac_key().ok()?, self.agent())
+    }
+
     /// The session's pinned roster: one sealed file, whatever the roster's size, and no agent
     /// file listed or stamped. Only the root's and the calling subagent's sets are built (the
     /// call reads no other agent's); without a pin that reads, derived from the files.
@@ -248,6 +258,28 @@ pub(super) fn pinned_under_lock(
     // A pin that cannot be written is derived again on the next call, and checked as above.
     pin::write(ctx.attenu, name, &key, &part);
     Ok(derived)
+}
+
+/// Whether `decision`, made with a roster read by [`Ctx::slice_roster`], stands as the whole
+/// pin's would: an allow of a scope the slice decides exactly, on a chain already open with
+/// this roster where the caller's node is defined (so nothing of the roster is recorded).
+/// A refusal is decided again on the whole pin, which its hint and record read.
+pub(super) fn slice_suffices(
+    ledger: &Ledger,
+    roster: &Roster,
+    decision: &crate::policy::Decision,
+) -> bool {
+    decision.held
+        && decision.reason.is_none()
+        && crate::derive::cache::slice::decides_exactly(&decision.scope)
+        && ledger.current().is_some_and(|c| {
+            c.digest == roster.digest
+                && c.nodes.contains_key("")
+                && decision
+                    .node_agent
+                    .as_ref()
+                    .is_none_or(|a| c.nodes.contains_key(a))
+        })
 }
 
 fn short(digest: &str) -> &str {

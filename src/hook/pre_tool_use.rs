@@ -3,9 +3,12 @@
 //! tool's call with that command, so every rule a Bash call meets applies to it.
 
 use super::checkpoint::{self, Occasion};
-use super::context::{chain_for, pinned_under_lock, store_reason, ChainTarget, Ctx};
+use super::context::{
+    chain_for, pinned_under_lock, slice_suffices, store_reason, ChainTarget, Ctx, Found,
+};
 use super::faults;
 use crate::derive::revoke;
+use crate::derive::Roster;
 use crate::gate::authz::{self, ClaimCall};
 use crate::ledger::entry::{decision_entry, DecisionInput, Position};
 use crate::policy::{self, Call, GateOutcome, GateQuestion, Ruling};
@@ -19,12 +22,17 @@ pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         crate::fs::ensure_search_ignore(ctx.attenu)
             .map_err(|e| Reason::new(Code::StateDirUnsafe, e.to_string()))?;
     }
-    let found = ctx.session_roster()?;
+    // The slice of the pin this call needs; the whole pin (or a derivation) when that does
+    // not read.
+    let slice = ctx.slice_roster();
+    let found = match slice {
+        Some(_) => None,
+        None => Some(ctx.session_roster()?),
+    };
     // Before the lock: it reads the file system (and, for a writing tool, the settings).
     let reach = super::reach::reach_of(p, ctx.project, ctx.attenu);
     faults::pause("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK");
     let mut ledger = ctx.open_ledger()?;
-    let roster = pinned_under_lock(ctx, &ledger, found, false)?;
     let call = Call {
         tool_name: &p.tool_name,
         tool_input: &p.tool_input,
@@ -32,7 +40,7 @@ pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
         agent_type: p.agent_type.as_deref(),
         reach: &reach,
     };
-    let decision = policy::decide(&roster, ctx.config, &call, ctx.project);
+    let (roster, decision) = decide_pinned(ctx, &ledger, (slice, found), &call)?;
     // The operator's revocation, read afresh on every call: stricter than the pinned roster.
     let decision = policy::revoke::apply(decision, &revoke::read(ctx.attenu), &p.tool_name);
     let mut target = chain_for(&ledger, &roster, p, ctx.config)?;
@@ -79,6 +87,29 @@ pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     let _ = checkpoint::make(ctx, &mut ledger, occasion);
     drop(ledger);
     Ok(answer(&ruling, &p.event))
+}
+
+/// The roster and the decision of `call`: with the slice of the pin when that suffices
+/// ([`slice_suffices`]), else with the whole pin (`found`, or read now under the lock).
+fn decide_pinned(
+    ctx: &Ctx<'_>,
+    ledger: &crate::ledger::store::Ledger,
+    (slice, found): (Option<Roster>, Option<Found>),
+    call: &Call<'_>,
+) -> Result<(Roster, policy::Decision), Reason> {
+    if let Some(roster) = slice {
+        let decision = policy::decide(&roster, ctx.config, call, ctx.project);
+        if slice_suffices(ledger, &roster, &decision) {
+            return Ok((roster, decision));
+        }
+    }
+    let found = match found {
+        Some(f) => f,
+        None => ctx.session_roster()?,
+    };
+    let roster = pinned_under_lock(ctx, ledger, found, false)?;
+    let decision = policy::decide(&roster, ctx.config, call, ctx.project);
+    Ok((roster, decision))
 }
 
 /// Asks the gate what `question` asks (the only I/O of the decision).

@@ -280,6 +280,13 @@ fn subject(tool: &str, input: &Value, at: Where<'_>) -> Subject {
                 let dir = base.join(fixed.join("/"));
                 found.extend(rules::path::normalize(&dir));
             }
+            // And where that directory leads: Claude Code searches its canonical path, so
+            // `/p/docs/link/*` lists what `docs/link` links to.
+            for dir in at.reach.of("glob") {
+                if !found.contains(dir) {
+                    found.push(dir.clone());
+                }
+            }
             Subject::Paths {
                 paths: found,
                 search: true,
@@ -317,17 +324,21 @@ fn paths(written: Option<&str>, key: &str, at: Where<'_>) -> Vec<PathBuf> {
     out
 }
 
-/// The host of a URL: after the scheme and any credentials, before the port and path.
+/// The host of a URL as a WHATWG parser (Claude Code's `new URL`) reads it: tabs and newlines
+/// dropped, `\\` ending the authority, percent-escapes decoded, IDNA applied. A URL without a
+/// scheme is read as `https://`. `None` when it has no host.
 pub fn host_of(url: &str) -> Option<String> {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host = authority.rsplit('@').next()?;
-    let host = if let Some(v6) = host.strip_prefix('[') {
-        v6.split(']').next()?
-    } else {
-        host.split(':').next()?
+    let parsed = match url::Url::parse(url) {
+        Err(url::ParseError::RelativeUrlWithoutBase) => url::Url::parse(&format!("https://{url}")),
+        read => read,
+    }
+    .ok()?;
+    let host = match parsed.host()? {
+        url::Host::Domain(d) => d.to_string(),
+        url::Host::Ipv4(a) => a.to_string(),
+        url::Host::Ipv6(a) => a.to_string(),
     };
-    (!host.is_empty()).then(|| rules::normal_host(host))
+    (!host.is_empty()).then(|| rules::normal_host(&host))
 }
 
 #[cfg(test)]

@@ -165,6 +165,15 @@ fn hosts_are_read_from_urls_as_a_browser_reads_them() {
         ("http://[::1]:80/", Some("::1")),
         ("docs.rs/x", Some("docs.rs")),
         ("https://", None),
+        ("https://evil.example\\@docs.rs/", Some("evil.example")),
+        ("https://docs.rs\\@evil.example/", Some("docs.rs")),
+        ("http://evil.example:80@docs.rs/", Some("docs.rs")),
+        ("https://evil%2Eexample/", Some("evil.example")),
+        ("https://evil\u{3002}example/", Some("evil.example")),
+        ("https://evil.exa\tmple/", Some("evil.example")),
+        ("https://B\u{fc}cher.de/", Some("xn--bcher-kva.de")),
+        ("http://2130706433/", Some("127.0.0.1")),
+        ("javascript:alert(1)", None),
     ] {
         assert_eq!(host_of(url).as_deref(), host, "{url}");
     }

@@ -24,7 +24,7 @@ use brush_parser::ast::{self, Command, CommandPrefixOrSuffixItem as Item, Compou
 use brush_parser::word::{self, Parameter, ParameterExpr, WordPiece, WordPieceWithSource};
 use brush_parser::ParserOptions;
 
-use super::command_words::{deny_forms, runs_code};
+use super::command_words::{deny_forms, runs_code, WRAPPERS};
 pub use super::command_words::{literal, nesting};
 
 /// How deep a command line may nest (parentheses, braces, brackets, backquotes and compound
@@ -335,10 +335,44 @@ impl Walk {
             .join(" ");
         let forms = match self.mode {
             Mode::Grant => Vec::new(),
-            Mode::Deny => deny_forms(&raw, &literal),
+            Mode::Deny => self.wrapped(&raw, &literal, piped)?,
         };
         self.out.push(Simple { text, forms });
         Ok(())
+    }
+
+    /// In deny mode, the spellings a denial is matched against; the command a wrapper runs
+    /// (`sudo bash -c '…'`) is read as the command itself is. A command name known only when
+    /// it runs (`$x y`, `r? x`), here or right after a wrapper, could be the one denied.
+    fn wrapped(
+        &mut self,
+        raw: &[&str],
+        literal: &[Option<String>],
+        piped: bool,
+    ) -> Result<Vec<String>, Refused> {
+        let found = deny_forms(raw, literal);
+        let unknown = |i: usize| {
+            let glob = raw[i] != "[" && raw[i].contains(['*', '?', '[', '{']);
+            literal[i].is_none() || glob
+        };
+        let after_wrapper = |i: usize| {
+            let before = literal[i - 1].as_deref().unwrap_or_default();
+            WRAPPERS.contains(&before.rsplit('/').next().unwrap_or(before))
+        };
+        for i in std::iter::once(0).chain(found.wrapped.iter().copied()) {
+            if i < raw.len() && unknown(i) && (i == 0 || after_wrapper(i)) {
+                return refuse(format!(
+                    "the command name {}, which is known only when it runs",
+                    quoted(raw[i])
+                ));
+            }
+        }
+        for &i in &found.wrapped {
+            let name = literal[i].as_deref().unwrap_or_default();
+            let base = name.rsplit('/').next().unwrap_or_default();
+            self.indirection(base, &raw[i..], &literal[i..], piped)?;
+        }
+        Ok(found.forms)
     }
 
     /// Commands that run a command line the parse does not see: refused, or, in deny mode
@@ -385,7 +419,7 @@ impl Walk {
                             "{shown}: {base} -c runs a command line the hook cannot read"
                         )),
                     }
-                } else if dash_c || (grant && (piped || !script)) {
+                } else if dash_c || !script || (grant && piped) {
                     refuse(format!(
                         "{shown}: {base} runs a command line the rules cannot see"
                     ))
@@ -449,7 +483,7 @@ impl Walk {
                             && (text.contains("${") || text.contains("$("))));
                 if expands {
                     return refuse(
-                        "the here-document, which runs `$(…)` or expands `${…}` as it is read",
+                        "the here-document, which runs `$(…)` or `$[…]` or expands `${…}` as it is read",
                     );
                 }
                 Ok(())
@@ -520,6 +554,24 @@ impl Walk {
                 WordPiece::DoubleQuotedSequence(inner)
                 | WordPiece::GettextDoubleQuotedSequence(inner) => {
                     self.pieces(src, inner, name)?;
+                }
+                // `$[…]`, bash's older arithmetic, which the grammar reads as text.
+                WordPiece::Text(t)
+                    if grant
+                        && t.ends_with('$')
+                        && src.get(p.end_index..).is_some_and(|r| r.starts_with('[')) =>
+                {
+                    return refuse(format!(
+                        "the arithmetic {}, which can run commands through an array subscript",
+                        quoted(src.get(p.start_index..).unwrap_or(src))
+                    ));
+                }
+                // `~$(…)`: what follows the tilde is expanded when no user has that name.
+                WordPiece::TildePrefix(t) if t.contains(['$', '`', '<', '>']) => {
+                    let inner = word::parse(t, &ParserOptions::default()).or_else(|_| {
+                        refuse(format!("the word {}, which does not parse", quoted(src)))
+                    })?;
+                    self.pieces(t, &inner, false)?;
                 }
                 WordPiece::Text(t) if grant && name && t.contains(['*', '?', '[']) => {
                     return refuse(format!(

@@ -148,3 +148,52 @@ fn pathological_nesting_is_refused_without_overflowing_the_stack() {
     );
     assert!(grant(&ok).is_ok());
 }
+
+#[test]
+fn a_tilde_prefix_and_old_arithmetic_are_read_for_what_they_run() {
+    for line in [
+        "git tag ~$(touch x)",
+        "git tag ~`touch x`",
+        "git tag <<< ~$(touch x)",
+        "git tag $[_]",
+        "git tag \"$[1]\"",
+        "git tag <<EOF\n$[_]\nEOF",
+    ] {
+        assert!(grant(line).is_err(), "{line}");
+    }
+    assert_eq!(grant("git tag ~root ~/x '$[1]'").map(|v| v.len()), Ok(1));
+    let forms = deny_forms_of("echo ~$(rm x)").unwrap();
+    assert!(forms.iter().any(|f| f[0] == "rm x"), "{forms:?}");
+}
+
+#[test]
+fn a_denial_sees_through_wrappers_paths_and_gits_options() {
+    for (line, form) in [
+        ("sudo -u root -E rm x", "rm x"),
+        ("timeout -s 9 5 rm x", "rm x"),
+        ("nice -n 5 /bin/rm x", "rm x"),
+        ("coproc rm x", "rm x"),
+        (
+            "git --no-pager -C /tmp -c a=b push origin",
+            "git push origin",
+        ),
+        ("sudo bash -c 'rm y'", "rm y"),
+    ] {
+        let forms = deny_forms_of(line).unwrap();
+        assert!(
+            forms.iter().flatten().any(|f| f == form),
+            "{line}: {forms:?}"
+        );
+    }
+    for line in [
+        "$(echo rm) x",
+        "x=rm; $x y",
+        "sudo $x y",
+        "r? x",
+        "{rm,x} y",
+        "echo rm | sh",
+    ] {
+        assert!(deny_forms_of(line).is_err(), "{line}");
+    }
+    assert!(deny_forms_of("[ -f x ] && bash ./build.sh && echo $HOME").is_ok());
+}

@@ -3,7 +3,9 @@
 //! Little-endian `u32` counts and lengths, strings as length and UTF-8 bytes:
 //!
 //! ```text
-//! key digest
+//! key
+//! head index slices          what one call reads of a session's pin ([`super::slice`])
+//! digest
 //! n_scopes  scope*            every scope named anywhere, sorted and distinct
 //! n_sets    (len index*)*     each distinct set once, as ascending indices into the scopes
 //! root_set root_excluded_set
@@ -28,8 +30,9 @@ use crate::derive::rules::{Rules, SettingsRule};
 use crate::derive::scopes::Scopes;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The body for `roster`, derived from the inputs named by `key`.
-pub fn encode<'a>(key: &str, roster: &'a Roster) -> Vec<u8> {
+/// The body for `roster`, derived from the inputs named by `key`; its slices are sealed with
+/// `mac_key`.
+pub fn encode<'a>(key: &str, roster: &'a Roster, mac_key: &[u8; 32]) -> Vec<u8> {
     let mut sets: Vec<&BTreeSet<String>> = Vec::new();
     let mut set_of = |s: &'a BTreeSet<String>| -> u32 {
         let found = sets.iter().position(|t| std::ptr::eq(*t, s) || **t == *s);
@@ -54,6 +57,7 @@ pub fn encode<'a>(key: &str, roster: &'a Roster) -> Vec<u8> {
     let table: Vec<&str> = all.into_iter().collect();
     let mut out = Vec::with_capacity(4096);
     put_str(&mut out, key);
+    super::slice::put(&mut out, &super::slice::encode(roster, mac_key));
     put_str(&mut out, &roster.digest);
     put_u32(&mut out, table.len());
     for s in &table {
@@ -157,6 +161,10 @@ pub fn decode_for(body: &[u8], agent: Option<&str>) -> Option<(String, Roster)> 
 fn decode_with(body: &[u8], only: Option<Option<&str>>) -> Option<(String, Roster)> {
     let mut r = Reader { rest: body };
     let key = r.string()?;
+    // The slices: read by a call alone ([`super::slice`]), passed over here.
+    for _ in 0..3 {
+        r.bytes()?;
+    }
     let digest = r.string()?;
     let table = read_table(&mut r)?;
     let raw = read_sets(&mut r, table.len())?;
@@ -434,7 +442,7 @@ mod tests {
     #[test]
     fn a_roster_reads_back_as_it_was_written_sharing_its_sets() {
         let r = roster();
-        let body = encode("k", &r);
+        let body = encode("k", &r, &[7; 32]);
         let (key, back) = decode(&body).unwrap();
         assert_eq!(key, "k");
         assert_eq!(back, r);
@@ -445,7 +453,7 @@ mod tests {
     #[test]
     fn a_roster_read_for_one_agent_holds_that_agents_sets_and_every_name() {
         let r = roster();
-        let body = encode("k", &r);
+        let body = encode("k", &r, &[7; 32]);
         for agent in [Some("b"), Some("Ünï c"), None] {
             let (_, one) = decode_for(&body, agent).unwrap();
             assert_eq!(one.root, r.root);
@@ -474,7 +482,7 @@ mod tests {
 
     #[test]
     fn anything_but_a_whole_body_is_refused() {
-        let body = encode("k", &roster());
+        let body = encode("k", &roster(), &[7; 32]);
         for cut in 0..body.len() {
             assert!(decode(&body[..cut]).is_none(), "cut at {cut}");
         }

@@ -7,17 +7,22 @@
 //! roster cache when that holds the inputs), and every later call of that session decides
 //! with it without listing or stamping a single agent file. A warm call reads this one file.
 //!
+//! After the session's name the body holds a second seal, over that name and the roster's
+//! head ([`super::slice`]): a tool call checks that one and the slice of its own agent
+//! ([`read_slice`]), not the whole file, so what it costs does not grow with the roster.
+//!
 //! A pin that is missing, not ours, or whose seal fails is never trusted: the caller derives
 //! again and keeps the result only if it is the roster the session's chain was opened with
 //! (the same digest); anything else is refused (see `hook::context`).
 
 use super::{read_kind, sealed, Kind};
 use crate::derive::Roster;
+use hmac::Mac;
 use std::path::{Path, PathBuf};
 
 const PIN: Kind = Kind {
-    header: "attenu-roster-pin v2 ",
-    domain: b"attenu-hook session roster pin v2\n",
+    header: "attenu-roster-pin v3 ",
+    domain: b"attenu-hook session roster pin v3\n",
 };
 
 /// The pin file of the session whose file name (`ledger::store::session_file_name`) is `name`.
@@ -36,7 +41,36 @@ fn session_tail(name: &str) -> Vec<u8> {
 /// The pin's roster part, if the pin is ours, sealed and of this session.
 fn part(attenu_dir: &Path, name: &str, mac_key: &[u8; 32]) -> Option<super::Cached> {
     let c = read_kind(&PIN, &path(attenu_dir, name), mac_key)?;
-    (c.bytes[c.roster.end..] == session_tail(name)[..]).then_some(c)
+    let rest = c.bytes[c.roster.end..].strip_prefix(&session_tail(name)[..])?;
+    (rest.len() == HEAD_TAG).then_some(c)
+}
+
+/// The length of the head's seal, the body's last bytes.
+const HEAD_TAG: usize = 32;
+
+/// The roster one tool call by `agent` needs ([`super::slice::roster_for`]), checking only the
+/// seals of the pin's head and of that agent's slice: `None` when either fails or the pin is
+/// not of this session (the caller then reads the whole pin). The pin's whole seal is not
+/// checked, so a byte changed in another agent's slice goes unseen by this call, which
+/// decides only with what it checked; every call that needs more reads the whole pin.
+pub fn read_slice(
+    attenu_dir: &Path,
+    name: &str,
+    mac_key: &[u8; 32],
+    agent: Option<&str>,
+) -> Option<Roster> {
+    let (bytes, _) =
+        crate::fs::read_owned(&path(attenu_dir, name), super::MAX_CACHE_BYTES).ok()??;
+    let tagged = bytes.strip_prefix(PIN.header.as_bytes())?;
+    let body = &tagged[tagged.iter().position(|&b| b == b'\n')? + 1..];
+    let mut r = super::codec::Reader { rest: body };
+    let part = r.bytes()?;
+    let tail = session_tail(name);
+    let tag = r.rest.strip_prefix(&tail[..])?;
+    if tag.len() != HEAD_TAG {
+        return None;
+    }
+    super::slice::roster_for(part, &tail, tag, mac_key, agent)
 }
 
 /// The roster pinned for session `name`, if its pin is ours, sealed and of this session.
@@ -62,9 +96,18 @@ pub fn read_for(
 /// or the new one). Not made durable: a pin lost in a crash is derived again, and used only if
 /// the session's chain was opened with the same roster.
 pub fn write(attenu_dir: &Path, name: &str, mac_key: &[u8; 32], part: &super::Part) -> bool {
-    let mut body = Vec::with_capacity(part.0.len() + 64);
+    let Some((head, _, _)) = super::slice::split(&part.0) else {
+        return false;
+    };
+    let tail = session_tail(name);
+    let mut body = Vec::with_capacity(part.0.len() + 128);
     super::codec::put_bytes(&mut body, &part.0);
-    body.extend_from_slice(&session_tail(name));
+    body.extend_from_slice(&tail);
+    body.extend_from_slice(
+        &super::slice::head_mac(mac_key, &tail, head)
+            .finalize()
+            .into_bytes(),
+    );
     let file = sealed(&PIN, mac_key, &body);
     crate::fs::write_atomic(&path(attenu_dir, name), &file, false).is_ok()
 }
@@ -89,11 +132,13 @@ mod tests {
     fn roster() -> Roster {
         let dir = scratch();
         std::fs::create_dir_all(dir.join(".claude/agents")).unwrap();
-        std::fs::write(
-            dir.join(".claude/agents/r.md"),
-            "---\nname: r\ntools: Read\n---\n",
-        )
-        .unwrap();
+        for (file, text) in [
+            ("r.md", "---\nname: r\ntools: Read\n---\n"),
+            ("g.md", "---\nname: g\ntools: Read, Bash(git tag:*)\n---\n"),
+            ("i.md", "---\nname: i\n---\n"),
+        ] {
+            std::fs::write(dir.join(".claude/agents").join(file), text).unwrap();
+        }
         let r = crate::derive::derive_project(&dir, &BTreeMap::new(), None).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         r
@@ -103,10 +148,11 @@ mod tests {
     fn a_pin_reads_back_for_its_own_session_only() {
         let dir = scratch();
         let r = roster();
-        let part = super::super::Part(super::super::codec::encode("k", &r));
+        let part = super::super::Part(super::super::codec::encode("k", &r, &[3; 32]));
         assert!(write(&dir, "s1", &[3; 32], &part));
         assert_eq!(read(&dir, "s1", &[3; 32]), Some(r.clone()));
-        assert_eq!(read_for(&dir, "s1", &[3; 32], Some("r")), Some(r.clone()));
+        let one = read_for(&dir, "s1", &[3; 32], Some("r")).unwrap();
+        assert_eq!((&one.root, &one.agents["r"]), (&r.root, &r.agents["r"]));
         // Another key, or the file under another session's name: not a pin.
         assert_eq!(read(&dir, "s1", &[4; 32]), None);
         std::fs::copy(path(&dir, "s1"), path(&dir, "s2")).unwrap();
@@ -118,6 +164,68 @@ mod tests {
             forged[at] ^= 1;
             std::fs::write(path(&dir, "s1"), &forged).unwrap();
             assert_eq!(read(&dir, "s1", &[3; 32]), None, "byte {at}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_call_reads_its_own_slice_and_decides_as_the_whole_pin() {
+        let dir = scratch();
+        let r = roster();
+        let key = [3; 32];
+        let part = super::super::Part(super::super::codec::encode("k", &r, &key));
+        assert!(write(&dir, "s1", &key, &part));
+        let exact = |set: &std::collections::BTreeSet<String>| -> Vec<String> {
+            set.iter()
+                .filter(|s| super::super::slice::decides_exactly(s))
+                .cloned()
+                .collect()
+        };
+        for agent in [None, Some("r"), Some("g"), Some("i")] {
+            let one = read_slice(&dir, "s1", &key, agent).unwrap();
+            assert_eq!(one.digest, r.digest);
+            assert_eq!(exact(&one.root), exact(&r.root));
+            assert!(!one.root.contains("agent.delegate.r"), "no agent. scope");
+            assert_eq!(one.root_rules, r.root_rules);
+            assert_eq!(one.settings_rules, r.settings_rules);
+            assert_eq!(one.agents.len(), usize::from(agent.is_some()));
+            if let Some(name) = agent {
+                let (a, whole) = (&one.agents[name], &r.agents[name]);
+                assert_eq!(exact(&a.scopes), exact(&whole.scopes), "{name}");
+                assert_eq!(
+                    (&a.excluded, &a.invalid, &a.rules, &a.source),
+                    (&whole.excluded, &whole.invalid, &whole.rules, &whole.source)
+                );
+            }
+        }
+        assert!(
+            !read_slice(&dir, "s1", &key, Some("g")).unwrap().agents["g"]
+                .rules
+                .is_empty()
+        );
+        // An agent the roster does not declare, another key, another session: no slice.
+        assert_eq!(read_slice(&dir, "s1", &key, Some("nobody")), None);
+        assert_eq!(read_slice(&dir, "s1", &[4; 32], Some("r")), None);
+        std::fs::copy(path(&dir, "s1"), path(&dir, "s2")).unwrap();
+        assert_eq!(read_slice(&dir, "s2", &key, Some("r")), None);
+        // One flipped byte anywhere: the slice read is refused or is exactly the honest one
+        // (the byte was in a part this call does not read); never another roster. A byte of
+        // the head's seal refuses every call's.
+        let bytes = std::fs::read(path(&dir, "s1")).unwrap();
+        for agent in [None, Some("r"), Some("i")] {
+            std::fs::write(path(&dir, "s1"), &bytes).unwrap();
+            let honest = read_slice(&dir, "s1", &key, agent);
+            assert!(honest.is_some());
+            for at in 0..bytes.len() {
+                let mut forged = bytes.clone();
+                forged[at] ^= 1;
+                std::fs::write(path(&dir, "s1"), &forged).unwrap();
+                let read = read_slice(&dir, "s1", &key, agent);
+                assert!(read.is_none() || read == honest, "byte {at}, {agent:?}");
+                if at >= bytes.len() - HEAD_TAG {
+                    assert!(read.is_none(), "byte {at}");
+                }
+            }
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

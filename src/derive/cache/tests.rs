@@ -1,6 +1,7 @@
 //! The roster cache's tests: reuse, edits, seals, and the table of agent files.
 
 use super::*;
+use crate::derive::declarations::list_agent_files_stat;
 use crate::derive::list_agent_files;
 
 const KEY: [u8; 32] = [7; 32];
@@ -132,10 +133,17 @@ fn a_cache_this_hook_did_not_seal_is_not_read() {
     // A roster changed in place into another well-formed one (its Grep now a scope it
     // never held): only the seal stops it.
     let text = std::fs::read(&cache).unwrap();
-    let at = text.windows(7).position(|w| w == b"fs.grep").unwrap();
+    let roster_part = read(&cache, &KEY).unwrap().roster;
+    // In the scope table, after the slices (`slice`), which a pin's call reads.
+    let (_, _, slices) = slice::split(&text[roster_part.clone()]).unwrap();
+    let table = slices.as_ptr() as usize - text.as_ptr() as usize + slices.len();
+    let at = table
+        + text[table..]
+            .windows(7)
+            .position(|w| w == b"fs.grep")
+            .unwrap();
     let mut widened = text.clone();
     widened[at..at + 7].copy_from_slice(b"fs.hack");
-    let roster_part = read(&cache, &KEY).unwrap().roster;
     let (_, forged) = codec::decode(&widened[roster_part]).expect("still a well-formed body");
     assert!(forged.agents["reviewer"].scopes.contains("fs.hack"));
     std::fs::write(&cache, &widened).unwrap();
@@ -269,7 +277,8 @@ fn an_incremental_derivation_equals_one_from_scratch() {
 fn plant(attenu: &Path, entries: &[(&[u8], FileStamp, crate::derive::declarations::Parsed)]) {
     let roster = scratch(attenu.parent().unwrap());
     let mut body = Vec::new();
-    codec::put_bytes(&mut body, &codec::encode("no such key", &roster));
+    codec::put_bytes(&mut body, &codec::encode("no such key", &roster, &KEY));
+    codec::put_bytes(&mut body, &[]);
     files::encode(
         &mut body,
         &build(),
@@ -324,5 +333,68 @@ fn a_table_entry_is_used_only_for_its_own_settled_stamp() {
     forged[CACHE.header.len()..CACHE.header.len() + 64].copy_from_slice(tag.as_bytes());
     std::fs::write(attenu.join(TABLE_FILE), &forged).unwrap();
     assert!(!holds_bash(&derive(&root, &attenu, later())));
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// While no directory it read has changed, the listing kept with the cache is the tree's; an
+/// entry added, removed or renamed in any of them ends it, and a tree with a link keeps none.
+#[test]
+fn a_kept_listing_stands_for_the_tree_until_a_directory_changes() {
+    let (root, attenu) = project();
+    let agents = root.join(".claude/agents");
+    std::fs::create_dir_all(agents.join("team/deep")).unwrap();
+    put(
+        &root,
+        "team/deep/a.md",
+        &agent("a", "tools: Read\n"),
+        Duration::from_secs(60),
+    );
+    std::fs::write(agents.join("team/notes.txt"), "x").unwrap();
+    // Every directory's mtime a minute back: any change after it leaves another.
+    let backdate = || {
+        for dir in ["", "team", "team/deep"] {
+            let d = std::fs::File::open(agents.join(dir)).unwrap();
+            d.set_modified(SystemTime::now() - Duration::from_secs(60))
+                .unwrap();
+        }
+    };
+    backdate();
+    let names = |l: Vec<StatListed>| -> Vec<PathBuf> { l.into_iter().map(|(p, _)| p).collect() };
+    let kept = || -> Option<Vec<PathBuf>> {
+        let c = read(&attenu.join(CACHE_FILE), &KEY)?;
+        listing::relist(&root, c.listing()?).map(names)
+    };
+    derive(&root, &attenu, later());
+    let tree = names(list_agent_files_stat(&root).unwrap());
+    assert_eq!(tree.len(), 2);
+    assert_eq!(kept(), Some(tree));
+    // An agent file added deep in the tree: the listing no longer stands; the derivation
+    // that sees the file keeps the new one.
+    put(
+        &root,
+        "team/deep/b.md",
+        &agent("b", "tools: Grep\n"),
+        Duration::from_secs(60),
+    );
+    assert_eq!(kept(), None);
+    backdate();
+    derive(&root, &attenu, later());
+    assert_eq!(kept().map(|l| l.len()), Some(3));
+    // Any entry removed or renamed, even one that is not an agent file.
+    std::fs::remove_file(agents.join("team/notes.txt")).unwrap();
+    assert_eq!(kept(), None);
+    // The cache's roster still holds: a session's first call keeps the tree's listing again.
+    let configured = (&BTreeMap::new(), None);
+    assert!(derive_cached_part_at(&root, configured, &attenu, &KEY, later()).is_ok());
+    assert_eq!(kept().map(|l| l.len()), Some(3));
+    std::fs::rename(agents.join("team/deep/a.md"), agents.join("team/deep/c.md")).unwrap();
+    assert_eq!(kept(), None);
+    std::fs::rename(agents.join("team/deep/c.md"), agents.join("team/deep/a.md")).unwrap();
+    assert_eq!(kept(), None, "a rename back leaves another stamp");
+    // A link anywhere in the tree: no listing is kept, the tree is listed every time.
+    std::os::unix::fs::symlink(root.join("elsewhere"), agents.join("team/linked")).unwrap();
+    derive(&root, &attenu, later());
+    let c = read(&attenu.join(CACHE_FILE), &KEY).unwrap();
+    assert_eq!(c.listing(), Some(&[][..]));
     std::fs::remove_dir_all(&root).unwrap();
 }

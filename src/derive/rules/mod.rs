@@ -85,9 +85,19 @@ impl ArgRule {
     }
 }
 
-/// A host as rules compare it: lowercase, trailing dots dropped.
+/// A host as rules compare it: as a WHATWG parser reads it (lowercase, IDNA), trailing dots
+/// dropped; a leading `*.` kept.
 pub fn normal_host(host: &str) -> String {
-    host.trim_end_matches('.').to_ascii_lowercase()
+    let host = host.trim_end_matches('.');
+    let (star, name) = match host.strip_prefix("*.") {
+        Some(rest) => ("*.", rest),
+        None => ("", host),
+    };
+    let name = match url::Host::parse(name) {
+        Ok(url::Host::Domain(d)) => d,
+        _ => name.to_ascii_lowercase(),
+    };
+    format!("{star}{}", name.trim_end_matches('.'))
 }
 
 /// Whether `host` (normalized) is named by a `domain:` rule's host: exactly, `*` for all, or
@@ -206,6 +216,14 @@ mod tests {
         ] {
             assert_eq!(domain_matches(rule, host), want, "{rule} ~ {host}");
         }
+        assert!(domain_matches(
+            &normal_host("B\u{fc}cher.de"),
+            "xn--bcher-kva.de"
+        ));
+        assert!(domain_matches(
+            &normal_host("*.B\u{fc}cher.de"),
+            "a.xn--bcher-kva.de"
+        ));
         assert_eq!(
             ArgRule::read("WebFetch", "domain:Docs.RS"),
             ArgRule::Domain("docs.rs".into())
