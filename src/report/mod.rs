@@ -129,8 +129,7 @@ pub fn read_input(
             .into());
     };
     if fleet::is_audit(&parsed.value) {
-        let report = serde_json::from_value(parsed.value.to_value())
-            .map_err(LoadError::Audit)?;
+        let report = serde_json::from_value(parsed.value.to_value()).map_err(LoadError::Audit)?;
         return Ok(Input::Audit(AuditView { source, report }));
     }
     let report = verify_bundle_bytes(bytes, key)?;
