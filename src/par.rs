@@ -79,10 +79,14 @@ pub fn map_into<T: Sync, R: Send>(
     let Some((threads, batch)) = plan(items.len(), min_parallel) else {
         return items.iter().all(|t| sink(&f(t)));
     };
-    let batches = items.len().div_ceil(batch);
-    let part = |b: usize| &items[b * batch..((b + 1) * batch).min(items.len())];
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
+    let shared = Batches {
+        items,
+        batch,
+        count: items.len().div_ceil(batch),
+        next: AtomicUsize::new(0),
+        stop: AtomicBool::new(false),
+        f,
+    };
     // A batch, by its index, with the thread that made it (0: the calling thread).
     let (tx, rx) = std::sync::mpsc::channel::<(usize, usize, Vec<R>)>();
     std::thread::scope(|s| {
@@ -92,22 +96,8 @@ pub fn map_into<T: Sync, R: Send>(
             let tx = tx.clone();
             let (back, returned) = std::sync::mpsc::channel::<Vec<R>>();
             give_back.push(back);
-            let (next, stop, f) = (&next, &stop, &f);
-            others.push(s.spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    returned.try_iter().for_each(drop);
-                    let b = next.fetch_add(1, Ordering::Relaxed);
-                    if b >= batches
-                        || tx
-                            .send((b, maker, part(b).iter().map(f).collect()))
-                            .is_err()
-                    {
-                        break;
-                    }
-                }
-                // What is still to come back, until the calling thread is done with it all.
-                returned.into_iter().for_each(drop);
-            }));
+            let shared = &shared;
+            others.push(s.spawn(move || shared.make(maker, &tx, returned)));
         }
         drop(tx);
         // To the thread that made it; gone only if that thread panicked, which the scope
@@ -117,32 +107,9 @@ pub fn map_into<T: Sync, R: Send>(
                 let _ = back.send(out);
             }
         };
-        let mut ready: Vec<Option<(usize, Vec<R>)>> = (0..batches).map(|_| None).collect();
-        let mut want = 0;
-        let mut ok = true;
-        while ok && want < batches {
-            while let Ok((b, maker, out)) = rx.try_recv() {
-                ready[b] = Some((maker, out));
-            }
-            if let Some((maker, out)) = ready[want].take() {
-                ok = out.iter().all(&mut sink);
-                hand_back(maker, out);
-                want += 1;
-                continue;
-            }
-            let b = next.fetch_add(1, Ordering::Relaxed);
-            if b < batches {
-                ready[b] = Some((0, part(b).iter().map(&f).collect()));
-                continue;
-            }
-            match rx.recv() {
-                Ok((b, maker, out)) => ready[b] = Some((maker, out)),
-                // Every other thread is gone with a batch missing: one panicked, and the
-                // scope re-raises it.
-                Err(_) => break,
-            }
-        }
-        stop.store(true, Ordering::Relaxed);
+        let mut ready: Vec<Option<(usize, Vec<R>)>> = (0..shared.count).map(|_| None).collect();
+        let ok = shared.sink_in_order(&rx, &mut ready, &mut sink, &hand_back);
+        shared.stop.store(true, Ordering::Relaxed);
         // Batches made but not handed over (the sink stopped) go back to their makers too.
         for (maker, out) in ready.into_iter().flatten() {
             hand_back(maker, out);
@@ -155,6 +122,85 @@ pub fn map_into<T: Sync, R: Send>(
         }
         ok
     })
+}
+
+/// What the threads of [`map_into`] share: the items in batches, the next batch to take, and
+/// whether the sink stopped.
+struct Batches<'a, T, F> {
+    items: &'a [T],
+    batch: usize,
+    count: usize,
+    next: AtomicUsize,
+    stop: AtomicBool,
+    f: F,
+}
+
+impl<T, R, F: Fn(&T) -> R> Batches<'_, T, F> {
+    /// The next batch no thread has taken, mapped, with its index; `None` when none is left.
+    fn take(&self) -> Option<(usize, Vec<R>)> {
+        let b = self.next.fetch_add(1, Ordering::Relaxed);
+        if b >= self.count {
+            return None;
+        }
+        let part = &self.items[b * self.batch..((b + 1) * self.batch).min(self.items.len())];
+        Some((b, part.iter().map(&self.f).collect()))
+    }
+
+    /// Another thread's work: batches sent to the calling thread until none is left or the
+    /// sink stopped, dropping each one as it comes back, until the calling thread is done.
+    fn make(
+        &self,
+        maker: usize,
+        tx: &std::sync::mpsc::Sender<(usize, usize, Vec<R>)>,
+        returned: std::sync::mpsc::Receiver<Vec<R>>,
+    ) {
+        while !self.stop.load(Ordering::Relaxed) {
+            returned.try_iter().for_each(drop);
+            let Some((b, out)) = self.take() else { break };
+            if tx.send((b, maker, out)).is_err() {
+                break;
+            }
+        }
+        // What is still to come back, until the calling thread is done with it all.
+        returned.into_iter().for_each(drop);
+    }
+
+    /// The calling thread's work: each batch to `sink` in order, mapping the next batch
+    /// itself while the one due is not ready. `false` once `sink` says so.
+    fn sink_in_order(
+        &self,
+        rx: &std::sync::mpsc::Receiver<(usize, usize, Vec<R>)>,
+        ready: &mut [Option<(usize, Vec<R>)>],
+        sink: &mut impl FnMut(&R) -> bool,
+        hand_back: &impl Fn(usize, Vec<R>),
+    ) -> bool {
+        let mut want = 0;
+        while want < self.count {
+            while let Ok((b, maker, out)) = rx.try_recv() {
+                ready[b] = Some((maker, out));
+            }
+            if let Some((maker, out)) = ready[want].take() {
+                let ok = out.iter().all(&mut *sink);
+                hand_back(maker, out);
+                if !ok {
+                    return false;
+                }
+                want += 1;
+                continue;
+            }
+            if let Some((b, out)) = self.take() {
+                ready[b] = Some((0, out));
+                continue;
+            }
+            match rx.recv() {
+                Ok((b, maker, out)) => ready[b] = Some((maker, out)),
+                // Every other thread is gone with a batch missing: one panicked, and the
+                // scope re-raises it.
+                Err(_) => break,
+            }
+        }
+        true
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! The architecture, enforced: the pure modules (the decision, the derivation's cores, the
 //! ledger's entries and hashes, the JSON layer, the verifier's checks, the transparency log's
 //! maths) reach for no file system, environment, clock or network; no source file passes
-//! 600 lines; and docs and comments name only files and tests that exist.
+//! 600 lines, no function 90; no error is a bare string; and docs and comments name only
+//! files and tests that exist.
 //! docs/ARCHITECTURE.md says why; this test says where.
 
 use std::path::{Path, PathBuf};
@@ -358,5 +359,140 @@ fn the_threat_models_evidence_names_tests_that_exist() {
         missing.is_empty(),
         "THREAT-MODEL.md cites tests that do not exist; name the test that holds the claim now:\n{}",
         missing.join("\n")
+    );
+}
+
+/// Functions are kept under about 80 lines (CONTRIBUTING.md); past this, the test fails.
+const MAX_FN_LINES: usize = 90;
+
+/// Each function of `text` outside its `#[cfg(test)]` tail: its name, first line and length
+/// (from `fn` to its closing brace at the same indentation, as rustfmt writes them).
+fn functions(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines
+        .iter()
+        .position(|l| l.trim_start() == "#[cfg(test)]")
+        .unwrap_or(lines.len());
+    let mut found = Vec::new();
+    for (i, line) in lines[..end].iter().enumerate() {
+        let code = line.trim_start();
+        let indent = &line[..line.len() - code.len()];
+        let Some(at) = code.find("fn ") else { continue };
+        let head = &code[..at];
+        let qualifiers = head
+            .split_whitespace()
+            .all(|w| ["pub", "const", "async", "unsafe"].contains(&w) || w.starts_with("pub("));
+        if !qualifiers || code.ends_with(';') {
+            continue;
+        }
+        let name: String = code[at + 3..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let close = format!("{indent}}}");
+        if let Some(n) = lines[i + 1..end].iter().position(|l| *l == close) {
+            found.push((name, i + 1, n + 2));
+        }
+    }
+    found
+}
+
+#[test]
+fn the_function_scanner_measures_from_fn_to_its_brace() {
+    let text = "pub fn a() {\n    x();\n}\n\nimpl S {\n    pub(crate) fn b(&self) -> u8 {\n        1\n    }\n    fn decl();\n}\n#[cfg(test)]\nfn t() {\n}\n";
+    assert_eq!(
+        functions(text),
+        vec![("a".to_string(), 1, 3), ("b".to_string(), 6, 3)]
+    );
+}
+
+#[test]
+fn no_function_passes_90_lines() {
+    let root = src();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut long = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(&root).unwrap().display().to_string();
+        if is_test_file(&rel) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (name, line, n) in functions(&text) {
+            if n > MAX_FN_LINES {
+                long.push(format!("src/{rel}:{line}: {name} has {n} lines"));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "split these into functions of about 80 lines (CONTRIBUTING.md):\n{}",
+        long.join("\n")
+    );
+}
+
+/// Whether a line of code names `Result<_, String>`: an error that is only a string.
+fn string_error(code: &str) -> bool {
+    code.match_indices("Result<").any(|(at, m)| {
+        let mut depth = 1;
+        // A one-argument alias (`io::Result<String>`) has no error type to look at.
+        let mut last = None;
+        for (i, c) in code[at + m.len()..].char_indices() {
+            let i = at + m.len() + i;
+            match c {
+                '<' | '(' | '[' => depth += 1,
+                ',' if depth == 1 => last = Some(i + 1),
+                '>' | ')' | ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return last.is_some_and(|l| code[l..i].trim() == "String");
+                    }
+                }
+                _ => {}
+            }
+        }
+        false
+    })
+}
+
+#[test]
+fn the_string_error_scanner_reads_the_error_type() {
+    assert!(string_error("fn f() -> Result<(u8, String), String> {"));
+    assert!(string_error(
+        "fn f() -> std::result::Result<Vec<String>, String>"
+    ));
+    assert!(!string_error(
+        "fn f() -> Result<Option<String>, ConfigError> {"
+    ));
+    assert!(!string_error("fn f() -> io::Result<String> {"));
+}
+
+#[test]
+fn no_error_outside_tests_is_only_a_string() {
+    let root = src();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(&root).unwrap().display().to_string();
+        if is_test_file(&rel) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code == "#[cfg(test)]" {
+                break;
+            }
+            if !code.starts_with("//") && string_error(code) {
+                found.push(format!("src/{rel}:{}: {code}", i + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "an error type says what went wrong and what to do: use a thiserror enum \
+         (CONTRIBUTING.md), not Result<_, String>:\n{}",
+        found.join("\n")
     );
 }

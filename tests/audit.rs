@@ -11,7 +11,7 @@ mod common;
 mod s3;
 
 use attenu_hook::ship::{Store, Target};
-use common::{event, pre, session_start, Out, ProjectBuilder, TempDir};
+use common::{assert_snapshot, event, mask, pre, session_start, Out, ProjectBuilder, TempDir};
 use s3::Garage;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -458,9 +458,33 @@ fn a_directory_store_is_audited_the_same_way() {
     let first_row = text.lines().nth(1).unwrap();
     assert!(first_row.starts_with("open "), "{text}");
     assert!(text.contains("2 session(s): 1 open, 1 complete"), "{text}");
+    let store = share.path().to_str().unwrap();
+    assert_snapshot(
+        "audit.txt",
+        &mask(&ages_masked(&text), &[(store, "<store>")]),
+    );
     // A directory that does not exist cannot be read.
     let (code, _, stderr) = m.audit("file:///nonexistent/attenu-audit", &[&m.anchor_pub()]);
     assert_eq!(code, 2, "{stderr}");
+}
+
+/// `text` with each age (`0 s ago`, `3 min ago`) as `<age> ago`: how long the test took.
+fn ages_masked(text: &str) -> String {
+    let words: Vec<&str> = text.split(' ').collect();
+    let mut out = Vec::with_capacity(words.len());
+    let mut i = 0;
+    while i < words.len() {
+        let unit = words.get(i + 1).copied().unwrap_or("");
+        let ago = words.get(i + 2).is_some_and(|a| a.starts_with("ago"));
+        if ago && ["s", "min", "h", "days"].contains(&unit) && words[i].parse::<u64>().is_ok() {
+            out.push("<age>");
+            i += 2;
+        } else {
+            out.push(words[i]);
+            i += 1;
+        }
+    }
+    out.join(" ")
 }
 
 /// One object of 3 GiB (sparse: no disk is used) and one name that is not UTF-8 in the store:

@@ -537,6 +537,10 @@ fn authorize_labels_what_it_prints_and_lists_the_uses_left() {
     assert_allowed(&ops_bash(&p, &input, "t2"));
     let list = cli(&["authorize", "--project", dir, "--list"]);
     assert_contains(&list.stdout, &["0/2", "used up"]);
+    assert_snapshot(
+        "authorize-list.txt",
+        &mask(&list.stdout, &[(p.dir(), "<project>")]),
+    );
     // Host only: a subagent cannot run it.
     let out = p
         .bash_by("ops", "attenu-hook authorize --list")

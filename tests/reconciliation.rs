@@ -106,6 +106,10 @@ fn a_marker_that_cannot_be_bound_is_closed_with_unbound_and_says_so() {
         "{}",
         all.stdout
     );
+    assert_snapshot(
+        "reconcile-list-all.txt",
+        &mask(&all.stdout, &[(p.dir(), "<project>")]),
+    );
     assert!(cli(&["reconcile", "list", "--project", dir])
         .stdout
         .contains("no open"));

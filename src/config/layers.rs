@@ -2,7 +2,7 @@
 //! committed `.claude/attenu.toml`, and the clone's own `.attenu/config.toml` (or `.json`),
 //! merged key by key, each over the one before; what the local file weakens is recorded.
 
-use super::{one_line, read_optional, validate, Config, ConfigError, Mode, MAX_CONFIG_BYTES};
+use super::{read_optional, validate, Config, ConfigError, LayerProblem, Mode, MAX_CONFIG_BYTES};
 use std::path::{Path, PathBuf};
 
 /// The committed team file, relative to the project.
@@ -45,7 +45,7 @@ pub fn load(attenu_dir: &Path) -> Result<Config, ConfigError> {
             Some(
                 toml::Table::try_from(value).map_err(|e| ConfigError::Layer {
                     path: json_path.clone(),
-                    why: e.to_string(),
+                    why: LayerProblem::NotToml(e),
                 })?,
             )
         }
@@ -77,7 +77,7 @@ fn finish(table: toml::Table, sources: &[String]) -> Result<Config, ConfigError>
         .try_into()
         .map_err(|e: toml::de::Error| ConfigError::Layer {
             path: PathBuf::from(sources.join(" + ")),
-            why: one_line(&e.to_string()),
+            why: LayerProblem::Toml(e),
         })?;
     validate(&config)?;
     if config.derive.builtin_agents {
@@ -97,13 +97,12 @@ fn read_layer(path: &Path, owned: bool) -> Result<Option<toml::Table>, ConfigErr
 }
 
 fn parse_toml_layer(path: &Path, text: &str) -> Result<toml::Table, ConfigError> {
-    let layer_err = |why: String| ConfigError::Layer {
+    let layer_err = |e| ConfigError::Layer {
         path: path.to_path_buf(),
-        why,
+        why: LayerProblem::Toml(e),
     };
-    toml::from_str::<Config>(text).map_err(|e| layer_err(one_line(&e.to_string())))?;
-    text.parse::<toml::Table>()
-        .map_err(|e| layer_err(one_line(&e.to_string())))
+    toml::from_str::<Config>(text).map_err(layer_err)?;
+    text.parse::<toml::Table>().map_err(layer_err)
 }
 
 /// The administrator's file: a regular file (links allowed, as configuration management
@@ -116,7 +115,7 @@ fn read_admin(path: &Path) -> Result<Option<String>, ConfigError> {
         Err(e) => {
             return Err(ConfigError::Layer {
                 path: path.to_path_buf(),
-                why: e.to_string(),
+                why: LayerProblem::Unreadable(e),
             })
         }
     };
@@ -128,12 +127,12 @@ fn read_admin(path: &Path) -> Result<Option<String>, ConfigError> {
     {
         return Err(ConfigError::Layer {
             path: path.to_path_buf(),
-            why: "it must be a regular file of root (or this user), writable by no one else".into(),
+            why: LayerProblem::NotAnAdminFile,
         });
     }
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Layer {
         path: path.to_path_buf(),
-        why: e.to_string(),
+        why: LayerProblem::Unreadable(e),
     })?;
     Ok(Some(text))
 }
@@ -219,7 +218,10 @@ pub fn team_cas(project: &Path) -> Result<Option<crate::trust::TrustedCas>, Conf
     for line in &config.trust.ca {
         cas.add(line).map_err(|why| ConfigError::Layer {
             path: project.join(TEAM_FILE),
-            why: format!("[trust] ca has {line:?}: {why}"),
+            why: LayerProblem::Ca {
+                line: line.clone(),
+                why,
+            },
         })?;
     }
     Ok(Some(cas))

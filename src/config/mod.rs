@@ -220,10 +220,42 @@ pub enum ConfigError {
     CheckpointEvery,
     /// A `[derive] session_pool` entry that names no tool; `why` says what to write.
     #[error("[derive] session_pool has '{entry}', which {why}")]
-    SessionPool { entry: String, why: String },
+    SessionPool {
+        entry: String,
+        why: PoolEntryProblem,
+    },
     /// One of the configuration's layers (the administrator's, the team's, the local one).
     #[error("{} is invalid: {why}", .path.display())]
-    Layer { path: PathBuf, why: String },
+    Layer { path: PathBuf, why: LayerProblem },
+}
+
+/// Why a `[derive] session_pool` entry names no tools (after "which").
+#[derive(Debug, thiserror::Error)]
+pub enum PoolEntryProblem {
+    #[error("is empty; remove it")]
+    Empty,
+    #[error("means every tool and cannot be a pool; list the tools, or remove session_pool to derive the pool from the files")]
+    EveryTool,
+    #[error("is not a tool rule (for example Read, Bash(git *), mcp__github or Agent(reviewer))")]
+    NotARule,
+}
+
+/// What is wrong with one layer of the configuration (after "FILE is invalid: ").
+#[derive(Debug, thiserror::Error)]
+pub enum LayerProblem {
+    #[error("{}", one_line(&.0.to_string()))]
+    Toml(#[source] toml::de::Error),
+    #[error("{0}")]
+    NotToml(#[source] toml::ser::Error),
+    #[error("{0}")]
+    Unreadable(#[source] std::io::Error),
+    #[error("it must be a regular file of root (or this user), writable by no one else")]
+    NotAnAdminFile,
+    #[error("[trust] ca has {line:?}: {why}")]
+    Ca {
+        line: String,
+        why: crate::trust::cert::LineProblem,
+    },
 }
 
 pub(crate) fn one_line(s: &str) -> String {
@@ -301,13 +333,13 @@ fn session_pool_entry(entry: &str) -> Result<(), ConfigError> {
     let why = match declared_at(entry, Site::AgentTools) {
         Declared::Scopes(s) | Declared::WholeTool(s, _) if !s.is_empty() => return Ok(()),
         Declared::Ruled(..) => return Ok(()),
-        Declared::Scopes(_) | Declared::WholeTool(..) => "is empty; remove it",
-        Declared::All => "means every tool and cannot be a pool; list the tools, or remove session_pool to derive the pool from the files",
-        Declared::Unrepresented(_) => "is not a tool rule (for example Read, Bash(git *), mcp__github or Agent(reviewer))",
+        Declared::Scopes(_) | Declared::WholeTool(..) => PoolEntryProblem::Empty,
+        Declared::All => PoolEntryProblem::EveryTool,
+        Declared::Unrepresented(_) => PoolEntryProblem::NotARule,
     };
     Err(ConfigError::SessionPool {
         entry: entry.to_string(),
-        why: why.to_string(),
+        why,
     })
 }
 

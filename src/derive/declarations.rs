@@ -207,7 +207,7 @@ fn read_agent_file(
 
 /// The text of the agent file at `path` (of metadata `meta`), within the size bound.
 fn read_text(path: &Path, meta: std::io::Result<std::fs::Metadata>) -> Result<String, Unreadable> {
-    let io = |e: std::io::Error| Unreadable::Io(e.to_string());
+    let io = Unreadable::Io;
     let m = meta.map_err(io)?;
     if m.len() > MAX_AGENT_FILE_BYTES {
         return Err(Unreadable::TooLarge);
@@ -221,7 +221,7 @@ fn read_text(path: &Path, meta: std::io::Result<std::fs::Metadata>) -> Result<St
 enum Unreadable {
     /// The system's word.
     #[error("{0}")]
-    Io(String),
+    Io(#[source] std::io::Error),
     #[error("larger than {MAX_AGENT_FILE_BYTES} bytes")]
     TooLarge,
     #[error("not UTF-8")]
@@ -282,15 +282,15 @@ fn collect_md(
         Err(e) => {
             return Err(DeriveError::AgentsUnlistable {
                 dir: dir.to_path_buf(),
-                error: e.to_string(),
+                error: e,
             })
         }
     };
     let mut entries = entries
         .map(|entry| {
-            let entry = entry.map_err(|e| DeriveError::AgentsUnlistable {
+            let entry = entry.map_err(|error| DeriveError::AgentsUnlistable {
                 dir: dir.to_path_buf(),
-                error: e.to_string(),
+                error,
             })?;
             Ok((entry.path(), entry))
         })
@@ -343,7 +343,7 @@ fn read_permissions(path: &Path, label: &str, decl: &mut Declarations) -> Result
         Err(e) => {
             return Err(DeriveError::SettingsUnreadable {
                 label: label.to_string(),
-                error: e.to_string(),
+                error: e,
             })
         }
     };
@@ -352,12 +352,13 @@ fn read_permissions(path: &Path, label: &str, decl: &mut Declarations) -> Result
 
 /// Reads the `permissions` block of one settings file's text into `decl`.
 pub fn parse_settings(text: &str, label: &str, decl: &mut Declarations) -> Result<(), DeriveError> {
-    let value: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).map_err(|e| {
-        DeriveError::SettingsNotJson {
-            label: label.to_string(),
-            error: e.to_string(),
-        }
-    })?;
+    let value: Value =
+        serde_json::from_str(text.trim_start_matches('\u{feff}')).map_err(|error| {
+            DeriveError::SettingsNotJson {
+                label: label.to_string(),
+                error,
+            }
+        })?;
     let Some(perms) = value.get("permissions") else {
         return Ok(());
     };

@@ -5,23 +5,35 @@
 use std::path::PathBuf;
 
 /// Why the project's declarations cannot be read into a roster.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum DeriveError {
     /// A directory under `.claude/agents` cannot be listed (`error` is the system's word).
     #[error(
         "cannot list {}: {error}; make it readable by the user running Claude Code",
         dir.display()
     )]
-    AgentsUnlistable { dir: PathBuf, error: String },
+    AgentsUnlistable {
+        dir: PathBuf,
+        #[source]
+        error: std::io::Error,
+    },
     /// More agent files than the bound allows.
     #[error("more than {limit} agent files under .claude/agents")]
     TooManyAgentFiles { limit: usize },
     /// `.claude/<label>` exists but cannot be read.
     #[error(".claude/{label} cannot be read ({error}); make it readable or remove it")]
-    SettingsUnreadable { label: String, error: String },
+    SettingsUnreadable {
+        label: String,
+        #[source]
+        error: std::io::Error,
+    },
     /// `.claude/<label>` is not JSON.
     #[error(".claude/{label} is not valid JSON ({error}); fix it so its permissions can be read")]
-    SettingsNotJson { label: String, error: String },
+    SettingsNotJson {
+        label: String,
+        #[source]
+        error: serde_json::Error,
+    },
     /// Its `permissions` is not an object.
     #[error(".claude/{label}: `permissions` is not an object; fix it so it can be read")]
     PermissionsNotObject { label: String },

@@ -47,37 +47,14 @@ pub fn resolve(decl: Declarations) -> Roster {
     let root_excluded = excluded_within(&root, &operator.deny);
     let mut why = provenance::record(&decl);
     why.configured = configured.map(|c| c.scopes).unwrap_or_default();
-    let agents: BTreeMap<String, AgentAuthority> = decl
-        .agents
-        .into_iter()
-        .map(|(name, (source, file))| {
-            let authority = match file {
-                Err(why) => AgentAuthority {
-                    scopes: Scopes::default(),
-                    excluded: BTreeSet::new(),
-                    invalid: Some(why.message),
-                    rules: Rules::new(),
-                    source,
-                },
-                Ok(a) => {
-                    let (authority, removed) = agent_authority(
-                        &name,
-                        &a,
-                        source,
-                        &mut inherited,
-                        (&root, &root_rules),
-                        &operator,
-                        &mut unrepresented,
-                    );
-                    if !removed.is_empty() {
-                        why.listed_removed.insert(name.clone(), removed);
-                    }
-                    authority
-                }
-            };
-            (name, authority)
-        })
-        .collect();
+    let agents = agents_of(
+        decl.agents,
+        &mut inherited,
+        (&root, &root_rules),
+        &operator,
+        &mut unrepresented,
+        &mut why,
+    );
     unrepresented.sort();
     unrepresented.dedup();
     let agents = share_equal_sets(agents);
@@ -98,6 +75,48 @@ pub fn resolve(decl: Declarations) -> Roster {
         digest,
         why: why.into(),
     }
+}
+
+/// Each declared agent's authority; one whose file is broken holds nothing and says why.
+/// Tools an agent lists but the session does not hold are noted in `why`.
+fn agents_of(
+    declared: BTreeMap<String, (String, super::declarations::Parsed)>,
+    inherited: &mut Inherited,
+    root: (&Scopes, &Rules),
+    operator: &Operator,
+    unrepresented: &mut Vec<String>,
+    why: &mut provenance::Provenance,
+) -> BTreeMap<String, AgentAuthority> {
+    declared
+        .into_iter()
+        .map(|(name, (source, file))| {
+            let authority = match file {
+                Err(why) => AgentAuthority {
+                    scopes: Scopes::default(),
+                    excluded: BTreeSet::new(),
+                    invalid: Some(why.message),
+                    rules: Rules::new(),
+                    source,
+                },
+                Ok(a) => {
+                    let (authority, removed) = agent_authority(
+                        &name,
+                        &a,
+                        source,
+                        inherited,
+                        root,
+                        operator,
+                        unrepresented,
+                    );
+                    if !removed.is_empty() {
+                        why.listed_removed.insert(name.clone(), removed);
+                    }
+                    authority
+                }
+            };
+            (name, authority)
+        })
+        .collect()
 }
 
 /// The operator's `permissions.allow` and `permissions.deny`, in scopes.

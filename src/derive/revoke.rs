@@ -55,7 +55,7 @@ pub fn read(attenu_dir: &Path) -> Revocations {
             Ok(text) => parse(&text),
             Err(_) => broken("it is not UTF-8".into()),
         },
-        Err(e) => broken(String::from(e)),
+        Err(e) => broken(e.to_string()),
     }
 }
 

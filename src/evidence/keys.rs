@@ -178,7 +178,7 @@ fn read_seed(path: &Path) -> Result<([u8; 32], Option<String>), KeyError> {
 /// new key, so the advice is to restore it.
 fn key_read_error(path: &Path, e: fs::ReadError) -> KeyError {
     match e {
-        fs::ReadError::TooLarge(_) => KeyError::NotAKeyFile {
+        fs::ReadError::TooLarge { .. } => KeyError::NotAKeyFile {
             path: path.to_path_buf(),
         },
         other => KeyError::Read(other),

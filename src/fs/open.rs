@@ -8,7 +8,7 @@ use super::{FsError, O_NOFOLLOW, O_NONBLOCK};
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Why opening `path` failed, when the cause is what is at `path` rather than the system:
 /// a symlink (refused by `O_NOFOLLOW`) or a directory where a file belongs.
@@ -81,18 +81,24 @@ pub enum ReadError {
     #[error(transparent)]
     Refused(FsError),
     /// Larger than the caller's bound.
-    #[error("{0}")]
-    TooLarge(String),
-    /// The system failed to open or read it.
-    #[error("{0}")]
-    Io(String),
+    #[error("{} is larger than {max} bytes", .path.display())]
+    TooLarge { path: PathBuf, max: u64 },
+    /// The system failed to open, inspect or read it.
+    #[error("cannot {doing} {}: {source}", .path.display())]
+    Io {
+        doing: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
-impl From<ReadError> for String {
-    fn from(e: ReadError) -> String {
-        match e {
-            ReadError::Refused(e) => e.to_string(),
-            ReadError::TooLarge(m) | ReadError::Io(m) => m,
+impl ReadError {
+    fn io(doing: &'static str, path: &Path, source: io::Error) -> ReadError {
+        ReadError::Io {
+            doing,
+            path: path.to_path_buf(),
+            source,
         }
     }
 }
@@ -111,13 +117,13 @@ pub fn open_owned(path: &Path) -> Result<Option<(File, fs::Metadata)>, ReadError
         Err(e) => {
             return Err(match refused_open(path, &e) {
                 Some(why) => ReadError::Refused(why),
-                None => ReadError::Io(format!("cannot open {}: {e}", path.display())),
+                None => ReadError::io("open", path, e),
             })
         }
     };
     let m = file
         .metadata()
-        .map_err(|e| ReadError::Io(format!("cannot inspect {}: {e}", path.display())))?;
+        .map_err(|e| ReadError::io("inspect", path, e))?;
     check_owned_regular(path, &m).map_err(ReadError::Refused)?;
     Ok(Some((file, m)))
 }
@@ -129,8 +135,10 @@ pub fn read_owned(path: &Path, max: u64) -> Result<Option<(Vec<u8>, fs::Metadata
     let Some((file, m)) = open_owned(path)? else {
         return Ok(None);
     };
-    let too_large =
-        || ReadError::TooLarge(format!("{} is larger than {max} bytes", path.display()));
+    let too_large = || ReadError::TooLarge {
+        path: path.to_path_buf(),
+        max,
+    };
     if m.len() > max {
         return Err(too_large());
     }
@@ -152,12 +160,7 @@ pub fn read_owned(path: &Path, max: u64) -> Result<Option<(Vec<u8>, fs::Metadata
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                return Err(ReadError::Io(format!(
-                    "cannot read {}: {e}",
-                    path.display()
-                )))
-            }
+            Err(e) => return Err(ReadError::io("read", path, e)),
         }
     }
     bytes.truncate(filled);

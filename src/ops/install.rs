@@ -81,32 +81,8 @@ pub struct Installed {
 /// and (run as root, which it is only in a project root owns) owner; a settings file that is a
 /// symbolic link is refused, never written through or replaced.
 pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<Installed, InstallError> {
-    if !dir.is_dir() {
-        return Err(InstallError::NotADirectory(dir.into()));
-    }
-    // Every path below is resolved once, here: the root checks then cover each directory
-    // the write goes through.
-    let dir = &std::fs::canonicalize(dir).map_err(|source| InstallError::Resolve {
-        path: dir.into(),
-        source,
-    })?;
-    let wiring_plugin = plugins_on(dir).into_iter().find(|p| {
-        p.install_path
-            .as_ref()
-            .is_ok_and(|r| !installed_plugin_hooks(r).docs.is_empty())
-    });
-    if let Some(PluginOn { key, .. }) = wiring_plugin {
-        return Err(InstallError::PluginWires { key });
-    }
-    // Root (`sudo attenu-hook install`) in another user's project would write root's files
-    // into directories that user controls, where a symbolic link swapped in at the right
-    // moment redirects whatever root creates or hands over. The project's owner runs it.
-    let as_root = crate::fs::current_uid() == Some(0);
-    if as_root {
-        if let Some((problem, remedy)) = unsafe_for_root(dir) {
-            return Err(InstallError::UnsafeForRoot { problem, remedy });
-        }
-    }
+    let (dir, as_root) = checked_project(dir)?;
+    let dir = &dir;
     let claude = dir.join(".claude");
     std::fs::create_dir_all(&claude).map_err(|source| InstallError::CreateDir {
         path: claude.clone(),
@@ -142,18 +118,7 @@ pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<Install
             }
         })?;
     }
-    // The launcher when the settings run it; the link when they run it, or the launcher runs
-    // it for want of attenu-hook on PATH (a wrapper kept from earlier needs neither).
-    let launcher = runs(&doc, LAUNCHER_COMMAND);
-    let linked = runs(&doc, LINKED_COMMAND) || (launcher && !on_path());
-    let on_path = runs(&doc, "attenu-hook") || (launcher && !linked);
-    let mut beside = match launcher {
-        true => write_launcher(dir)?,
-        false => vec![],
-    };
-    if linked {
-        beside.extend(link_this_executable(dir)?);
-    }
+    let (beside, linked, on_path) = write_beside(dir, &doc)?;
     let shared = (!local).then_some(command.as_str());
     let warnings = machine_path_warnings(&path, &kept, shared);
     let notes = version_notes(version);
@@ -166,6 +131,54 @@ pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<Install
         linked,
         on_path,
     })
+}
+
+/// The project's root, resolved once (the root checks then cover each directory the write
+/// goes through), and whether this runs as root. Refused: not a directory, a plugin that
+/// already wires the hook, and root in a project another user can change.
+fn checked_project(dir: &Path) -> Result<(PathBuf, bool), InstallError> {
+    if !dir.is_dir() {
+        return Err(InstallError::NotADirectory(dir.into()));
+    }
+    let dir = std::fs::canonicalize(dir).map_err(|source| InstallError::Resolve {
+        path: dir.into(),
+        source,
+    })?;
+    let wiring_plugin = plugins_on(&dir).into_iter().find(|p| {
+        p.install_path
+            .as_ref()
+            .is_ok_and(|r| !installed_plugin_hooks(r).docs.is_empty())
+    });
+    if let Some(PluginOn { key, .. }) = wiring_plugin {
+        return Err(InstallError::PluginWires { key });
+    }
+    // Root (`sudo attenu-hook install`) in another user's project would write root's files
+    // into directories that user controls, where a symbolic link swapped in at the right
+    // moment redirects whatever root creates or hands over. The project's owner runs it.
+    let as_root = crate::fs::current_uid() == Some(0);
+    if as_root {
+        if let Some((problem, remedy)) = unsafe_for_root(&dir) {
+            return Err(InstallError::UnsafeForRoot { problem, remedy });
+        }
+    }
+    Ok((dir, as_root))
+}
+
+/// The launcher when the settings `doc` run it; the link when they run it, or the launcher
+/// runs it for want of attenu-hook on PATH (a wrapper kept from earlier needs neither).
+/// Returns what was written, whether the link is used, and whether PATH's attenu-hook is.
+fn write_beside(dir: &Path, doc: &Doc) -> Result<(Vec<String>, bool, bool), InstallError> {
+    let launcher = runs(doc, LAUNCHER_COMMAND);
+    let linked = runs(doc, LINKED_COMMAND) || (launcher && !on_path());
+    let on_path = runs(doc, "attenu-hook") || (launcher && !linked);
+    let mut beside = match launcher {
+        true => write_launcher(dir)?,
+        false => vec![],
+    };
+    if linked {
+        beside.extend(link_this_executable(dir)?);
+    }
+    Ok((beside, linked, on_path))
 }
 
 /// Whether a handler of the settings `doc` runs exactly `command`.

@@ -68,7 +68,24 @@ enum RegistryProblem {
     #[error("lists no installation of it for this project, so Claude Code loads no hook from it; install it (`claude plugin install {key}`) or remove the entry")]
     NoneHere { key: String },
     #[error("has a record under {record} that Claude Code cannot read ({why}), and then it reads no installed plugin at all, so Claude Code loads no hook from it; reinstall {record} (`claude plugin install {record}`), or fix that record")]
-    Unreadable { record: String, why: String },
+    Unreadable { record: String, why: RecordProblem },
+}
+
+/// Why Claude Code cannot read a plugin's records in its registry.
+#[derive(Debug, thiserror::Error)]
+enum RecordProblem {
+    #[error("not a list")]
+    NotAList,
+    #[error("a record is not an object")]
+    NotAnObject,
+    #[error("a record has no scope of user, managed, project or local")]
+    NoScope,
+    #[error("a record has no installPath")]
+    NoInstallPath,
+    #[error("a record's {0} is not a string")]
+    NotAString(&'static str),
+    #[error("a record's auto is not true or false")]
+    AutoNotABoolean,
 }
 
 /// Reads `enabledPlugins` from every settings file and, for each attenu-hook plugin it turns
@@ -199,22 +216,22 @@ fn v2_entries<'a>(doc: &'a Value, key: &str) -> Result<Vec<&'a Value>, RegistryP
 /// Why Claude Code's registry schema rejects a plugin's records (version 2): a list of
 /// objects, each with a known `scope`, a string `installPath`, and strings where it has
 /// `projectPath`, `version` and the like.
-fn unreadable_record(records: &Value) -> Option<String> {
+fn unreadable_record(records: &Value) -> Option<RecordProblem> {
     let Some(records) = records.as_array() else {
-        return Some("not a list".into());
+        return Some(RecordProblem::NotAList);
     };
     for r in records {
         let Some(r) = r.as_object() else {
-            return Some("a record is not an object".into());
+            return Some(RecordProblem::NotAnObject);
         };
         if !matches!(
             r.get("scope").and_then(Value::as_str),
             Some("user" | "managed" | "project" | "local")
         ) {
-            return Some("a record has no scope of user, managed, project or local".into());
+            return Some(RecordProblem::NoScope);
         }
         if !r.get("installPath").is_some_and(Value::is_string) {
-            return Some("a record has no installPath".into());
+            return Some(RecordProblem::NoInstallPath);
         }
         for field in [
             "projectPath",
@@ -225,11 +242,11 @@ fn unreadable_record(records: &Value) -> Option<String> {
             "resolvedVersion",
         ] {
             if r.get(field).is_some_and(|v| !v.is_string()) {
-                return Some(format!("a record's {field} is not a string"));
+                return Some(RecordProblem::NotAString(field));
             }
         }
         if r.get("auto").is_some_and(|v| !v.is_boolean()) {
-            return Some("a record's auto is not true or false".into());
+            return Some(RecordProblem::AutoNotABoolean);
         }
     }
     None

@@ -46,7 +46,7 @@ pub enum LoadError {
     #[error(
         "it looks like the JSON of `attenu-hook audit --json` but cannot be read as one ({0})"
     )]
-    Audit(String),
+    Audit(#[source] serde_json::Error),
 }
 
 impl Page {
@@ -129,8 +129,7 @@ pub fn read_input(
             .into());
     };
     if fleet::is_audit(&parsed.value) {
-        let report = serde_json::from_value(parsed.value.to_value())
-            .map_err(|e| LoadError::Audit(e.to_string()))?;
+        let report = serde_json::from_value(parsed.value.to_value()).map_err(LoadError::Audit)?;
         return Ok(Input::Audit(AuditView { source, report }));
     }
     let report = verify_bundle_bytes(bytes, key)?;

@@ -13,8 +13,18 @@ use std::path::PathBuf;
 
 /// Why a profile cannot give the shipper its settings; the text says what to do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ProfileError(String);
+pub enum ProfileError {
+    /// `AWS_PROFILE` names a profile neither file has (each file as shown to the user).
+    #[error("the profile {profile} (AWS_PROFILE) is in neither {credentials} nor {config}; add it there, or unset AWS_PROFILE")]
+    NotFound {
+        profile: String,
+        credentials: String,
+        config: String,
+    },
+    /// The profile's credentials come from a program the shipper does not run.
+    #[error("the profile {profile} gets its credentials through `{how}`, which the shipper does not run; give it credentials in the environment, for example `eval \"$(aws configure export-credentials --profile {profile} --format env)\"` (after `aws sso login` for SSO), or use web identity (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN)")]
+    Unsupported { profile: String, how: &'static str },
+}
 
 /// A profile's key to the setting it gives, for the keys object_store reads.
 const FROM_PROFILE: &[(&str, &str)] = &[
@@ -75,11 +85,11 @@ pub fn with_profile(mut env: Vec<(String, String)>) -> Result<Vec<(String, Strin
     }
     if !found {
         return match named {
-            Some(p) => Err(ProfileError(format!(
-                "the profile {p} (AWS_PROFILE) is in neither {} nor {}; add it there, or unset AWS_PROFILE",
-                shown(&credentials_file),
-                shown(&config_file)
-            ))),
+            Some(profile) => Err(ProfileError::NotFound {
+                profile,
+                credentials: shown(&credentials_file),
+                config: shown(&config_file),
+            }),
             None => Ok(env),
         };
     }
@@ -92,9 +102,7 @@ pub fn with_profile(mut env: Vec<(String, String)>) -> Result<Vec<(String, Strin
             .into_iter()
             .find(|k| settings.contains_key(*k))
         {
-            return Err(ProfileError(format!(
-                "the profile {profile} gets its credentials through `{how}`, which the shipper does not run; give it credentials in the environment, for example `eval \"$(aws configure export-credentials --profile {profile} --format env)\"` (after `aws sso login` for SSO), or use web identity (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN)"
-            )));
+            return Err(ProfileError::Unsupported { profile, how });
         }
     }
     for (key, var) in FROM_PROFILE {
@@ -242,7 +250,12 @@ mod tests {
         let h = home.to_str().unwrap();
         let e = with_profile(env(&[("HOME", h), ("AWS_PROFILE", "nope")])).unwrap_err();
         assert!(
-            e.0.contains("the profile nope (AWS_PROFILE) is in neither"),
+            matches!(&e, ProfileError::NotFound { profile, .. } if profile == "nope"),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .contains("the profile nope (AWS_PROFILE) is in neither"),
             "{e}"
         );
         // No files and no AWS_PROFILE: the environment as it was.
@@ -254,9 +267,13 @@ mod tests {
         )
         .unwrap();
         let e = with_profile(env(&[("HOME", h), ("AWS_PROFILE", "dev")])).unwrap_err();
-        assert!(
-            e.0.contains("sso_session") && e.0.contains("export-credentials"),
-            "{e}"
+        assert_eq!(
+            e,
+            ProfileError::Unsupported {
+                profile: "dev".into(),
+                how: "sso_session"
+            }
         );
+        assert!(e.to_string().contains("export-credentials"), "{e}");
     }
 }

@@ -236,7 +236,7 @@ async fn ship_one(store: &Store, p: &Pending) -> Result<Outcome, StoreError> {
         Ok(Some((b, _))) => b,
         // Gone since the walk: nothing of it is ours to ship now.
         Ok(None) => return Ok(Outcome::Failed(format!("{} vanished", p.path.display()))),
-        Err(e) => return Ok(Outcome::Failed(String::from(e))),
+        Err(e) => return Ok(Outcome::Failed(e.to_string())),
     };
     // Read before the create: a store that ignores the create's condition (Garage 2.5.0
     // accepts `If-None-Match: *` and overwrites anyway) would otherwise let a second writer

@@ -12,18 +12,29 @@ use super::store::{Created, Store, StoreError};
 pub const PROBE_DIR: &str = "attenu-doctor";
 
 /// What the probe found once the object was written and read back.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Probe {
     /// The probe object's key, below the store's prefix.
     pub key: String,
     pub deleted: Deleted,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Deleted {
     Yes,
     /// The store refused (or failed) the delete; why, as the store said it.
-    Refused(String),
+    Refused(DeleteRefused),
+}
+
+/// Why the probe object was not deleted.
+#[derive(Debug, thiserror::Error)]
+pub enum DeleteRefused {
+    #[error(transparent)]
+    Store(StoreError),
+    /// `ATTENU_SHIP_TEST_REFUSE_DELETE=1` in a test build: a store that refuses deletes.
+    #[cfg(feature = "test-faults")]
+    #[error("AccessDenied (refused by ATTENU_SHIP_TEST_REFUSE_DELETE)")]
+    Injected,
 }
 
 /// Why the store cannot be used for shipping.
@@ -40,7 +51,7 @@ pub enum ProbeError {
     #[error("the probe object {0} read back with other bytes than were written")]
     Differs(String),
     #[error("no randomness for the probe object's name: {0}")]
-    Random(String),
+    Random(#[source] crate::random::NoRandomness),
 }
 
 impl Probe {
@@ -63,7 +74,7 @@ impl Probe {
 /// Writes, reads back and deletes one probe object.
 pub async fn probe(store: &Store) -> Result<Probe, ProbeError> {
     let ms = crate::clock::now_ms();
-    let nonce = crate::random::random_hex(8).map_err(|e| ProbeError::Random(e.to_string()))?;
+    let nonce = crate::random::random_hex(8).map_err(ProbeError::Random)?;
     let key = format!("{PROBE_DIR}/probe-{ms}-{nonce}.txt");
     let bytes = format!(
         "attenu-hook doctor probe, written {}; safe to delete\n",
@@ -88,13 +99,13 @@ pub async fn probe(store: &Store) -> Result<Probe, ProbeError> {
     Ok(Probe { key, deleted })
 }
 
-async fn delete(store: &Store, key: &str) -> Result<(), String> {
+async fn delete(store: &Store, key: &str) -> Result<(), DeleteRefused> {
     // `ATTENU_SHIP_TEST_REFUSE_DELETE=1` (test builds only): a store that refuses deletes, as
     // an S3 bucket with object lock and no `s3:DeleteObject` does; Garage and a directory
     // always allow them.
     #[cfg(feature = "test-faults")]
     if std::env::var_os("ATTENU_SHIP_TEST_REFUSE_DELETE").is_some() {
-        return Err("AccessDenied (refused by ATTENU_SHIP_TEST_REFUSE_DELETE)".into());
+        return Err(DeleteRefused::Injected);
     }
-    store.delete(key).await.map_err(|e| e.to_string())
+    store.delete(key).await.map_err(DeleteRefused::Store)
 }

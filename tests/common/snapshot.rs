@@ -1,6 +1,7 @@
 //! Command-line text pinned as files under `tests/snapshots/`: what `verify`, `doctor`, `log`,
-//! `--derive --human` and every command's `--help` print is part of the interface (people read
-//! it, scripts grep it), so a change to it shows in review as a change to a snapshot file.
+//! `--derive --human`, `audit`, `reconcile list`, `authorize --list` and every command's
+//! `--help` print is part of the interface (people read it, scripts grep it), so a change to
+//! it shows in review as a change to a snapshot file.
 //!
 //! `assert_snapshot("verify-valid.txt", &text)` compares; a run with `UPDATE_SNAPSHOTS=1` writes
 //! the files instead (then review the diff). [`mask`] first replaces what differs between runs:

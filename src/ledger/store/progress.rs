@@ -51,7 +51,9 @@ impl Ledger {
     pub(super) fn read_progress(&self, stamp: &FileStamp) -> Result<Option<Progress>, StoreError> {
         let bytes = match fs::read_owned(&self.progress_path(), MAX_PROGRESS_BYTES) {
             Ok(Some((bytes, _))) => bytes,
-            Ok(None) | Err(fs::ReadError::TooLarge(_) | fs::ReadError::Io(_)) => return Ok(None),
+            Ok(None) | Err(fs::ReadError::TooLarge { .. } | fs::ReadError::Io { .. }) => {
+                return Ok(None)
+            }
             Err(fs::ReadError::Refused(why)) => return Err(StoreError::Unsafe(why)),
         };
         Ok(unseal(&bytes, &self.mac_key).filter(|p| p.stamp == *stamp))

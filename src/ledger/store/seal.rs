@@ -127,7 +127,7 @@ pub fn read_sealed_state(
     let bytes = match fs::read_owned(path, MAX_SEALED_STATE_BYTES) {
         Ok(Some((bytes, _))) => bytes,
         Ok(None) => return Ok(Found::Absent),
-        Err(fs::ReadError::TooLarge(_)) => return Ok(Found::Lost(LossCause::Unreadable, None)),
+        Err(fs::ReadError::TooLarge { .. }) => return Ok(Found::Lost(LossCause::Unreadable, None)),
         Err(e) => return Err(e),
     };
     if let Some(state) = unseal_state(&bytes, mac_key) {

@@ -230,7 +230,7 @@ fn ledger_check(attenu: &Path, name: String, mac_key: Option<&[u8; 32]>) -> Opti
         Ok(Some((b, _))) => b,
         Ok(None) => return None,
         Err(e) => {
-            let detail = format!("cannot read: {}", String::from(e));
+            let detail = format!("cannot read: {e}");
             return Some(Check::about(CheckId::Ledger, name, Severity::Fail, detail));
         }
     };
