@@ -120,8 +120,14 @@ pub fn head_mac(mac_key: &[u8; 32], tail: &[u8], head: &[u8]) -> Hmac<Sha256> {
     mac
 }
 
-fn head(roster: &Roster, root: &[&str]) -> Vec<u8> {
+/// The head: where the other parts end (so a call reads only what it needs of them), then
+/// what every call reads.
+fn head(roster: &Roster, root: &[&str], parts: [&[u8]; 3], n_sets: usize) -> Vec<u8> {
     let mut head = Vec::with_capacity(1024);
+    for part in parts {
+        put_u32(&mut head, part.len());
+    }
+    put_u32(&mut head, n_sets);
     put_str(&mut head, &roster.digest);
     put_strs(&mut head, root.iter().copied());
     put_strs(&mut head, roster.root_excluded.iter().map(String::as_str));
@@ -193,7 +199,7 @@ pub fn encode(roster: &Roster, mac_key: &[u8; 32]) -> Parts {
     }
     sets.extend(records.concat());
     Parts {
-        head: head(roster, &root),
+        head: head(roster, &root, [&index, &sets, &slices], records.len()),
         index,
         sets,
         slices,
@@ -228,23 +234,28 @@ fn strings(r: &mut Reader<'_>) -> Option<BTreeSet<String>> {
     Some(set)
 }
 
-/// The roster a call by `agent` (`None`: the main thread) needs, from the body `part` of a
-/// pin whose session part is `tail` and head seal is `tag`: the root's scopes but `agent.`
-/// ones, its exclusions and rules, the settings' rules, the digest, and `agent` alone. `None`
-/// when the head's seal fails, `agent` has no slice whose tags hold, or anything is off:
-/// the caller then reads the whole pin. What it holds decides a call needing a scope of
-/// [`decides_exactly`] as the whole roster would, but says nothing of why: a refusal is
-/// decided again on the whole roster, for its hint.
+/// Reads `len` bytes at `offset` in the roster's body; `None` past its end.
+pub type ReadAt<'a> = &'a dyn Fn(usize, usize) -> Option<Vec<u8>>;
+
+/// The roster a call by `agent` (`None`: the main thread) needs, from a pin whose session
+/// part is `tail` and head seal is `tag`: the root's scopes but `agent.` ones, its exclusions
+/// and rules, the settings' rules, the digest, and `agent` alone. `head` is the body's head,
+/// which ends at `head_end`; `read` reads what else the call needs of the body (a few hundred
+/// bytes and the index). `None` when the head's seal fails, `agent` has no slice whose tags
+/// hold, or anything is off: the caller then reads the whole pin. What it holds decides a
+/// call needing a scope of [`decides_exactly`] as the whole roster would, but says nothing of
+/// why: a refusal is decided again on the whole roster, for its hint.
 pub fn roster_for(
-    part: &[u8],
-    tail: &[u8],
-    tag: &[u8],
+    (head, head_end): (&[u8], usize),
+    (tail, tag): (&[u8], &[u8]),
     mac_key: &[u8; 32],
     agent: Option<&str>,
+    read: ReadAt<'_>,
 ) -> Option<Roster> {
-    let parts = split(part)?;
-    head_mac(mac_key, tail, parts.head).verify_slice(tag).ok()?;
-    let mut r = Reader { rest: parts.head };
+    head_mac(mac_key, tail, head).verify_slice(tag).ok()?;
+    let mut r = Reader { rest: head };
+    let (index_len, sets_len, slices_len) = (r.u32()? as usize, r.u32()? as usize, r.u32()?);
+    let n_sets = r.u32()?;
     let digest = r.string()?;
     let root: Scopes = strings(&mut r)?.into();
     let root_excluded = strings(&mut r)?;
@@ -257,8 +268,18 @@ pub fn roster_for(
     }
     let mut agents = BTreeMap::new();
     if let Some(name) = agent {
+        let index = head_end.checked_add(4)?;
+        let sets = index.checked_add(index_len)?.checked_add(4)?;
+        let at = Layout {
+            index: (index, index_len),
+            sets: (sets, n_sets),
+            slices: (
+                sets.checked_add(sets_len)?.checked_add(4)?,
+                slices_len as usize,
+            ),
+        };
         let base = tag_mac(mac_key, &digest);
-        let a = find(&parts, name, &base, &root)?;
+        let a = find(&at, read, name, &base, &root)?;
         agents.insert(name.to_string(), a);
     }
     Some(Roster {
@@ -275,6 +296,14 @@ pub fn roster_for(
     })
 }
 
+/// Where the index, the sets and the slices start in the body: with the index's and the
+/// slices' lengths, and the number of sets.
+struct Layout {
+    index: (usize, usize),
+    sets: (usize, u32),
+    slices: (usize, usize),
+}
+
 /// `bytes` without its tag, if the tag is the one `mac` gives for them.
 fn untagged(bytes: &[u8], mac: impl FnOnce(&[u8]) -> Hmac<Sha256>) -> Option<&[u8]> {
     let (body, tag) = bytes.split_at_checked(bytes.len().checked_sub(TAG_LEN)?)?;
@@ -289,12 +318,13 @@ fn u32_at(b: &[u8], at: usize) -> Option<usize> {
 /// The authority of `name` from its slice, found through the index, and its set, each tag
 /// checked.
 fn find(
-    parts: &Parts<&[u8]>,
+    at: &Layout,
+    read: ReadAt<'_>,
     name: &str,
     base: &Hmac<Sha256>,
     root: &Scopes,
 ) -> Option<AgentAuthority> {
-    let index = parts.index;
+    let index = read(at.index.0, at.index.1)?;
     if !index.len().is_multiple_of(16) {
         return None;
     }
@@ -303,31 +333,38 @@ fn find(
     let h = hash_of(name);
     let first = partition_point(n, |i| hash(i) < h);
     (first..n).take_while(|&i| hash(i) == h).find_map(|i| {
-        let (off, len) = (u32_at(index, i * 16 + 8)?, u32_at(index, i * 16 + 12)?);
-        let bytes = parts.slices.get(off..off.checked_add(len)?)?;
-        let mut r = Reader { rest: bytes };
+        let (off, len) = (u32_at(&index, i * 16 + 8)?, u32_at(&index, i * 16 + 12)?);
+        if off.checked_add(len)? > at.slices.1 {
+            return None;
+        }
+        let bytes = read(at.slices.0.checked_add(off)?, len)?;
+        let mut r = Reader { rest: &bytes };
         if r.bytes()? != name.as_bytes() {
             return None;
         }
-        let body = untagged(bytes, |b| tag_of(base, None, b))?;
+        let body = untagged(&bytes, |b| tag_of(base, None, b))?;
         let mut r = Reader {
             rest: &body[4 + name.len()..],
         };
-        authority(&mut r, parts.sets, base, root)
+        let scopes = match r.u32()? {
+            ROOT_SET => root.clone(),
+            n => set(at, read, n, base)?,
+        };
+        authority(&mut r, scopes)
     })
 }
 
-/// Set number `n` of `sets`, its tag checked.
-fn set(sets: &[u8], n: u32, base: &Hmac<Sha256>) -> Option<Scopes> {
-    let count = u32_at(sets, 0)?;
-    let i = n as usize;
-    if i >= count {
+/// Set number `n`, its tag checked.
+fn set(at: &Layout, read: ReadAt<'_>, n: u32, base: &Hmac<Sha256>) -> Option<Scopes> {
+    let (start, count) = at.sets;
+    if n >= count {
         return None;
     }
-    let records = sets.get(4 + 8 * count..)?;
-    let (off, len) = (u32_at(sets, 4 + 8 * i)?, u32_at(sets, 8 + 8 * i)?);
-    let record = records.get(off..off.checked_add(len)?)?;
-    let body = untagged(record, |b| tag_of(base, Some(n), b))?;
+    let entry = read(start + 4 + 8 * n as usize, 8)?;
+    let (off, len) = (u32_at(&entry, 0)?, u32_at(&entry, 4)?);
+    let records = start + 4 + 8 * count as usize;
+    let record = read(records.checked_add(off)?, len)?;
+    let body = untagged(&record, |b| tag_of(base, Some(n), b))?;
     let mut r = Reader { rest: body };
     let s = strings(&mut r)?;
     r.rest.is_empty().then(|| s.into())
@@ -347,16 +384,7 @@ fn partition_point(n: usize, below: impl Fn(usize) -> bool) -> usize {
     lo
 }
 
-fn authority(
-    r: &mut Reader<'_>,
-    sets: &[u8],
-    base: &Hmac<Sha256>,
-    root: &Scopes,
-) -> Option<AgentAuthority> {
-    let scopes = match r.u32()? {
-        ROOT_SET => root.clone(),
-        n => set(sets, n, base)?,
-    };
+fn authority(r: &mut Reader<'_>, scopes: Scopes) -> Option<AgentAuthority> {
     let excluded = strings(r)?;
     // No note: an agent that holds nothing is refused, and refusals read the whole pin.
     let invalid = match r.byte()? {
