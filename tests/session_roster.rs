@@ -178,6 +178,48 @@ fn a_lost_or_forged_pin_never_widens_the_session() {
     assert!(p.bash_by("reviewer", "ls").id("t8").run().denied());
 }
 
+/// A tool call checks the seals of the pin's head and of its own agent's slice only
+/// (docs/DERIVATION.md, "What a tool call reads of the pin"): a byte changed in another
+/// agent's slice leaves this agent's calls as they were, and the other agent's calls, which
+/// read it, are refused as a forged pin is.
+#[test]
+fn a_call_checks_its_own_slice_and_a_forged_one_fails_its_agent() {
+    let p = team("pin-slice");
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t1").run());
+    // Each agent's node on the chain defined (a first call records its spawn, from the
+    // whole pin).
+    assert_allowed(&p.read_by("helper", "/p/x").id("t1h").run());
+    let pin = p.path().join(".attenu/roster-s1.pin");
+    let good = std::fs::read(&pin).unwrap();
+    // A widening edit, so that the pin, once broken, cannot be derived again.
+    std::fs::write(
+        agent_file(&p, "ops"),
+        "---\nname: ops\ntools: Read, Bash, WebFetch, Write\n---\n",
+    )
+    .unwrap();
+    // The slices come first in the pin's roster, so the first `ops` written as a string
+    // (its length, then its bytes) is the name in ops's slice.
+    let at = good
+        .windows(7)
+        .position(|w| w == b"\x03\0\0\0ops")
+        .expect("ops's slice")
+        + 6;
+    let mut forged = good.clone();
+    forged[at] ^= 1;
+    std::fs::write(&pin, &forged).unwrap();
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t2").run());
+    assert_allowed(&p.read_by("helper", "/p/x").id("t3").run());
+    assert_denied_with(&p.bash_by("ops", "ls").id("t4").run(), "roster-pin-lost");
+    // A refusal is decided on the whole pin, whose seal fails: refused as a forged pin.
+    assert_denied_with(
+        &p.bash_by("reviewer", "ls").id("t5").run(),
+        "roster-pin-lost",
+    );
+    std::fs::write(&pin, &good).unwrap();
+    assert_allowed(&p.bash_by("ops", "ls").id("t6").run());
+    assert!(p.bash_by("reviewer", "ls").id("t7").run().denied());
+}
+
 /// `attenu-hook revoke` narrows a running session on its very next call, whatever its pin
 /// holds, and `--restore` gives it back.
 #[test]

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! key
-//! head index slices          what one call reads of a session's pin ([`super::slice`])
+//! head index sets slices     what one call reads of a session's pin ([`super::slice`])
 //! digest
 //! n_scopes  scope*            every scope named anywhere, sorted and distinct
 //! n_sets    (len index*)*     each distinct set once, as ascending indices into the scopes
@@ -162,7 +162,7 @@ fn decode_with(body: &[u8], only: Option<Option<&str>>) -> Option<(String, Roste
     let mut r = Reader { rest: body };
     let key = r.string()?;
     // The slices: read by a call alone ([`super::slice`]), passed over here.
-    for _ in 0..3 {
+    for _ in 0..4 {
         r.bytes()?;
     }
     let digest = r.string()?;

@@ -49,29 +49,67 @@ fn part(attenu_dir: &Path, name: &str, mac_key: &[u8; 32]) -> Option<super::Cach
 const HEAD_TAG: usize = 32;
 
 /// The roster one tool call by `agent` needs ([`super::slice::roster_for`]), checking only the
-/// seals of the pin's head and of that agent's slice: `None` when either fails or the pin is
-/// not of this session (the caller then reads the whole pin). The pin's whole seal is not
-/// checked, so a byte changed in another agent's slice goes unseen by this call, which
-/// decides only with what it checked; every call that needs more reads the whole pin.
+/// seals of the pin's head and of that agent's slice and set: `None` when one fails or the pin
+/// is not of this session (the caller then reads the whole pin). Only those parts, the index
+/// and the pin's last bytes are read, each where the head says it is, so what a call reads
+/// and checks does not grow with the roster but for the index (16 bytes an agent). The pin's
+/// whole seal is not checked, so a byte changed in another agent's slice goes unseen by this
+/// call, which decides only with what it checked; every call that needs more reads the whole
+/// pin.
 pub fn read_slice(
     attenu_dir: &Path,
     name: &str,
     mac_key: &[u8; 32],
     agent: Option<&str>,
 ) -> Option<Roster> {
-    let (bytes, _) =
-        crate::fs::read_owned(&path(attenu_dir, name), super::MAX_CACHE_BYTES).ok()??;
-    let tagged = bytes.strip_prefix(PIN.header.as_bytes())?;
-    let body = &tagged[tagged.iter().position(|&b| b == b'\n')? + 1..];
-    let mut r = super::codec::Reader { rest: body };
-    let part = r.bytes()?;
+    use std::os::unix::fs::FileExt;
+    let (file, meta) = crate::fs::open_owned(&path(attenu_dir, name)).ok()??;
+    let size = usize::try_from(meta.len()).ok()?;
+    let at = |offset: usize, len: usize| -> Option<Vec<u8>> {
+        let mut bytes = vec![0; len];
+        file.read_exact_at(&mut bytes, offset as u64).ok()?;
+        Some(bytes)
+    };
+    // `<header><64 hex>\n`, the body's length and the body, the session's name, the head's seal.
     let tail = session_tail(name);
-    let tag = r.rest.strip_prefix(&tail[..])?;
-    if tag.len() != HEAD_TAG {
+    let body = PIN.header.len() + 64 + 1 + 4;
+    let end = size.checked_sub(tail.len() + HEAD_TAG)?;
+    let body_len = end.checked_sub(body)?;
+    let last = at(end, tail.len() + HEAD_TAG)?;
+    let tag = last.strip_prefix(&tail[..])?;
+    let first = at(0, size.min(PREFIX))?;
+    if !first.starts_with(PIN.header.as_bytes()) || first.get(body - 5) != Some(&b'\n') {
         return None;
     }
-    super::slice::roster_for(part, &tail, tag, mac_key, agent)
+    let u32_at = |b: &[u8], i: usize| -> Option<usize> {
+        Some(u32::from_le_bytes(b.get(i..i + 4)?.try_into().ok()?) as usize)
+    };
+    if u32_at(&first, body - 4)? != body_len {
+        return None;
+    }
+    // Within the body: bounded by it, so no forged length makes a large read.
+    let in_body = |offset: usize, len: usize| -> Option<Vec<u8>> {
+        (offset.checked_add(len)? <= body_len).then_some(())?;
+        match first.get(body + offset..body + offset + len) {
+            Some(b) => Some(b.to_vec()),
+            None => at(body + offset, len),
+        }
+    };
+    let key_len = u32_at(&in_body(0, 4)?, 0)?;
+    let head_at = 4usize.checked_add(key_len)?;
+    let head_len = u32_at(&in_body(head_at, 4)?, 0)?;
+    let head = in_body(head_at + 4, head_len)?;
+    super::slice::roster_for(
+        (&head, head_at + 4 + head_len),
+        (&tail, tag),
+        mac_key,
+        agent,
+        &in_body,
+    )
 }
+
+/// What a call reads first of the pin: its header and the body's head, most often.
+const PREFIX: usize = 4096;
 
 /// The roster pinned for session `name`, if its pin is ours, sealed and of this session.
 pub fn read(attenu_dir: &Path, name: &str, mac_key: &[u8; 32]) -> Option<Roster> {
@@ -96,7 +134,7 @@ pub fn read_for(
 /// or the new one). Not made durable: a pin lost in a crash is derived again, and used only if
 /// the session's chain was opened with the same roster.
 pub fn write(attenu_dir: &Path, name: &str, mac_key: &[u8; 32], part: &super::Part) -> bool {
-    let Some((head, _, _)) = super::slice::split(&part.0) else {
+    let Some(super::slice::Parts { head, .. }) = super::slice::split(&part.0) else {
         return false;
     };
     let tail = session_tail(name);
@@ -192,10 +230,8 @@ mod tests {
             if let Some(name) = agent {
                 let (a, whole) = (&one.agents[name], &r.agents[name]);
                 assert_eq!(exact(&a.scopes), exact(&whole.scopes), "{name}");
-                assert_eq!(
-                    (&a.excluded, &a.invalid, &a.rules, &a.source),
-                    (&whole.excluded, &whole.invalid, &whole.rules, &whole.source)
-                );
+                assert_eq!((&a.excluded, &a.rules), (&whole.excluded, &whole.rules));
+                assert_eq!(a.invalid.is_some(), whole.invalid.is_some());
             }
         }
         assert!(

@@ -135,7 +135,7 @@ fn a_cache_this_hook_did_not_seal_is_not_read() {
     let text = std::fs::read(&cache).unwrap();
     let roster_part = read(&cache, &KEY).unwrap().roster;
     // In the scope table, after the slices (`slice`), which a pin's call reads.
-    let (_, _, slices) = slice::split(&text[roster_part.clone()]).unwrap();
+    let slices = slice::split(&text[roster_part.clone()]).unwrap().slices;
     let table = slices.as_ptr() as usize - text.as_ptr() as usize + slices.len();
     let at = table
         + text[table..]
