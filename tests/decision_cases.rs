@@ -153,9 +153,12 @@ fn check_case(case: &Path, update: bool) -> Result<(), String> {
     if expected == actual {
         return Ok(());
     }
+    let shown = file
+        .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .unwrap_or(&file);
     Err(format!(
         "{} differs from what the binary answered (- expected, + actual):\n{}",
-        file.display(),
+        shown.display(),
         line_diff(&expected, &actual)
     ))
 }

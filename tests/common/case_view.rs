@@ -2,16 +2,19 @@
 //! one line per ledger entry, holding what is stable between runs (no hashes, times or ids
 //! the hook makes up) and written with the project's directory as `$PROJECT`.
 //!
-//! An answer: `N TOOL_USE_ID EVENT CALLER TOOL => EXIT ANSWER`, where CALLER is the subagent
-//! type, `main`, `main(--agent=TYPE)` (an `agent_type` without `agent_id`) or `unidentified`
-//! (an `agent_id` without `agent_type`), and ANSWER is `{}`, `deny [code] WHAT`,
-//! `halt [code] WHAT` (`continue: false`), `[code] WHAT` from stderr on exit 2, or the JSON
-//! printed. WHAT is the reason's first clause (up to its first `: ` or `; `): what was
-//! refused, not the remedy after it.
+//! An answer: `N TOOL_USE_ID EVENT CALLER TOOL => EXIT ANSWER` (`N EVENT => ..` for an event
+//! without a tool), where CALLER is the subagent type, `main`, `main(--agent=TYPE)` (an
+//! `agent_type` without `agent_id`) or `unidentified` (an `agent_id` without `agent_type`), and
+//! ANSWER is `{}`, `deny [code] WHAT`, `halt [code] WHAT` (`continue: false`), `[code] WHAT`
+//! from stderr on exit 2, or the JSON printed. WHAT is the reason's first clause (up to its
+//! first `: ` or `; ` outside parentheses and backticks): what was refused, not the remedy
+//! after it.
 //!
-//! A ledger entry: `root SCOPES`, `spawn AGENT SCOPES`, then per call `TOOL_USE_ID EVENT CALLER
-//! TOOL SCOPE` with, for a deny, `[reason-code]` and its disposition; for an allow not enforced
-//! `not-enforced would-deny=[code]`; `mode=` when not enforce; for an outcome its body state.
+//! A ledger entry: `root SCOPES`, `spawn AGENT SCOPES` (with `excluded=` and `rules=` when it
+//! has them), then per call `TOOL_USE_ID EVENT CALLER TOOL SCOPE` with, for a deny,
+//! `[reason-code]` and its disposition, for an allow not enforced `not-enforced
+//! would-deny=[code]`, and `mode=` when not enforce; `TOOL_USE_ID outcome CALLER body_state=..`;
+//! any other entry as its event and agent (`done session`); `== no ledger` when there is none.
 use super::*;
 
 /// Who made a call, from its `agent_id` and `agent_type`.
@@ -33,20 +36,37 @@ fn code_and_clause(reason: &str, project: &str) -> String {
         return reason.to_string();
     };
     let rest = &reason[close + 2..];
-    let cut = [": ", "; "]
-        .iter()
-        .filter_map(|s| rest.find(s))
-        .min()
-        .unwrap_or(rest.len());
-    format!("{} {}", &reason[..close + 1], &rest[..cut])
+    format!("{} {}", &reason[..close + 1], &rest[..clause_end(rest)])
+}
+
+/// Where the first clause of `text` ends: its first `: ` or `; ` outside parentheses and
+/// backticks.
+fn clause_end(text: &str) -> usize {
+    let (mut depth, mut ticked) = (0i32, false);
+    for (at, c) in text.char_indices() {
+        match c {
+            '`' => ticked = !ticked,
+            '(' if !ticked => depth += 1,
+            ')' if !ticked => depth -= 1,
+            ':' | ';' if !ticked && depth <= 0 && text[at + 1..].starts_with(' ') => {
+                return at;
+            }
+            _ => {}
+        }
+    }
+    text.len()
 }
 
 /// What one hook process answered to event `n`, `payload`.
 pub fn answer_line(n: usize, payload: &Value, out: &Out, project: &str) -> String {
-    let tool_use = payload["tool_use_id"].as_str().unwrap_or("-");
     let event = payload["hook_event_name"].as_str().unwrap_or("?");
-    let tool = payload["tool_name"].as_str().unwrap_or("-");
-    let head = format!("{n} {tool_use} {event} {} {tool}", caller(payload));
+    let head = match payload["tool_name"].as_str() {
+        Some(tool) => {
+            let tool_use = payload["tool_use_id"].as_str().unwrap_or("-");
+            format!("{n} {tool_use} {event} {} {tool}", caller(payload))
+        }
+        None => format!("{n} {event}"),
+    };
     let answer = if out.code == 2 {
         code_and_clause(out.stderr.lines().next().unwrap_or(""), project)
     } else {
@@ -69,6 +89,15 @@ fn json_answer(out: &Out, project: &str) -> String {
         return format!("halt {}", code_and_clause(reason, project));
     }
     mask(&v.to_string(), &[(project, "$PROJECT")])
+}
+
+/// The strings in `v`, comma-separated, or `(none)`.
+fn joined(v: &Value) -> String {
+    let all = strings(v);
+    match all.is_empty() {
+        true => "(none)".into(),
+        false => all.join(","),
+    }
 }
 
 fn strings(v: &Value) -> Vec<String> {
@@ -99,26 +128,37 @@ fn entry_line(e: &Value) -> String {
     match e["event"].as_str().unwrap_or("?") {
         "root" => format!(
             "root {}{}",
-            strings(&e["authority"]["scopes"]).join(","),
+            joined(&e["authority"]["scopes"]),
             listed("excluded", &c["excluded"])
         ),
         "spawn" => format!(
             "spawn {} {}{}{}",
             text(&e["agent"]),
-            strings(&e["granted"]["scopes"]).join(","),
+            joined(&e["granted"]["scopes"]),
             listed("excluded", &c["excluded"]),
             listed("rules", &c["rules"])
         ),
+        "allow" | "deny" => format!(
+            "{} {} {} {} {}{}",
+            text(&c["tool_use_id"]),
+            text(&e["event"]),
+            caller(c),
+            text(&e["tool"]),
+            text(&e["scope"]),
+            call_details(e)
+        ),
+        "outcome" => format!(
+            "{} outcome {}{}",
+            text(&c["tool_use_id"]),
+            caller(c),
+            call_details(e)
+        ),
         event => {
-            let mut line = format!(
-                "{} {event} {} {} {}",
-                text(&c["tool_use_id"]),
-                caller(c),
-                text(&e["tool"]),
-                text(&e["scope"])
-            );
-            line += &call_details(e);
-            line
+            let known = [&e["agent"], &c["tool_use_id"], &e["tool"], &e["scope"]];
+            let parts: Vec<&str> = known.iter().filter_map(|v| v.as_str()).collect();
+            format!("{event} {}{}", parts.join(" "), call_details(e))
+                .trim_end()
+                .to_string()
         }
     }
 }
@@ -164,6 +204,9 @@ pub fn ledger_view(attenu: &Path, project: &str) -> String {
         name.starts_with("ledger-") && name.ends_with(".jsonl")
     });
     files.sort();
+    if files.is_empty() {
+        return "== no ledger\n".into();
+    }
     let mut out = String::new();
     for file in files {
         let name = file.file_name().unwrap().to_string_lossy().to_string();
