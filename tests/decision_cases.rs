@@ -6,6 +6,8 @@
 //! - `events.jsonl`: the hook payloads to send, in order, one a line (`#` lines are comments);
 //!   the driver fills what a line leaves out (see [`complete`]) and writes the project's
 //!   directory where a string says `$PROJECT`;
+//! - `admin.toml` (optional): the administrator's machine-wide configuration layer; without
+//!   it the hook reads none (not `/etc/attenu-hook/config.toml` of the machine running it);
 //! - `expected.txt`: what the hook answered to each event, then each session's ledger, one
 //!   line an entry (see `tests/common/case_view.rs` for what a line shows).
 //!
@@ -130,13 +132,24 @@ fn run_case(case: &Path) -> Result<String, String> {
     let project = TempDir::new(&format!("case-{name}"));
     copy_tree(&case.join("project"), project.path());
     let dir = project.dir().to_string();
+    // The administrator's layer is the case's `admin.toml`, or none (not this machine's).
+    let admin = case.join("admin.toml");
+    let admin = match admin.exists() {
+        true => admin,
+        false => project.path().join("no-admin-config.toml"),
+    };
+    let env = [("ATTENU_ADMIN_CONFIG", admin.as_os_str())];
+    let masks = [
+        (dir.as_str(), "$PROJECT"),
+        (admin.to_str().unwrap(), "$ADMIN"),
+    ];
     let mut text = String::from("== answers\n");
     for (i, payload) in events(&case.join("events.jsonl"), &dir)?.iter().enumerate() {
-        let out = hook(project.path(), payload);
-        text += &answer_line(i + 1, payload, &out, &dir);
+        let out = hook_env(project.path(), payload, &env);
+        text += &answer_line(i + 1, payload, &out, &masks);
         text.push('\n');
     }
-    text += &ledger_view(&project.path().join(".attenu"), &dir);
+    text += &ledger_view(&project.path().join(".attenu"), &masks);
     Ok(text)
 }
 

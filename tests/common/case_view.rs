@@ -1,6 +1,7 @@
 //! The text a decision case (`tests/decision_cases.rs`) is compared on: one line per answer,
 //! one line per ledger entry, holding what is stable between runs (no hashes, times or ids
-//! the hook makes up) and written with the project's directory as `$PROJECT`.
+//! the hook makes up) and written with the project's directory as `$PROJECT` (the
+//! administrator's file as `$ADMIN`).
 //!
 //! An answer: `N TOOL_USE_ID EVENT CALLER TOOL => EXIT ANSWER` (`N EVENT => ..` for an event
 //! without a tool), where CALLER is the subagent type, `main`, `main(--agent=TYPE)` (an
@@ -10,12 +11,16 @@
 //! first `: ` or `; ` outside parentheses and backticks): what was refused, not the remedy
 //! after it.
 //!
-//! A ledger entry: `root SCOPES`, `spawn AGENT SCOPES` (with `excluded=` and `rules=` when it
-//! has them), then per call `TOOL_USE_ID EVENT CALLER TOOL SCOPE` with, for a deny,
-//! `[reason-code]` and its disposition, for an allow not enforced `not-enforced
-//! would-deny=[code]`, and `mode=` when not enforce; `TOOL_USE_ID outcome CALLER body_state=..`;
-//! any other entry as its event and agent (`done session`); `== no ledger` when there is none.
+//! A ledger entry: `root SCOPES` (with `config=` the configuration's layers and `overrides=`
+//! what the local one weakens), `spawn AGENT SCOPES` (with `excluded=` and `rules=` when it has
+//! them), then per call `TOOL_USE_ID EVENT CALLER TOOL SCOPE` with, for a deny, `[reason-code]`
+//! and its disposition, for an allow not enforced `not-enforced would-deny=[code]`, and `mode=`
+//! when not enforce; `TOOL_USE_ID outcome CALLER body_state=..`; any other entry as its event
+//! and agent (`done session`); `== no ledger` when there is none.
 use super::*;
+
+/// The paths written as names (`(project dir, "$PROJECT")`), as [`mask`] takes them.
+pub type Masks<'a> = &'a [(&'a str, &'a str)];
 
 /// Who made a call, from its `agent_id` and `agent_type`.
 fn caller(v: &Value) -> String {
@@ -29,8 +34,8 @@ fn caller(v: &Value) -> String {
 }
 
 /// `[code] what` of a hook's reason text (`attenu-hook: [code] what: remedy`).
-fn code_and_clause(reason: &str, project: &str) -> String {
-    let reason = mask(reason, &[(project, "$PROJECT")]);
+fn code_and_clause(reason: &str, masks: Masks) -> String {
+    let reason = mask(reason, masks);
     let reason = reason.strip_prefix("attenu-hook: ").unwrap_or(&reason);
     let Some(close) = reason.find("] ") else {
         return reason.to_string();
@@ -58,7 +63,7 @@ fn clause_end(text: &str) -> usize {
 }
 
 /// What one hook process answered to event `n`, `payload`.
-pub fn answer_line(n: usize, payload: &Value, out: &Out, project: &str) -> String {
+pub fn answer_line(n: usize, payload: &Value, out: &Out, masks: Masks) -> String {
     let event = payload["hook_event_name"].as_str().unwrap_or("?");
     let head = match payload["tool_name"].as_str() {
         Some(tool) => {
@@ -68,27 +73,27 @@ pub fn answer_line(n: usize, payload: &Value, out: &Out, project: &str) -> Strin
         None => format!("{n} {event}"),
     };
     let answer = if out.code == 2 {
-        code_and_clause(out.stderr.lines().next().unwrap_or(""), project)
+        code_and_clause(out.stderr.lines().next().unwrap_or(""), masks)
     } else {
-        json_answer(out, project)
+        json_answer(out, masks)
     };
     format!("{head} => {} {answer}", out.code)
 }
 
-fn json_answer(out: &Out, project: &str) -> String {
+fn json_answer(out: &Out, masks: Masks) -> String {
     let Ok(v) = serde_json::from_str::<Value>(out.stdout.trim()) else {
         return format!("not JSON: {:?}", out.stdout);
     };
     let decision = &v["hookSpecificOutput"];
     if decision["permissionDecision"] == "deny" {
         let reason = decision["permissionDecisionReason"].as_str().unwrap_or("");
-        return format!("deny {}", code_and_clause(reason, project));
+        return format!("deny {}", code_and_clause(reason, masks));
     }
     if v["continue"] == false {
         let reason = v["stopReason"].as_str().unwrap_or("");
-        return format!("halt {}", code_and_clause(reason, project));
+        return format!("halt {}", code_and_clause(reason, masks));
     }
-    mask(&v.to_string(), &[(project, "$PROJECT")])
+    mask(&v.to_string(), masks)
 }
 
 /// The strings in `v`, comma-separated, or `(none)`.
@@ -121,15 +126,30 @@ fn listed(key: &str, v: &Value) -> String {
     }
 }
 
+/// ` key=a,b` for the array of strings `v`, in its order (the configuration's layers), else
+/// nothing.
+fn in_order(key: &str, v: &Value) -> String {
+    let all: Vec<&str> = v
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    match all.is_empty() {
+        true => String::new(),
+        false => format!(" {key}={}", all.join(",")),
+    }
+}
+
 /// One ledger entry as one line.
 fn entry_line(e: &Value) -> String {
     let c = &e["context"];
     let text = |v: &Value| v.as_str().unwrap_or("-").to_string();
     match e["event"].as_str().unwrap_or("?") {
         "root" => format!(
-            "root {}{}",
+            "root {}{}{}{}",
             joined(&e["authority"]["scopes"]),
-            listed("excluded", &c["excluded"])
+            listed("excluded", &c["excluded"]),
+            in_order("config", &c["identity"]["config"]["sources"]),
+            in_order("overrides", &c["identity"]["config"]["overrides"])
         ),
         "spawn" => format!(
             "spawn {} {}{}{}",
@@ -195,7 +215,7 @@ fn call_details(e: &Value) -> String {
 
 /// Each session's ledger under `attenu` (`ledger-<session>.jsonl`), sorted by session: a
 /// `== ledger <session>` line, then a line per entry.
-pub fn ledger_view(attenu: &Path, project: &str) -> String {
+pub fn ledger_view(attenu: &Path, masks: Masks) -> String {
     let mut files: Vec<PathBuf> = std::fs::read_dir(attenu)
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -215,7 +235,7 @@ pub fn ledger_view(attenu: &Path, project: &str) -> String {
         for line in std::fs::read_to_string(&file).unwrap().lines() {
             let entry: Value = serde_json::from_str(line)
                 .unwrap_or_else(|e| panic!("{}: {e}: {line}", file.display()));
-            out += &mask(&entry_line(&entry), &[(project, "$PROJECT")]);
+            out += &mask(&entry_line(&entry), masks);
             out.push('\n');
         }
     }
