@@ -26,6 +26,9 @@ fn cases_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases")
 }
 
+/// What a case directory may hold: a misspelt name is an error, not a file ignored.
+const CASE_FILES: &[&str] = &["project", "events.jsonl", "admin.toml", "expected.txt"];
+
 /// The case directories under `dir`, sorted; an error when there are none, or when one lacks
 /// `project/` or `events.jsonl`: a missing case never passes silently.
 fn case_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
@@ -43,6 +46,15 @@ fn case_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
         for part in ["project", "events.jsonl"] {
             if !case.join(part).exists() {
                 return Err(format!("{} has no {part}", case.display()));
+            }
+        }
+        for entry in std::fs::read_dir(case).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            if !CASE_FILES.contains(&name.as_str()) {
+                return Err(format!(
+                    "{}: a case holds only {CASE_FILES:?}, not {name:?}",
+                    case.display()
+                ));
             }
         }
     }
@@ -162,13 +174,18 @@ fn check_case(case: &Path, update: bool) -> Result<(), String> {
         std::fs::write(&file, &actual).map_err(|e| format!("{}: {e}", file.display()))?;
         return Ok(());
     }
-    let expected = std::fs::read_to_string(&file).unwrap_or_default();
-    if expected == actual {
-        return Ok(());
-    }
     let shown = file
         .strip_prefix(env!("CARGO_MANIFEST_DIR"))
         .unwrap_or(&file);
+    let Ok(expected) = std::fs::read_to_string(&file) else {
+        return Err(format!(
+            "{} is missing: run with UPDATE_CASES=1 to write it, then read it\n",
+            shown.display()
+        ));
+    };
+    if expected == actual {
+        return Ok(());
+    }
     Err(format!(
         "{} differs from what the binary answered (- expected, + actual):\n{}",
         shown.display(),
@@ -231,7 +248,13 @@ fn every_case_gives_its_expected_answers_and_ledger() {
     assert!(!cases.is_empty(), "no case's name contains {only:?}");
     let failures: Vec<String> = cases
         .iter()
-        .filter_map(|case| check_case(case, update).err())
+        .filter_map(|case| {
+            // A panic (the hook exiting other than 0 or 2, a file that cannot be copied) fails
+            // the case it happened in, named, and the other cases still run.
+            std::panic::catch_unwind(|| check_case(case, update))
+                .unwrap_or_else(|_| Err(format!("{}: panicked (above)\n", case.display())))
+                .err()
+        })
         .collect();
     assert!(
         failures.is_empty(),
@@ -264,7 +287,8 @@ fn a_wrong_or_missing_expected_file_fails() {
     std::fs::write(&file, right.replace("== ledger", "== ledger-s9")).unwrap();
     assert!(check_case(copy.path(), false).is_err());
     std::fs::remove_file(&file).unwrap();
-    assert!(check_case(copy.path(), false).is_err());
+    let err = check_case(copy.path(), false).unwrap_err();
+    assert_contains(&err, &["expected.txt is missing", "UPDATE_CASES=1"]);
 }
 
 /// No cases, a case without its events, or events that are not JSON objects: an error, never a
@@ -279,6 +303,12 @@ fn an_empty_or_broken_cases_directory_fails() {
     assert!(case_dirs(dir.path())
         .unwrap_err()
         .contains("no events.jsonl"));
+    std::fs::write(case.join("event.jsonl"), "{}\n").unwrap();
+    std::fs::write(case.join("events.jsonl"), "{}\n").unwrap();
+    let err = case_dirs(dir.path()).unwrap_err();
+    assert!(err.contains("not \"event.jsonl\""), "{err}");
+    std::fs::remove_file(case.join("event.jsonl")).unwrap();
+    assert_eq!(case_dirs(dir.path()), Ok(vec![case.clone()]));
     std::fs::write(case.join("events.jsonl"), "# nothing\n").unwrap();
     assert!(run_case(&case).unwrap_err().contains("holds no event"));
     std::fs::write(case.join("events.jsonl"), "[1]\n").unwrap();
