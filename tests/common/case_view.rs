@@ -14,9 +14,10 @@
 //! A ledger entry: `root SCOPES` (with `config=` the configuration's layers and `overrides=`
 //! what the local one weakens), `spawn AGENT SCOPES` (with `excluded=` and `rules=` when it has
 //! them), then per call `TOOL_USE_ID EVENT CALLER TOOL SCOPE` with, for a deny, `[reason-code]`
-//! and its disposition, for an allow not enforced `not-enforced would-deny=[code]`, and `mode=`
-//! when not enforce; `TOOL_USE_ID outcome CALLER body_state=..`; any other entry as its event
-//! and agent (`done session`); `== no ledger` when there is none.
+//! and its disposition (`refused-by=` for Claude Code's own refusals), for an allow not
+//! enforced `not-enforced would-deny=[code]`, and `mode=` when not enforce; `TOOL_USE_ID
+//! outcome CALLER body_state=..`; any other entry as its event and agent (`done session`);
+//! `== no ledger` when there is none.
 use super::*;
 
 /// The paths written as names (`(project dir, "$PROJECT")`), as [`mask`] takes them.
@@ -189,6 +190,9 @@ fn call_details(e: &Value) -> String {
     let mut parts = Vec::new();
     if let Some(code) = c["reason_code"].as_str() {
         parts.push(format!("[{code}]"));
+    }
+    if let Some(by) = c["refused_by"].as_str() {
+        parts.push(format!("refused-by={by}"));
     }
     if let Some(d) = e["disposition"].as_str() {
         parts.push(format!("disposition={d}"));
