@@ -1,7 +1,8 @@
 //! Decisions (PreToolUse) and outcomes (PostToolUse, PostToolUseFailure), through the real
 //! binary, one process per call: what is allowed, what is denied and with which reason code,
-//! what the main thread, undeclared agent types and the shadow and observe modes get, and what
-//! each decision and outcome leaves on the ledger.
+//! what the main thread and undeclared agent types get, and what each decision and outcome
+//! leaves on the ledger. Cases that are a sequence of events (`claude --agent X`, shadow and
+//! observe, ...) are data under `tests/cases/`, run by tests/decision_cases.rs.
 
 mod common;
 use common::*;
@@ -151,34 +152,6 @@ fn main_thread_is_recorded_not_enforced_unless_configured() {
             .id("t3")
             .run(),
     );
-}
-
-/// `claude --agent reviewer`: the main thread is held to reviewer's declaration, enforced
-/// (it was once read as the plain main thread, whose refusals are only recorded).
-#[test]
-fn agent_type_without_agent_id_is_held_to_that_agents_declaration() {
-    let p = sample("agentmain");
-    let call = |tool: &str, input: serde_json::Value, id: &str| {
-        let mut payload = p.main_thread(tool).input(input).id(id).value();
-        payload["agent_type"] = json!("reviewer");
-        hook(p.path(), &payload)
-    };
-    assert_denied_with(&call("Bash", json!({"command": "ls"}), "t1"), "unresolved");
-    assert_allowed(&call("Read", json!({"file_path": "/x"}), "t2"));
-}
-
-#[test]
-fn shadow_and_observe_record_what_would_be_denied_and_deny_nothing() {
-    for mode in ["shadow", "observe"] {
-        let p = sample(mode);
-        write_config(p.path(), format!("mode = \"{mode}\"\n"));
-        let out = p.bash_by("reviewer", "ls").id("t1").run();
-        assert!(out.is_allow(), "{mode}: {}", out.stdout);
-        let e = p.entries("s1").pop().unwrap();
-        assert_eq!(e["mode"], mode);
-        assert_eq!(e["context"]["enforced"], false);
-        assert_eq!(e["context"]["would_deny"]["code"], "unresolved");
-    }
 }
 
 #[test]
