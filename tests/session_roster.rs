@@ -272,3 +272,43 @@ fn a_revocation_takes_effect_on_the_next_call() {
         .run();
     assert_denied_with(&out, "self-protection");
 }
+
+/// A genuine pin of an earlier roster of the same session, put back after `/clear` pinned a
+/// narrower one (or read just before the repin, by a call racing it), is not the roster the
+/// session's chain is on: it is never used, on the slice path or the whole pin's.
+#[test]
+fn an_earlier_pin_of_the_session_put_back_never_widens_it() {
+    let p = team("pin-replay");
+    assert_eq!(p.session_start("s1", "startup").code, 0);
+    assert_allowed(&p.bash_by("ops", "ls").id("t1").run());
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t2").run());
+    let pin = p.path().join(".attenu/roster-s1.pin");
+    let old = std::fs::read(&pin).unwrap();
+    std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Read\n---\n").unwrap();
+    assert_eq!(p.session_start("s1", "clear").code, 0);
+    assert!(p.bash_by("ops", "ls").id("t3").run().denied());
+    let roots = of_event(&p.entries("s1"), "root").len();
+    std::fs::write(&pin, &old).unwrap();
+    let out = p.bash_by("ops", "ls").id("t4").run();
+    assert!(
+        out.denied(),
+        "the earlier pin widened the session: {}",
+        out.stdout
+    );
+    // The files still give the chain's roster: derived again, pinned again, and used.
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t5").run());
+    assert_ne!(std::fs::read(&pin).unwrap(), old);
+    assert_eq!(
+        of_event(&p.entries("s1"), "root").len(),
+        roots,
+        "no chain reopened"
+    );
+    // When they do not, the session is refused, as with a forged pin.
+    std::fs::write(&pin, &old).unwrap();
+    std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Bash\n---\n").unwrap();
+    assert_denied_with(
+        &p.read_by("reviewer", "/p/x").id("t6").run(),
+        "roster-pin-lost",
+    );
+    assert_denied_with(&p.bash_by("ops", "ls").id("t7").run(), "roster-pin-lost");
+}
