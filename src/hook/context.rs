@@ -75,9 +75,10 @@ impl Ctx<'_> {
 
     /// The declared agent whose authority this event needs: a subagent's call, a `--agent`
     /// main thread's (`agent_type` alone), or the type a SubagentStart announces. A roster is
-    /// read for it alone (`codec::decode_for`).
+    /// read for it alone (`codec::decode_for`). An empty `agent_type` names none, as for
+    /// `policy::Actor::of`.
     fn agent(&self) -> Option<&str> {
-        self.p.agent_type.as_deref()
+        self.p.agent_type.as_deref().filter(|t| !t.is_empty())
     }
 
     /// What the configuration adds to the project's files for derivation.
