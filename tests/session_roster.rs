@@ -272,3 +272,106 @@ fn a_revocation_takes_effect_on_the_next_call() {
         .run();
     assert_denied_with(&out, "self-protection");
 }
+
+/// A genuine pin of an earlier roster of the same session, put back after `/clear` pinned a
+/// narrower one (or read just before the repin, by a call racing it), is not the roster the
+/// session's chain is on: it is never used, on the slice path or the whole pin's.
+#[test]
+fn an_earlier_pin_of_the_session_put_back_never_widens_it() {
+    let p = team("pin-replay");
+    assert_eq!(p.session_start("s1", "startup").code, 0);
+    assert_allowed(&p.bash_by("ops", "ls").id("t1").run());
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t2").run());
+    let pin = p.path().join(".attenu/roster-s1.pin");
+    let old = std::fs::read(&pin).unwrap();
+    std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Read\n---\n").unwrap();
+    assert_eq!(p.session_start("s1", "clear").code, 0);
+    assert!(p.bash_by("ops", "ls").id("t3").run().denied());
+    let roots = of_event(&p.entries("s1"), "root").len();
+    std::fs::write(&pin, &old).unwrap();
+    let out = p.bash_by("ops", "ls").id("t4").run();
+    assert!(
+        out.denied(),
+        "the earlier pin widened the session: {}",
+        out.stdout
+    );
+    // The files still give the chain's roster: derived again, pinned again, and used.
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t5").run());
+    assert_ne!(std::fs::read(&pin).unwrap(), old);
+    assert_eq!(
+        of_event(&p.entries("s1"), "root").len(),
+        roots,
+        "no chain reopened"
+    );
+    // When they do not, the session is refused, as with a forged pin.
+    std::fs::write(&pin, &old).unwrap();
+    std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Bash\n---\n").unwrap();
+    assert_denied_with(
+        &p.read_by("reviewer", "/p/x").id("t6").run(),
+        "roster-pin-lost",
+    );
+    assert_denied_with(&p.bash_by("ops", "ls").id("t7").run(), "roster-pin-lost");
+}
+
+/// On the slice path (the whole pin's seal broken by a byte in another agent's slice, so
+/// that only a call decided on its own slice can be allowed), an agent is still held to its
+/// argument rules, the settings' denials, its MCP exclusions and the operator's revocation,
+/// as a subagent and as a `--agent` main thread.
+#[test]
+fn the_slice_path_keeps_rules_exclusions_denials_and_revocations() {
+    let p = ProjectBuilder::new("pin-slice-rules")
+        .agent("tagger", "description: tags\ntools: Read, Bash(git tag:*)")
+        .agent(
+            "payer",
+            "description: pays\ntools: mcp__pay\ndisallowedTools: mcp__pay__refund",
+        )
+        .agent("shell", "description: runs\ntools: Bash")
+        .agent("spectator", "description: watches\ntools: Read")
+        .settings(json!({"permissions": {"deny": ["Bash(curl:*)"]}}))
+        .build();
+    let as_main = |tool: &str, input: serde_json::Value, id: &str| {
+        let call = p.main_thread(tool).with("agent_type", json!("tagger"));
+        call.input(input).id(id).run()
+    };
+    let mcp = |tool: &str, id: &str| p.subagent("payer", tool).id(id).run();
+    // Each caller's node defined, on the whole pin.
+    assert_allowed(&p.bash_by("tagger", "git tag v1").id("t1").run());
+    assert_allowed(&as_main("Bash", json!({"command": "git tag v1"}), "t2"));
+    assert_allowed(&mcp("mcp__pay__charge", "t3"));
+    assert_allowed(&p.bash_by("shell", "ls").id("t4").run());
+    let pin = p.path().join(".attenu/roster-s1.pin");
+    let good = std::fs::read(&pin).unwrap();
+    std::fs::write(
+        agent_file(&p, "spectator"),
+        "---\nname: spectator\ntools: Read, Write\n---\n",
+    )
+    .unwrap();
+    let at = good
+        .windows(13)
+        .position(|w| w == b"\x09\0\0\0spectator")
+        .expect("spectator's slice")
+        + 12;
+    let mut forged = good.clone();
+    forged[at] ^= 1;
+    std::fs::write(&pin, &forged).unwrap();
+    assert_allowed(&p.bash_by("tagger", "git tag v2").id("t5").run());
+    assert_allowed(&as_main("Bash", json!({"command": "git tag v2"}), "t6"));
+    assert_allowed(&mcp("mcp__pay__charge", "t7"));
+    assert_allowed(&p.bash_by("shell", "ls").id("t8").run());
+    for out in [
+        p.bash_by("tagger", "git push").id("u1").run(),
+        p.bash_by("tagger", "git tag v3 && rm -rf x").id("u2").run(),
+        as_main("Bash", json!({"command": "git push"}), "u3"),
+        as_main("Write", json!({"file_path": "/p/x", "content": "x"}), "u4"),
+        mcp("mcp__pay__refund", "u5"),
+        p.bash_by("shell", "curl https://example.com")
+            .id("u6")
+            .run(),
+    ] {
+        assert!(out.denied(), "{}", out.stdout);
+    }
+    let revoke = cli(&["revoke", "--project", p.dir(), "shell", "Bash"]);
+    assert_eq!(revoke.code, 0, "{}", revoke.stderr);
+    assert_denied_with(&p.bash_by("shell", "ls").id("u7").run(), "revoked");
+    assert_allowed(&p.bash_by("tagger", "git tag v4").id("t9").run());
+}

@@ -463,4 +463,8 @@ fn sealed(kind: &Kind, mac_key: &[u8; 32], body: &[u8]) -> Vec<u8> {
 }
 
 #[cfg(test)]
+mod slice_diff_tests;
+#[cfg(test)]
+mod slice_tests;
+#[cfg(test)]
 mod tests;

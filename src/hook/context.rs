@@ -75,9 +75,10 @@ impl Ctx<'_> {
 
     /// The declared agent whose authority this event needs: a subagent's call, a `--agent`
     /// main thread's (`agent_type` alone), or the type a SubagentStart announces. A roster is
-    /// read for it alone (`codec::decode_for`).
+    /// read for it alone (`codec::decode_for`). An empty `agent_type` names none, as for
+    /// `policy::Actor::of`.
     fn agent(&self) -> Option<&str> {
-        self.p.agent_type.as_deref()
+        self.p.agent_type.as_deref().filter(|t| !t.is_empty())
     }
 
     /// What the configuration adds to the project's files for derivation.
@@ -234,20 +235,25 @@ pub(super) fn pinned_under_lock(
     repin: bool,
 ) -> Result<Roster, Reason> {
     let (derived, part) = match found {
-        Found::Pinned(r) => return Ok(r),
+        Found::Pinned(r) if of_chain(ledger, &r) => return Ok(r),
+        // A sealed pin of this session that is not its chain's roster (an earlier pin put
+        // back, or one read before a repin this call raced) is treated as a lost one.
+        Found::Pinned(_) => ctx.roster()?,
         Found::Derived(r, part) => (r, part),
     };
     let name = &ledger.paths.name;
     let key = ctx.mac_key()?;
     if !repin {
         if let Some(r) = pin::read_for(ctx.attenu, name, &key, ctx.agent()) {
-            return Ok(r);
+            if of_chain(ledger, &r) {
+                return Ok(r);
+            }
         }
         if let Some(c) = ledger.current().filter(|c| c.digest != derived.digest) {
             return Err(Reason::new(
                 Code::RosterPinLost,
                 format!(
-                    "the roster this session was pinned to when it started (.attenu/{}) is missing or its seal fails, and the agent files and settings now derive another one (digest {}, the session's chain was opened with {}); a running session is never given a roster other than its own, so every call is refused: start a new session, which reads the agent files afresh",
+                    "the roster this session was pinned to when it started (.attenu/{}) is missing, its seal fails or it is not the roster the session's chain is on, and the agent files and settings now derive another one (digest {}, the session's chain was opened with {}); a running session is never given a roster other than its own, so every call is refused: start a new session, which reads the agent files afresh",
                     pin::path(Path::new(""), name).display(),
                     short(&derived.digest),
                     short(&c.digest),
@@ -258,6 +264,14 @@ pub(super) fn pinned_under_lock(
     // A pin that cannot be written is derived again on the next call, and checked as above.
     pin::write(ctx.attenu, name, &key, &part);
     Ok(derived)
+}
+
+/// Whether a pinned `roster` may decide for the session: it is the roster of the session's
+/// current chain, or the session has no chain yet. A repin (`SessionStart`) opens its chain
+/// under the same lock as it writes the pin, so a pin of another roster is never the
+/// session's own.
+fn of_chain(ledger: &Ledger, roster: &Roster) -> bool {
+    ledger.current().is_none_or(|c| c.digest == roster.digest)
 }
 
 /// Whether `decision`, made with a roster read by [`Ctx::slice_roster`], stands as the whole
