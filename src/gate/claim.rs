@@ -23,6 +23,8 @@ use std::time::Duration;
 enum Refusal {
     #[error(transparent)]
     Reviewer(#[from] ReviewerError),
+    #[error("its signed salt is not hex")]
+    SaltNotHex,
     #[error("signature is not 64 bytes of hex")]
     SignatureNotHex,
     #[error("signature does not verify with the reviewer's configured key")]
@@ -121,7 +123,7 @@ fn claim_inner(
     for c in candidates(&tx, call, now)? {
         match check_candidate(&tx, config, call, &jcs, now, &c)? {
             Check::OtherInput => {}
-            Check::Refused(why) => refusals.push(format!("{}: {why}", c.id)),
+            Check::Refused(why) => refusals.push((c.id, why)),
             Check::Valid if how == Use::DryRun => {
                 return Ok(Verdict::Allowed {
                     authorization_id: c.id,
@@ -159,11 +161,15 @@ fn claim_inner(
 
 /// The denial when no authorization allows a call to `tool`, naming why each one for its
 /// input was refused.
-fn no_authorization(tool: &str, refusals: &[String]) -> Verdict {
+fn no_authorization(tool: &str, refusals: &[(String, Refusal)]) -> Verdict {
     let detail = if refusals.is_empty() {
         String::new()
     } else {
-        format!(" (refused: {})", refusals.join("; "))
+        let each: Vec<String> = refusals
+            .iter()
+            .map(|(id, why)| format!("{id}: {why}"))
+            .collect();
+        format!(" (refused: {})", each.join("; "))
     };
     Verdict::Denied(Reason::new(
         Code::GateAuthorizationRequired,
@@ -246,7 +252,7 @@ enum Check {
     /// It is bound to another input.
     OtherInput,
     /// It is for this input but does not allow the call, for this reason.
-    Refused(String),
+    Refused(Refusal),
     /// It allows the call.
     Valid,
 }
@@ -265,7 +271,7 @@ fn check_candidate(
     let doc: Value = serde_json::from_str(&c.signed).unwrap_or(Value::Null);
     let salt = doc.get("input_salt").and_then(Value::as_str);
     let Some(digest) = input_commitment(jcs, salt) else {
-        return Ok(Check::Refused("its signed salt is not hex".into()));
+        return Ok(Check::Refused(Refusal::SaltNotHex));
     };
     if digest != c.input_digest {
         return Ok(Check::OtherInput);
@@ -278,7 +284,7 @@ fn check_candidate(
     Ok(
         match check_signed(config, c, &doc, call, &digest, now, used) {
             Ok(()) => Check::Valid,
-            Err(why) => Check::Refused(why.to_string()),
+            Err(why) => Check::Refused(why),
         },
     )
 }

@@ -518,29 +518,7 @@ impl Walk {
                         quoted(text)
                     ));
                 }
-                WordPiece::ParameterExpansion(e) => {
-                    let plain = matches!(
-                        e,
-                        ParameterExpr::Parameter {
-                            parameter: Parameter::Positional(_)
-                                | Parameter::Special(_)
-                                | Parameter::Named(_),
-                            indirect: false
-                        }
-                    );
-                    if grant && name {
-                        return refuse(format!(
-                            "the command name {}, which is known only when it runs",
-                            quoted(src)
-                        ));
-                    }
-                    if (grant && !plain) || runs_code(text) {
-                        return refuse(format!(
-                            "the expansion {}, which can run or hide a command",
-                            quoted(text)
-                        ));
-                    }
-                }
+                WordPiece::ParameterExpansion(e) => expansion(e, grant, name, src, text)?,
                 WordPiece::DoubleQuotedSequence(inner)
                 | WordPiece::GettextDoubleQuotedSequence(inner) => {
                     self.pieces(src, inner, name)?;
@@ -559,11 +537,7 @@ impl Walk {
                 // `~$(touch /tmp/x)`: bash expands what follows the tilde when no user has
                 // that name; the grammar cuts the prefix at the `/`, so read the whole rest.
                 WordPiece::TildePrefix(t) if t.contains(['$', '`', '<', '>']) => {
-                    let rest = src.get(p.start_index + 1..).unwrap_or_default();
-                    let inner = word::parse(rest, &ParserOptions::default()).or_else(|_| {
-                        refuse(format!("the word {}, which does not parse", quoted(src)))
-                    })?;
-                    return self.pieces(rest, &inner, false);
+                    return self.after_tilde(src, p);
                 }
                 WordPiece::Text(t) if grant && name && t.contains(['*', '?', '[']) => {
                     return refuse(format!(
@@ -576,6 +550,46 @@ impl Walk {
         }
         Ok(())
     }
+
+    /// `~$(touch /tmp/x)`: the rest of the word `src` after the tilde piece `p`, read whole.
+    fn after_tilde(&mut self, src: &str, p: &WordPieceWithSource) -> Result<(), Refused> {
+        let rest = src.get(p.start_index + 1..).unwrap_or_default();
+        let inner = word::parse(rest, &ParserOptions::default())
+            .or_else(|_| refuse(format!("the word {}, which does not parse", quoted(src))))?;
+        self.pieces(rest, &inner, false)
+    }
+}
+
+/// Whether the parameter expansion `e` (its text `text`, in the word `src`, the command name
+/// when `name`) may stand: in a grant only a plain `$name`, `$1` or `$?` that is not the
+/// command name; in a denial anything that runs no code.
+fn expansion(
+    e: &ParameterExpr,
+    grant: bool,
+    name: bool,
+    src: &str,
+    text: &str,
+) -> Result<(), Refused> {
+    let plain = matches!(
+        e,
+        ParameterExpr::Parameter {
+            parameter: Parameter::Positional(_) | Parameter::Special(_) | Parameter::Named(_),
+            indirect: false
+        }
+    );
+    if grant && name {
+        return refuse(format!(
+            "the command name {}, which is known only when it runs",
+            quoted(src)
+        ));
+    }
+    if (grant && !plain) || runs_code(text) {
+        return refuse(format!(
+            "the expansion {}, which can run or hide a command",
+            quoted(text)
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -7,14 +7,14 @@ use super::outbox::{self, Pending, Refused};
 use super::state::{self, State};
 use super::store::{Created, Store, StoreError};
 use super::{faults, lock, Target};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 /// An outbox file larger than this is not one the hook wrote; it stays and is reported.
 const MAX_OBJECT_BYTES: u64 = 1 << 30;
 
 /// What became of one outbox file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Outcome {
     /// Created in the store; the file is removed.
     Shipped,
@@ -23,10 +23,34 @@ pub enum Outcome {
     AlreadyShipped,
     /// The store holds different bytes under the key. The file stays.
     Conflict,
-    /// The store or the file failed; the file stays, and the text says why.
-    Failed(String),
+    /// The store or the file failed; the file stays.
+    Failed(Failure),
     /// Not tried, because the store failed on an earlier file.
     NotAttempted,
+}
+
+/// Why one outbox file was not shipped (or, shipped, not removed). The system's or the
+/// store's own error is kept as it said it.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// The store itself failed; the files after this one are not tried.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The file went away between the walk and its read.
+    #[error("{} vanished", .0.display())]
+    Vanished(PathBuf),
+    #[error(transparent)]
+    Unreadable(crate::fs::ReadError),
+    /// A create refused as "exists" whose object the next read did not find.
+    #[error("the store refused to create {0} as existing, but holds no such object")]
+    NoObjectAfterExists(String),
+    #[error("{key} is in the store, but {} cannot be removed: {source}", .path.display())]
+    NotRemoved {
+        key: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl Outcome {
@@ -212,7 +236,7 @@ async fn ship_all(
                 Ok(o) => o,
                 Err(e) => {
                     stopped = true;
-                    Outcome::Failed(e.to_string())
+                    Outcome::Failed(Failure::Store(e))
                 }
             }
         };
@@ -220,7 +244,7 @@ async fn ship_all(
             Outcome::Conflict if report.error.is_none() => {
                 report.error = Some(conflict_text(&p.key))
             }
-            Outcome::Failed(why) if report.error.is_none() => report.error = Some(why.clone()),
+            Outcome::Failed(why) if report.error.is_none() => report.error = Some(why.to_string()),
             _ => {}
         }
         progress(i + 1, of, &p.key, &outcome);
@@ -235,8 +259,8 @@ async fn ship_one(store: &Store, p: &Pending) -> Result<Outcome, StoreError> {
     let bytes = match crate::fs::read_owned(&p.path, MAX_OBJECT_BYTES) {
         Ok(Some((b, _))) => b,
         // Gone since the walk: nothing of it is ours to ship now.
-        Ok(None) => return Ok(Outcome::Failed(format!("{} vanished", p.path.display()))),
-        Err(e) => return Ok(Outcome::Failed(e.to_string())),
+        Ok(None) => return Ok(Outcome::Failed(Failure::Vanished(p.path.clone()))),
+        Err(e) => return Ok(Outcome::Failed(Failure::Unreadable(e))),
     };
     // Read before the create: a store that ignores the create's condition (Garage 2.5.0
     // accepts `If-None-Match: *` and overwrites anyway) would otherwise let a second writer
@@ -250,12 +274,7 @@ async fn ship_one(store: &Store, p: &Pending) -> Result<Outcome, StoreError> {
             Created::New => return Ok(remove(p, Outcome::Shipped)),
             Created::Exists => match store.get(&p.key).await? {
                 Some(stored) => stored,
-                None => {
-                    return Ok(Outcome::Failed(format!(
-                        "the store refused to create {} as existing, but holds no such object",
-                        p.key
-                    )))
-                }
+                None => return Ok(Outcome::Failed(Failure::NoObjectAfterExists(p.key.clone()))),
             },
         },
     };
@@ -272,11 +291,11 @@ fn remove(p: &Pending, outcome: Outcome) -> Outcome {
     match std::fs::remove_file(&p.path) {
         Ok(()) => outcome,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => outcome,
-        Err(e) => Outcome::Failed(format!(
-            "{} is in the store, but {} cannot be removed: {e}",
-            p.key,
-            p.path.display()
-        )),
+        Err(source) => Outcome::Failed(Failure::NotRemoved {
+            key: p.key.clone(),
+            path: p.path.clone(),
+            source,
+        }),
     }
 }
 

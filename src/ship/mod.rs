@@ -27,7 +27,7 @@ pub mod state;
 pub mod store;
 pub mod target;
 
-pub use drain::{conflict_text, drain, DrainError, Outcome, Report, WhenBusy};
+pub use drain::{conflict_text, drain, DrainError, Failure, Outcome, Report, WhenBusy};
 pub use outbox::{component_ok, key_ok, outbox_dir};
 pub use spawn::spawn_detached;
 pub use state::State;

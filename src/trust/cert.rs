@@ -38,7 +38,11 @@ pub enum CertProblem {
     #[error(
         "not an OpenSSH certificate ({0}); pass the `*-cert.pub` file that `ssh-keygen -s` wrote"
     )]
-    Unreadable(String),
+    Unreadable(ssh_key::Error),
+    #[error(
+        "its key is not a valid Ed25519 point: the certificate is corrupt; certify the key again"
+    )]
+    NotAPoint,
     #[error("it certifies a {0} key; attenu-hook signs with Ed25519 keys (`attenu-hook enroll` makes one)")]
     NotEd25519(String),
     #[error("it is a host certificate; certify the key as a user key (`ssh-keygen -s CA -I ID -n attenu-hook …`, without -h)")]
@@ -67,15 +71,12 @@ impl Cert {
     /// Parses one certificate line (the whole text of a `-cert.pub` file).
     pub fn parse(text: &str) -> Result<Cert, CertProblem> {
         let line = text.trim().trim_start_matches('\u{feff}');
-        let inner =
-            Certificate::from_openssh(line).map_err(|e| CertProblem::Unreadable(e.to_string()))?;
+        let inner = Certificate::from_openssh(line).map_err(CertProblem::Unreadable)?;
         let ed = inner
             .public_key()
             .ed25519()
             .ok_or_else(|| CertProblem::NotEd25519(inner.algorithm().to_string()))?;
-        let public = VerifyingKey::from_bytes(&ed.0).map_err(|e| {
-            CertProblem::Unreadable(format!("its key is not a valid Ed25519 point: {e}"))
-        })?;
+        let public = VerifyingKey::from_bytes(&ed.0).map_err(|_| CertProblem::NotAPoint)?;
         Ok(Cert {
             line: line.to_string(),
             key_id: inner.key_id().to_string(),

@@ -9,7 +9,10 @@ use crate::ledger::fields::ENTRY_MARKERS;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InputError {
     #[error("the bundle is not JSON ({0}); pass the bundle-<session>.json file `attenu-hook export` wrote")]
+    /// The JSON reader's own message.
     NotJson(String),
+    #[error("the bundle is not JSON (not UTF-8: {0}); pass the bundle-<session>.json file `attenu-hook export` wrote")]
+    NotUtf8(std::str::Utf8Error),
     #[error(
         "the bundle nests arrays and objects deeper than this verifier reads (128 levels; {0}); \
          `attenu-hook export` never writes one that deep, so this file was made or changed by something else"
@@ -42,8 +45,7 @@ pub(super) fn verify_parsed<'b>(
     bytes: &'b [u8],
     key: &AnchorKey,
 ) -> Result<(Report, Value<'b>), InputError> {
-    let text =
-        std::str::from_utf8(bytes).map_err(|e| InputError::NotJson(format!("not UTF-8: {e}")))?;
+    let text = std::str::from_utf8(bytes).map_err(InputError::NotUtf8)?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let parsed = strict::parse(text).map_err(|e| {
         let msg = e.to_string();

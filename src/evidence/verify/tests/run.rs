@@ -62,6 +62,14 @@ fn run_exit_codes() {
     }
     std::fs::write(&not_json, deep).unwrap();
     assert_eq!(run(&not_json, Pin::Key(&pub_json), false), Exit::Unusable);
+    // Bytes that are not UTF-8 are not JSON, and the message names the first bad byte.
+    match verify_bundle_bytes(b"{\"v\": \xff}", &pinned(&k)) {
+        Err(e @ InputError::NotUtf8(_)) => assert_eq!(
+            e.to_string(),
+            "the bundle is not JSON (not UTF-8: invalid utf-8 sequence of 1 bytes from index 6); pass the bundle-<session>.json file `attenu-hook export` wrote"
+        ),
+        other => panic!("{other:?}"),
+    }
 
     let text = std::fs::read_to_string(&bundle_path).unwrap();
     let dup = dir.join("dup.json");
