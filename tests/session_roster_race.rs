@@ -142,10 +142,11 @@ fn a_subagent_start_that_read_the_pin_before_a_repin_spawns_on_the_new_roster() 
     assert_on_new_roster(&p, &new);
 }
 
-/// Two tool calls that read the old pin before the clear's repin: a Bash by `ops` on its
-/// slice of the pin (which allows it), and a Read by `newcomer`, whom the old pin does not
-/// declare, so that the whole pin is read. Once they hold the lock both are decided on the new
-/// roster (the Bash denied, the Read allowed) and recorded on its chain.
+/// Tool events that read the old pin before the clear's repin: a Bash by `ops` on its slice of
+/// the pin (which allows it), a Read by `newcomer`, whom the old pin does not declare, so that
+/// the whole pin is read, and Claude Code's own refusal of a Bash by `ops`. Once they hold the
+/// lock the calls are decided on the new roster (the Bash denied, the Read allowed) and all
+/// three are recorded on its chain.
 fn tool_calls_that_read_the_pin_before_a_repin_decide_with_the_new_roster() {
     need_test_faults();
     let p = team("race-call");
@@ -154,6 +155,10 @@ fn tool_calls_that_read_the_pin_before_a_repin_decide_with_the_new_roster() {
     assert_allowed(&p.bash_by("ops", "ls").id("t1").run());
     let bash = paused(p.path(), p.bash_by("ops", "ls").id("t2").value());
     let read = paused(p.path(), p.read_by("newcomer", "/p/x").id("t3").value());
+    let mut refusal = p.bash_by("ops", "rm -rf x").id("t5").value();
+    refusal["hook_event_name"] = json!("PermissionDenied");
+    refusal["reason"] = json!("denied by the user");
+    let refused = paused(p.path(), refusal);
     let new = narrow_and_restart(&p, "clear");
     // `ops` spawned after the clear: its node is defined on the new chain too, so only the
     // chain's roster tells the old slice from the new one.
@@ -163,11 +168,12 @@ fn tool_calls_that_read_the_pin_before_a_repin_decide_with_the_new_roster() {
     let bash = release(bash);
     assert!(bash.denied(), "allowed on the old roster: {}", bash.stdout);
     assert_allowed(&release(read));
+    assert_eq!(release(refused).stdout.trim(), "{}");
     assert_on_new_roster(&p, &new);
     let es = p.entries("s1");
     assert_eq!(of_event(&es, "root").len(), 2, "no chain reopened");
     let chain = &of_event(&es, "root").last().unwrap()["chain_id"];
-    for id in ["t2", "t3"] {
+    for id in ["t2", "t3", "t5"] {
         let decided = es
             .iter()
             .rfind(|e| e["context"]["tool_use_id"] == id)
