@@ -3,6 +3,7 @@
 
 use super::checkpoint::{self, Occasion};
 use super::context::{chain_for, pinned_under_lock, store_reason, Ctx, Found};
+use super::faults;
 use crate::derive::Roster;
 use crate::evidence::bundle;
 use crate::ledger::entry::done_entry;
@@ -27,6 +28,8 @@ fn open_session_chain(
     } else {
         ctx.session_roster()?
     };
+    // For the race tests: a pin read here may be replaced by a repin before the lock.
+    faults::pause("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK");
     let mut ledger = ctx.open_ledger()?;
     let roster = pinned_under_lock(ctx, &ledger, found, repin)?;
     let mut target = chain_for(&ledger, &roster, ctx.p, ctx.config)?;

@@ -2,6 +2,7 @@
 //! records it on the caller's node (`crate::ledger::refusal`) and answers `{}`, never a retry.
 
 use super::context::{chain_for, pinned_under_lock, store_reason, ChainTarget, Ctx};
+use super::faults;
 use crate::ledger::entry::Position;
 use crate::ledger::refusal::refused_entry;
 use crate::protocol::Answer;
@@ -10,6 +11,7 @@ use crate::reason::{Code, Reason};
 pub(super) fn handle(ctx: &Ctx<'_>) -> Result<Answer, Reason> {
     let p = ctx.p;
     let found = ctx.session_roster()?;
+    faults::pause("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK");
     let mut ledger = ctx.open_ledger()?;
     let roster = pinned_under_lock(ctx, &ledger, found, false)?;
     let mut target = chain_for(&ledger, &roster, p, ctx.config)?;
