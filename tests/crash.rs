@@ -3,7 +3,7 @@
 //! an agent edit. Each ends in a deny (or a halt) with a reason, and nothing committed is lost.
 
 mod common;
-use common::faults::{feed, hook_with};
+use common::faults::{feed, hook_with, Paused};
 use common::*;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -327,29 +327,12 @@ fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
 fn a_first_call_that_derived_before_an_edit_decides_with_the_pin_it_finds_under_the_lock() {
     need_test_faults();
     let p = sample("derive-race");
-    let handshake = p.path().join("handshake");
-    std::fs::create_dir(&handshake).unwrap();
-    let slow = {
-        let dir = p.path().to_path_buf();
-        let handshake = handshake.to_str().unwrap().to_string();
-        std::thread::spawn(move || {
-            hook_with(
-                &[],
-                &[("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK", &handshake)],
-                &dir,
-                &dir.read_by("reviewer", "/b").id("t2").value(),
-            )
-        })
-    };
     // The slow call has derived (the reviewer holds Read) and waits before the lock.
-    let waited = std::time::Instant::now();
-    while !handshake.join("derived").exists() {
-        assert!(
-            waited.elapsed() < Duration::from_secs(10),
-            "the slow call never derived"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let slow = Paused::start(
+        p.path(),
+        "slow",
+        p.path().read_by("reviewer", "/b").id("t2").value(),
+    );
     std::fs::write(
         p.path().join(".claude/agents/reviewer.md"),
         "---\nname: reviewer\ntools: Grep, Glob\n---\n",
@@ -357,8 +340,7 @@ fn a_first_call_that_derived_before_an_edit_decides_with_the_pin_it_finds_under_
     .unwrap();
     let out = reviewer_read(p.path(), "s1", "/c", "t3");
     assert!(out.denied(), "the edit took Read away: {}", out.stdout);
-    std::fs::write(handshake.join("go"), b"").unwrap();
-    let out = slow.join().unwrap();
+    let out = slow.release();
     assert!(
         out.denied(),
         "the slow call decides with the roster the session was pinned to: {}",

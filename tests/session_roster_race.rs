@@ -5,12 +5,10 @@
 //! roster"). The interleaving is forced with the test-only pause before the ledger lock.
 
 mod common;
-use common::faults::hook_with;
+use common::faults::Paused;
 use common::*;
 use serde_json::{json, Value};
 use std::path::Path;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 fn main() {
     harness::run(tests![
@@ -29,37 +27,16 @@ fn team(tag: &str) -> TempDir {
 
 /// Runs `payload` in a hook process that stops after reading the session's pin, before the
 /// ledger lock, until [`release`]; returns once it has stopped there.
-fn paused(project: &Path, payload: Value) -> (JoinHandle<Out>, std::path::PathBuf) {
-    let id = payload["tool_use_id"].as_str().unwrap_or("start");
-    let handshake = project.join(format!("handshake-{id}"));
-    std::fs::create_dir(&handshake).unwrap();
-    let call = {
-        let dir = project.to_path_buf();
-        let handshake = handshake.to_str().unwrap().to_string();
-        std::thread::spawn(move || {
-            hook_with(
-                &[],
-                &[("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK", &handshake)],
-                &dir,
-                &payload,
-            )
-        })
-    };
-    let waited = Instant::now();
-    while !handshake.join("derived").exists() {
-        assert!(!call.is_finished(), "the call ended before the lock");
-        assert!(
-            waited.elapsed() < Duration::from_secs(10),
-            "the call never reached the pause"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    (call, handshake)
+fn paused(project: &Path, payload: Value) -> Paused {
+    let id = payload["tool_use_id"]
+        .as_str()
+        .unwrap_or("start")
+        .to_string();
+    Paused::start(project, &id, payload)
 }
 
-fn release((call, handshake): (JoinHandle<Out>, std::path::PathBuf)) -> Out {
-    std::fs::write(handshake.join("go"), b"").unwrap();
-    let out = call.join().unwrap();
+fn release(paused: Paused) -> Out {
+    let out = paused.release();
     assert_eq!(out.code, 0, "{}", out.stderr);
     out
 }

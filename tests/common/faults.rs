@@ -39,3 +39,48 @@ pub fn hook_with(wrapper: &[&str], env: &[(&str, &str)], project: &Path, payload
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
+
+/// A hook process stopped after reading its roster (or the session's pin), before the ledger
+/// lock (`ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK`, `test-faults` builds): the interleaving a race
+/// test forces, with no sleep standing in for synchronisation.
+pub struct Paused {
+    call: std::thread::JoinHandle<Out>,
+    handshake: std::path::PathBuf,
+}
+
+impl Paused {
+    /// Runs `payload` and returns once the process has stopped before the lock; `name` names
+    /// its handshake directory inside the project.
+    pub fn start(project: &Path, name: &str, payload: Value) -> Paused {
+        let handshake = project.join(format!("handshake-{name}"));
+        std::fs::create_dir(&handshake).unwrap();
+        let call = {
+            let dir = project.to_path_buf();
+            let handshake = handshake.to_str().unwrap().to_string();
+            std::thread::spawn(move || {
+                hook_with(
+                    &[],
+                    &[("ATTENU_HOOK_TEST_PAUSE_BEFORE_LOCK", &handshake)],
+                    &dir,
+                    &payload,
+                )
+            })
+        };
+        let waited = std::time::Instant::now();
+        while !handshake.join("derived").exists() {
+            assert!(!call.is_finished(), "the call ended before the lock");
+            assert!(
+                waited.elapsed() < std::time::Duration::from_secs(10),
+                "the call never reached the pause"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        Paused { call, handshake }
+    }
+
+    /// Lets the process take the lock and finish; its answer.
+    pub fn release(self) -> Out {
+        std::fs::write(self.handshake.join("go"), b"").unwrap();
+        self.call.join().unwrap()
+    }
+}
