@@ -28,11 +28,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402
+from abkit import allowed_call, interleaved, p50_p99, sample_copy  # noqa: E402
 
 
 def project(root: Path, name: str, ship_to: Path | None) -> str:
-    dst = root / name
-    shutil.copytree(bench.SAMPLE, dst, ignore=shutil.ignore_patterns(".attenu"))
+    dst = sample_copy(root, name)
     if ship_to is not None:
         (dst / ".attenu").mkdir(mode=0o700)
         (dst / ".attenu" / "config.toml").write_text(f'[ship]\nurl = "file://{ship_to}"\n')
@@ -40,16 +40,7 @@ def project(root: Path, name: str, ship_to: Path | None) -> str:
 
 
 def call(binary: str, proj: str, session: str, n: int) -> float:
-    p = bench.pre_payload(proj, session, f"toolu_{n:06d}")
-    ms, code, out, err = bench.timed([binary], bench.enc(p), {**os.environ, "CLAUDE_PROJECT_DIR": proj})
-    if code != 0 or not bench.is_allow(out):
-        raise SystemExit(f"{binary}: unexpected answer {code} {out!r} {err!r}")
-    return ms
-
-
-def p(ms: list[float], q: float) -> float:
-    s = sorted(ms)
-    return s[min(len(s) - 1, int(q * len(s)))]
+    return allowed_call(binary, proj, bench.pre_payload(proj, session, f"toolu_{n:06d}"))
 
 
 def main() -> int:
@@ -82,17 +73,15 @@ def main() -> int:
             call(a_bin, pa, "s-append", i)
             call(b_bin, pb, "s-append", i)
         res = {"a": {"empty": [], "append": []}, "b": {"empty": [], "append": []}}
-        for i in range(args.calls):
-            order = [("a", a_bin, empties[i][0], pa), ("b", b_bin, empties[i][1], pb)]
-            if i % 2:
-                order.reverse()
-            for side, binary, empty, busy in order:
-                res[side]["empty"].append(call(binary, empty, "s-empty", 0))
-                res[side]["append"].append(call(binary, busy, "s-append", 1000 + i))
-        summary = {
-            side: {case: {"p50": round(p(ms, 0.5), 3), "p99": round(p(ms, 0.99), 3)} for case, ms in cases.items()}
-            for side, cases in res.items()
-        }
+        builds = {"a": (a_bin, pa, 0), "b": (b_bin, pb, 1)}
+
+        def one_round(i: int, side: str) -> None:
+            binary, busy, k = builds[side]
+            res[side]["empty"].append(call(binary, empties[i][k], "s-empty", 0))
+            res[side]["append"].append(call(binary, busy, "s-append", 1000 + i))
+
+        interleaved(args.calls, ["a", "b"], one_round)
+        summary = {side: {case: p50_p99(ms) for case, ms in cases.items()} for side, cases in res.items()}
         summary["a_build"] = args.a or args.b
         summary["b_build"] = args.b
         summary["b_ships"] = args.ship

@@ -24,13 +24,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench  # noqa: E402
+from abkit import allowed_call, interleaved, p50_p99, sample_copy  # noqa: E402
 
 COMMAND = "git tag -l && git log --oneline -5 | git tag --contains HEAD"
 
 
 def project(root: Path, name: str, tools: str, settings_extra: dict) -> str:
-    dst = root / name
-    shutil.copytree(bench.SAMPLE, dst, ignore=shutil.ignore_patterns(".attenu"))
+    dst = sample_copy(root, name)
     (dst / ".claude/agents/bench.md").write_text(f"---\nname: bench\ntools: {tools}\n---\nBench.\n")
     settings_path = dst / ".claude/settings.json"
     settings = json.loads(settings_path.read_text()) if settings_path.exists() else {}
@@ -49,16 +49,7 @@ def bash_payload(proj: str, session: str, n: int) -> dict:
     return p
 
 
-def call(binary: str, proj: str, payload: dict) -> float:
-    ms, code, out, err = bench.timed([binary], bench.enc(payload), {**os.environ, "CLAUDE_PROJECT_DIR": proj})
-    if code != 0 or not bench.is_allow(out):
-        raise SystemExit(f"{binary}: unexpected answer {code} {out!r} {err!r}")
-    return ms
-
-
-def pct(ms: list[float], q: float) -> float:
-    s = sorted(ms)
-    return s[min(len(s) - 1, int(q * len(s)))]
+call = allowed_call
 
 
 def main() -> int:
@@ -79,14 +70,15 @@ def main() -> int:
             for proj in (whole, ruled):
                 call(binary, proj, bash_payload(proj, "s", i))
         res = {k: [] for k in ("whole_bash", "ruled_bash", "whole_read", "ruled_read")}
-        for i in range(args.calls):
-            order = [("whole", whole), ("ruled", ruled)]
-            if i % 2:
-                order.reverse()
-            for side, proj in order:
-                res[f"{side}_bash"].append(call(binary, proj, bash_payload(proj, "s", 1000 + i)))
-                res[f"{side}_read"].append(call(binary, proj, bench.pre_payload(proj, "s", f"toolu_r{i:06d}")))
-        summary = {k: {"p50": round(pct(v, 0.5), 3), "p99": round(pct(v, 0.99), 3)} for k, v in res.items()}
+        projects = {"whole": whole, "ruled": ruled}
+
+        def one_round(i: int, side: str) -> None:
+            proj = projects[side]
+            res[f"{side}_bash"].append(call(binary, proj, bash_payload(proj, "s", 1000 + i)))
+            res[f"{side}_read"].append(call(binary, proj, bench.pre_payload(proj, "s", f"toolu_r{i:06d}")))
+
+        interleaved(args.calls, ["whole", "ruled"], one_round)
+        summary = {k: p50_p99(v) for k, v in res.items()}
         summary["ruled_minus_whole_bash_p50"] = round(summary["ruled_bash"]["p50"] - summary["whole_bash"]["p50"], 3)
         summary["calls"] = args.calls
         summary["command"] = COMMAND
