@@ -10,6 +10,7 @@ pub mod faults;
 mod gate;
 pub mod gated;
 pub mod harness;
+mod ledger_kit;
 pub mod operator;
 mod payloads;
 mod process;
@@ -19,6 +20,8 @@ pub use builders::*;
 pub use gate::*;
 #[allow(unused_imports)]
 pub use harness::{need_reference_python, need_root, need_test_faults, need_tool, skip};
+#[allow(unused_imports)]
+pub use ledger_kit::*;
 pub use payloads::*;
 pub use process::*;
 #[allow(unused_imports)]
