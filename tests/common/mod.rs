@@ -6,6 +6,7 @@
 mod assertions;
 mod builders;
 pub mod case_view;
+mod evidence_kit;
 pub mod faults;
 mod gate;
 pub mod gated;
@@ -17,6 +18,8 @@ mod process;
 pub mod snapshot;
 pub use assertions::*;
 pub use builders::*;
+#[allow(unused_imports)]
+pub use evidence_kit::*;
 pub use gate::*;
 #[allow(unused_imports)]
 pub use harness::{need_reference_python, need_root, need_test_faults, need_tool, skip};
