@@ -35,3 +35,12 @@ pub fn line_with<'a>(text: &'a str, part: &str) -> &'a str {
         .find(|l| l.contains(part))
         .unwrap_or_else(|| panic!("no line with {part:?} in:\n{text}"))
 }
+
+/// The command exited `code` and its stderr says each of `texts`.
+#[track_caller]
+pub fn assert_exit_saying(out: &Out, code: i32, texts: &[&str]) {
+    assert_eq!(out.code, code, "{}", out.stderr);
+    for text in texts {
+        assert!(out.stderr.contains(text), "{text:?}: {}", out.stderr);
+    }
+}
