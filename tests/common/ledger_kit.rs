@@ -115,3 +115,10 @@ pub fn assert_unchanged(path: &Path, bytes: &[u8], why: &str) {
 pub fn attenu_file(project: &Path, name: &str) -> PathBuf {
     project.join(".attenu").join(name)
 }
+
+/// Rewrites `.claude/agents/<agent>.md` to hold only its name and `tools` (read when the
+/// session is next resumed, which opens a new chain).
+pub fn set_agent_tools(project: &Path, agent: &str, tools: &str) {
+    let text = format!("---\nname: {agent}\ntools: {tools}\n---\n");
+    std::fs::write(project.join(format!(".claude/agents/{agent}.md")), text).unwrap();
+}
