@@ -44,3 +44,11 @@ pub fn assert_exit_saying(out: &Out, code: i32, texts: &[&str]) {
         assert!(out.stderr.contains(text), "{text:?}: {}", out.stderr);
     }
 }
+
+/// The hook stopped Claude (`continue: false`) with each of `texts` in its stopReason.
+#[track_caller]
+pub fn assert_halted_saying_all(out: &Out, texts: &[&str]) {
+    for text in texts {
+        assert_halted_saying(out, text);
+    }
+}
