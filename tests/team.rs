@@ -30,6 +30,7 @@ fn main() {
         subagents_cannot_reach_the_team_file_or_the_enrolled_key,
         a_fifo_in_place_of_gits_head_never_holds_up_a_call,
         one_certified_bundle_verifies_under_the_team_ca_alone,
+        a_certified_bundle_with_an_entry_changed_is_invalid_under_the_team_ca,
         a_bundle_of_a_machine_that_never_enrolled_has_no_certificate,
         a_certified_bundles_page_names_the_team_ca_it_was_checked_under,
         a_certified_bundles_page_without_a_pin_says_the_key_is_not_pinned,
@@ -835,30 +836,35 @@ fn a_fifo_in_place_of_gits_head_never_holds_up_a_call() {
 /// bundle, which did not sign it) verifies it, reported as not pinned.
 fn one_certified_bundle_verifies_under_the_team_ca_alone() {
     need_tools();
-    let Reported {
-        t,
-        alice,
-        bundle: b,
-        page: _page,
-        _clone: _keep,
-    } = reported("team-one-bundle");
+    let r = reported("team-one-bundle");
+    let (t, alice, b) = (&r.t, &r.alice, &r.bundle);
     let revoked = t.revoked("id:alice@laptop\n");
-    let (ca, r) = (t.ca(), revoked.to_str().unwrap());
+    let (ca, rev) = (t.ca(), revoked.to_str().unwrap());
     let other = t.other.public.to_str().unwrap();
-    alice.assert_says(&["verify", &b], 3, CERTIFICATE_NAMES);
-    alice.assert_says(&["verify", &b, "--ca", ca], 0, CERTIFIED);
-    alice.assert_says(&["verify", &b, "--ca", other], 1, NOT_CERTIFIED);
-    alice.assert_says(&["verify", &b, "--ca", ca, "--revoked", r], 1, "is revoked");
-    let report = stdout_json(&alice.cli(&["verify", &b, "--ca", ca, "--json"]));
+    alice.assert_says(&["verify", b], 3, CERTIFICATE_NAMES);
+    alice.assert_says(&["verify", b, "--ca", ca], 0, CERTIFIED);
+    alice.assert_says(&["verify", b, "--ca", other], 1, NOT_CERTIFIED);
+    alice.assert_says(
+        &["verify", b, "--ca", ca, "--revoked", rev],
+        1,
+        "is revoked",
+    );
+    let report = stdout_json(&alice.cli(&["verify", b, "--ca", ca, "--json"]));
     assert_eq!(report["valid"], true, "{report}");
     assert_eq!(report["certificate"]["key_id"], "alice@laptop", "{report}");
     assert_eq!(report["certificate"]["serial"], 1, "{report}");
-    // An entry changed: the certificate still checks out, the signature no longer does.
-    let tampered = t.keys.path().join("tampered.json");
-    let text = std::fs::read_to_string(&b).unwrap();
+}
+
+/// An entry changed: the certificate still checks out, the signature no longer does.
+fn a_certified_bundle_with_an_entry_changed_is_invalid_under_the_team_ca() {
+    need_tools();
+    let r = reported("team-one-bundle-tampered");
+    let tampered = r.t.keys.path().join("tampered.json");
+    let text = std::fs::read_to_string(&r.bundle).unwrap();
     std::fs::write(&tampered, text.replacen("\"Read\"", "\"Edit\"", 1)).unwrap();
     let tampered = tampered.to_str().unwrap();
-    alice.assert_says(&["verify", tampered, "--ca", ca], 1, "INVALID");
+    r.alice
+        .assert_says(&["verify", tampered, "--ca", r.t.ca()], 1, "INVALID");
 }
 
 const CERTIFIED: &str = "key: certified by the pinned CA";
@@ -884,13 +890,8 @@ const CERTIFICATE_NAMES: &str =
 /// certificate certifies, vouched for by the CA passed, never "read from beside the bundle".
 fn a_certified_bundles_page_names_the_team_ca_it_was_checked_under() {
     need_tools();
-    let Reported {
-        t,
-        alice,
-        bundle: b,
-        page,
-        _clone: _keep,
-    } = reported("team-report-ca");
+    let r = reported("team-report-ca");
+    let (t, alice, b, page) = (&r.t, &r.alice, &r.bundle, &r.page);
     let p = page.to_str().unwrap();
     let out = alice.cli(&["report", &b, "--ca", t.ca(), "--out", p]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
@@ -908,13 +909,8 @@ const PASSED: &str = "team CA you passed with <code>--ca</code>";
 /// Without a pin the page says the certificate the bundle carries was not vouched for.
 fn a_certified_bundles_page_without_a_pin_says_the_key_is_not_pinned() {
     need_tools();
-    let Reported {
-        alice,
-        bundle: b,
-        page,
-        t: _t,
-        _clone: _keep,
-    } = reported("team-report-noca");
+    let r = reported("team-report-noca");
+    let (_, alice, b, page) = (&r.t, &r.alice, &r.bundle, &r.page);
     let out = alice.cli(&["report", &b, "--out", page.to_str().unwrap()]);
     assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
     let (html, key) = page_and_key_line(&page);
@@ -928,13 +924,8 @@ const CARRIES: &str = "signer certificate <code>alice@laptop</code> that the bun
 /// and `--ca` together are refused.
 fn a_certified_bundles_page_is_refused_under_another_ca_or_a_revocation() {
     need_tools();
-    let Reported {
-        t,
-        alice,
-        bundle: b,
-        page,
-        _clone: _keep,
-    } = reported("team-report-refused");
+    let r = reported("team-report-refused");
+    let (t, alice, b, page) = (&r.t, &r.alice, &r.bundle, &r.page);
     let p = page.to_str().unwrap();
     let other = t.other.public.to_str().unwrap();
     let out = alice.cli(&["report", &b, "--ca", other, "--out", p]);
@@ -954,13 +945,8 @@ fn a_certified_bundles_page_is_refused_under_another_ca_or_a_revocation() {
 /// An audit's JSON is not a bundle: under --ca it is shown as the audit said it.
 fn an_audits_json_reads_under_ca_on_the_page_too() {
     need_tools();
-    let Reported {
-        t,
-        alice,
-        bundle: b,
-        page,
-        _clone: _keep,
-    } = reported("team-report-audit");
+    let r = reported("team-report-audit");
+    let (t, alice, b, page) = (&r.t, &r.alice, &r.bundle, &r.page);
     let (code, report, stderr) = audit(&alice, &t.url(), &["--ca", t.ca()]);
     assert_eq!(code, 0, "{report}{stderr}");
     assert_eq!(report["sessions"][0]["status"], "complete", "{report}");
