@@ -893,9 +893,9 @@ fn a_certified_bundles_page_names_the_team_ca_it_was_checked_under() {
     let r = reported("team-report-ca");
     let (t, alice, b, page) = (&r.t, &r.alice, &r.bundle, &r.page);
     let p = page.to_str().unwrap();
-    let out = alice.cli(&["report", &b, "--ca", t.ca(), "--out", p]);
+    let out = alice.cli(&["report", b, "--ca", t.ca(), "--out", p]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    let (html, key) = page_and_key_line(&page);
+    let (html, key) = page_and_key_line(page);
     assert_contains(
         &key,
         &["Key pinned", "<code>alice@laptop</code>", PASSED, t.ca()],
@@ -911,9 +911,9 @@ fn a_certified_bundles_page_without_a_pin_says_the_key_is_not_pinned() {
     need_tools();
     let r = reported("team-report-noca");
     let (_, alice, b, page) = (&r.t, &r.alice, &r.bundle, &r.page);
-    let out = alice.cli(&["report", &b, "--out", page.to_str().unwrap()]);
+    let out = alice.cli(&["report", b, "--out", page.to_str().unwrap()]);
     assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
-    let (html, key) = page_and_key_line(&page);
+    let (html, key) = page_and_key_line(page);
     assert_contains(&key, &["Key NOT pinned", CARRIES, "--ca ca.pub"]);
     assert!(!html.contains("beside the bundle"), "{key}");
 }
@@ -928,7 +928,7 @@ fn a_certified_bundles_page_is_refused_under_another_ca_or_a_revocation() {
     let (t, alice, b, page) = (&r.t, &r.alice, &r.bundle, &r.page);
     let p = page.to_str().unwrap();
     let other = t.other.public.to_str().unwrap();
-    let out = alice.cli(&["report", &b, "--ca", other, "--out", p]);
+    let out = alice.cli(&["report", b, "--ca", other, "--out", p]);
     common::assert_exit_saying(&out, 1, &["signer not certified"]);
     assert!(
         !page.exists(),
@@ -936,9 +936,9 @@ fn a_certified_bundles_page_is_refused_under_another_ca_or_a_revocation() {
     );
     let revoked = t.revoked("id:alice@laptop\n");
     let r = revoked.to_str().unwrap();
-    let out = alice.cli(&["report", &b, "--ca", t.ca(), "--revoked", r, "--out", p]);
+    let out = alice.cli(&["report", b, "--ca", t.ca(), "--revoked", r, "--out", p]);
     common::assert_exit_saying(&out, 1, &["revoked"]);
-    let out = alice.cli(&["report", &b, "--pub", &b, "--ca", t.ca(), "--out", p]);
+    let out = alice.cli(&["report", b, "--pub", b, "--ca", t.ca(), "--out", p]);
     assert_eq!(out.code, 2, "--pub and --ca together: {}", out.stderr);
 }
 
@@ -947,15 +947,15 @@ fn an_audits_json_reads_under_ca_on_the_page_too() {
     need_tools();
     let r = reported("team-report-audit");
     let (t, alice, b, page) = (&r.t, &r.alice, &r.bundle, &r.page);
-    let (code, report, stderr) = audit(&alice, &t.url(), &["--ca", t.ca()]);
+    let (code, report, stderr) = audit(alice, &t.url(), &["--ca", t.ca()]);
     assert_eq!(code, 0, "{report}{stderr}");
     assert_eq!(report["sessions"][0]["status"], "complete", "{report}");
     let audit_json = t.keys.path().join("audit.json");
     std::fs::write(&audit_json, report.to_string()).unwrap();
     let (a, p) = (audit_json.to_str().unwrap(), page.to_str().unwrap());
-    let out = alice.cli(&["report", &b, a, "--ca", t.ca(), "--out", p]);
+    let out = alice.cli(&["report", b, a, "--ca", t.ca(), "--out", p]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    let html = std::fs::read_to_string(&page).unwrap();
+    let html = std::fs::read_to_string(page).unwrap();
     assert!(
         html.contains("alice@laptop"),
         "the audited session on the page"
