@@ -235,10 +235,8 @@ fn session_start_opens_the_ledger_so_the_first_tool_call_only_appends() {
     let after = p.entries("s1");
     assert_eq!(after.len(), opened.len() + 2);
     assert_eq!(after[..opened.len()], opened[..]);
-    assert_eq!(
-        (&after[1]["event"], &after[2]["event"]),
-        (&json!("spawn"), &json!("allow"))
-    );
+    assert_eq!(after[1]["event"], "spawn");
+    assert_eq!(after[2]["event"], "allow");
     assert_eq!(after[2]["node"], after[1]["node"]);
     assert_eq!(after[2]["chain_id"], opened[0]["chain_id"]);
 }

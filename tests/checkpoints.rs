@@ -75,8 +75,7 @@ fn checkpoints_go_out_at_session_start_on_a_deny_and_every_n_entries() {
     assert_denied_with(&p.bash_by("reviewer", "ls").id("t4").run(), "unresolved");
     assert_three_checkpoints_of_five_entries(p.path(), share.path());
     // SessionEnd: the closing bundle.
-    let end = p.event("s1", "SessionEnd");
-    assert_eq!(end.code, 0, "{}", end.stdout);
+    assert_eq!(p.event("s1", "SessionEnd").code, 0);
     let bundles = shipped("bundle");
     assert_eq!(bundles.len(), 1, "{bundles:?}");
 }

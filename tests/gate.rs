@@ -162,26 +162,33 @@ fn a_use_counter_raised_in_the_database_gives_no_more_uses() {
 /// signed with the rest, is what the input is committed under.
 #[test]
 fn authorized_inputs_are_stored_as_salted_commitments() {
-    use sha2::{Digest, Sha256};
     let (p, key) = gated("gate-salted");
     let input = json!({"command": "deploy"});
     for _ in 0..2 {
         assert_eq!(authorize(p.path(), &key, &input, &[]).code, 0);
     }
     let rows = stored_authorizations(&gate_db(p.path()));
-    let canonical = attenu_hook::json::canonical::to_vec(&input).unwrap();
-    let bare = attenu_hook::ledger::chain::hex(&Sha256::digest(canonical));
     assert_eq!(rows.len(), 2);
     assert_ne!(rows[0].0, rows[1].0, "each authorization has its own salt");
     for (digest, signed) in &rows {
-        assert_ne!(*digest, bare, "a bare digest of the input is stored");
-        let doc: Value = serde_json::from_str(signed).unwrap();
-        assert_eq!(doc["input_digest"], json!(digest));
-        assert_eq!(doc["input_salt"].as_str().unwrap().len(), 32);
+        assert_salted_commitment_of(&input, digest, signed);
     }
     assert_allowed(&ops_bash(&p, &input, "t1"));
     let other = json!({"command": "deploy2"});
     assert!(bash(p.path(), "s1", Some("ops"), &other, "t2").denied());
+}
+
+/// `digest` (an authorization's stored input digest, `signed` its signed document) is not a
+/// bare digest of `input`: it is the one signed, under a salt of 16 bytes signed with it.
+#[track_caller]
+fn assert_salted_commitment_of(input: &Value, digest: &str, signed: &str) {
+    use sha2::{Digest, Sha256};
+    let canonical = attenu_hook::json::canonical::to_vec(input).unwrap();
+    let bare = attenu_hook::ledger::chain::hex(&Sha256::digest(canonical));
+    assert_ne!(digest, bare, "a bare digest of the input is stored");
+    let doc: Value = serde_json::from_str(signed).unwrap();
+    assert_eq!(doc["input_digest"], json!(digest));
+    assert_eq!(doc["input_salt"].as_str().unwrap().len(), 32);
 }
 
 #[test]
