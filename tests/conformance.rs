@@ -279,11 +279,8 @@ fn sixteen_processes_exporting_and_appending_at_once_leave_one_key_and_valid_bun
     assert!(all_at_once(16, |i| {
         reviewer_read(p.path(), "s1", &format!("/{i}"), &format!("r1-{i}")).is_allow()
     }));
-    let key_files = anchor_files(p.path());
-    assert_eq!(
-        key_files, 2,
-        "one anchor.key and one anchor.pub, no leftovers"
-    );
+    // One anchor.key and one anchor.pub, no leftovers.
+    assert_eq!(anchor_files(p.path()), 2);
     let key_before = bytes_of(&p.path().join(".attenu/anchor.key"));
     // Round two: eight appenders and eight exporters at once.
     assert!(all_at_once(16, |i| append_or_export(&p, i)));

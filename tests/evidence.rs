@@ -269,10 +269,7 @@ fn verify_report_and_audit_accept_and_refuse_the_same_key_files() {
         assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     }
     assert_eq!(audit.code, 1, "{}{}", audit.stdout, audit.stderr);
-    assert_contains(
-        &audit.stdout,
-        &["FINDING: the store holds no session of the pinned key"],
-    );
+    assert_contains(&audit.stdout, &[NO_SESSION]);
     for (key, why) in [(&rs256, "alg is RS256"), (&bom, "byte order mark")] {
         for out in with_key.run_all(key) {
             assert_eq!(out.code, 2, "{key:?}: {}{}", out.stdout, out.stderr);
@@ -281,6 +278,8 @@ fn verify_report_and_audit_accept_and_refuse_the_same_key_files() {
         }
     }
 }
+
+const NO_SESSION: &str = "FINDING: the store holds no session of the pinned key";
 
 /// Copies of the key file `honest` in `dir`: one naming RS256 as its algorithm, one starting
 /// with a byte order mark.
