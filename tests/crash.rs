@@ -230,26 +230,18 @@ fn stop_reason(out: &Out) -> String {
 fn a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop() {
     need_test_faults();
     let p = sample("post-marker-stuck");
-    let payload = p
-        .read_by("reviewer", "/p/a")
-        .id("t1")
-        .post(json!({}))
-        .value();
+    let outcome = p.read_by("reviewer", "/p/a").id("t1").post(json!({}));
     // A panic after the tool ran, while storing its marker stalls for 20 s: the stop must
     // reach Claude Code without the marker, and say that none was stored.
     let stuck = [PANIC, ("ATTENU_HOOK_TEST_MARKER_STALL_MS", "20000")];
-    let out = hook_with(&[], &stuck, p.path(), &payload);
+    let out = hook_with(&[], &stuck, p.path(), outcome.payload());
     assert_eq!(out.code, 0, "{}", out.stdout);
-    assert_eq!(out.json()["continue"], false, "{}", out.stdout);
-    let says = [
-        "[internal-error]",
-        "no reconciliation marker could be stored in time either",
-    ];
-    assert_contains(&stop_reason(&out), &says);
+    assert_halted_saying_all(&out, &["[internal-error]", NONE_IN_TIME]);
     let list = reconcile_list(p.path(), &[]);
     assert!(!list.stdout.contains("t1"), "{}", list.stdout);
 }
 
+const NONE_IN_TIME: &str = "no reconciliation marker could be stored in time either";
 const PANIC: (&str, &str) = ("ATTENU_HOOK_TEST_PANIC", "1");
 
 /// Runs the hook under libfaketime with the clock moved by `offset` (e.g. "-2d", "+2h").
@@ -307,11 +299,8 @@ fn a_first_call_that_derived_before_an_edit_decides_with_the_pin_it_finds_under_
     need_test_faults();
     let p = sample("derive-race");
     // The slow call has derived (the reviewer holds Read) and waits before the lock.
-    let slow = Paused::start(
-        p.path(),
-        "slow",
-        p.read_by("reviewer", "/b").id("t2").value(),
-    );
+    let read = p.read_by("reviewer", "/b").id("t2").value();
+    let slow = Paused::start(p.path(), "slow", read);
     set_agent_tools(p.path(), "reviewer", "Grep, Glob");
     let out = reviewer_read(p.path(), "s1", "/c", "t3");
     assert!(out.denied(), "the edit took Read away: {}", out.stdout);

@@ -317,6 +317,16 @@ fn listener_of_two_bytes() -> (String, std::thread::JoinHandle<[u8; 2]>) {
     (addr, first)
 }
 
+/// Once the shipper `pid` has connected to `silent`: its `/proc/PID/stat` ("" when it is gone),
+/// read before it is killed.
+fn stat_once_connected_then_killed(silent: &std::net::TcpListener, pid: u32) -> String {
+    silent.set_nonblocking(false).unwrap();
+    let (_conn, _) = silent.accept().unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+    stat
+}
+
 /// `ship --detach` for project `p`, which must succeed, and the detached shipper's end.
 fn ship_detached_and_wait_gone(p: &Path) {
     let out = command(p, &[], &["ship", "--detach"]).output().unwrap();
@@ -357,10 +367,8 @@ fn a_store_down_keeps_everything_and_doctor_says_so_until_it_is_up() {
     // Nothing removed while the store is down.
     assert_eq!(pending(p.path()), keys(&objs));
     let st = state(p.path());
-    assert!(
-        st["last_error"].as_str().is_some_and(|e| !e.is_empty()),
-        "{st}"
-    );
+    let error = st["last_error"].as_str();
+    assert!(error.is_some_and(|e| !e.is_empty()), "{st}");
     assert!(st["last_success_unix_ms"].is_null(), "{st}");
     assert_doctor_ship(p.path(), "warn", &WAITING);
     g.resume();
@@ -510,10 +518,7 @@ fn a_detached_shipper_holds_no_descriptor_the_caller_waits_on() {
     let detach = command(p.path(), &store_at(&endpoint), &["ship", "--detach"]);
     let (pid, eof_after) = detached_pid(detach, Instant::now());
     // The shipper is still there, in the request the silent store never answers.
-    silent.set_nonblocking(false).unwrap();
-    let (_conn, _) = silent.accept().unwrap();
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+    let stat = stat_once_connected_then_killed(&silent, pid);
     assert!(!stat.is_empty(), "the shipper {pid} should still run");
     assert!(eof_after < Duration::from_secs(3), "EOF took {eof_after:?}");
     // In its own process group: field 5 of /proc/PID/stat, the third after the name.
