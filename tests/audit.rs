@@ -29,6 +29,7 @@ fn main() {
         a_bad_signature_or_an_unknown_key_is_unverifiable,
         a_store_that_cannot_be_read_exits_2_and_says_what_to_check,
         a_directory_store_is_audited_the_same_way,
+        a_directory_store_that_is_not_there_exits_2,
         a_huge_object_or_a_name_that_is_not_utf8_is_a_finding_not_an_abort,
     ]);
 }
@@ -154,6 +155,44 @@ impl Machine {
         (out.status.code().unwrap_or(-1), report, stderr)
     }
 
+    /// Session `session` started, with `n` reads, and ended when `end`.
+    fn session(&self, session: &str, n: usize, end: bool) {
+        self.start(session);
+        self.reads(session, 0..n);
+        if end {
+            self.end(session);
+        }
+    }
+
+    /// Removes session s1's ledger and its sealed state.
+    fn forget_s1(&self) {
+        let (lp, sp) = self.ledger("s1");
+        std::fs::remove_file(lp).unwrap();
+        std::fs::remove_file(sp).unwrap();
+    }
+
+    /// Cuts session s1's ledger to its first five lines and removes its sealed state: what
+    /// is left of the ledger.
+    fn cut_s1_to_five_lines(&self) -> String {
+        let (lp, sp) = self.ledger("s1");
+        let text = std::fs::read_to_string(&lp).unwrap();
+        let kept: String = text.split_inclusive('\n').take(5).collect();
+        std::fs::write(&lp, &kept).unwrap();
+        std::fs::remove_file(sp).unwrap();
+        kept
+    }
+
+    /// `audit URL --pub <anchor.pub>` in text form, with `COLUMNS=80`: its stdout.
+    fn audit_text(&self, url: &str) -> String {
+        let mut cmd = self.command(&["audit", url, "--pub"]);
+        let out = cmd
+            .arg(self.anchor_pub())
+            .env("COLUMNS", "80")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// The audited status and why of `session`.
     fn status_of(&self, url: &str, session: &str) -> (String, String) {
         let (_, report, stderr) = self.audit(url, &[&self.anchor_pub()]);
@@ -168,6 +207,23 @@ impl Machine {
             s["why"].as_str().unwrap().to_string(),
         )
     }
+}
+
+/// The audited status of `session` is `status`, and its why says each of `texts`.
+#[track_caller]
+fn assert_status(m: &Machine, url: &str, session: &str, status: &str, texts: &[&str]) {
+    let (found, why) = m.status_of(url, session);
+    assert_eq!(found, status, "{why}");
+    for text in texts {
+        assert!(why.contains(text), "{text:?}: {why}");
+    }
+}
+
+/// A machine shipping to a fresh directory store: it, the store and its `file://` URL.
+fn directory_machine(tag: &str) -> (Machine, TempDir, String) {
+    let share = TempDir::new(&format!("{tag}-store"));
+    let url = format!("file://{}", share.path().display());
+    (Machine::new(tag, &url, Vec::new()), share, url)
 }
 
 fn garage_machine(g: &Garage, tag: &str) -> (Machine, String) {
@@ -193,11 +249,8 @@ fn shipped_session(m: &Machine, session: &str, copy_at: usize, n: usize) -> (Vec
 fn an_untouched_session_is_complete_and_one_not_ended_is_open() {
     let g = Garage::start();
     let (m, url) = garage_machine(&g, "honest");
-    m.start("done");
-    m.reads("done", 0..9);
-    m.end("done");
-    m.start("going");
-    m.reads("going", 0..5);
+    m.session("done", 9, true);
+    m.session("going", 5, false);
     m.drain();
     let (code, report, stderr) = m.audit(&url, &[&m.anchor_pub()]);
     assert_eq!(code, 0, "{report} {stderr}");
@@ -211,14 +264,19 @@ fn an_untouched_session_is_complete_and_one_not_ended_is_open() {
         "{report}"
     );
     assert_eq!(sessions[1]["status"], "complete", "{report}");
-    let chain = &sessions[1]["chains"][0];
+    assert_complete_chain(&sessions[1]["chains"][0]);
+    assert_eq!(sessions[1]["project"].as_str().unwrap().len(), 28);
+}
+
+/// A complete chain's record: three checkpoints or more, stored at the store's own times in
+/// RFC 3339, and a bundle the size of the last.
+#[track_caller]
+fn assert_complete_chain(chain: &Value) {
     let checkpoints = chain["checkpoints"].as_array().unwrap();
     assert!(checkpoints.len() >= 3, "{chain}");
     assert_eq!(chain["bundle"]["size"], checkpoints.last().unwrap()["size"]);
-    // The store's own times, in RFC 3339.
     let stored = checkpoints[0]["stored"].as_str().unwrap();
     assert!(stored.len() == 24 && stored.ends_with('Z'), "{stored}");
-    assert_eq!(sessions[1]["project"].as_str().unwrap().len(), 28);
 }
 
 fn a_rollback_of_ledger_and_state_is_caught() {
@@ -237,19 +295,15 @@ fn goes_on_and_is_caught(m: &Machine, url: &str, reads: std::ops::Range<usize>) 
     m.end("s1");
     m.drain();
     let (status, why) = m.status_of(url, "s1");
-    assert!(
-        status == "rewritten" || status == "forked",
-        "{status}: {why}"
-    );
+    let caught = status == "rewritten" || status == "forked";
+    assert!(caught, "{status}: {why}");
 }
 
 fn a_chain_rewritten_from_genesis_is_caught() {
     let g = Garage::start();
     let (m, url) = garage_machine(&g, "genesis");
     shipped_session(&m, "s1", 4, 10);
-    let (lp, sp) = m.ledger("s1");
-    std::fs::remove_file(lp).unwrap();
-    std::fs::remove_file(sp).unwrap();
+    m.forget_s1();
     // The same session goes on: a new chain from GENESIS, signed with the same key.
     goes_on_and_is_caught(&m, &url, 30..33);
 }
@@ -258,21 +312,15 @@ fn entries_cut_off_the_ledger_are_caught() {
     let g = Garage::start();
     let (m, url) = garage_machine(&g, "truncate");
     shipped_session(&m, "s1", 4, 10);
-    let (lp, sp) = m.ledger("s1");
-    let text = std::fs::read_to_string(&lp).unwrap();
-    let kept: String = text.split_inclusive('\n').take(5).collect();
-    std::fs::write(&lp, kept).unwrap();
-    std::fs::remove_file(sp).unwrap();
+    m.cut_s1_to_five_lines();
     m.end("s1");
     m.drain();
     // SessionEnd records each idle node's end after the cut, so the shortened chain has new
     // entries where the shipped one had others: rewritten, or forked when its new size is one
     // a shipped checkpoint has.
     let (status, why) = m.status_of(&url, "s1");
-    assert!(
-        ["truncated", "rewritten", "forked"].contains(&status.as_str()),
-        "{status}: {why}"
-    );
+    let caught = ["truncated", "rewritten", "forked"].contains(&status.as_str());
+    assert!(caught, "{status}: {why}");
     let (code, _, _) = m.audit(&url, &[&m.anchor_pub()]);
     assert_eq!(code, 1);
 }
@@ -281,25 +329,27 @@ fn entries_cut_off_the_ledger_are_caught() {
 /// bundle in the outbox itself, under the name the hook would give it, without the hook
 /// adding anything: a bundle that is a prefix of what was shipped, and shorter.
 fn a_bundle_of_a_cut_ledger_shipped_by_hand_is_truncated() {
-    use attenu_hook::evidence::checkpoint::{tree_of, ObjectNames};
     let g = Garage::start();
     let (m, url) = garage_machine(&g, "cut-by-hand");
     shipped_session(&m, "s1", 4, 10);
-    let (lp, sp) = m.ledger("s1");
-    let text = std::fs::read_to_string(&lp).unwrap();
-    let kept: String = text.split_inclusive('\n').take(5).collect();
-    std::fs::write(&lp, &kept).unwrap();
-    std::fs::remove_file(sp).unwrap();
-    let out = m
-        .command(&["export", "--session", "s1", "--project"])
-        .arg(m.root())
-        .output()
-        .unwrap();
+    let kept = m.cut_s1_to_five_lines();
+    let mut export = m.command(&["export", "--session", "s1", "--project"]);
+    let out = export.arg(m.root()).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let queued = m.attenu().join("outbox").join(bundle_name(&m, &kept));
+    std::fs::create_dir_all(queued.parent().unwrap()).unwrap();
+    std::fs::copy(m.attenu().join("bundle-s1.json"), &queued).unwrap();
+    m.drain();
+    assert_status(&m, &url, "s1", "truncated", &["bundle 5", "were cut off"]);
+}
+
+/// The name the hook gives session s1's bundle of the ledger text `kept`.
+fn bundle_name(m: &Machine, kept: &str) -> String {
+    use attenu_hook::evidence::checkpoint::{tree_of, ObjectNames};
     let entries: Vec<Value> = kept
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -311,90 +361,62 @@ fn a_bundle_of_a_cut_ledger_shipped_by_hand_is_truncated() {
         session: "s1",
         chain_id: entries[0]["chain_id"].as_str().unwrap(),
     };
-    let key = names.bundle(tree.size(), &tree.root());
-    let queued = m.attenu().join("outbox").join(&key);
-    std::fs::create_dir_all(queued.parent().unwrap()).unwrap();
-    std::fs::copy(m.attenu().join("bundle-s1.json"), &queued).unwrap();
-    m.drain();
-    let (status, why) = m.status_of(&url, "s1");
-    assert_eq!(status, "truncated", "{why}");
-    assert!(
-        why.contains("bundle 5") && why.contains("were cut off"),
-        "{why}"
-    );
+    names.bundle(tree.size(), &tree.root())
 }
 
 fn a_session_deleted_on_the_machine_stays_open_with_its_age() {
     let g = Garage::start();
     let (m, url) = garage_machine(&g, "deleted");
     shipped_session(&m, "s1", 4, 9);
-    let (lp, sp) = m.ledger("s1");
-    std::fs::remove_file(lp).unwrap();
-    std::fs::remove_file(sp).unwrap();
+    m.forget_s1();
     let _ = std::fs::remove_file(m.attenu().join("bundle-s1.json"));
-    let (status, why) = m.status_of(&url, "s1");
-    assert_eq!(status, "open", "{why}");
-    assert!(
-        why.contains("no closing bundle yet") && why.contains(" ago"),
-        "{why}"
-    );
+    assert_status(&m, &url, "s1", "open", &["no closing bundle yet", " ago"]);
 }
 
 fn a_bad_signature_or_an_unknown_key_is_unverifiable() {
     let g = Garage::start();
     let (m, url) = garage_machine(&g, "badsig");
-    m.start("s1");
-    m.reads("s1", 0..5);
-    m.end("s1");
+    m.session("s1", 5, true);
     m.drain();
     assert_eq!(m.status_of(&url, "s1").0, "complete");
     // Another project's key: nothing of this one can be checked.
     let other = TempDir::new("other-key");
-    let other_pub = other.path().join("other.pub");
-    let made = common::cli(&[
-        "keygen",
-        "--out",
-        other.path().join("other.key").to_str().unwrap(),
-    ]);
-    let public = made.stdout.lines().last().unwrap().trim().to_string();
-    std::fs::write(&other_pub, format!("{public}\n")).unwrap();
-    let (code, report, stderr) = m.audit(&url, &[&other_pub]);
+    let (code, report, stderr) = m.audit(&url, &[&another_key(&other)]);
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(report["sessions"][0]["status"], "unverifiable", "{report}");
-    assert!(report["sessions"][0]["why"]
-        .as_str()
-        .unwrap()
-        .contains("no --pub key has the id"));
+    let why = report["sessions"][0]["why"].as_str().unwrap();
+    assert!(why.contains("no --pub key has the id"));
     // A checkpoint whose signature is not the key's, put in the store beside the others.
-    let store = Store::from_env_with(&url, &g.env());
+    badly_signed_copy_as_s2(&Store::from_env_with(&url, &g.env()));
+    let no_valid = "no valid signature by the pinned key";
+    assert_status(&m, &url, "s2", "unverifiable", &[no_valid]);
+}
+
+/// A key made in `dir` (another project's): its public key file.
+fn another_key(dir: &TempDir) -> PathBuf {
+    let other_pub = dir.path().join("other.pub");
+    let key = dir.path().join("other.key");
+    let made = common::cli(&["keygen", "--out", key.to_str().unwrap()]);
+    let public = made.stdout.lines().last().unwrap().trim().to_string();
+    std::fs::write(&other_pub, format!("{public}\n")).unwrap();
+    other_pub
+}
+
+/// Copies a checkpoint of session s1 in `store` as one of session s2, its signature changed.
+fn badly_signed_copy_as_s2(store: &Store) {
     let rt = attenu_hook::ship::runtime().unwrap();
     let listed = rt.block_on(store.list("")).unwrap();
-    let note_key = listed
-        .iter()
-        .find(|o| o.key.contains("/checkpoint/"))
-        .unwrap()
-        .key
-        .clone();
+    let note = listed.iter().find(|o| o.key.contains("/checkpoint/"));
+    let note_key = note.unwrap().key.clone();
     let note = String::from_utf8(rt.block_on(store.get(&note_key)).unwrap().unwrap()).unwrap();
-    let session_dir = note_key
-        .split("/checkpoint/")
-        .next()
-        .unwrap()
-        .replace("/s1/", "/s2/");
+    let dir = note_key.split("/checkpoint/").next().unwrap();
+    let session_dir = dir.replace("/s1/", "/s2/");
     let (body, sig) = note.rsplit_once(' ').unwrap();
     let bad_sig = format!("{body} {}", flip_base64(sig));
     let file = note_key.rsplit('/').next().unwrap();
-    rt.block_on(store.create(
-        &format!("{session_dir}/checkpoint/{file}"),
-        bad_sig.into_bytes(),
-    ))
-    .unwrap();
-    let (status, why) = m.status_of(&url, "s2");
-    assert_eq!(status, "unverifiable", "{why}");
-    assert!(
-        why.contains("no valid signature by the pinned key"),
-        "{why}"
-    );
+    let key = format!("{session_dir}/checkpoint/{file}");
+    rt.block_on(store.create(&key, bad_sig.into_bytes()))
+        .unwrap();
 }
 
 /// A signature line's base64 with one character changed (still valid base64).
@@ -409,61 +431,43 @@ fn a_store_that_cannot_be_read_exits_2_and_says_what_to_check() {
     let g = Garage::start();
     let (m, url) = garage_machine(&g, "unreadable");
     m.start("s1");
-    let bad: Vec<(String, String)> = g
-        .env()
-        .into_iter()
-        .map(|(k, v)| {
-            if k == "AWS_SECRET_ACCESS_KEY" {
-                (k, "0".repeat(64))
-            } else {
-                (k, v)
-            }
-        })
-        .collect();
-    let m_bad = Machine {
-        dir: TempDir::new("unreadable-bad"),
-        env: bad,
-    };
+    let m_bad = Machine::new("unreadable-bad", &url, with_wrong_secret(g.env()));
     let (code, _, stderr) = m_bad.audit(&url, &[&m.anchor_pub()]);
     assert_eq!(code, 2, "{stderr}");
-    assert!(
-        stderr.contains("cannot read the store") && stderr.contains("AWS_SECRET_ACCESS_KEY"),
-        "{stderr}"
-    );
+    common::assert_contains(&stderr, &["cannot read the store", "AWS_SECRET_ACCESS_KEY"]);
+}
+
+/// The store's variables `env` with a secret key that is not the store's.
+fn with_wrong_secret(mut env: Vec<(String, String)>) -> Vec<(String, String)> {
+    for (_, v) in env.iter_mut().filter(|(k, _)| k == "AWS_SECRET_ACCESS_KEY") {
+        *v = "0".repeat(64);
+    }
+    env
 }
 
 fn a_directory_store_is_audited_the_same_way() {
-    let share = TempDir::new("audit-share");
-    let url = format!("file://{}", share.path().display());
-    let m = Machine::new("audit-dir", &url, Vec::new());
-    m.start("s1");
-    m.reads("s1", 0..6);
-    m.end("s1");
-    m.start("s2");
-    m.reads("s2", 0..3);
+    let (m, share, url) = directory_machine("audit-dir");
+    m.session("s1", 6, true);
+    m.session("s2", 3, false);
     m.drain();
     let (code, report, stderr) = m.audit(&url, &[&m.anchor_pub()]);
     assert_eq!(code, 0, "{report} {stderr}");
     assert_eq!(m.status_of(&url, "s1").0, "complete");
     assert_eq!(m.status_of(&url, "s2").0, "open");
     // The text form, worst first, fitting 80 columns.
-    let out = m
-        .command(&["audit", &url, "--pub"])
-        .arg(m.anchor_pub())
-        .env("COLUMNS", "80")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = m.audit_text(&url);
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
-    let first_row = text.lines().nth(1).unwrap();
-    assert!(first_row.starts_with("open "), "{text}");
+    assert!(text.lines().nth(1).unwrap().starts_with("open "), "{text}");
     assert!(text.contains("2 session(s): 1 open, 1 complete"), "{text}");
     let store = share.path().to_str().unwrap();
-    assert_snapshot(
-        "audit.txt",
-        &mask(&ages_masked(&text), &[(store, "<store>")]),
-    );
-    // A directory that does not exist cannot be read.
+    let masked = mask(&ages_masked(&text), &[(store, "<store>")]);
+    assert_snapshot("audit.txt", &masked);
+}
+
+/// A directory that does not exist cannot be read.
+fn a_directory_store_that_is_not_there_exits_2() {
+    let (m, _share, _) = directory_machine("audit-no-dir");
+    m.start("s1");
     let (code, _, stderr) = m.audit("file:///nonexistent/attenu-audit", &[&m.anchor_pub()]);
     assert_eq!(code, 2, "{stderr}");
 }
@@ -490,50 +494,38 @@ fn ages_masked(text: &str) -> String {
 /// One object of 3 GiB (sparse: no disk is used) and one name that is not UTF-8 in the store:
 /// the audit reads neither, says so, and still judges every other session.
 fn a_huge_object_or_a_name_that_is_not_utf8_is_a_finding_not_an_abort() {
-    use std::os::unix::ffi::OsStrExt;
-    let share = TempDir::new("audit-hostile-store");
-    let url = format!("file://{}", share.path().display());
-    let m = Machine::new("audit-hostile", &url, Vec::new());
-    m.start("s1");
-    m.reads("s1", 0..3);
-    m.end("s1");
-    m.start("s2");
-    m.reads("s2", 0..2);
-    m.end("s2");
+    let (m, share, url) = directory_machine("audit-hostile");
+    m.session("s1", 3, true);
+    m.session("s2", 2, true);
     m.drain();
-    let s2 = std::fs::read_dir(share.path())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path()
-        .join("s2");
-    let chain = std::fs::read_dir(&s2)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let huge = std::fs::File::create(chain.join("bundle").join(format!(
-        "{:020}-{}.json",
-        99,
-        "a".repeat(64)
-    )))
-    .unwrap();
-    huge.set_len(3 << 30).unwrap();
-    let odd = std::ffi::OsStr::from_bytes(b"stray-\xff\xfe.json");
-    std::fs::write(share.path().join(odd), b"x").unwrap();
+    a_huge_bundle_and_a_name_not_utf8(share.path());
     let (code, report, stderr) = m.audit(&url, &[&m.anchor_pub()]);
     assert_eq!(code, 1, "{report} {stderr}");
     assert_eq!(m.status_of(&url, "s1").0, "complete", "{report}");
-    let (status, why) = m.status_of(&url, "s2");
-    assert_eq!(status, "unverifiable", "{report}");
-    assert!(
-        why.contains("larger than any object attenu-hook ships"),
-        "{why}"
-    );
+    let larger = "larger than any object attenu-hook ships";
+    assert_status(&m, &url, "s2", "unverifiable", &[larger]);
     let findings = report["findings"].to_string();
     assert!(findings.contains("whose name is not UTF-8"), "{report}");
+}
+
+/// Puts in the directory store `share` a sparse 3 GiB bundle in session s2's first chain and
+/// a file whose name is not UTF-8.
+fn a_huge_bundle_and_a_name_not_utf8(share: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let first_in = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+    };
+    let chain = first_in(&first_in(share).join("s2"));
+    let name = format!("{:020}-{}.json", 99, "a".repeat(64));
+    let huge = std::fs::File::create(chain.join("bundle").join(name)).unwrap();
+    huge.set_len(3 << 30).unwrap();
+    let odd = std::ffi::OsStr::from_bytes(b"stray-\xff\xfe.json");
+    std::fs::write(share.join(odd), b"x").unwrap();
 }
 
 /// The store at `url` opened with `env`, as the shipper opens it.

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 fn main() {
     harness::run(tests![
         sessions_recorded_before_shipping_are_shipped_by_hand,
+        a_session_shipped_by_hand_goes_on_from_where_it_was_queued,
         the_first_session_start_with_shipping_on_ships_the_earlier_sessions,
     ]);
 }
@@ -90,41 +91,27 @@ fn stored_files(dir: &Path) -> Vec<String> {
 
 fn sessions_recorded_before_shipping_are_shipped_by_hand() {
     let (p, share, url) = recorded_then_shipping_on("backfill-hand");
-    let project = p.path().to_str().unwrap();
-    let ship = cli(&["ship", "--project", project]);
-    assert_eq!(ship.code, 0, "{}", ship.stderr);
-    assert!(
-        ship.stderr
-            .contains("queued 2 session(s) not shipped before: ended-before, running-before"),
-        "{}",
-        ship.stderr
-    );
+    let ship = ship_by_hand(&p);
+    assert_contains(&ship.stderr, &[QUEUED_BOTH]);
     let (code, sessions) = audit(p.path(), &url);
-    assert_eq!(
-        sessions,
-        [
-            ("ended-before".to_string(), "complete".to_string()),
-            ("running-before".to_string(), "open".to_string()),
-        ],
-        "the ended one with its closing bundle, the other open"
-    );
+    // The ended one with its closing bundle, the other open.
+    let want = statuses(&[("ended-before", "complete"), ("running-before", "open")]);
+    assert_eq!(sessions, want);
     assert_eq!(code, 0);
     // Queued once: a second run queues and ships nothing new.
     let before = stored_files(share.path());
-    let again = cli(&["ship", "--project", project]);
-    assert_eq!(again.code, 0, "{}", again.stderr);
-    assert!(!again.stderr.contains("queued"), "{}", again.stderr);
+    assert!(!ship_by_hand(&p).stderr.contains("queued"));
     assert_eq!(stored_files(share.path()), before);
-    // The running session goes on with shipping on: it checkpoints from where it was queued.
-    assert!(p
-        .subagent("reviewer", "Bash")
-        .session("running-before")
-        .id("t3")
-        .run()
-        .denied());
+}
+
+/// The running session goes on with shipping on: it checkpoints from where it was queued.
+fn a_session_shipped_by_hand_goes_on_from_where_it_was_queued() {
+    let (p, _share, url) = recorded_then_shipping_on("backfill-goes-on");
+    ship_by_hand(&p);
+    let bash = p.subagent("reviewer", "Bash").session("running-before");
+    assert!(bash.id("t3").run().denied());
     assert_eq!(p.event("running-before", "SessionEnd").code, 0);
-    let ship = cli(&["ship", "--project", project]);
-    assert_eq!(ship.code, 0, "{}", ship.stderr);
+    ship_by_hand(&p);
     let (code, sessions) = audit(p.path(), &url);
     assert!(
         sessions.iter().all(|(_, s)| s == "complete"),
@@ -133,20 +120,30 @@ fn sessions_recorded_before_shipping_are_shipped_by_hand() {
     assert_eq!(code, 0);
 }
 
+const QUEUED_BOTH: &str = "queued 2 session(s) not shipped before: ended-before, running-before";
+
+/// `ship --project P`, which must succeed.
+#[track_caller]
+fn ship_by_hand(p: &TempDir) -> Out {
+    let ship = cli(&["ship", "--project", p.dir()]);
+    assert_eq!(ship.code, 0, "{}", ship.stderr);
+    ship
+}
+
+/// (session, status) pairs, as [`audit`] lists them.
+fn statuses(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(s, t)| (s.to_string(), t.to_string()))
+        .collect()
+}
+
 fn the_first_session_start_with_shipping_on_ships_the_earlier_sessions() {
     let (p, _share, url) = recorded_then_shipping_on("backfill-start");
     // No `ship` by hand: the hook's SessionStart starts a detached shipper, which queues the
     // earlier sessions once for this URL.
     assert_eq!(p.session_start("after", "startup").code, 0);
-    let until = Instant::now() + Duration::from_secs(10);
-    let mut sessions = Vec::new();
-    while Instant::now() < until {
-        sessions = audit(p.path(), &url).1;
-        if sessions.len() == 3 && sessions[1].1 == "complete" {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let sessions = audited_once_the_ended_one_is_complete(p.path(), &url);
     let names: Vec<&str> = sessions.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
@@ -156,4 +153,19 @@ fn the_first_session_start_with_shipping_on_ships_the_earlier_sessions() {
     assert_eq!(sessions[1].1, "complete", "{sessions:?}");
     let marker = p.path().join(".attenu/outbox/.backfilled");
     assert_eq!(std::fs::read_to_string(marker).unwrap(), url);
+}
+
+/// The audit's (session, status) pairs once it lists three sessions with the second complete,
+/// or after ten seconds (bounded; how long it took is not asserted).
+fn audited_once_the_ended_one_is_complete(p: &Path, url: &str) -> Vec<(String, String)> {
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut sessions = Vec::new();
+    while Instant::now() < until {
+        sessions = audit(p, url).1;
+        if sessions.len() == 3 && sessions[1].1 == "complete" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    sessions
 }

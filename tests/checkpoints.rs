@@ -56,63 +56,58 @@ fn of_kind(keys: &[String], kind: &str) -> Vec<String> {
 #[test]
 fn checkpoints_go_out_at_session_start_on_a_deny_and_every_n_entries() {
     let (p, share) = shipping_project("ckpt-when", 3);
-    assert_eq!(
-        hook(p.path(), &session_start("s1", p.path(), "startup")).code,
-        0
-    );
-    drain(p.path());
-    let after_start = keys_under(share.path());
+    let shipped = |kind: &str| {
+        drain(p.path());
+        of_kind(&keys_under(share.path()), kind)
+    };
+    assert_eq!(p.session_start("s1", "startup").code, 0);
     // The root: one checkpoint of 1 entry, with the entries it commits to.
-    assert_eq!(
-        of_kind(&after_start, "checkpoint").len(),
-        1,
-        "{after_start:?}"
-    );
-    assert!(
-        after_start
-            .iter()
-            .any(|k| k.contains("/entries/00000000000000000000-00000000000000000001-")),
-        "{after_start:?}"
-    );
+    let keys = keys_under_after_drain(p.path(), share.path());
+    assert_eq!(of_kind(&keys, "checkpoint").len(), 1, "{keys:?}");
+    assert!(keys.iter().any(|k| k.contains(FIRST_ENTRY)), "{keys:?}");
     // The reviewer's first read (its spawn and the decision): not yet due.
     assert_allowed(&p.read_by("reviewer", "/p/a").id("t1").run());
-    drain(p.path());
-    assert_eq!(of_kind(&keys_under(share.path()), "checkpoint").len(), 1);
+    assert_eq!(shipped("checkpoint").len(), 1);
     // The second is: three entries since the last checkpoint.
     assert_allowed(&p.read_by("reviewer", "/p/b").id("t2").run());
-    drain(p.path());
-    assert_eq!(of_kind(&keys_under(share.path()), "checkpoint").len(), 2);
+    assert_eq!(shipped("checkpoint").len(), 2);
     // A deny always is.
     assert_denied_with(&p.bash_by("reviewer", "ls").id("t4").run(), "unresolved");
-    drain(p.path());
-    let keys = keys_under(share.path());
+    assert_three_checkpoints_of_five_entries(p.path(), share.path());
+    // SessionEnd: the closing bundle.
+    assert_eq!(p.event("s1", "SessionEnd").code, 0);
+    let bundles = shipped("bundle");
+    assert_eq!(bundles.len(), 1, "{bundles:?}");
+}
+
+const FIRST_ENTRY: &str = "/entries/00000000000000000000-00000000000000000001-";
+
+/// The keys in `share` once the project's outbox is drained.
+fn keys_under_after_drain(p: &Path, share: &Path) -> Vec<String> {
+    drain(p);
+    keys_under(share)
+}
+
+/// Once drained: three checkpoints, entries objects covering 0..5 without a gap, and the last
+/// note naming its chain and its size (5), signed.
+#[track_caller]
+fn assert_three_checkpoints_of_five_entries(p: &Path, share: &Path) {
+    let keys = keys_under_after_drain(p, share);
     let checkpoints = of_kind(&keys, "checkpoint");
     assert_eq!(checkpoints.len(), 3, "{keys:?}");
-    // Entries objects cover 0..5 without a gap, and each note names its chain and size.
     assert_eq!(of_kind(&keys, "entries").len(), 3);
-    let last = std::fs::read_to_string(share.path().join(checkpoints.last().unwrap())).unwrap();
+    let last = std::fs::read_to_string(share.join(checkpoints.last().unwrap())).unwrap();
     let lines: Vec<&str> = last.lines().collect();
-    assert!(
-        lines[0].starts_with("attenu-hook/attenu-hook-") && lines[0].contains("/cc-s1-"),
-        "{last}"
-    );
+    let origin = lines[0].starts_with("attenu-hook/attenu-hook-") && lines[0].contains("/cc-s1-");
+    assert!(origin, "{last}");
     assert_eq!(lines[1], "5");
     assert!(lines[4].starts_with("— attenu-hook-"), "{last}");
-    // SessionEnd: the closing bundle.
-    let end = hook(p.path(), &event("s1", p.path(), "SessionEnd"));
-    assert_eq!(end.code, 0, "{}", end.stdout);
-    drain(p.path());
-    let bundles = of_kind(&keys_under(share.path()), "bundle");
-    assert_eq!(bundles.len(), 1, "{bundles:?}");
 }
 
 #[test]
 fn without_ship_nothing_is_queued() {
     let p = sample("ckpt-off");
-    assert_eq!(
-        hook(p.path(), &session_start("s1", p.path(), "startup")).code,
-        0
-    );
+    assert_eq!(p.session_start("s1", "startup").code, 0);
     assert_denied_with(&p.bash_by("reviewer", "ls").id("t1").run(), "unresolved");
     assert!(!p.path().join(".attenu/outbox").exists());
 }
@@ -129,20 +124,14 @@ fn a_bundle_carries_its_chains_checkpoint_and_verify_checks_it() {
     assert_allowed(&p.read_by("reviewer", "/p/a").id("t1").run());
     let (bundle, v) = exported(p.path());
     let note = v["checkpoint"].as_str().unwrap();
-    assert_eq!(
-        note.lines().nth(1),
-        Some(v["entries"].as_array().unwrap().len().to_string().as_str())
-    );
+    let size = v["entries"].as_array().unwrap().len().to_string();
+    assert_eq!(note.lines().nth(1), Some(size.as_str()));
     let out = p.verify_pinned_json(bundle.to_str().unwrap());
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert_eq!(out.json()["checks"]["checkpoint"], "verified");
     // A checkpoint of another size, re-signed by nobody: refused by name.
     let mut edited = v.clone();
-    edited["checkpoint"] = Value::from(note.replacen(
-        &format!("\n{}\n", v["entries"].as_array().unwrap().len()),
-        "\n1\n",
-        1,
-    ));
+    edited["checkpoint"] = Value::from(note.replacen(&format!("\n{size}\n"), "\n1\n", 1));
     std::fs::write(&bundle, serde_json::to_vec(&edited).unwrap()).unwrap();
     let out = p.verify_pinned_json(bundle.to_str().unwrap());
     assert_eq!(out.code, 1, "{}", out.stdout);
@@ -151,67 +140,73 @@ fn a_bundle_carries_its_chains_checkpoint_and_verify_checks_it() {
 
 #[test]
 fn prove_gives_a_one_entry_proof_that_verify_checks_against_the_pinned_key() {
-    let p = sample("ckpt-prove");
-    assert_allowed(&p.read_by("reviewer", "/p/a").id("t1").run());
-    assert_denied_with(&p.bash_by("reviewer", "ls").id("t2").run(), "unresolved");
-    let deny = of_event(&p.entries("s1"), "deny")[0].clone();
-    let call = deny["call_id"].as_str().unwrap();
-    let proof = p.path().join("deny.proof");
-    let dir = p.path().to_str().unwrap();
-    let out = cli(&[
-        "prove",
-        "--project",
-        dir,
-        "--session",
-        "s1",
-        "--call",
-        call,
-        "--out",
-        proof.to_str().unwrap(),
-    ]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (p, proof) = proof_of_a_deny("ckpt-prove");
     let text = std::fs::read_to_string(&proof).unwrap();
     assert!(text.starts_with("c2sp.org/tlog-proof@v1\n"), "{text}");
     let out = p.verify_pinned(proof.to_str().unwrap());
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    assert!(
-        out.stdout.starts_with("VALID: entry 3 of 4 ") && out.stdout.contains("deny Bash"),
-        "{}",
-        out.stdout
-    );
-    // Another key, or no key: not valid.
+    let entry = out.stdout.starts_with("VALID: entry 3 of 4 ");
+    assert!(entry && out.stdout.contains("deny Bash"), "{}", out.stdout);
+}
+
+/// Another key, or no key: a proof is not valid.
+#[test]
+fn a_proof_under_another_key_or_none_is_not_valid() {
+    let (_p, proof) = proof_of_a_deny("ckpt-prove-key");
     let stranger = sample("ckpt-stranger");
     assert_allowed(&stranger.read_by("reviewer", "/p/a").id("t1").run());
+    let other = stranger.path().join(".attenu/anchor.pub");
     let out = cli(&[
         "verify",
         proof.to_str().unwrap(),
         "--pub",
-        stranger.path().join(".attenu/anchor.pub").to_str().unwrap(),
+        other.to_str().unwrap(),
     ]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     let out = cli(&["verify", proof.to_str().unwrap()]);
     assert_eq!(out.code, 2, "{}", out.stderr);
-    // Another position, or the entry edited inside the proof: caught.
+}
+
+/// Another position, or the entry edited inside the proof: caught.
+#[test]
+fn a_proof_moved_or_with_its_entry_edited_is_invalid() {
+    let (p, proof) = proof_of_a_deny("ckpt-prove-edit");
+    let text = std::fs::read_to_string(&proof).unwrap();
     let moved = text.replacen("index 3\n", "index 2\n", 1);
     assert_ne!(moved, text);
-    let parsed = attenu_hook::tlog::TlogProof::parse(&text).unwrap();
-    let entry = String::from_utf8(parsed.extra().unwrap().to_vec()).unwrap();
-    assert!(entry.contains("\"tool\":\"Bash\""), "{entry}");
-    let edited =
-        attenu_hook::tlog::TlogProof::new(3, parsed.path().to_vec(), parsed.signed_checkpoint())
-            .unwrap()
-            .with_extra(
-                entry
-                    .replace("\"tool\":\"Bash\"", "\"tool\":\"Read\"")
-                    .into_bytes(),
-            )
-            .to_text();
-    for tampered in [moved, edited] {
+    for tampered in [moved, with_the_entry_made_a_read(&text)] {
         std::fs::write(&proof, tampered).unwrap();
         let out = p.verify_pinned(proof.to_str().unwrap());
         assert_eq!(out.code, 1, "{}", out.stdout);
         assert!(out.stdout.starts_with("INVALID"), "{}", out.stdout);
     }
+}
+
+/// A session of the sample project with an allowed read and a denied Bash, and `prove`'s proof
+/// of the deny (which must succeed): the project and the proof's path.
+fn proof_of_a_deny(tag: &str) -> (TempDir, PathBuf) {
+    let p = sample(tag);
+    assert_allowed(&p.read_by("reviewer", "/p/a").id("t1").run());
+    assert_denied_with(&p.bash_by("reviewer", "ls").id("t2").run(), "unresolved");
+    let deny = of_event(&p.entries("s1"), "deny")[0].clone();
+    let call = deny["call_id"].as_str().unwrap();
+    let proof = p.path().join("deny.proof");
+    let mut args = vec!["prove", "--project", p.dir(), "--session", "s1"];
+    args.extend(["--call", call, "--out", proof.to_str().unwrap()]);
+    let out = cli(&args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    (p, proof)
+}
+
+/// The proof `text` with the Bash entry it carries changed to a Read, rebuilt around it.
+fn with_the_entry_made_a_read(text: &str) -> String {
+    use attenu_hook::tlog::TlogProof;
+    let parsed = TlogProof::parse(text).unwrap();
+    let entry = String::from_utf8(parsed.extra().unwrap().to_vec()).unwrap();
+    assert!(entry.contains("\"tool\":\"Bash\""), "{entry}");
+    let read = entry.replace("\"tool\":\"Bash\"", "\"tool\":\"Read\"");
+    let rebuilt = TlogProof::new(3, parsed.path().to_vec(), parsed.signed_checkpoint());
+    rebuilt.unwrap().with_extra(read.into_bytes()).to_text()
 }
 
 #[test]
@@ -220,62 +215,43 @@ fn doctor_fails_when_shipping_is_on_but_the_shipper_is_not_installed() {
     let lone = TempDir::new("ckpt-lone-bin");
     let bin = lone.path().join("attenu-hook");
     place_executable(std::path::Path::new(BIN), &bin);
-    let out = std::process::Command::new(&bin)
+    let mut doctor = std::process::Command::new(&bin);
+    doctor
         .args(["doctor", p.path().to_str().unwrap()])
-        .env("PATH", lone.path())
-        .output()
-        .unwrap();
+        .env("PATH", lone.path());
+    let out = doctor.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(
-        stdout.contains("FAIL  ship") && stdout.contains("attenu-hook-ship is not installed"),
-        "{stdout}"
-    );
+    assert_contains(&stdout, &["FAIL  ship", NOT_INSTALLED]);
     // Beside the binary, it is found.
     let out = cli(&["doctor", p.path().to_str().unwrap()]);
-    assert!(
-        !out.stdout.contains("attenu-hook-ship is not installed"),
-        "{}",
-        out.stdout
-    );
+    assert_lacks(&out.stdout, &[NOT_INSTALLED], "beside the binary");
 }
+
+const NOT_INSTALLED: &str = "attenu-hook-ship is not installed";
 
 #[test]
 fn a_chain_closed_by_an_agent_edit_ships_its_last_entries() {
     let (p, share) = shipping_project("ckpt-switch", 1000);
-    assert_eq!(
-        hook(p.path(), &session_start("s1", p.path(), "startup")).code,
-        0
-    );
+    assert_eq!(p.session_start("s1", "startup").code, 0);
     assert_allowed(&p.read_by("reviewer", "/p/a").id("t1").run());
     // The edit opens a new chain when the session is resumed; the old one's third entry
     // (root, spawn, allow) must not stay on the machine only.
     let agent = p.path().join(".claude/agents/reviewer.md");
     let text = std::fs::read_to_string(&agent).unwrap();
-    std::fs::write(
-        &agent,
-        text.replace("tools: Read, Grep, Glob", "tools: Read, Grep, Glob, Bash"),
-    )
-    .unwrap();
+    let with_bash = text.replace("tools: Read, Grep, Glob", "tools: Read, Grep, Glob, Bash");
+    std::fs::write(&agent, with_bash).unwrap();
     // Read when the session is resumed (a running session keeps its pinned roster).
-    assert_eq!(
-        hook(p.path(), &session_start("s1", p.path(), "resume")).code,
-        0
-    );
+    assert_eq!(p.session_start("s1", "resume").code, 0);
     assert_allowed(&p.read_by("reviewer", "/p/b").id("t2").run());
-    drain(p.path());
-    let checkpoints = of_kind(&keys_under(share.path()), "checkpoint");
-    let first_chain: Vec<_> = checkpoints
-        .iter()
-        .filter(|k| k.contains("-1/checkpoint/"))
-        .collect();
-    assert!(
-        first_chain
-            .iter()
-            .any(|k| k.contains("/checkpoint/00000000000000000003-")),
-        "{checkpoints:?}"
-    );
+    let keys = keys_under_after_drain(p.path(), share.path());
+    let checkpoints = of_kind(&keys, "checkpoint");
+    // The first chain's checkpoint of its third entry.
+    let third = |k: &String| k.contains("-1/checkpoint/") && k.contains(THIRD);
+    assert!(checkpoints.iter().any(third), "{checkpoints:?}");
 }
+
+const THIRD: &str = "/checkpoint/00000000000000000003-";
 
 #[test]
 fn shipping_closes_a_session_even_with_export_on_stop_off() {
@@ -284,10 +260,9 @@ fn shipping_closes_a_session_even_with_export_on_stop_off() {
     let text = std::fs::read_to_string(&cfg).unwrap();
     std::fs::write(&cfg, format!("export_on_stop = false\n{text}")).unwrap();
     assert_allowed(&p.read_by("reviewer", "/p/a").id("t1").run());
-    let end = hook(p.path(), &event("s1", p.path(), "SessionEnd"));
+    let end = p.event("s1", "SessionEnd");
     assert_eq!(end.code, 0, "{}", end.stdout);
-    drain(p.path());
-    let keys = keys_under(share.path());
+    let keys = keys_under_after_drain(p.path(), share.path());
     assert_eq!(of_kind(&keys, "bundle").len(), 1, "{keys:?}");
     assert!(!of_kind(&keys, "checkpoint").is_empty(), "{keys:?}");
 }

@@ -41,7 +41,8 @@ fn export(project: &Path, session: &str) -> Vec<PathBuf> {
     out.stdout.lines().map(PathBuf::from).collect()
 }
 
-fn assert_reference_accepts(py: &str, project: &Path, bundle: &Path) -> Value {
+/// The reference accepts `bundle` under the project's anchor.pub: its report.
+fn assert_reference_alone_accepts(py: &str, project: &Path, bundle: &Path) -> Value {
     let report = reference_verify(py, bundle, &project.join(".attenu/anchor.pub"));
     assert_eq!(
         report["ok"],
@@ -50,6 +51,11 @@ fn assert_reference_accepts(py: &str, project: &Path, bundle: &Path) -> Value {
         bundle.display()
     );
     assert_eq!(report["checks"]["anchor"], "verified");
+    report
+}
+
+fn assert_reference_accepts(py: &str, project: &Path, bundle: &Path) -> Value {
+    let report = assert_reference_alone_accepts(py, project, bundle);
     let ours = project.verify_pinned(bundle.to_str().unwrap());
     assert_eq!(
         ours.code, 0,
@@ -113,14 +119,10 @@ fn reference_accepts_allows_denies_undeclared_agents_and_outcomes() {
     let bundle = p.path().join(".attenu/bundle-s1.json");
     assert!(bundle.exists(), "SessionEnd exports the bundle");
     let report = assert_reference_accepts(&py, p.path(), &bundle);
-    assert_eq!(
-        report["execution_binding"], "clean",
-        "every call finished: {report}"
-    );
-    assert_eq!(
-        report["ungated"], 1,
-        "the main thread's unheld Bash is recorded as ungated"
-    );
+    let binding = &report["execution_binding"];
+    assert_eq!(binding, "clean", "every call finished: {report}");
+    // The main thread's unheld Bash is recorded as ungated.
+    assert_eq!(report["ungated"], 1);
 }
 
 fn reference_accepts_shadow_mode() {
@@ -138,42 +140,28 @@ fn reference_accepts_shadow_mode() {
 fn reference_accepts_a_ledger_recording_lost_checkpoints() {
     let py = need_reference_python();
     let p = sample("conf-lost");
-    let state = p.path().join(".attenu/ledger-s1.state.json");
     assert_allowed(&reviewer_read(p.path(), "s1", "/a", "t1"));
-    std::fs::remove_file(&state).unwrap();
+    remove_checkpoint(p.path());
     assert_allowed(&reviewer_read(p.path(), "s1", "/b", "t2"));
-    std::fs::write(&state, b"attenu-checkpoint v4 00\n{}").unwrap();
-    let out = p.read_by("reviewer", "/b").id("t2").post(json!("ok")).run();
-    assert_allowed(&out);
+    std::fs::write(checkpoint_of(p.path()), b"attenu-checkpoint v4 00\n{}").unwrap();
+    assert_allowed(&p.read_by("reviewer", "/b").id("t2").post(json!("ok")).run());
     let es = p.entries("s1");
-    let lost: Vec<&str> = es
-        .iter()
-        .filter_map(|e| e["context"]["checkpoint_lost"]["cause"].as_str())
-        .collect();
+    let causes = es.iter().map(|e| &e["context"]["checkpoint_lost"]["cause"]);
+    let lost: Vec<&str> = causes.filter_map(Value::as_str).collect();
     assert_eq!(lost, ["missing", "seal-broken"], "{es:?}");
     let bundles = export(p.path(), "s1");
-    let report = reference_verify(&py, &bundles[0], &p.path().join(".attenu/anchor.pub"));
-    assert_eq!(report["ok"], true, "reference rejected: {report}");
-    assert_eq!(report["checks"]["anchor"], "verified");
+    assert_reference_alone_accepts(&py, p.path(), &bundles[0]);
     let ours = p.verify_pinned(bundles[0].to_str().unwrap());
     assert_eq!(ours.code, 4, "{}{}", ours.stdout, ours.stderr);
-    assert_eq!(
-        ours.stdout.matches("NOTICE checkpoint-lost").count(),
-        2,
-        "{}",
-        ours.stdout
-    );
+    let notices = ours.stdout.matches("NOTICE checkpoint-lost").count();
+    assert_eq!(notices, 2, "{}", ours.stdout);
 }
 
 fn reference_accepts_every_chain_of_a_mid_session_edit() {
     let py = need_reference_python();
     let p = sample("conf-edit");
     mixed_session(p.path(), "s1");
-    std::fs::write(
-        p.path().join(".claude/agents/reviewer.md"),
-        "---\nname: reviewer\ntools: Read, Bash\n---\n",
-    )
-    .unwrap();
+    set_agent_tools(p.path(), "reviewer", "Read, Bash");
     // The edit is read when the session is resumed (a running session keeps its pin).
     assert_eq!(p.session_start("s1", "resume").code, 0);
     mixed_session(p.path(), "s1");
@@ -189,11 +177,7 @@ fn reference_accepts_both_chains_when_a_call_spans_a_mid_session_edit() {
     let p = sample("conf-span");
     let read = |id: &str, path: &str| p.read_by("reviewer", path).id(id);
     assert_allowed(&read("t1", "/p/a").run());
-    std::fs::write(
-        p.path().join(".claude/agents/reviewer.md"),
-        "---\nname: reviewer\ntools: Read, Grep\n---\n",
-    )
-    .unwrap();
+    set_agent_tools(p.path(), "reviewer", "Read, Grep");
     assert_eq!(p.session_start("s1", "resume").code, 0);
     assert_allowed(&read("t2", "/p/b").run());
     for (id, path) in [("t1", "/p/a"), ("t2", "/p/b")] {
@@ -208,23 +192,27 @@ fn reference_accepts_both_chains_when_a_call_spans_a_mid_session_edit() {
 fn reference_accepts_a_thousand_entry_session() {
     let py = need_reference_python();
     let p = sample("conf-large");
-    for i in 0..700 {
-        let (agent, tool) = if i % 2 == 0 {
-            ("reviewer", "Read")
-        } else {
-            ("researcher", "Bash")
-        };
-        let id = format!("toolu_{i}");
-        let input = json!({"file_path": format!("/p/{i}"), "command": "true"});
-        let call = p.subagent(agent, tool).input(input).id(&id);
-        if !call.run().denied() {
-            call.post(json!({"n": i})).run();
-        }
-    }
+    (0..700).for_each(|i| reviewer_read_or_researcher_bash(&p, i));
     hook(p.path(), &event("s1", p.path(), "SessionEnd"));
     let bundle = p.path().join(".attenu/bundle-s1.json");
     let report = assert_reference_accepts(&py, p.path(), &bundle);
     assert!(report["entries"].as_u64().unwrap() >= 1000, "{report}");
+}
+
+/// Call `i` of a long session: the reviewer's Read (even) or the researcher's Bash (odd), and
+/// its outcome when it was not denied.
+fn reviewer_read_or_researcher_bash(p: &TempDir, i: usize) {
+    let (agent, tool) = if i.is_multiple_of(2) {
+        ("reviewer", "Read")
+    } else {
+        ("researcher", "Bash")
+    };
+    let id = format!("toolu_{i}");
+    let input = json!({"file_path": format!("/p/{i}"), "command": "true"});
+    let call = p.subagent(agent, tool).input(input).id(&id);
+    if !call.run().denied() {
+        call.post(json!({"n": i})).run();
+    }
 }
 
 /// Writes a tampered copy of a bundle and asserts both verifiers reject it.
@@ -245,31 +233,44 @@ fn both_verifiers_reject_tampered_copies() {
     let py = need_reference_python();
     let p = sample("conf-tamper");
     mixed_session(p.path(), "s1");
-    let original: Value =
-        serde_json::from_slice(&std::fs::read(p.path().join(".attenu/bundle-s1.json")).unwrap())
-            .unwrap();
-
-    let mut changed = original.clone();
+    let original: Value = serde_json::from_slice(&bytes_of(&p.ledger_bundle())).unwrap();
+    let entries = |f: &dyn Fn(&mut Vec<Value>)| edited_entries(&original, f);
     // Root, the reviewer's spawn, then its first decision.
-    assert_eq!(changed["entries"][2]["event"], "allow");
-    changed["entries"][2]["tool"] = json!("Bash");
+    assert_eq!(original["entries"][2]["event"], "allow");
+    let changed = entries(&|es| es[2]["tool"] = json!("Bash"));
     assert_both_reject(&py, p.path(), &changed, "field-changed");
-
-    let mut removed = original.clone();
-    removed["entries"].as_array_mut().unwrap().remove(6);
+    let removed = entries(&|es| drop(es.remove(6)));
     assert_both_reject(&py, p.path(), &removed, "entry-removed");
-
-    let mut truncated = original.clone();
-    let n = truncated["entries"].as_array().unwrap().len();
-    truncated["entries"].as_array_mut().unwrap().truncate(n - 3);
+    let truncated = entries(&|es| es.truncate(es.len() - 3));
     assert_both_reject(&py, p.path(), &truncated, "tail-truncated");
-
     // Re-signed by someone else's key: internally consistent, but not by the pinned key.
+    assert_both_reject(&py, p.path(), &resigned(&original), "re-signed");
+}
+
+/// `bundle` with its entries edited by `edit`.
+fn edited_entries(bundle: &Value, edit: &dyn Fn(&mut Vec<Value>)) -> Value {
+    let mut copy = bundle.clone();
+    edit(copy["entries"].as_array_mut().unwrap());
+    copy
+}
+
+/// `bundle`'s entries in a bundle signed by a key of someone else's.
+fn resigned(bundle: &Value) -> Value {
     let other_dir = TempDir::new("otherkey");
     let other = attenu_hook::evidence::keys::generate_to(&other_dir.path().join("k")).unwrap();
-    let entries = original["entries"].as_array().unwrap().clone();
-    let resigned = attenu_hook::evidence::bundle::build(entries, &other, 1, 1).unwrap();
-    assert_both_reject(&py, p.path(), &resigned, "re-signed");
+    let entries = bundle["entries"].as_array().unwrap().clone();
+    attenu_hook::evidence::bundle::build(entries, &other, 1, 1).unwrap()
+}
+
+/// Session s1's bundle (`.attenu/bundle-s1.json`).
+trait Bundled {
+    fn ledger_bundle(&self) -> PathBuf;
+}
+
+impl Bundled for TempDir {
+    fn ledger_bundle(&self) -> PathBuf {
+        self.path().join(".attenu/bundle-s1.json")
+    }
 }
 
 fn sixteen_processes_exporting_and_appending_at_once_leave_one_key_and_valid_bundles() {
@@ -278,29 +279,13 @@ fn sixteen_processes_exporting_and_appending_at_once_leave_one_key_and_valid_bun
     assert!(all_at_once(16, |i| {
         reviewer_read(p.path(), "s1", &format!("/{i}"), &format!("r1-{i}")).is_allow()
     }));
-    let key_files: Vec<_> = std::fs::read_dir(p.path().join(".attenu"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("anchor."))
-        .collect();
-    assert_eq!(
-        key_files.len(),
-        2,
-        "one anchor.key and one anchor.pub, no leftovers"
-    );
-    let key_before = std::fs::read(p.path().join(".attenu/anchor.key")).unwrap();
+    // One anchor.key and one anchor.pub, no leftovers.
+    assert_eq!(anchor_files(p.path()), 2);
+    let key_before = bytes_of(&p.path().join(".attenu/anchor.key"));
     // Round two: eight appenders and eight exporters at once.
-    assert!(all_at_once(16, |i| if i % 2 == 0 {
-        let read = p.subagent("reviewer", "Read").id(&format!("r2-{i}"));
-        read.run().is_allow()
-    } else {
-        cli(&["export", "--project", p.dir(), "--session", "s1"]).code == 0
-    }));
-    assert_eq!(
-        std::fs::read(p.path().join(".attenu/anchor.key")).unwrap(),
-        key_before,
-        "the key is never replaced"
-    );
+    assert!(all_at_once(16, |i| append_or_export(&p, i)));
+    let key_after = bytes_of(&p.path().join(".attenu/anchor.key"));
+    assert_eq!(key_after, key_before, "the key is never replaced");
     let bundles = export(p.path(), "s1");
     let ours = p.verify_pinned(bundles[0].to_str().unwrap());
     assert_eq!(ours.code, 0, "{}", ours.stdout);
@@ -309,6 +294,23 @@ fn sixteen_processes_exporting_and_appending_at_once_leave_one_key_and_valid_bun
     // Everything above ran; without the reference verifier its check alone is reported missing.
     let py = need_reference_python();
     assert_reference_accepts(&py, p.path(), &bundles[0]);
+}
+
+/// How many files in the project's `.attenu/` have names starting `anchor.`.
+fn anchor_files(p: &Path) -> usize {
+    let dir = std::fs::read_dir(p.join(".attenu")).unwrap().flatten();
+    dir.filter(|e| e.file_name().to_string_lossy().starts_with("anchor."))
+        .count()
+}
+
+/// Racer `i` of round two: a reviewer's read (even) or an export (odd); whether it worked.
+fn append_or_export(p: &TempDir, i: usize) -> bool {
+    if i.is_multiple_of(2) {
+        let read = p.subagent("reviewer", "Read").id(&format!("r2-{i}"));
+        read.run().is_allow()
+    } else {
+        cli(&["export", "--project", p.dir(), "--session", "s1"]).code == 0
+    }
 }
 
 // =============================================================================================
@@ -384,6 +386,26 @@ fn describe(report: &Report) -> String {
 }
 
 fn verdicts_match_the_reference_vectors() {
+    let (path, doc) = reference_vectors();
+    let cases = doc["cases"].as_array().expect("cases");
+    let found = cases.len();
+    assert!(found >= 29, "expected at least 29 cases, found {found}");
+    let reference = reference_verdicts(&path);
+    let problems: Vec<String> = cases
+        .iter()
+        .flat_map(|c| disagreements(c, &reference))
+        .collect();
+    let n = problems.len();
+    let all = problems.join("\n\n");
+    assert!(
+        problems.is_empty(),
+        "{n} disagreement(s) with the reference:\n{all}"
+    );
+}
+
+/// The reference's bundle vectors from its installed package (the test is skipped without
+/// it): the file's path and its document, of version `bundle_vectors_v1`.
+fn reference_vectors() -> (PathBuf, Value) {
     let package = reference_package().unwrap_or_else(|why| {
         skip(format!(
             "needs the reference verifier and its vectors: {why}"
@@ -401,17 +423,15 @@ fn verdicts_match_the_reference_vectors() {
         doc["version"], "bundle_vectors_v1",
         "an incompatible vector file"
     );
-    let cases = doc["cases"].as_array().expect("cases");
-    assert!(
-        cases.len() >= 29,
-        "expected at least 29 cases, found {}",
-        cases.len()
-    );
+    (path, doc)
+}
 
+/// [`REFERENCE_RUN`] on the vector file at `path`: each case's verdict and failures.
+fn reference_verdicts(path: &Path) -> Value {
     let out = Command::new(python().expect("checked above"))
         .arg("-c")
         .arg(REFERENCE_RUN)
-        .arg(&path)
+        .arg(path)
         .output()
         .expect("the reference python runs");
     assert!(
@@ -419,152 +439,193 @@ fn verdicts_match_the_reference_vectors() {
         "the reference verifier failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let reference: Value = serde_json::from_slice(&out.stdout).expect("the reference prints JSON");
+    serde_json::from_slice(&out.stdout).expect("the reference prints JSON")
+}
 
+/// Where `attenu-hook verify` disagrees with the vector `case` or with the reference's own
+/// run of it (`reference`, by case name): one line per disagreement.
+fn disagreements(case: &Value, reference: &Value) -> Vec<String> {
+    let name = case["name"].as_str().expect("name");
+    let signer = &case["signer"];
+    assert_eq!(
+        signer["alg"], "HS256",
+        "{name}: only HS256 vectors are known"
+    );
+    let key = AnchorKey::Hmac(unhex(signer["secret_hex"].as_str().expect("secret_hex")));
+    let report = verify_bundle(&case["bundle"], &key);
+    let mut problems = streaming_disagrees(name, case, &key, &report);
+    let accept = match case["expect"].as_str() {
+        Some("accept") => true,
+        Some("reject") => false,
+        other => panic!("{name}: unknown expect {other:?}"),
+    };
+    if report.valid != accept {
+        problems.push(format!(
+            "{name}: expected {}, got valid={}\n{}",
+            case["expect"],
+            report.valid,
+            describe(&report)
+        ));
+        return problems;
+    }
+    problems.extend(reasons_not_their_own(name, &report));
+    problems.extend(required_failures_missing(name, case, &report));
+    problems.extend(failures_differ_from_the_reference(
+        name,
+        accept,
+        &reference[name],
+        &report,
+    ));
+    problems.extend(report_counts_differ(name, case, &report));
+    problems.extend(unkeyed_disagrees(name, case, accept));
+    problems
+}
+
+/// The streaming pass `verify` tries first answers with this same report or not at all.
+fn streaming_disagrees(name: &str, case: &Value, key: &AnchorKey, report: &Report) -> Vec<String> {
+    let bytes = serde_json::to_vec(&case["bundle"]).expect("JSON");
+    let Some(streamed) = verify_clean_stream(bytes.as_slice(), key) else {
+        return Vec::new();
+    };
+    let text = |r: &Report| serde_json::to_string_pretty(r).expect("JSON");
+    if text(&streamed) != text(report) {
+        return vec![format!("{name}: the streaming pass reports otherwise")];
+    }
+    Vec::new()
+}
+
+/// Failures whose reference reason is not their own name's.
+fn reasons_not_their_own(name: &str, report: &Report) -> Vec<String> {
+    let wrong = report
+        .failures
+        .iter()
+        .filter(|f| f.reference_reason != f.name.reference_reason());
+    wrong
+        .map(|f| {
+            format!(
+                "{name}: failure {} carries a reference reason not its own",
+                f.name
+            )
+        })
+        .collect()
+}
+
+/// Every required failure is one of ours, mapped to the same reason, at the same position.
+fn required_failures_missing(name: &str, case: &Value, report: &Report) -> Vec<String> {
     let mut problems = Vec::new();
-    for case in cases {
-        let name = case["name"].as_str().expect("name");
-        let signer = &case["signer"];
-        assert_eq!(
-            signer["alg"], "HS256",
-            "{name}: only HS256 vectors are known"
-        );
-        let key = AnchorKey::Hmac(unhex(signer["secret_hex"].as_str().expect("secret_hex")));
-        let report = verify_bundle(&case["bundle"], &key);
-        // The streaming pass `verify` tries first answers with this same report or not at all.
-        let bytes = serde_json::to_vec(&case["bundle"]).expect("JSON");
-        if let Some(streamed) = verify_clean_stream(bytes.as_slice(), &key) {
-            let text = |r: &Report| serde_json::to_string_pretty(r).expect("JSON");
-            if text(&streamed) != text(&report) {
-                problems.push(format!("{name}: the streaming pass reports otherwise"));
-            }
-        }
-        let accept = match case["expect"].as_str() {
-            Some("accept") => true,
-            Some("reject") => false,
-            other => panic!("{name}: unknown expect {other:?}"),
-        };
-
-        if report.valid != accept {
+    for want in case["expect_failures"].as_array().expect("expect_failures") {
+        let reason = want["reason"].as_str().expect("reason");
+        let found = report.failures.iter().any(|f| {
+            f.reference_reason == Some(reason)
+                && want["seq"].as_i64() == f.seq
+                && want["node"].as_str() == f.node.as_deref()
+        });
+        if !found {
             problems.push(format!(
-                "{name}: expected {}, got valid={}\n{}",
-                case["expect"],
-                report.valid,
-                describe(&report)
-            ));
-            continue;
-        }
-        for f in &report.failures {
-            if f.reference_reason != f.name.reference_reason() {
-                problems.push(format!(
-                    "{name}: failure {} carries a reference reason not its own",
-                    f.name
-                ));
-            }
-        }
-
-        // Every required failure is one of ours, mapped to the same reason, at the same position.
-        for want in case["expect_failures"].as_array().expect("expect_failures") {
-            let reason = want["reason"].as_str().expect("reason");
-            let found = report.failures.iter().any(|f| {
-                f.reference_reason == Some(reason)
-                    && want["seq"].as_i64() == f.seq
-                    && want["node"].as_str() == f.node.as_deref()
-            });
-            if !found {
-                problems.push(format!(
-                    "{name}: required failure {reason} at seq {} node {} not reported\n{}",
-                    want["seq"],
-                    want["node"],
-                    describe(&report)
-                ));
-            }
-        }
-        // Beyond the minimal required set: the same failures as the reference reports, as a set of
-        // (reason, seq, node), with nothing missing and nothing extra.
-        let theirs = &reference[name];
-        assert_eq!(
-            theirs["ok"].as_bool(),
-            Some(accept),
-            "{name}: the reference disagrees with its own vector"
-        );
-        let key_of = |reason: &str, seq: Option<i64>, node: Option<&str>| {
-            format!("{reason} seq={seq:?} node={node:?}")
-        };
-        let mut want: Vec<String> = theirs["failures"]
-            .as_array()
-            .expect("failures")
-            .iter()
-            .map(|f| key_of(f[0].as_str().expect("reason"), f[1].as_i64(), f[2].as_str()))
-            .collect();
-        let mut got: Vec<String> = report
-            .failures
-            .iter()
-            .map(|f| {
-                key_of(
-                    f.reference_reason.unwrap_or("(none)"),
-                    f.seq,
-                    f.node.as_deref(),
-                )
-            })
-            .collect();
-        for list in [&mut want, &mut got] {
-            list.sort();
-            list.dedup();
-        }
-        if want != got {
-            problems.push(format!(
-                "{name}: the reference reports {want:?}\n  we report {got:?}"
-            ));
-        }
-
-        if let Some(expected) = case.get("expect_report").and_then(Value::as_object) {
-            for (field, value) in expected {
-                let ours = match field.as_str() {
-                    "actions_checked" => report.actions_checked as u64,
-                    "ungated" => report.ungated as u64,
-                    "nodes" => report.nodes as u64,
-                    other => {
-                        problems.push(format!(
-                            "{name}: expect_report field {other} is not compared"
-                        ));
-                        continue;
-                    }
-                };
-                if value.as_u64() != Some(ours) {
-                    problems.push(format!(
-                        "{name}: {field} is {ours}, the vector says {value}"
-                    ));
-                }
-            }
-        }
-
-        // Without a key the verdict is never valid (our deliberate strictness), and an accepting
-        // case fails for that reason alone.
-        let unkeyed = verify_bundle(&case["bundle"], &AnchorKey::None);
-        if unkeyed.valid
-            || !unkeyed
-                .failures
-                .iter()
-                .any(|f| f.name == FailureName::AnchorNotChecked)
-        {
-            problems.push(format!(
-                "{name}: without a key the bundle must be reported anchor-not-checked"
-            ));
-        }
-        if accept && unkeyed.failures.len() != 1 {
-            problems.push(format!(
-                "{name}: an accepting case without a key must fail on anchor-not-checked alone\n{}",
-                describe(&unkeyed)
+                "{name}: required failure {reason} at seq {} node {} not reported\n{}",
+                want["seq"],
+                want["node"],
+                describe(report)
             ));
         }
     }
-    assert!(
-        problems.is_empty(),
-        "{} disagreement(s) with the reference:\n{}",
-        problems.len(),
-        problems.join("\n\n")
+    problems
+}
+
+/// Beyond the minimal required set: the same failures as the reference reports (`theirs`), as
+/// a set of (reason, seq, node), with nothing missing and nothing extra.
+fn failures_differ_from_the_reference(
+    name: &str,
+    accept: bool,
+    theirs: &Value,
+    report: &Report,
+) -> Vec<String> {
+    assert_eq!(
+        theirs["ok"].as_bool(),
+        Some(accept),
+        "{name}: the reference disagrees with its own vector"
     );
+    let key_of = |reason: &str, seq: Option<i64>, node: Option<&str>| {
+        format!("{reason} seq={seq:?} node={node:?}")
+    };
+    let mut want: Vec<String> = theirs["failures"]
+        .as_array()
+        .expect("failures")
+        .iter()
+        .map(|f| key_of(f[0].as_str().expect("reason"), f[1].as_i64(), f[2].as_str()))
+        .collect();
+    let mut got: Vec<String> = report
+        .failures
+        .iter()
+        .map(|f| {
+            key_of(
+                f.reference_reason.unwrap_or("(none)"),
+                f.seq,
+                f.node.as_deref(),
+            )
+        })
+        .collect();
+    for list in [&mut want, &mut got] {
+        list.sort();
+        list.dedup();
+    }
+    if want != got {
+        return vec![format!(
+            "{name}: the reference reports {want:?}\n  we report {got:?}"
+        )];
+    }
+    Vec::new()
+}
+
+/// The counts the vector's `expect_report` names, compared with ours.
+fn report_counts_differ(name: &str, case: &Value, report: &Report) -> Vec<String> {
+    let mut problems = Vec::new();
+    let Some(expected) = case.get("expect_report").and_then(Value::as_object) else {
+        return problems;
+    };
+    for (field, value) in expected {
+        let ours = match field.as_str() {
+            "actions_checked" => report.actions_checked as u64,
+            "ungated" => report.ungated as u64,
+            "nodes" => report.nodes as u64,
+            other => {
+                problems.push(format!(
+                    "{name}: expect_report field {other} is not compared"
+                ));
+                continue;
+            }
+        };
+        if value.as_u64() != Some(ours) {
+            problems.push(format!(
+                "{name}: {field} is {ours}, the vector says {value}"
+            ));
+        }
+    }
+    problems
+}
+
+/// Without a key the verdict is never valid (our deliberate strictness), and an accepting case
+/// fails for that reason alone.
+fn unkeyed_disagrees(name: &str, case: &Value, accept: bool) -> Vec<String> {
+    let mut problems = Vec::new();
+    let unkeyed = verify_bundle(&case["bundle"], &AnchorKey::None);
+    if unkeyed.valid
+        || !unkeyed
+            .failures
+            .iter()
+            .any(|f| f.name == FailureName::AnchorNotChecked)
+    {
+        problems.push(format!(
+            "{name}: without a key the bundle must be reported anchor-not-checked"
+        ));
+    }
+    if accept && unkeyed.failures.len() != 1 {
+        problems.push(format!(
+            "{name}: an accepting case without a key must fail on anchor-not-checked alone\n{}",
+            describe(&unkeyed)
+        ));
+    }
+    problems
 }
 
 /// A runner signing with a key and certificate made by the real `ssh-keygen`: the bundle
@@ -574,6 +635,30 @@ fn reference_accepts_a_bundle_signed_by_a_certified_key() {
     let py = need_reference_python();
     need_tool("ssh-keygen", "-?");
     let keys = TempDir::new("conf-cert-keys");
+    let (key, cert) = certified_runner_key(keys.path());
+    let p = sample("conf-cert");
+    session_signed_with(&p, &key, &cert);
+    let bundle_path = p.path().join(".attenu/bundle-s1.json");
+    let bundle: Value = serde_json::from_slice(&bytes_of(&bundle_path)).unwrap();
+    let certified = attenu_hook::trust::Cert::parse(&std::fs::read_to_string(&cert).unwrap());
+    let certified = certified.unwrap();
+    assert_eq!(
+        bundle["signer"]["certificate"].as_str().unwrap(),
+        certified.line
+    );
+    assert_eq!(bundle["anchor"]["kid"], certified.kid().as_str());
+    let identity = &bundle["entries"][0]["context"]["identity"];
+    assert_eq!(identity["signer"]["certificate"]["key_id"], "ci-main");
+    let anchor_pub = keys.path().join("runner-anchor.pub");
+    std::fs::write(&anchor_pub, anchor_pub_of(&certified)).unwrap();
+    let report = reference_verify(&py, &bundle_path, &anchor_pub);
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["checks"]["anchor"], "verified", "{report}");
+}
+
+/// A CA and a runner's key made with `ssh-keygen` in `dir`, the key certified by the CA as
+/// `ci-main` for `attenu-hook`: the key's path and its certificate's.
+fn certified_runner_key(dir: &Path) -> (PathBuf, PathBuf) {
     let run = |args: &[&str]| {
         let out = Command::new("ssh-keygen").args(args).output().unwrap();
         assert!(
@@ -582,15 +667,16 @@ fn reference_accepts_a_bundle_signed_by_a_certified_key() {
             String::from_utf8_lossy(&out.stderr)
         );
     };
-    let (ca, key) = (keys.path().join("ca"), keys.path().join("runner"));
+    let (ca, key) = (dir.join("ca"), dir.join("runner"));
     for k in [&ca, &key] {
         run(&["-q", "-t", "ed25519", "-N", "", "-f", k.to_str().unwrap()]);
     }
     let public = format!("{}.pub", key.display());
+    let ca = ca.to_str().unwrap();
     run(&[
         "-q",
         "-s",
-        ca.to_str().unwrap(),
+        ca,
         "-I",
         "ci-main",
         "-n",
@@ -599,57 +685,30 @@ fn reference_accepts_a_bundle_signed_by_a_certified_key() {
         "+1d",
         &public,
     ]);
-    let cert = keys.path().join("runner-cert.pub");
-    let p = sample("conf-cert");
+    (key, dir.join("runner-cert.pub"))
+}
+
+/// Session s1 of `p` (a start, a read, a denied Bash, the end) signed with the key file `key`
+/// and its certificate `cert`, each event answered with exit 0.
+fn session_signed_with(p: &TempDir, key: &Path, cert: &Path) {
     let env = [
         ("ATTENU_SIGNING_KEY_FILE", key.as_os_str()),
         ("ATTENU_SIGNING_CERT_FILE", cert.as_os_str()),
     ];
-    let session = "s1";
     for e in [
-        session_start(session, p.path(), "startup"),
-        pre(
-            session,
-            p.path(),
-            Some("reviewer"),
-            "Read",
-            json!({"file_path": "/p/a"}),
-            "t1",
-        ),
-        pre(
-            session,
-            p.path(),
-            Some("reviewer"),
-            "Bash",
-            json!({"command": "ls"}),
-            "t2",
-        ),
-        event(session, p.path(), "SessionEnd"),
+        session_start("s1", p.path(), "startup"),
+        p.read_by("reviewer", "/p/a").id("t1").value(),
+        p.bash_by("reviewer", "ls").id("t2").value(),
+        event("s1", p.path(), "SessionEnd"),
     ] {
         assert_eq!(hook_env(p.path(), &e, &env).code, 0);
     }
-    let bundle_path = p.path().join(".attenu/bundle-s1.json");
-    let bundle: Value = serde_json::from_slice(&std::fs::read(&bundle_path).unwrap()).unwrap();
-    let certified =
-        attenu_hook::trust::Cert::parse(&std::fs::read_to_string(&cert).unwrap()).unwrap();
-    assert_eq!(
-        bundle["signer"]["certificate"].as_str().unwrap(),
-        certified.line
-    );
-    assert_eq!(bundle["anchor"]["kid"], certified.kid().as_str());
-    assert_eq!(
-        bundle["entries"][0]["context"]["identity"]["signer"]["certificate"]["key_id"],
-        "ci-main"
-    );
-    let anchor_pub = keys.path().join("runner-anchor.pub");
-    std::fs::write(
-        &anchor_pub,
-        json!({"alg": "EdDSA", "kid": certified.kid(), "public_key": attenu_hook::ledger::chain::hex(certified.public.as_bytes())}).to_string(),
-    )
-    .unwrap();
-    let report = reference_verify(&py, &bundle_path, &anchor_pub);
-    assert_eq!(report["ok"], true, "{report}");
-    assert_eq!(report["checks"]["anchor"], "verified", "{report}");
+}
+
+/// An anchor.pub holding the certified key.
+fn anchor_pub_of(certified: &attenu_hook::trust::Cert) -> String {
+    let public_key = attenu_hook::ledger::chain::hex(certified.public.as_bytes());
+    json!({"alg": "EdDSA", "kid": certified.kid(), "public_key": public_key}).to_string()
 }
 
 /// Issue 39: `context.summary` (`[privacy] record = "summary"`), the built-in preset's spawns,
@@ -658,11 +717,22 @@ fn reference_accepts_a_bundle_signed_by_a_certified_key() {
 fn reference_accepts_summaries_presets_and_every_identity_shape() {
     let py = need_reference_python();
     let p = sample("conf-identity");
-    write_config(
-        p.path(),
-        "[privacy]\nrecord = \"summary\"\n[derive]\nbuiltin_agents = true\n",
-    );
+    p.config("[privacy]\nrecord = \"summary\"\n[derive]\nbuiltin_agents = true\n");
     mixed_session(p.path(), "s1");
+    every_identity_shape(&p, "s2");
+    hook(p.path(), &event("s2", p.path(), "SessionEnd"));
+    for session in ["s1", "s2"] {
+        let bundle = p.path().join(format!(".attenu/bundle-{session}.json"));
+        let text = std::fs::read_to_string(&bundle).unwrap();
+        assert!(text.contains("\"summary\""), "{session} has summaries");
+        assert!(!text.contains("s3cr3t"));
+        assert_reference_accepts(&py, p.path(), &bundle);
+    }
+}
+
+/// Calls in `session` by an unidentified agent_id, a teammate (empty agent_id), a `--agent`
+/// main thread and a built-in agent, each with a secret in its input.
+fn every_identity_shape(p: &TempDir, session: &str) {
     let shapes = [
         (Some("a9f31c0d"), None, "Read"),
         (Some(""), Some("reviewer"), "Read"),
@@ -671,7 +741,7 @@ fn reference_accepts_summaries_presets_and_every_identity_shape() {
     ];
     for (i, (id, ty, tool)) in shapes.iter().enumerate() {
         let input = json!({"file_path": "/p/a.py", "command": "TOKEN=s3cr3t make"});
-        let mut payload = pre("s2", p.path(), None, tool, input, &format!("toolu_{i}"));
+        let mut payload = pre(session, p.path(), None, tool, input, &format!("toolu_{i}"));
         if let Some(id) = id {
             payload["agent_id"] = json!(id);
         }
@@ -679,13 +749,5 @@ fn reference_accepts_summaries_presets_and_every_identity_shape() {
             payload["agent_type"] = json!(ty);
         }
         hook(p.path(), &payload);
-    }
-    hook(p.path(), &event("s2", p.path(), "SessionEnd"));
-    for session in ["s1", "s2"] {
-        let bundle = p.path().join(format!(".attenu/bundle-{session}.json"));
-        let text = std::fs::read_to_string(&bundle).unwrap();
-        assert!(text.contains("\"summary\""), "{session} has summaries");
-        assert!(!text.contains("s3cr3t"));
-        assert_reference_accepts(&py, p.path(), &bundle);
     }
 }

@@ -16,7 +16,8 @@ fn main() {
         concurrent_sigkills_leave_one_verifiable_chain,
         a_panic_answers_with_a_deny_and_exit_2,
         a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout,
-        a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker,
+        a_panic_after_the_tool_ran_stops_claude_and_leaves_a_marker,
+        a_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker,
         a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop,
         a_clock_jump_changes_no_decision_and_breaks_no_chain,
         a_clock_moved_past_an_authorizations_expiry_refuses_it,
@@ -74,36 +75,43 @@ fn sigkill_at_random_moments_never_loses_an_answered_decision_or_wedges_the_sess
     let p = sample("sigkill");
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
     let span = call_span(p.path());
-    let mut answered = Vec::new();
-    for i in 0..300 {
-        let id = format!("k{i}");
-        let (agent, tool) = if i % 3 == 0 {
-            ("reviewer", "Bash")
-        } else {
-            ("reviewer", "Read")
-        };
-        let payload = p
-            .subagent(agent, tool)
-            .input(json!({"file_path": format!("/f{i}"), "command": "ls"}))
-            .id(&id)
-            .value();
-        // Up to twice a call's duration here, so kills land before, during and after the work.
-        let delay = Duration::from_micros(rng.next() % span);
-        if let Some(out) = run_and_maybe_kill(p.path(), &payload, delay) {
-            answered.push((id, out));
-        }
-    }
+    let answered: Vec<_> = (0..300)
+        .filter_map(|i| killed_at_random(&p, &mut rng, span, i))
+        .collect();
+    let n = answered.len();
     assert!(
-        answered.len() > 20 && answered.len() < 300,
-        "the delays must both hit and miss: {} answered",
-        answered.len()
+        n > 20 && n < 300,
+        "the delays must both hit and miss: {n} answered"
     );
     // The session is not wedged: the next call is decided normally.
-    let next = reviewer_read(p.path(), "s1", "/after", "after");
-    assert_allowed(&next);
-    // Every answered decision is on the ledger, with the verdict that was answered.
+    assert_allowed(&reviewer_read(p.path(), "s1", "/after", "after"));
+    assert_answers_are_on_the_ledger(&p, &answered);
+    // And the whole ledger still exports and verifies.
+    let verify = p.verify_pinned(&p.export("s1")[0]);
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+}
+
+/// Call `i` (the reviewer's Bash every third, its Read otherwise), killed after a random delay
+/// of up to twice a call's duration (`span`), so kills land before, during and after the
+/// work: its id and answer when it answered.
+fn killed_at_random(
+    p: &TempDir,
+    rng: &mut XorShift,
+    span: u64,
+    i: usize,
+) -> Option<(String, String)> {
+    let id = format!("k{i}");
+    let tool = if i.is_multiple_of(3) { "Bash" } else { "Read" };
+    let input = json!({"file_path": format!("/f{i}"), "command": "ls"});
+    let payload = p.subagent("reviewer", tool).input(input).id(&id).value();
+    let delay = Duration::from_micros(rng.next() % span);
+    run_and_maybe_kill(p.path(), &payload, delay).map(|out| (id, out))
+}
+
+/// Every answered decision is on the ledger, with the verdict that was answered.
+fn assert_answers_are_on_the_ledger(p: &TempDir, answered: &[(String, String)]) {
     let es = p.entries("s1");
-    for (id, out) in &answered {
+    for (id, out) in answered {
         let e = es
             .iter()
             .find(|e| e["context"]["tool_use_id"] == id.as_str())
@@ -116,36 +124,30 @@ fn sigkill_at_random_moments_never_loses_an_answered_decision_or_wedges_the_sess
             e["event"]
         );
     }
-    // And the whole ledger still exports and verifies.
-    let export = p.export("s1");
-    let bundle = export[0].clone();
-    let verify = p.verify_pinned(&bundle);
-    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
 }
 
 fn concurrent_sigkills_leave_one_verifiable_chain() {
     let p = sample("sigkill-par");
-    let span = call_span(p.path());
-    let threads: Vec<_> = (0..4)
-        .map(|t| {
-            let dir = p.path().to_path_buf();
-            std::thread::spawn(move || {
-                let mut rng = XorShift(0x1234_5678 + t);
-                for i in 0..40 {
-                    let payload = dir
-                        .read_by("reviewer", "/x")
-                        .id(&format!("c{t}-{i}"))
-                        .value();
-                    run_and_maybe_kill(&dir, &payload, Duration::from_micros(rng.next() % span));
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
+    let (dir, span) = (p.path(), call_span(p.path()));
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            s.spawn(move || forty_killed_at_random(dir, t, span));
+        }
+    });
     assert_allowed(&reviewer_read(p.path(), "s1", "/x", "final"));
     p.export("s1");
+}
+
+/// Killer `t`'s forty reviewer reads, each killed after a random delay of up to `span`.
+fn forty_killed_at_random(dir: &Path, t: u64, span: u64) {
+    let mut rng = XorShift(0x1234_5678 + t);
+    for i in 0..40 {
+        let payload = dir
+            .read_by("reviewer", "/x")
+            .id(&format!("c{t}-{i}"))
+            .value();
+        run_and_maybe_kill(dir, &payload, Duration::from_micros(rng.next() % span));
+    }
 }
 
 /// The reviewer's Read as t1, with one of the hook's test-only fault switches set.
@@ -170,91 +172,77 @@ fn a_stall_past_the_internal_deadline_denies_before_claude_codes_timeout() {
     let out = read_with_fault(&p, ("ATTENU_HOOK_TEST_STALL_MS", "20000"));
     assert_eq!(out.code, 2);
     assert_denied_with(&out, "deadline-exceeded");
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "the deadline, not the stall, ended the process"
-    );
+    // The deadline, not the stall, ended the process.
+    assert!(started.elapsed() < Duration::from_secs(10));
 }
 
 /// A PostToolUse or PostToolUseFailure comes after the tool ran: a PreToolUse deny there is
 /// ignored by Claude Code, so a panic or the deadline must stop Claude and leave a marker.
-fn a_panic_or_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker() {
+fn a_panic_after_the_tool_ran_stops_claude_and_leaves_a_marker() {
     need_test_faults();
-    for (case, env, event) in [
-        ("panic", ("ATTENU_HOOK_TEST_PANIC", "1"), "PostToolUse"),
-        (
-            "stall",
-            ("ATTENU_HOOK_TEST_STALL_MS", "20000"),
-            "PostToolUseFailure",
-        ),
-    ] {
-        let p = sample(&format!("post-{case}"));
-        write_config(p.path(), "deadline_ms = 300\n");
-        let mut payload = p
-            .read_by("reviewer", "/p/a")
-            .id("t1")
-            .post(json!({}))
-            .value();
-        payload["hook_event_name"] = json!(event);
-        // A backtrace asked for by the caller's RUST_BACKTRACE can take longer than this
-        // 300 ms deadline to capture, and then the deadline, not the panic, answers.
-        let quiet = ("RUST_BACKTRACE", "0");
-        let out = hook_with(&[], &[env, quiet], p.path(), &payload);
-        assert_eq!(
-            out.code, 0,
-            "{case}: a stop is JSON with exit 0: {}",
-            out.stdout
-        );
-        assert_eq!(out.json()["continue"], false, "{case}: {}", out.stdout);
-        let reason = out.json()["stopReason"].as_str().unwrap_or("").to_string();
-        let code = if case == "panic" {
-            "[internal-error]"
-        } else {
-            "[deadline-exceeded]"
-        };
-        assert!(
-            reason.contains(code) && reason.contains("reconciliation marker 1 was stored"),
-            "{case}: {reason}"
-        );
-        let list = reconcile_list(p.path(), &[]);
-        assert!(
-            list.stdout.contains("t1") && list.stdout.contains("Read"),
-            "{case}: {}",
-            list.stdout
-        );
-    }
+    let panic = ("ATTENU_HOOK_TEST_PANIC", "1");
+    assert_stopped_with_a_marker("panic", panic, "PostToolUse", "[internal-error]");
+}
+
+fn a_stall_after_the_tool_ran_stops_claude_and_leaves_a_marker() {
+    need_test_faults();
+    let stall = ("ATTENU_HOOK_TEST_STALL_MS", "20000");
+    let event = "PostToolUseFailure";
+    assert_stopped_with_a_marker("stall", stall, event, "[deadline-exceeded]");
+}
+
+/// The reviewer's Read of /p/a answered as `event` (after the tool ran) with the fault `env`
+/// and a 300 ms deadline: Claude is stopped (exit 0, `continue: false`) with `code`, and a
+/// reconciliation marker for the call is stored.
+fn assert_stopped_with_a_marker(case: &str, env: (&str, &str), event: &str, code: &str) {
+    let p = sample(&format!("post-{case}"));
+    write_config(p.path(), "deadline_ms = 300\n");
+    let mut payload = p
+        .read_by("reviewer", "/p/a")
+        .id("t1")
+        .post(json!({}))
+        .value();
+    payload["hook_event_name"] = json!(event);
+    // A backtrace asked for by the caller's RUST_BACKTRACE can take longer than this
+    // 300 ms deadline to capture, and then the deadline, not the panic, answers.
+    let out = hook_with(&[], &[env, ("RUST_BACKTRACE", "0")], p.path(), &payload);
+    assert_eq!(
+        out.code, 0,
+        "{case}: a stop is JSON with exit 0: {}",
+        out.stdout
+    );
+    assert_eq!(out.json()["continue"], false, "{case}: {}", out.stdout);
+    let reason = stop_reason(&out);
+    let stored = reason.contains("reconciliation marker 1 was stored");
+    assert!(reason.contains(code) && stored, "{case}: {reason}");
+    let list = reconcile_list(p.path(), &[]).stdout;
+    assert!(
+        list.contains("t1") && list.contains("Read"),
+        "{case}: {list}"
+    );
+}
+
+/// A stop's `stopReason` ("" when it has none).
+fn stop_reason(out: &Out) -> String {
+    out.json()["stopReason"].as_str().unwrap_or("").to_string()
 }
 
 fn a_stuck_disk_under_the_last_resort_marker_does_not_hold_back_the_stop() {
     need_test_faults();
     let p = sample("post-marker-stuck");
-    let payload = p
-        .read_by("reviewer", "/p/a")
-        .id("t1")
-        .post(json!({}))
-        .value();
+    let outcome = p.read_by("reviewer", "/p/a").id("t1").post(json!({}));
     // A panic after the tool ran, while storing its marker stalls for 20 s: the stop must
     // reach Claude Code without the marker, and say that none was stored.
-    let out = hook_with(
-        &[],
-        &[
-            ("ATTENU_HOOK_TEST_PANIC", "1"),
-            ("ATTENU_HOOK_TEST_MARKER_STALL_MS", "20000"),
-        ],
-        p.path(),
-        &payload,
-    );
+    let stuck = [PANIC, ("ATTENU_HOOK_TEST_MARKER_STALL_MS", "20000")];
+    let out = hook_with(&[], &stuck, p.path(), outcome.payload());
     assert_eq!(out.code, 0, "{}", out.stdout);
-    assert_eq!(out.json()["continue"], false, "{}", out.stdout);
-    let reason = out.json()["stopReason"].as_str().unwrap_or("").to_string();
-    assert!(
-        reason.contains("[internal-error]")
-            && reason.contains("no reconciliation marker could be stored in time either"),
-        "{reason}"
-    );
+    assert_halted_saying_all(&out, &["[internal-error]", NONE_IN_TIME]);
     let list = reconcile_list(p.path(), &[]);
     assert!(!list.stdout.contains("t1"), "{}", list.stdout);
 }
+
+const NONE_IN_TIME: &str = "no reconciliation marker could be stored in time either";
+const PANIC: (&str, &str) = ("ATTENU_HOOK_TEST_PANIC", "1");
 
 /// Runs the hook under libfaketime with the clock moved by `offset` (e.g. "-2d", "+2h").
 /// Skips the test where `faketime` is missing.
@@ -265,35 +253,24 @@ fn hook_at(offset: &str, project: &Path, payload: &Value) -> Out {
 
 fn a_clock_jump_changes_no_decision_and_breaks_no_chain() {
     let p = sample("clock");
-    assert_allowed(&p.subagent("reviewer", "Read").id("now").run());
-    let back = hook_at(
-        "-2d",
-        p.path(),
-        &p.subagent("reviewer", "Read").id("back").value(),
-    );
+    let call = |tool: &str, id: &str| p.subagent("reviewer", tool).id(id);
+    assert_allowed(&call("Read", "now").run());
+    let back = hook_at("-2d", p.path(), call("Read", "back").payload());
     assert!(back.is_allow(), "{}{}", back.stdout, back.stderr);
-    let fwd = hook_at(
-        "+400d",
-        p.path(),
-        &p.subagent("reviewer", "Bash").id("fwd").value(),
-    );
+    let fwd = hook_at("+400d", p.path(), call("Bash", "fwd").payload());
     assert_denied_with(&fwd, "unresolved");
-    assert_allowed(&p.subagent("reviewer", "Read").id("after").run());
+    assert_allowed(&call("Read", "after").run());
     let es = p.entries("s1");
     let ts = |id: &str| {
-        es.iter()
-            .find(|e| e["context"]["tool_use_id"] == id)
-            .unwrap()["ts"]
-            .as_u64()
-            .unwrap()
+        let e = es.iter().find(|e| e["context"]["tool_use_id"] == id);
+        e.unwrap()["ts"].as_u64().unwrap()
     };
+    let as_it_was = ts("back") < ts("now") && ts("fwd") > ts("after");
     assert!(
-        ts("back") < ts("now") && ts("fwd") > ts("after"),
+        as_it_was,
         "the record shows the jump as it was, not corrected"
     );
-    let export = p.export("s1");
-    let bundle = export[0].clone();
-    assert_eq!(p.verify_pinned(&bundle).code, 0);
+    assert_eq!(p.verify_pinned(&p.export("s1")[0]).code, 0);
 }
 
 fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
@@ -306,16 +283,10 @@ fn a_clock_moved_past_an_authorizations_expiry_refuses_it() {
         &["--expires-in", "1h", "--uses", "2"],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let late = hook_at(
-        "+2h",
-        p.path(),
-        &p.subagent("ops", "Bash")
-            .input(input.clone())
-            .id("late")
-            .value(),
-    );
+    let call = |id: &str| p.subagent("ops", "Bash").input(input.clone()).id(id);
+    let late = hook_at("+2h", p.path(), call("late").payload());
     assert_denied_with(&late, "gate-authorization-expired");
-    assert_allowed(&p.subagent("ops", "Bash").input(input).id("ontime").run());
+    assert_allowed(&call("ontime").run());
 }
 
 /// Two first calls of one session race an agent edit: the slow one derived the roster before
@@ -328,30 +299,16 @@ fn a_first_call_that_derived_before_an_edit_decides_with_the_pin_it_finds_under_
     need_test_faults();
     let p = sample("derive-race");
     // The slow call has derived (the reviewer holds Read) and waits before the lock.
-    let slow = Paused::start(
-        p.path(),
-        "slow",
-        p.path().read_by("reviewer", "/b").id("t2").value(),
-    );
-    std::fs::write(
-        p.path().join(".claude/agents/reviewer.md"),
-        "---\nname: reviewer\ntools: Grep, Glob\n---\n",
-    )
-    .unwrap();
+    let read = p.read_by("reviewer", "/b").id("t2").value();
+    let slow = Paused::start(p.path(), "slow", read);
+    set_agent_tools(p.path(), "reviewer", "Grep, Glob");
     let out = reviewer_read(p.path(), "s1", "/c", "t3");
     assert!(out.denied(), "the edit took Read away: {}", out.stdout);
     let out = slow.release();
-    assert!(
-        out.denied(),
-        "the slow call decides with the roster the session was pinned to: {}",
-        out.stdout
-    );
+    // The slow call decides with the roster the session was pinned to.
+    assert!(out.denied(), "{}", out.stdout);
     // Giving Read back mid-session changes nothing in it; a new session has it.
-    std::fs::write(
-        p.path().join(".claude/agents/reviewer.md"),
-        "---\nname: reviewer\ntools: Read\n---\n",
-    )
-    .unwrap();
+    set_agent_tools(p.path(), "reviewer", "Read");
     assert!(reviewer_read(p.path(), "s1", "/d", "t4").denied());
     assert_allowed(&reviewer_read(p.path(), "s2", "/d", "t5"));
     let roots = of_event(&p.entries("s1"), "root").len();

@@ -5,7 +5,6 @@ mod common;
 use common::gated::*;
 use common::*;
 use serde_json::{json, Value};
-use std::path::Path;
 
 #[test]
 fn one_use_then_denial() {
@@ -13,21 +12,14 @@ fn one_use_then_denial() {
     let input = json!({"command": "deploy --prod"});
     let before = ops_bash(&p, &input, "t0");
     assert_denied_with(&before, "gate-authorization-required");
-    let out = authorize(p.path(), &key, &input, &[]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(
-        authorization_id(&out).len(),
-        32,
-        "prints the authorization id"
-    );
+    let id = authorize_ok(p.path(), &key, &input, &[]);
+    assert_eq!(id.len(), 32, "prints the authorization id");
     assert_allowed(&ops_bash(&p, &input, "t1"));
-    assert!(
-        ops_bash(&p, &input, "t2").denied(),
-        "the single use is gone"
-    );
+    let t2 = ops_bash(&p, &input, "t2");
+    assert!(t2.denied(), "the single use is gone");
     let es = p.entries("s1");
-    let allow = es.iter().find(|e| e["event"] == "allow").unwrap();
-    assert_eq!(allow["context"]["gate"]["reviewer"], "alice");
+    let gate = &of_event(&es, "allow")[0]["context"]["gate"];
+    assert_eq!(gate["reviewer"], "alice");
     let denies = of_event(&es, "deny");
     assert_eq!(denies.len(), 2, "every gate denial is on the ledger");
     assert_eq!(denies[1]["disposition"], "held_pending_grant");
@@ -59,38 +51,21 @@ fn different_arguments_or_another_tool_are_denied() {
     authorize(p.path(), &key, &json!({"command": "ls"}), &["--uses", "3"]);
     let other = json!({"command": "ls "});
     assert!(bash(p.path(), "s1", Some("ops"), &other, "t1").denied());
-    assert!(bash(
-        p.path(),
-        "s1",
-        Some("ops"),
-        &json!({"command": "ls", "timeout": 5}),
-        "t2"
-    )
-    .denied());
-    assert_allowed(&bash(
-        p.path(),
-        "s1",
-        Some("ops"),
-        &json!({"command": "ls"}),
-        "t3",
-    ));
+    let more = json!({"command": "ls", "timeout": 5});
+    assert!(bash(p.path(), "s1", Some("ops"), &more, "t2").denied());
+    let same = json!({"command": "ls"});
+    assert_allowed(&bash(p.path(), "s1", Some("ops"), &same, "t3"));
 }
 
 #[test]
 fn bindings_to_session_and_agent_hold() {
     let (p, key) = gated("gate-bind");
     let input = json!({"command": "ls"});
-    authorize(
-        p.path(),
-        &key,
-        &input,
-        &["--session", "s2", "--agent", "ops", "--uses", "4"],
-    );
+    let bound = ["--session", "s2", "--agent", "ops", "--uses", "4"];
+    authorize(p.path(), &key, &input, &bound);
     assert!(ops_bash(&p, &input, "t1").denied(), "other session");
-    assert!(
-        bash(p.path(), "s2", None, &input, "t2").denied(),
-        "main thread is not agent ops"
-    );
+    let main = bash(p.path(), "s2", None, &input, "t2");
+    assert!(main.denied(), "main thread is not agent ops");
     assert_allowed(&bash(p.path(), "s2", Some("ops"), &input, "t3"));
 }
 
@@ -99,68 +74,48 @@ fn eight_processes_racing_on_one_use_give_exactly_one_allow() {
     let (p, key) = gated("gate-race");
     let input = json!({"command": "transfer 100"});
     authorize(p.path(), &key, &input, &[]);
-    let handles: Vec<_> = (0..8)
-        .map(|i| {
-            let dir = p.path().to_path_buf();
-            let input = input.clone();
-            // Different sessions, so the processes do not serialise on one ledger lock first.
-            std::thread::spawn(move || {
-                bash(
-                    &dir,
-                    &format!("race{i}"),
-                    Some("ops"),
-                    &input,
-                    &format!("r{i}"),
-                )
-                .is_allow()
-            })
-        })
-        .collect();
-    let allows = handles
-        .into_iter()
-        .map(|h| h.join().unwrap())
-        .filter(|a| *a)
-        .count();
+    // Different sessions, so the processes do not serialise on one ledger lock first.
+    let allowed = |i: usize| {
+        let (session, id) = (format!("race{i}"), format!("r{i}"));
+        bash(p.path(), &session, Some("ops"), &input, &id).is_allow()
+    };
+    let allows = std::thread::scope(|s| {
+        let racers: Vec<_> = (0..8).map(|i| s.spawn(move || allowed(i))).collect();
+        racers
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|a| *a)
+            .count()
+    });
     assert_eq!(allows, 1);
+}
+
+/// A gated project and mallory's key (not a configured reviewer), made in it.
+fn with_mallory(tag: &str) -> (TempDir, std::path::PathBuf) {
+    let (p, _alice) = gated(tag);
+    let mallory = p.path().join("mallory.key");
+    assert_eq!(cli(&["keygen", "--out", mallory.to_str().unwrap()]).code, 0);
+    (p, mallory)
 }
 
 #[test]
 fn a_key_that_is_not_a_configured_reviewer_is_refused() {
-    let (p, _alice) = gated("gate-wrongkey");
-    let mallory = p.path().join("mallory.key");
-    assert_eq!(cli(&["keygen", "--out", mallory.to_str().unwrap()]).code, 0);
+    let (p, mallory) = with_mallory("gate-wrongkey");
     let out = authorize(p.path(), &mallory, &json!({"command": "ls"}), &[]);
     assert_ne!(out.code, 0);
     assert_contains(&out.stderr, &["not reviewer 'alice'"]);
-    let out = cli(&[
-        "authorize",
-        "--project",
-        p.path().to_str().unwrap(),
-        "--tool",
-        "Bash",
-        "--input",
-        "{}",
-        "--reviewer",
-        "bob",
-        "--key",
-        mallory.to_str().unwrap(),
-    ]);
-    assert_contains(&out.stderr, &["'bob' is not a reviewer"]);
-    // A row forged straight into the database, signed by mallory, is refused at claim time.
-    let conn = attenu_hook::gate::db::open(&p.path().join(".attenu")).unwrap();
+    let mut args = vec!["authorize", "--project", p.dir(), "--tool", "Bash"];
+    args.extend(["--input", "{}", "--reviewer", "bob"]);
+    args.extend(["--key", mallory.to_str().unwrap()]);
+    assert_contains(&cli(&args).stderr, &["'bob' is not a reviewer"]);
+}
+
+/// A row forged straight into the database, signed by mallory, is refused at claim time.
+#[test]
+fn an_authorization_forged_into_the_database_is_refused_at_claim_time() {
+    let (p, mallory) = with_mallory("gate-forged");
     let input = json!({"command": "ls"});
-    let salt = "5a".repeat(16);
-    let digest = attenu_hook::gate::authz::input_digest(&input, Some(&salt)).unwrap();
-    let doc = json!({"v": 2, "type": "attenu-hook.authorization", "id": "f".repeat(32), "tool": "Bash", "input_salt": salt, "input_digest": digest,
-        "uses": 1, "expires_ms": 99_999_999_999_999u64, "session_id": null, "agent_type": null, "reviewer": "alice", "created_ms": 1});
-    let signed = attenu_hook::json::canonical::to_string(&doc).unwrap();
-    let k = attenu_hook::evidence::keys::load(&mallory).unwrap();
-    let sig = attenu_hook::ledger::chain::hex(&k.sign(signed.as_bytes()));
-    conn.execute(
-        "INSERT INTO authorizations (id, reviewer, tool, input_digest, uses_left, expires_ms, session_id, agent_type, created_ms, signed, sig) VALUES (?1, 'alice', 'Bash', ?2, 1, 99999999999999, NULL, NULL, 1, ?3, ?4)",
-        rusqlite::params!["f".repeat(32), digest, signed, sig],
-    )
-    .unwrap();
+    forge_authorization(p.path(), &mallory, &input);
     assert_denied_saying(&ops_bash(&p, &input, "t1"), "signature does not verify");
 }
 
@@ -171,30 +126,18 @@ fn an_expired_authorization_is_refused() {
     authorize(p.path(), &key, &input, &["--expires-in", "1s"]);
     std::thread::sleep(std::time::Duration::from_millis(1100));
     assert!(ops_bash(&p, &input, "t1").denied());
-    assert_eq!(
-        authorize(p.path(), &key, &input, &["--expires-in", "0s"]).code,
-        2,
-        "a zero lifetime is refused"
-    );
-    assert_eq!(
-        authorize(p.path(), &key, &input, &["--expires-in", "5 parsecs"]).code,
-        2
-    );
+    let zero = authorize(p.path(), &key, &input, &["--expires-in", "0s"]);
+    assert_eq!(zero.code, 2, "a zero lifetime is refused");
+    let parsecs = authorize(p.path(), &key, &input, &["--expires-in", "5 parsecs"]);
+    assert_eq!(parsecs.code, 2);
 }
 
 #[test]
 fn gate_database_is_private() {
-    use std::os::unix::fs::PermissionsExt;
     let (p, key) = gated("gate-perms");
     authorize(p.path(), &key, &json!({"command": "ls"}), &[]);
-    let mode = std::fs::metadata(p.path().join(".attenu/gate.sqlite"))
-        .unwrap()
-        .permissions()
-        .mode()
-        & 0o777;
-    assert_eq!(mode, 0o600);
-    let kmode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
-    assert_eq!(kmode, 0o600);
+    assert_eq!(mode_of(&p.path().join(".attenu/gate.sqlite")), 0o600);
+    assert_eq!(mode_of(&key), 0o600);
 }
 
 /// Regression: the claim checked every field of the signed document against its row except
@@ -204,30 +147,14 @@ fn a_use_counter_raised_in_the_database_gives_no_more_uses() {
     let (p, key) = gated("gate-counter");
     let input = json!({"command": "deploy"});
     let id = authorization_id(&authorize(p.path(), &key, &input, &[]));
-    let conn = attenu_hook::gate::db::open(&p.path().join(".attenu")).unwrap();
-    conn.execute(
-        "UPDATE authorizations SET uses_left = 5 WHERE id = ?1",
-        rusqlite::params![id],
-    )
-    .unwrap();
-    let out = ops_bash(&p, &input, "d1");
-    assert!(
-        out.denied() && out.reason().contains("signed use count is 1"),
-        "a counter above the signed count is refused: {}",
-        out.reason()
-    );
+    let db = gate_db(p.path());
+    set_uses_left(&db, &id, 5);
+    // A counter above the signed count is refused.
+    assert_denied_saying(&ops_bash(&p, &input, "d1"), "signed use count is 1");
     // Put back, one use is given; raised again after it, the claim on record still counts.
-    conn.execute(
-        "UPDATE authorizations SET uses_left = 1 WHERE id = ?1",
-        rusqlite::params![id],
-    )
-    .unwrap();
+    set_uses_left(&db, &id, 1);
     assert_allowed(&ops_bash(&p, &input, "d2"));
-    conn.execute(
-        "UPDATE authorizations SET uses_left = 1 WHERE id = ?1",
-        rusqlite::params![id],
-    )
-    .unwrap();
+    set_uses_left(&db, &id, 1);
     assert_denied_saying(&ops_bash(&p, &input, "d3"), "1 already used");
 }
 
@@ -235,34 +162,33 @@ fn a_use_counter_raised_in_the_database_gives_no_more_uses() {
 /// signed with the rest, is what the input is committed under.
 #[test]
 fn authorized_inputs_are_stored_as_salted_commitments() {
-    use sha2::{Digest, Sha256};
     let (p, key) = gated("gate-salted");
     let input = json!({"command": "deploy"});
     for _ in 0..2 {
         assert_eq!(authorize(p.path(), &key, &input, &[]).code, 0);
     }
-    let conn = attenu_hook::gate::db::open(&p.path().join(".attenu")).unwrap();
-    let rows: Vec<(String, String)> = conn
-        .prepare("SELECT input_digest, signed FROM authorizations")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    let bare = attenu_hook::ledger::chain::hex(&Sha256::digest(
-        attenu_hook::json::canonical::to_vec(&input).unwrap(),
-    ));
+    let rows = stored_authorizations(&gate_db(p.path()));
     assert_eq!(rows.len(), 2);
     assert_ne!(rows[0].0, rows[1].0, "each authorization has its own salt");
     for (digest, signed) in &rows {
-        assert_ne!(*digest, bare, "a bare digest of the input is stored");
-        let doc: Value = serde_json::from_str(signed).unwrap();
-        assert_eq!(doc["input_digest"], json!(digest));
-        assert_eq!(doc["input_salt"].as_str().unwrap().len(), 32);
+        assert_salted_commitment_of(&input, digest, signed);
     }
     assert_allowed(&ops_bash(&p, &input, "t1"));
     let other = json!({"command": "deploy2"});
     assert!(bash(p.path(), "s1", Some("ops"), &other, "t2").denied());
+}
+
+/// `digest` (an authorization's stored input digest, `signed` its signed document) is not a
+/// bare digest of `input`: it is the one signed, under a salt of 16 bytes signed with it.
+#[track_caller]
+fn assert_salted_commitment_of(input: &Value, digest: &str, signed: &str) {
+    use sha2::{Digest, Sha256};
+    let canonical = attenu_hook::json::canonical::to_vec(input).unwrap();
+    let bare = attenu_hook::ledger::chain::hex(&Sha256::digest(canonical));
+    assert_ne!(digest, bare, "a bare digest of the input is stored");
+    let doc: Value = serde_json::from_str(signed).unwrap();
+    assert_eq!(doc["input_digest"], json!(digest));
+    assert_eq!(doc["input_salt"].as_str().unwrap().len(), 32);
 }
 
 #[test]
@@ -274,8 +200,7 @@ fn a_gate_database_readable_by_others_is_made_private() {
     let db = p.path().join(".attenu/gate.sqlite");
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
     assert_allowed(&ops_bash(&p, &input, "t1"));
-    let mode = std::fs::metadata(&db).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o600);
+    assert_eq!(mode_of(&db), 0o600);
 }
 
 /// An authorization the gate would never ask for (a misspelt tool, a scope not gated) is
@@ -283,22 +208,13 @@ fn a_gate_database_readable_by_others_is_made_private() {
 #[test]
 fn authorizing_a_tool_that_is_not_gated_warns() {
     let (p, key) = gated("gate-warn");
-    let mut args = vec!["authorize", "--project", p.path().to_str().unwrap()];
-    let key = key.to_str().unwrap().to_string();
-    args.extend([
-        "--tool",
-        "bash",
-        "--input",
-        "{}",
-        "--reviewer",
-        "alice",
-        "--key",
-        &key,
-    ]);
+    let mut args = vec!["authorize", "--project", p.dir(), "--tool", "bash"];
+    args.extend(["--input", "{}", "--reviewer", "alice"]);
+    args.extend(["--key", key.to_str().unwrap()]);
     let out = cli(&args);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_contains(&out.stderr, &["warning", "[gate] require"]);
-    let quiet = authorize(p.path(), Path::new(&key), &json!({"command": "ls"}), &[]);
+    let quiet = authorize(p.path(), &key, &json!({"command": "ls"}), &[]);
     assert!(!quiet.stderr.contains("warning"), "{}", quiet.stderr);
 }
 
@@ -321,73 +237,58 @@ fn an_expiry_past_366_days_is_refused_and_never_wraps_around() {
 #[test]
 fn shadow_mode_records_what_the_gate_would_refuse_and_consumes_nothing() {
     let (p, key) = gated("gate-shadow");
-    let cfg = std::fs::read_to_string(p.path().join(".attenu/config.toml")).unwrap();
-    write_config(p.path(), format!("mode = \"shadow\"\n{cfg}"));
+    let cfg = shadow_mode(p.path());
     let input = json!({"command": "deploy"});
-    let out = ops_bash(&p, &input, "t0");
-    assert!(out.is_allow(), "shadow mode denies nothing: {}", out.stdout);
-    let e = p.entries("s1").pop().unwrap();
+    assert_allowed(&ops_bash(&p, &input, "t0")); // shadow mode denies nothing
+    let e = last_entry(p.path());
     assert_eq!(e["event"], "allow");
-    assert_eq!(
-        e["context"]["would_deny"]["code"], "gate-authorization-required",
-        "{e}"
-    );
-    assert_eq!(
-        e["context"]["gate"]["refused"], "gate-authorization-required",
-        "{e}"
-    );
-
+    let required = "gate-authorization-required";
+    assert_eq!(e["context"]["would_deny"]["code"], required, "{e}");
+    assert_eq!(e["context"]["gate"]["refused"], required, "{e}");
     authorize(p.path(), &key, &input, &[]);
     for id in ["t1", "t2"] {
-        assert_allowed(&bash(p.path(), "s1", Some("ops"), &input, id));
-        let e = p.entries("s1").pop().unwrap();
-        assert!(e["context"].get("would_deny").is_none(), "{e}");
-        assert_eq!(e["context"]["gate"]["consumed"], false, "{e}");
-        assert_eq!(
-            e["context"]["gate"]["uses_left"], 1,
-            "shadow consumes nothing: {e}"
-        );
+        assert_shadow_allowed_without_consuming(&p, &input, id);
     }
-    // A call the derived authority refuses keeps that reason: the gate is not asked, as in
-    // enforce mode, where a grant would not help either.
+    // Back in enforce mode the one use is still there, once.
+    write_config(p.path(), cfg);
+    assert_allowed(&ops_bash(&p, &input, "t3"));
+    assert!(ops_bash(&p, &input, "t4").denied());
+}
+
+/// In shadow mode, ops's Bash with `input` is allowed with the gate's use not consumed.
+fn assert_shadow_allowed_without_consuming(p: &TempDir, input: &Value, id: &str) {
+    assert_allowed(&bash(p.path(), "s1", Some("ops"), input, id));
+    let e = last_entry(p.path());
+    assert!(e["context"].get("would_deny").is_none(), "{e}");
+    assert_eq!(e["context"]["gate"]["consumed"], false, "{e}");
+    let uses_left = &e["context"]["gate"]["uses_left"];
+    assert_eq!(uses_left, 1, "shadow consumes nothing: {e}");
+}
+
+/// A call the derived authority refuses keeps that reason in shadow mode: the gate is not
+/// asked, as in enforce mode, where a grant would not help either.
+#[test]
+fn shadow_mode_keeps_the_derived_refusal_and_does_not_ask_the_gate() {
+    let (p, key) = gated("gate-shadow-derived");
+    let cfg = shadow_mode(p.path());
+    let input = json!({"command": "deploy"});
+    authorize(p.path(), &key, &input, &[]);
     assert_allowed(&bash(p.path(), "s1", Some("stranger"), &input, "t9"));
-    let e = p.entries("s1").pop().unwrap();
-    let code = e["context"]["would_deny"]["code"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
+    let e = last_entry(p.path());
+    let code = e["context"]["would_deny"]["code"].as_str().unwrap_or("");
     assert!(
         !code.is_empty() && code != "gate-authorization-required",
         "{e}"
     );
     assert!(e["context"].get("gate").is_none(), "{e}");
-    // Back in enforce mode the one use is still there, once.
     write_config(p.path(), cfg);
     let out = bash(p.path(), "s1", Some("stranger"), &input, "t10");
-    assert!(
-        out.denied() && out.reason().contains(&format!("[{code}]")),
-        "{}",
-        out.reason()
-    );
-    assert_allowed(&ops_bash(&p, &input, "t3"));
-    assert!(ops_bash(&p, &input, "t4").denied());
+    assert_denied_with(&out, code);
 }
 
 #[test]
 fn a_scope_gated_for_one_agent_type_is_gated_for_that_agent_only() {
-    let p = project(
-        "gate-per-agent",
-        &[
-            ("ops.md", "---\nname: ops\ntools: Read, Bash\n---\n"),
-            ("builder.md", "---\nname: builder\ntools: Bash\n---\n"),
-        ],
-        None,
-    );
-    let (key, public) = alice_key(p.path());
-    write_config(
-        p.path(),
-        format!("[gate]\nreviewers = {{ alice = \"{public}\" }}\n[gate.agents]\nops = [\"exec.bash\"]\n"),
-    );
+    let (p, key) = gated_for_ops_only("gate-per-agent");
     let input = json!({"command": "make deploy"});
     let out = ops_bash(&p, &input, "t1");
     assert!(
@@ -397,7 +298,6 @@ fn a_scope_gated_for_one_agent_type_is_gated_for_that_agent_only() {
     );
     assert_allowed(&bash(p.path(), "s1", Some("builder"), &input, "t2"));
     assert_allowed(&bash(p.path(), "s1", None, &input, "t3"));
-
     // An authorization bound to an agent the scope is not gated for is never asked for.
     let out = authorize(p.path(), &key, &input, &["--agent", "builder"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -407,141 +307,170 @@ fn a_scope_gated_for_one_agent_type_is_gated_for_that_agent_only() {
     assert!(!out.stderr.contains("warning"), "{}", out.stderr);
     assert_allowed(&ops_bash(&p, &input, "t4"));
     assert!(ops_bash(&p, &input, "t5").denied());
+}
 
-    // Its patterns are checked like `require`'s: a typo is an error, not a silent ungate.
+/// `[gate.agents]` patterns are checked like `require`'s: a typo is an error, not a silent
+/// ungate.
+#[test]
+fn a_typo_in_a_per_agent_gate_is_a_config_error() {
+    let (p, _key) = gated_for_ops_only("gate-per-agent-typo");
     write_config(p.path(), "[gate.agents]\nops = [\"exec.bsh\"]\n");
-    let out = ops_bash(&p, &input, "t6");
+    let out = ops_bash(&p, &json!({"command": "make deploy"}), "t6");
+    let why = out.reason();
     assert!(
-        out.reason().contains("[config-invalid]") && out.reason().contains("gate.agents.ops"),
-        "{}",
-        out.reason()
+        why.contains("[config-invalid]") && why.contains("gate.agents.ops"),
+        "{why}"
     );
+}
+
+/// Agents ops (Read, Bash) and builder (Bash), Bash gated for ops only, reviewer alice:
+/// (project, alice's key file).
+fn gated_for_ops_only(tag: &str) -> (TempDir, std::path::PathBuf) {
+    let p = ProjectBuilder::new(tag)
+        .agent("ops", "tools: Read, Bash")
+        .agent("builder", "tools: Bash")
+        .build();
+    let (key, public) = alice_key(p.path());
+    let reviewers = format!("[gate]\nreviewers = {{ alice = \"{public}\" }}\n");
+    write_config(
+        p.path(),
+        reviewers + "[gate.agents]\nops = [\"exec.bash\"]\n",
+    );
+    (p, key)
 }
 
 /// Regression (issue 28): every gate refusal read `gate-authorization-required`, whether the
 /// authorization was used up, expired, bound elsewhere or for another input. Each now has its
-/// code, naming the authorization; an input that differs names the fields, never a value.
+/// code, naming the authorization, and is on the ledger as a gate refusal waiting on a grant.
 #[test]
-fn a_gate_refusal_says_why_the_nearest_authorization_did_not_allow_the_call() {
+fn a_gate_refusal_says_the_nearest_authorization_was_used_up() {
     let (p, key) = gated("gate-why");
     let input = json!({"command": "deploy --prod", "timeout": 5});
     assert_denied_with(&ops_bash(&p, &input, "t0"), "gate-authorization-required");
-    let first = authorization_id(&authorize(p.path(), &key, &input, &[]));
+    let first = authorize_ok(p.path(), &key, &input, &[]);
     assert_allowed(&ops_bash(&p, &input, "t1"));
-    assert_denied_saying_all(
-        &ops_bash(&p, &input, "t2"),
-        &[
-            "[gate-authorization-used-up]",
-            &first,
-            "1 earlier call took its use",
-        ],
-    );
+    let out = ops_bash(&p, &input, "t2");
+    assert_denied_saying_all(&out, &["[gate-authorization-used-up]", &first]);
+    assert_denied_saying(&out, "1 earlier call took its use");
+    assert_held_pending_grant(&p);
+}
 
-    let id = authorization_id(&authorize(p.path(), &key, &input, &["--uses", "2"]));
+/// An input that differs names the fields, never a value.
+#[test]
+fn a_gate_refusal_for_another_input_names_the_fields_not_the_values() {
+    let (p, key) = gated("gate-why-input");
+    let input = json!({"command": "deploy --prod", "timeout": 5});
+    let id = authorize_ok(p.path(), &key, &input, &["--uses", "2"]);
     let changed = json!({"command": "deploy --prod --force", "timeout": 5, "description": "x"});
     let out = ops_bash(&p, &changed, "t3");
-    assert_denied_saying_all(
-        &out,
-        &[
-            "[gate-input-differs]",
-            &id,
-            "`command`, `description` differ",
-            "values are not shown",
-        ],
-    );
+    assert_denied_saying_all(&out, &["[gate-input-differs]", &id]);
+    assert_denied_saying_all(&out, &[DIFFER, "values are not shown"]);
     assert!(!out.reason().contains("--prod"), "{}", out.reason());
+    assert_held_pending_grant(&p);
+}
 
+const DIFFER: &str = "`command`, `description` differ";
+
+#[test]
+fn a_gate_refusal_says_the_authorization_is_bound_elsewhere() {
+    let (p, key) = gated("gate-why-bound");
     let other = json!({"command": "migrate"});
     authorize(p.path(), &key, &other, &["--session", "s9"]);
-    assert_denied_saying_all(
-        &ops_bash(&p, &other, "t4"),
-        &[
-            "[gate-authorization-bound-elsewhere]",
-            "session_id s9",
-            "this call is in s1",
-        ],
-    );
+    let out = ops_bash(&p, &other, "t4");
+    assert_denied_saying_all(&out, &[ELSEWHERE, "session_id s9", "this call is in s1"]);
     let rollback = json!({"command": "rollback"});
     authorize(p.path(), &key, &rollback, &["--agent", "builder"]);
-    assert_denied_saying_all(
-        &ops_bash(&p, &rollback, "t5"),
-        &[
-            "[gate-authorization-bound-elsewhere]",
-            "agent_type 'builder'",
-            "by 'ops'",
-        ],
-    );
+    let out = ops_bash(&p, &rollback, "t5");
+    assert_denied_saying_all(&out, &[ELSEWHERE, "agent_type 'builder'", "by 'ops'"]);
+    assert_held_pending_grant(&p);
+}
 
+const ELSEWHERE: &str = "[gate-authorization-bound-elsewhere]";
+
+#[test]
+fn a_gate_refusal_says_the_authorization_expired() {
+    let (p, key) = gated("gate-why-expired");
     let brief = json!({"command": "ls"});
     authorize(p.path(), &key, &brief, &["--expires-in", "1s"]);
     std::thread::sleep(std::time::Duration::from_millis(1100));
-    assert_denied_saying_all(
-        &ops_bash(&p, &brief, "t6"),
-        &["[gate-authorization-expired]", "expired at"],
-    );
-    // Each is on the ledger as a gate refusal, waiting on a grant.
+    let out = ops_bash(&p, &brief, "t6");
+    assert_denied_saying_all(&out, &["[gate-authorization-expired]", "expired at"]);
+    assert_held_pending_grant(&p);
+}
+
+/// Every deny of session s1 is on the ledger as a gate refusal, waiting on a grant.
+fn assert_held_pending_grant(p: &TempDir) {
     for e in of_event(&p.entries("s1"), "deny") {
         assert_eq!(e["disposition"], "held_pending_grant", "{e}");
     }
 }
 
-/// Regression (issue 28): `authorize` printed a bare id, and nothing listed what was left.
-/// It now labels each line, and `authorize --list` shows every authorization's uses left,
-/// state, expiry and bindings, never its input.
+/// What `authorize` prints, each line labelled.
+const PRINTED: [&str; 6] = [
+    "authorization: ",
+    "tool:          Bash",
+    "reviewer:      alice",
+    "uses:          2",
+    "expires:       20",
+    "bound to:      agent type ops",
+];
+
+/// A gated project with a two-use authorization for ops's `deploy --prod`: (project, its id).
+fn two_uses_for_ops(tag: &str) -> (TempDir, String) {
+    let (p, key) = gated(tag);
+    let extra = ["--uses", "2", "--agent", "ops"];
+    let id = authorize_ok(p.path(), &key, &json!({"command": "deploy --prod"}), &extra);
+    (p, id)
+}
+
+/// Regression (issue 28): `authorize` printed a bare id. It now labels each line.
 #[test]
-fn authorize_labels_what_it_prints_and_lists_the_uses_left() {
-    let (p, key) = gated("gate-list");
-    let dir = p.path().to_str().unwrap();
-    let empty = cli(&["authorize", "--project", dir, "--list"]);
+fn authorize_labels_what_it_prints() {
+    let (p, key) = gated("gate-labels");
+    let empty = authorize_list(p.path(), &[]);
     assert_eq!(empty.code, 0, "{}", empty.stderr);
     assert_contains(&empty.stdout, &["no authorizations"]);
-    let input = json!({"command": "deploy --prod"});
-    let out = authorize(p.path(), &key, &input, &["--uses", "2", "--agent", "ops"]);
+    let extra = ["--uses", "2", "--agent", "ops"];
+    let out = authorize(p.path(), &key, &json!({"command": "deploy --prod"}), &extra);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_contains(
-        &out.stdout,
-        &[
-            "authorization: ",
-            "tool:          Bash",
-            "reviewer:      alice",
-            "uses:          2",
-            "expires:       20",
-            "bound to:      agent type ops",
-        ],
-    );
-    let id = authorization_id(&out);
-    assert_allowed(&ops_bash(&p, &input, "t1"));
-    let list = cli(&["authorize", "--project", dir, "--list"]);
+    assert_contains(&out.stdout, &PRINTED);
+}
+
+/// Regression (issue 28): nothing listed what was left. `authorize --list` shows every
+/// authorization's uses left, state, expiry and bindings, never its input.
+#[test]
+fn authorize_lists_the_uses_left_and_never_the_input() {
+    let (p, id) = two_uses_for_ops("gate-list");
+    assert_allowed(&ops_bash(&p, &json!({"command": "deploy --prod"}), "t1"));
+    let list = authorize_list(p.path(), &[]);
     assert_eq!(list.code, 0, "{}", list.stderr);
-    let row = list
-        .stdout
-        .lines()
-        .find(|l| l.starts_with(&id))
-        .unwrap_or_else(|| panic!("{}", list.stdout));
+    let row = line_with(&list.stdout, &id);
+    assert!(row.starts_with(&id), "{row}");
     assert_contains(row, &["Bash", "alice", "1/2", "usable", "agent type ops"]);
-    assert!(
-        !list.stdout.contains("deploy"),
-        "no input is shown: {}",
-        list.stdout
-    );
-    let json = cli(&["authorize", "--project", dir, "--list", "--json"]);
+    assert_lacks(&list.stdout, &["deploy"], "no input is shown");
+    let json = authorize_list(p.path(), &["--json"]);
     let v: Value = serde_json::from_str(json.stdout.lines().next().unwrap()).unwrap();
-    assert_eq!(
-        (
-            v["id"].as_str(),
-            v["uses_left"].as_i64(),
-            v["state"].as_str()
-        ),
-        (Some(id.as_str()), Some(1), Some("usable"))
-    );
+    assert_eq!(v["id"], id.as_str());
+    assert_eq!(v["uses_left"], 1);
+    assert_eq!(v["state"], "usable");
+}
+
+#[test]
+fn authorize_lists_a_used_up_authorization() {
+    let (p, _) = two_uses_for_ops("gate-list-used");
+    let input = json!({"command": "deploy --prod"});
+    assert_allowed(&ops_bash(&p, &input, "t1"));
     assert_allowed(&ops_bash(&p, &input, "t2"));
-    let list = cli(&["authorize", "--project", dir, "--list"]);
+    let list = authorize_list(p.path(), &[]);
     assert_contains(&list.stdout, &["0/2", "used up"]);
-    assert_snapshot(
-        "authorize-list.txt",
-        &mask(&list.stdout, &[(p.dir(), "<project>")]),
-    );
-    // Host only: a subagent cannot run it.
+    let listed = mask(&list.stdout, &[(p.dir(), "<project>")]);
+    assert_snapshot("authorize-list.txt", &listed);
+}
+
+/// `authorize --list` is for the host only: a subagent cannot run it.
+#[test]
+fn a_subagent_cannot_list_the_authorizations() {
+    let (p, _) = gated("gate-list-sub");
     let out = p
         .bash_by("ops", "attenu-hook authorize --list")
         .id("t3")

@@ -41,7 +41,7 @@ fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
     // the checkpoint (not a full re-verify) is what every call trusts before the edits.
     let call = after_reads(p.path(), 298);
     let path = p.ledger("s1");
-    assert_eq!(line_starts(&std::fs::read(&path).unwrap()).len(), 300);
+    assert_eq!(line_count(&path), 300);
     edits_of_first_middle_and_last_line_are_caught(&path, &call);
 }
 
@@ -53,25 +53,22 @@ fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
 fn tampering_anywhere_in_a_10000_entry_ledger_is_caught_on_the_next_call() {
     let p = sample("hugetamper");
     let call = numbered_reads(p.path());
-    // A refusal is the template: it opens no call that would wait for an outcome.
+    let path = ledger_of_denials(&p, 9_998);
+    assert_allowed(&call("1")); // the extended ledger re-verifies
+    assert_allowed(&call("2")); // and the checkpoint written for it holds
+    assert_eq!(line_count(&path), 10_000);
+    edits_of_first_middle_and_last_line_are_caught(&path, &call);
+}
+
+/// Session s1 opened by a refused call (a refusal is the template: it opens no call that would
+/// wait for an outcome) and grown to `lines` lines by [`extended_by_denials`]: its ledger.
+fn ledger_of_denials(p: &TempDir, lines: usize) -> PathBuf {
     let bash = json!({"command": "ls"});
     let refused = p.subagent("reviewer", "Bash").input(bash).id("t0").run();
     assert!(refused.denied());
     let path = p.ledger("s1");
-    let text = extended_by_denials(&path, 9_998);
-    std::fs::write(&path, &text).unwrap();
-    let out = call("1");
-    assert!(
-        out.is_allow(),
-        "the extended ledger re-verifies: {}",
-        out.stdout
-    );
-    assert!(
-        call("2").is_allow(),
-        "and the checkpoint written for it holds"
-    );
-    assert_eq!(line_starts(&std::fs::read(&path).unwrap()).len(), 10_000);
-    edits_of_first_middle_and_last_line_are_caught(&path, &call);
+    std::fs::write(&path, extended_by_denials(&path, lines)).unwrap();
+    path
 }
 
 /// The ledger at `path` (ending with a deny) grown to `lines` lines by copies of that deny,
@@ -107,72 +104,45 @@ fn extended_by_denials(path: &Path, lines: usize) -> String {
 fn a_reverify_that_runs_out_of_time_keeps_its_progress_and_the_next_call_finishes_it() {
     let p = sample("resume");
     write_config(p.path(), "deadline_ms = 1000\n");
-    let bash = json!({"command": "ls"});
-    assert!(p
-        .subagent("reviewer", "Bash")
-        .input(bash)
-        .id("t0")
-        .run()
-        .denied());
-    let path = p.ledger("s1");
-    std::fs::write(&path, extended_by_denials(&path, 3_000)).unwrap();
-    std::fs::remove_file(checkpoint_of(p.path())).unwrap();
-    let before = std::fs::read(&path).unwrap();
-    let env = [("ATTENU_HOOK_TEST_REVERIFY_CHUNK", "262144")];
-    let mut done = Vec::new();
-    let out = loop {
-        let payload = reviewer_read_payload(p.path(), "s1", "/y", "t9");
-        let out = common::faults::hook_with(&[], &env, p.path(), &payload);
-        if !out.denied() || done.len() > 40 {
-            break out;
-        }
-        assert_denied_with(&out, "ledger-reverifying");
-        assert_eq!(
-            std::fs::read(&path).unwrap(),
-            before,
-            "nothing appended meanwhile"
-        );
-        let why = out.json()["hookSpecificOutput"]["permissionDecisionReason"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let entries: u64 = why
-            .split(" entries)")
-            .next()
-            .unwrap()
-            .rsplit('(')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        done.push(entries);
-    };
+    ledger_of_denials(&p, 3_000);
+    remove_checkpoint(p.path());
+    let (out, done) = reverify_in_steps(&p);
     assert_allowed(&out);
     assert!(done.len() >= 2, "several calls: {done:?}");
     assert!(
         done.windows(2).all(|w| w[0] < w[1]),
         "each goes on: {done:?}"
     );
-    let recorded = losses(&p);
-    assert_eq!(recorded.len(), 1, "the loss is recorded once");
-    assert_eq!(recorded[0].1["entries"], 3_000);
+    let (_, loss) = the_one_loss(p.path()); // the loss is recorded once
+    assert_eq!(loss["entries"], 3_000);
     assert!(!p.path().join(".attenu/ledger-s1.reverify.json").exists());
-    let out = reviewer_read(p.path(), "s1", "/z", "t10");
-    assert_allowed(&out);
+    assert_allowed(&reviewer_read(p.path(), "s1", "/z", "t10"));
 }
 
-/// Byte offsets where the lines of `bytes` start.
-fn line_starts(bytes: &[u8]) -> Vec<usize> {
-    std::iter::once(0)
-        .chain(
-            bytes
-                .iter()
-                .enumerate()
-                .filter(|(_, &b)| b == b'\n')
-                .map(|(i, _)| i + 1),
-        )
-        .filter(|&i| i < bytes.len())
-        .collect()
+/// Calls the reviewer's read of `/y` (with a re-verify step of 256 KiB) until one is not denied
+/// or 42 were: each denial must be `ledger-reverifying` and leave the ledger as it was. Returns
+/// the last answer and the number of entries each denial said were verified so far.
+fn reverify_in_steps(p: &TempDir) -> (Out, Vec<u64>) {
+    let path = p.ledger("s1");
+    let before = bytes_of(&path);
+    let env = [("ATTENU_HOOK_TEST_REVERIFY_CHUNK", "262144")];
+    let mut done = Vec::new();
+    loop {
+        let payload = reviewer_read_payload(p.path(), "s1", "/y", "t9");
+        let out = common::faults::hook_with(&[], &env, p.path(), &payload);
+        if !out.denied() || done.len() > 40 {
+            return (out, done);
+        }
+        assert_denied_with(&out, "ledger-reverifying");
+        assert_eq!(bytes_of(&path), before, "nothing appended meanwhile");
+        done.push(entries_verified(&out.reason()));
+    }
+}
+
+/// The count in a `ledger-reverifying` reason's "(N entries)".
+fn entries_verified(why: &str) -> u64 {
+    let count = why.split(" entries)").next().unwrap().rsplit('(').next();
+    count.unwrap().parse().unwrap()
 }
 
 /// Edits one byte of the first line, one in the middle and the last, in turn, each a
@@ -205,10 +175,10 @@ fn edits_of_first_middle_and_last_line_are_caught(path: &Path, call: &dyn Fn(&st
             lines.len(),
             out.stdout
         );
-        assert_eq!(
-            std::fs::read(path).unwrap(),
-            edited,
-            "nothing is appended to a ledger that does not verify"
+        assert_unchanged(
+            path,
+            &edited,
+            "nothing is appended to a ledger that does not verify",
         );
         // Restoring the exact bytes verifies again, though the file was rewritten.
         std::fs::write(path, &original).unwrap();
@@ -226,46 +196,38 @@ fn a_ledger_cut_short_or_replaced_by_an_older_copy_is_refused() {
     let p = sample("truncate");
     let call = numbered_reads(p.path());
     let path = p.ledger("s1");
-    let state = p.path().join(".attenu/ledger-s1.state.json");
     assert_allowed(&call("0"));
-    let older = std::fs::read(&path).unwrap();
-    for i in 1..4 {
-        assert_allowed(&call(&i.to_string()));
-    }
-    let full = std::fs::read(&path).unwrap();
-    let text = String::from_utf8(full.clone()).unwrap();
-    let cut: String = text
-        .lines()
-        .take(text.lines().count() - 2)
-        .map(|l| format!("{l}\n"))
-        .collect();
-    for (what, bytes) in [("cut short", cut.into_bytes()), ("an older copy", older)] {
-        std::fs::write(&path, &bytes).unwrap();
-        let out = call("after");
-        assert!(
-            out.denied() && out.reason().contains("no longer holds what was verified"),
-            "{what}: {}",
-            out.stdout
-        );
-        assert!(
-            out.reason().contains("ledger-s1.state.json"),
-            "{}",
-            out.reason()
-        );
-        assert_eq!(
-            std::fs::read(&path).unwrap(),
-            bytes,
-            "{what}: nothing appended"
-        );
-    }
+    let older = bytes_of(&path);
+    (1..4).for_each(|i| assert_allowed(&call(&i.to_string())));
+    let full = bytes_of(&path);
+    assert_rollback_refused(&call, &path, &without_last_lines(&full, 2), "cut short");
+    assert_rollback_refused(&call, &path, &older, "an older copy");
     // Put back whole, it verifies and is appended to again.
     std::fs::write(&path, &full).unwrap();
     assert_allowed(&call("restored"));
     // Moved aside on purpose with its checkpoint, as the refusal says: a new ledger starts.
     std::fs::rename(&path, p.path().join("ledger.kept")).unwrap();
-    std::fs::rename(&state, p.path().join("state.kept")).unwrap();
+    std::fs::rename(checkpoint_of(p.path()), p.path().join("state.kept")).unwrap();
     assert_allowed(&call("fresh"));
     assert_eq!(p.entries("s1")[0]["event"], "root");
+}
+
+/// The ledger at `path` replaced by `bytes` (`what`: cut short, an older copy): the next
+/// `call` is refused, naming the sealed state, and nothing is appended.
+fn assert_rollback_refused(call: &dyn Fn(&str) -> Out, path: &Path, bytes: &[u8], what: &str) {
+    std::fs::write(path, bytes).unwrap();
+    let out = call("after");
+    assert!(
+        out.denied() && out.reason().contains("no longer holds what was verified"),
+        "{what}: {}",
+        out.stdout
+    );
+    assert!(
+        out.reason().contains("ledger-s1.state.json"),
+        "{}",
+        out.reason()
+    );
+    assert_unchanged(path, bytes, &format!("{what}: nothing appended"));
 }
 
 /// Regression: the prefix check reused the fast path's bounded read of the last line, so a
@@ -276,22 +238,12 @@ fn a_last_line_over_16_mib_is_verified_not_taken_for_truncation() {
     let p = sample("bigline");
     // What is tested is the verdict, not the time: a loaded machine's debug build can take
     // longer than the default deadline to hash 17 MiB twice.
-    write_config(
-        p.path(),
-        "deadline_ms = 600000\n[privacy]\nraw_capture = true\n",
-    );
-    let input = json!({"file_path": "/a"});
-    assert_allowed(&reviewer_read(p.path(), "s1", "/a", "t1"));
+    p.config("deadline_ms = 600000\n[privacy]\nraw_capture = true\n");
+    let read = p.read_by("reviewer", "/a").id("t1");
+    assert_allowed(&read.run());
     let big = json!({"content": "x".repeat(17 << 20)});
-    let out = p
-        .subagent("reviewer", "Read")
-        .input(input)
-        .id("t1")
-        .post(big)
-        .run();
-    assert_allowed(&out);
-    let out = reviewer_read(p.path(), "s1", "/b", "t2");
-    assert_allowed(&out);
+    assert_allowed(&read.post(big).run());
+    assert_allowed(&reviewer_read(p.path(), "s1", "/b", "t2"));
 }
 
 /// With raw capture on, a value with no RFC 8785 form (an integer beyond 2^53) is kept as its
@@ -299,23 +251,19 @@ fn a_last_line_over_16_mib_is_verified_not_taken_for_truncation() {
 #[test]
 fn raw_capture_of_a_value_without_a_canonical_form_still_records_the_call() {
     let p = sample("rawbig");
-    write_config(p.path(), "[privacy]\nraw_capture = true\n");
+    p.config("[privacy]\nraw_capture = true\n");
     let input = json!({"file_path": "/a", "offset": 9_007_199_254_740_993u64});
     let call = p.subagent("reviewer", "Read").input(input).id("t1");
     assert_allowed(&call.run());
     let response = json!({"mtime_ns": 1_796_050_972_040_801_584u64});
     assert_allowed(&call.post(response).run());
     let es = p.entries("s1");
-    let allow = es.iter().find(|e| e["event"] == "allow").unwrap();
-    assert_eq!(
-        allow["context"]["tool_input_json"],
-        "{\"file_path\":\"/a\",\"offset\":9007199254740993}"
-    );
-    let outcome = es.iter().find(|e| e["event"] == "outcome").unwrap();
-    assert_eq!(
-        outcome["context"]["tool_response_json"],
-        "{\"mtime_ns\":1796050972040801584}"
-    );
+    let allow = &of_event(&es, "allow")[0]["context"];
+    let kept = r#"{"file_path":"/a","offset":9007199254740993}"#;
+    assert_eq!(allow["tool_input_json"], kept);
+    let outcome = &of_event(&es, "outcome")[0]["context"];
+    let kept = r#"{"mtime_ns":1796050972040801584}"#;
+    assert_eq!(outcome["tool_response_json"], kept);
 }
 
 /// Regression: with raw capture on, a tool input nested just inside the payload's depth limit
@@ -325,58 +273,59 @@ fn raw_capture_of_a_value_without_a_canonical_form_still_records_the_call() {
 #[test]
 fn raw_capture_of_a_deeply_nested_input_does_not_make_the_ledger_unreadable() {
     let p = sample("rawdeep");
-    write_config(p.path(), "[privacy]\nraw_capture = true\n");
+    p.config("[privacy]\nraw_capture = true\n");
     let nested = |levels: usize| (0..levels).fold(json!(1), |v, _| json!([v]));
     // 125 arrays inside `tool_input` inside the payload: 127 levels, which serde_json reads.
     let input = json!({"file_path": "/a", "deep": nested(125)});
     let read = |input: &Value, id: &str| p.subagent("reviewer", "Read").input(input.clone()).id(id);
     assert_allowed(&read(&input, "t1").run());
     let shallow = json!({"file_path": "/b", "deep": nested(10)});
-    let out = read(&shallow, "t2").run();
-    assert!(out.is_allow(), "the session must go on: {}", out.stdout);
+    assert_allowed(&read(&shallow, "t2").run()); // the session must go on
     let es = p.entries("s1");
     let allows = of_event(&es, "allow");
-    assert_eq!(
-        allows[0]["context"]["tool_input_json"],
-        serde_json::to_string(&input).unwrap()
-    );
+    let kept = serde_json::to_string(&input).unwrap();
+    assert_eq!(allows[0]["context"]["tool_input_json"], kept);
     assert_eq!(allows[1]["context"]["tool_input"], shallow);
-    let dir = p.path().to_str().unwrap();
-    let out = cli(&["export", "--project", dir, "--session", "s1"]);
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    p.export("s1"); // which must succeed
 }
 
 #[test]
 fn a_checkpoint_rewritten_to_match_an_edited_ledger_is_not_trusted() {
-    use std::os::unix::fs::MetadataExt;
     let p = sample("forgedcp");
     let call = after_reads(p.path(), 5);
-    let path = p.ledger("s1");
-    let mut bytes = std::fs::read(&path).unwrap();
-    // The last digit of the timestamp of an entry in the middle.
-    let line = bytes.len() / 2;
-    let at = find_from(&bytes, line, b"\"ts\":") + 5;
-    let end = at
-        + bytes[at..]
-            .iter()
-            .position(|b| !b.is_ascii_digit())
-            .unwrap()
-        - 1;
-    bytes[end] = if bytes[end] == b'1' { b'2' } else { b'1' };
-    std::fs::write(&path, &bytes).unwrap();
+    edit_a_timestamp_in_the_middle(&p.ledger("s1"));
     // Someone without the anchor key updates the checkpoint's stamp to the edited file's.
-    let state = p.path().join(".attenu/ledger-s1.state.json");
+    restamp_checkpoint(p.path());
+    assert_denied_with(&call("after"), "ledger-unverifiable");
+}
+
+/// Changes the last digit of the timestamp of an entry in the middle of the ledger at `path`.
+fn edit_a_timestamp_in_the_middle(path: &Path) {
+    let mut bytes = bytes_of(path);
+    let at = find_from(&bytes, bytes.len() / 2, b"\"ts\":") + 5;
+    let digits = bytes[at..]
+        .iter()
+        .position(|b| !b.is_ascii_digit())
+        .unwrap();
+    let end = at + digits - 1;
+    bytes[end] = if bytes[end] == b'1' { b'2' } else { b'1' };
+    std::fs::write(path, &bytes).unwrap();
+}
+
+/// Rewrites the stamp in session s1's sealed state (a v4 checkpoint) to the ledger file's
+/// length and times as they are now, leaving its seal as it was.
+fn restamp_checkpoint(p: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let state = checkpoint_of(p);
     let text = std::fs::read_to_string(&state).unwrap();
     let (header, body) = text.split_once('\n').unwrap();
     assert!(header.starts_with("attenu-checkpoint v4 "), "{header}");
     let mut body: Value = serde_json::from_str(body).unwrap();
-    let m = std::fs::metadata(&path).unwrap();
+    let m = std::fs::metadata(p.ledger("s1")).unwrap();
     body["stamp"]["len"] = json!(m.len());
     body["stamp"]["mtime_ns"] = json!(m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128);
     body["stamp"]["ctime_ns"] = json!(m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128);
     std::fs::write(&state, format!("{header}\n{body}")).unwrap();
-    let out = call("after");
-    assert_denied_with(&out, "ledger-unverifiable");
 }
 
 /// A checkpoint the hook will not read (here: absurdly large) is as good as none: the ledger
@@ -386,7 +335,7 @@ fn a_checkpoint_rewritten_to_match_an_edited_ledger_is_not_trusted() {
 fn an_oversized_checkpoint_is_ignored_and_the_ledger_reverified() {
     let p = sample("bigckpt");
     assert_allowed(&reviewer_read(p.path(), "s1", "/x", "t1"));
-    let state = p.path().join(".attenu/ledger-s1.state.json");
+    let state = checkpoint_of(p.path());
     std::fs::write(&state, vec![b'x'; 17 << 20]).unwrap();
     assert_allowed(&reviewer_read(p.path(), "s1", "/y", "t2"));
     assert!(
@@ -400,17 +349,30 @@ fn removing_a_whole_chain_from_the_middle_is_detected() {
     let p = sample("dropchain");
     reviewer_read(p.path(), "s1", "/x", "t1");
     for tools in ["Read, Bash", "Read, Grep"] {
-        std::fs::write(
-            p.path().join(".claude/agents/reviewer.md"),
-            format!("---\nname: reviewer\ntools: {tools}\n---\n"),
-        )
-        .unwrap();
-        // Each edit is read when the session is resumed, which opens a new chain.
-        assert_eq!(p.session_start("s1", "resume").code, 0);
+        resumed_with_reviewer_tools(&p, tools);
         reviewer_read(p.path(), "s1", "/x", "t");
     }
-    let path = p.ledger("s1");
-    let text = std::fs::read_to_string(&path).unwrap();
+    remove_the_second_of_three_chains(&p.ledger("s1"));
+    let out = reviewer_read(p.path(), "s1", "/y", "t9");
+    // The checkpoint remembers the removed bytes.
+    assert_denied_saying(&out, "no longer holds what was verified");
+    // Without the checkpoint, the chains' links still tell.
+    remove_checkpoint(p.path());
+    let out = reviewer_read(p.path(), "s1", "/y", "t9");
+    assert_denied_saying(&out, "does not link");
+}
+
+/// The reviewer's tools changed to `tools` and session s1 resumed, which reads the edit and
+/// opens a new chain.
+fn resumed_with_reviewer_tools(p: &TempDir, tools: &str) {
+    let text = format!("---\nname: reviewer\ntools: {tools}\n---\n");
+    std::fs::write(p.path().join(".claude/agents/reviewer.md"), text).unwrap();
+    assert_eq!(p.session_start("s1", "resume").code, 0);
+}
+
+/// Cuts the second of the three chains of the ledger at `path` out of it.
+fn remove_the_second_of_three_chains(path: &Path) {
+    let text = std::fs::read_to_string(path).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let starts: Vec<usize> = lines
         .iter()
@@ -419,22 +381,8 @@ fn removing_a_whole_chain_from_the_middle_is_detected() {
         .map(|(i, _)| i)
         .collect();
     assert_eq!(starts.len(), 3);
-    let kept: Vec<&str> = lines[..starts[1]]
-        .iter()
-        .chain(lines[starts[2]..].iter())
-        .copied()
-        .collect();
-    std::fs::write(&path, kept.join("\n") + "\n").unwrap();
-    let out = reviewer_read(p.path(), "s1", "/y", "t9");
-    assert!(
-        out.denied() && out.reason().contains("no longer holds what was verified"),
-        "the checkpoint remembers the removed bytes: {}",
-        out.reason()
-    );
-    // Without the checkpoint, the chains' links still tell.
-    std::fs::remove_file(p.path().join(".attenu/ledger-s1.state.json")).unwrap();
-    let out = reviewer_read(p.path(), "s1", "/y", "t9");
-    assert_denied_saying(&out, "does not link");
+    let kept = [&lines[..starts[1]], &lines[starts[2]..]].concat();
+    std::fs::write(path, kept.join("\n") + "\n").unwrap();
 }
 
 #[test]
@@ -442,29 +390,16 @@ fn a_session_start_on_a_tampered_ledger_warns_and_the_tool_call_is_still_denied(
     let p = sample("sessionstart-tamper");
     let (path, tampered) = tampered_session(p.path(), 3);
     // SessionStart cannot block anything: it tells the user, with the reason code.
-    let out = hook(p.path(), &session_start("s1", p.path(), "resume"));
+    let out = p.session_start("s1", "resume");
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let msg = out.json()["systemMessage"]
-        .as_str()
-        .unwrap_or("")
-        .to_string();
-    assert!(
-        msg.contains("[ledger-unverifiable]")
-            && msg.contains("every tool call of this session is denied"),
-        "{}",
-        out.stdout
-    );
+    let says = [
+        "[ledger-unverifiable]",
+        "every tool call of this session is denied",
+    ];
+    assert_contains(&system_message(&out), &says);
     let out = reviewer_read(p.path(), "s1", "/y", "t9");
     assert_denied_with(&out, "ledger-unverifiable");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), tampered);
-}
-
-/// Where `needle` first stands in `bytes` at or after `from`.
-fn find_from(bytes: &[u8], from: usize, needle: &[u8]) -> usize {
-    from + bytes[from..]
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .unwrap()
 }
 
 fn git(dir: &Path, args: &[&str]) -> std::process::Output {
@@ -478,17 +413,23 @@ fn git(dir: &Path, args: &[&str]) -> std::process::Output {
         .expect("git runs")
 }
 
-/// Issue 26: `.attenu/` was never git-ignored, so the anchor key was one `git add -A` from
-/// being committed. The hook now writes `.attenu/.gitignore`, and doctor fails when git
-/// tracks the key anyway (a `git add -f`, or a repository from before).
-#[test]
-fn the_anchor_key_is_git_ignored_and_doctor_fails_when_git_tracks_it() {
-    let p = sample("gitignore");
+/// An installed sample project made a git repository, with its anchor key made by a first
+/// call and everything added (`git add -A`).
+fn git_project(tag: &str) -> TempDir {
+    let p = sample(tag);
     assert_eq!(cli(&["install", p.dir(), "--command", BIN]).code, 0);
     assert!(git(p.path(), &["init", "-q"]).status.success());
     assert_allowed(&reviewer_read(p.path(), "s1", "/x", "t1"));
     assert!(p.path().join(".attenu/anchor.key").is_file());
     assert!(git(p.path(), &["add", "-A"]).status.success());
+    p
+}
+
+/// Issue 26: `.attenu/` was never git-ignored, so the anchor key was one `git add -A` from
+/// being committed. The hook now writes `.attenu/.gitignore`.
+#[test]
+fn the_anchor_key_is_git_ignored() {
+    let p = git_project("gitignore");
     let tracked = String::from_utf8(git(p.path(), &["ls-files"]).stdout).unwrap();
     assert!(
         tracked.contains(".claude/"),
@@ -501,34 +442,21 @@ fn the_anchor_key_is_git_ignored_and_doctor_fails_when_git_tracks_it() {
     let out = cli(&["doctor", p.dir()]);
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert_contains(&out.stdout, &["git:anchor.key", "not tracked by git"]);
+}
 
-    assert!(git(p.path(), &["add", "-f", ".attenu/anchor.key"])
-        .status
-        .success());
-    let out = cli(&["doctor", p.dir()]);
-    assert_ne!(out.code, 0, "{}", out.stdout);
-    let line = out
-        .stdout
-        .lines()
-        .find(|l| l.contains("git:anchor.key"))
-        .unwrap_or_else(|| panic!("no git line: {}", out.stdout));
+/// Issue 26: doctor fails when git tracks the key anyway (a `git add -f`, or a repository from
+/// before).
+#[test]
+fn doctor_fails_when_git_tracks_the_anchor_key() {
+    let p = git_project("gittracked");
+    let added = git(p.path(), &["add", "-f", ".attenu/anchor.key"]);
+    assert!(added.status.success());
+    let (code, line) = doctor_check(p.path(), "git:anchor.key");
+    assert_ne!(code, 0, "{line}");
     assert!(
         line.starts_with("FAIL") && line.contains("git rm --cached .attenu/anchor.key"),
         "{line}"
     );
-}
-
-fn checkpoint_of(p: &Path) -> PathBuf {
-    p.join(".attenu/ledger-s1.state.json")
-}
-
-/// The entries recording a lost checkpoint, as (position, record).
-fn losses(p: &TempDir) -> Vec<(usize, Value)> {
-    p.entries("s1")
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, e)| e["context"].get("checkpoint_lost").map(|l| (i, l.clone())))
-        .collect()
 }
 
 /// The session's one bundle, verified under the pinned key: exit code 4 (valid, with a
@@ -536,8 +464,7 @@ fn losses(p: &TempDir) -> Vec<(usize, Value)> {
 fn assert_bundle_shows_loss(p: &TempDir, entry: usize) {
     let bundles = p.export("s1");
     assert_eq!(bundles.len(), 1, "{bundles:?}");
-    let bundle: Value =
-        serde_json::from_str(&std::fs::read_to_string(&bundles[0]).unwrap()).unwrap();
+    let bundle: Value = serde_json::from_slice(&bytes_of(Path::new(&bundles[0]))).unwrap();
     assert!(
         bundle["entries"][entry]["context"]["checkpoint_lost"].is_object(),
         "the bundle carries the record: {}",
@@ -555,6 +482,9 @@ fn assert_bundle_shows_loss(p: &TempDir, entry: usize) {
     assert_eq!(report["notices"][0]["index"], entry, "{report}");
 }
 
+/// `doctor`'s check of session s1's ledger.
+const S1: &str = "ledger:ledger-s1.jsonl";
+
 /// Issue 26: with the checkpoint deleted, a ledger was re-verified and taken as a new one's,
 /// so a cut could not be noticed and nothing said so. The loss is now recorded on the next
 /// entry, shown by the bundle, `verify` and `doctor`, and recorded once.
@@ -562,39 +492,18 @@ fn assert_bundle_shows_loss(p: &TempDir, entry: usize) {
 fn a_deleted_checkpoint_is_recorded_on_the_ledger_and_reported() {
     let p = sample("lostckpt");
     let call = after_reads(p.path(), 3);
-    std::fs::remove_file(checkpoint_of(p.path())).unwrap();
-    let out = cli(&["doctor", p.dir()]);
-    let line = out
-        .stdout
-        .lines()
-        .find(|l| l.contains("ledger:ledger-s1.jsonl"))
-        .unwrap_or_else(|| panic!("{}", out.stdout));
-    assert!(
-        line.starts_with("FAIL") && line.contains("missing beside a non-empty ledger"),
-        "{line}"
-    );
+    remove_checkpoint(p.path());
+    let missing = "missing beside a non-empty ledger";
+    assert_doctor_says(p.path(), S1, "FAIL", missing);
     assert_allowed(&call("after"));
-    let recorded = losses(&p);
-    assert_eq!(recorded.len(), 1, "{recorded:?}");
-    let (at, loss) = &recorded[0];
-    assert_eq!(
-        *at, 5,
-        "the entry after root, the reviewer's spawn and 3 reads"
-    );
+    let (at, loss) = the_one_loss(p.path());
+    assert_eq!(at, 5, "after root, the reviewer's spawn and 3 reads");
     assert_eq!(loss["cause"], "missing");
     assert_eq!(loss["entries"], 5);
     assert_allowed(&call("again"));
-    assert_eq!(losses(&p).len(), 1, "recorded once");
-    let out = cli(&["doctor", p.dir()]);
-    let line = out
-        .stdout
-        .lines()
-        .find(|l| l.contains("ledger:ledger-s1.jsonl"))
-        .unwrap_or_else(|| panic!("{}", out.stdout));
-    assert!(
-        line.starts_with("warn") && line.contains("record a lost or broken checkpoint"),
-        "a recorded loss warns: {line}"
-    );
+    assert_eq!(losses(p.path()).len(), 1, "recorded once");
+    let recorded = "record a lost or broken checkpoint";
+    assert_doctor_says(p.path(), S1, "warn", recorded); // a recorded loss warns
     assert_bundle_shows_loss(&p, 5);
 }
 
@@ -603,25 +512,16 @@ fn a_checkpoint_with_one_byte_changed_is_recorded_and_kept_aside() {
     let p = sample("flipckpt");
     let call = after_reads(p.path(), 2);
     let path = checkpoint_of(p.path());
-    let mut bytes = std::fs::read(&path).unwrap();
+    let mut bytes = bytes_of(&path);
     let at = bytes.len() - 3;
     bytes[at] ^= 1;
     std::fs::write(&path, &bytes).unwrap();
     assert_allowed(&call("after"));
-    let recorded = losses(&p);
-    assert_eq!(recorded.len(), 1, "{recorded:?}");
-    let loss = &recorded[0].1;
+    let (at, loss) = the_one_loss(p.path());
     assert_eq!(loss["cause"], "seal-broken");
-    let kept = p
-        .path()
-        .join(".attenu")
-        .join(loss["kept_in"].as_str().unwrap());
-    assert_eq!(
-        std::fs::read(kept).unwrap(),
-        bytes,
-        "the broken checkpoint, as found"
-    );
-    assert_bundle_shows_loss(&p, recorded[0].0);
+    let kept = attenu_file(p.path(), loss["kept_in"].as_str().unwrap());
+    assert_eq!(bytes_of(&kept), bytes, "the broken checkpoint, as found");
+    assert_bundle_shows_loss(&p, at);
 }
 
 /// The rollback the issue describes: the ledger cut short and its checkpoint deleted. The cut
@@ -631,15 +531,12 @@ fn a_ledger_cut_short_with_its_checkpoint_deleted_is_not_exported_silently() {
     let p = sample("cutlost");
     let call = after_reads(p.path(), 5);
     let path = p.ledger("s1");
-    let bytes = std::fs::read(&path).unwrap();
-    let starts = line_starts(&bytes);
-    std::fs::write(&path, &bytes[..starts[starts.len() - 2]]).unwrap();
-    std::fs::remove_file(checkpoint_of(p.path())).unwrap();
+    std::fs::write(&path, without_last_lines(&bytes_of(&path), 2)).unwrap();
+    remove_checkpoint(p.path());
     assert_allowed(&call("after"));
-    let recorded = losses(&p);
-    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    let (_, loss) = the_one_loss(p.path());
     assert_eq!(
-        recorded[0].1["entries"], 5,
+        loss["entries"], 5,
         "7 entries (root, a spawn, 5 reads) cut to 5"
     );
     assert_bundle_shows_loss(&p, 5);
@@ -648,11 +545,11 @@ fn a_ledger_cut_short_with_its_checkpoint_deleted_is_not_exported_silently() {
 #[test]
 fn a_new_sessions_first_calls_record_no_loss() {
     let p = sample("newsession");
-    let out = hook(p.path(), &session_start("s1", p.path(), "startup"));
+    let out = p.session_start("s1", "startup");
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(checkpoint_of(p.path()).exists(), "sealed at once");
     let _ = after_reads(p.path(), 2);
-    assert!(losses(&p).is_empty(), "{:?}", p.entries("s1"));
+    assert!(losses(p.path()).is_empty(), "{:?}", p.entries("s1"));
     let bundles = p.export("s1");
     let out = p.verify_pinned(&bundles[0]);
     assert_eq!(out.code, 0, "{}", out.stdout);

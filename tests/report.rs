@@ -20,9 +20,12 @@ fn main() {
         an_audit_renders_the_fleet_with_sessions_not_complete_first,
         without_pub_the_key_is_not_pinned_and_without_any_key_it_is_invalid,
         several_chains_and_an_audit_go_on_one_page,
-        an_unusable_input_or_key_writes_no_page_and_exits_2,
+        an_unusable_input_writes_no_page_and_exits_2,
+        an_unusable_key_writes_no_page_and_exits_2,
+        an_audit_status_the_audit_never_writes_is_refused,
         a_recorded_lost_checkpoint_is_shown_and_exits_4,
-        an_audit_with_a_fleet_finding_or_a_notice_does_not_pass,
+        an_audit_with_a_notice_does_not_pass,
+        an_audit_with_a_fleet_finding_does_not_pass,
     ]);
 }
 
@@ -192,229 +195,257 @@ fn anchor_pub_of(bundle: &Path) -> PathBuf {
     bundle.parent().unwrap().join("anchor.pub")
 }
 
+/// `report BUNDLE --pub KEY --out PAGE`, `KEY` the anchor.pub beside the bundle.
+fn report_pinned(bundle: &Path, page: &Path) -> (Out, String) {
+    report_pinned_by(bundle, bundle, page)
+}
+
+/// `report FILE --pub KEY --out PAGE`, `KEY` the anchor.pub beside `bundle`.
+fn report_pinned_by(file: &Path, bundle: &Path, page: &Path) -> (Out, String) {
+    let key = anchor_pub_of(bundle);
+    report(
+        &[file.to_str().unwrap(), "--pub", key.to_str().unwrap()],
+        page,
+    )
+}
+
+/// `report FILE... --pub <the project's anchor.pub> --out PAGE`.
+fn report_in(p: &TempDir, files: &[&str], page: &Path) -> (Out, String) {
+    let key = p.path().join(".attenu/anchor.pub");
+    let mut args = files.to_vec();
+    args.extend(["--pub", key.to_str().unwrap()]);
+    report(&args, page)
+}
+
+/// The page's verdict (the text of its `data-verdict` element).
+fn verdict(dom: &str) -> &str {
+    text_of(dom, "data-verdict")
+}
+
+/// The text of the element counting `what` (`calls`, `denied`, `sessions`, ...).
+fn count_of<'a>(dom: &'a str, what: &str) -> &'a str {
+    text_of(dom, &format!("data-count=\"{what}\""))
+}
+
+/// `first` stands in `dom` before `then`, both being there.
+#[track_caller]
+fn assert_before(dom: &str, first: &str, then: &str) {
+    let at = |part: &str| dom.find(part).unwrap_or_else(|| panic!("no {part}: {dom}"));
+    assert!(at(first) < at(then), "{first} is not before {then}: {dom}");
+}
+
+/// The attribute marking a session of `status` on an audit's page.
+fn status(status: &str) -> String {
+    format!("data-session-status=\"{status}\"")
+}
+
+/// The page up to the end of its `<header>`: what the first screen shows.
+fn header_of(dom: &str) -> &str {
+    &dom[..dom.find("</header>").unwrap()]
+}
+
+/// The SHA-256 of the file at `path`, in hex.
+fn sha256_of(path: &Path) -> String {
+    attenu_hook::ledger::chain::sha256_hex(&bytes_of(path))
+}
+
+/// Writes `doc` as JSON at `path`.
+fn write_json(path: &Path, doc: &Value) {
+    std::fs::write(path, serde_json::to_vec(doc).unwrap()).unwrap();
+}
+
+/// Parts of a page that would come from elsewhere: a script, link, image or remote URL.
+const FROM_ELSEWHERE: [&str; 8] = [
+    "<script", "<link", "<img", "src=", "http://", "https://", "@import", "url(",
+];
+
 fn the_demos_session_renders_with_its_verdict_and_three_denials() {
     let (t, bundle) = demo_session();
     let page = t.path().join("report.html");
-    let key = anchor_pub_of(&bundle);
-    let (run, html) = report(
-        &[bundle.to_str().unwrap(), "--pub", key.to_str().unwrap()],
-        &page,
-    );
+    let (run, html) = report_pinned(&bundle, &page);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    // Nothing the page needs comes from elsewhere: no script, link, image or remote URL.
-    for outside in [
-        "<script", "<link", "<img", "src=", "http://", "https://", "@import", "url(",
-    ] {
-        assert!(!html.contains(outside), "the page holds {outside:?}");
-    }
+    assert_lacks(&html, &FROM_ELSEWHERE, "needs nothing from elsewhere");
     let browser = chromium();
     let dom = rendered_dom(&browser, &page);
-    assert_eq!(text_of(&dom, "data-verdict"), "VALID", "{dom}");
-    assert!(dom.contains("Key pinned"), "{dom}");
-    assert!(
-        dom.contains("Key pinned</strong>: signed by <code>attenu-hook-"),
-        "{dom}"
-    );
+    assert_eq!(verdict(&dom), "VALID", "{dom}");
+    assert_contains(&dom, &[PINNED]);
     assert!(!dom.contains("data-notice"), "{dom}");
-    assert_eq!(text_of(&dom, "data-count=\"calls\""), "5");
-    assert_eq!(text_of(&dom, "data-count=\"allowed\""), "2");
-    assert_eq!(text_of(&dom, "data-count=\"denied\""), "3");
-    assert_eq!(text_of(&dom, "data-count=\"denials\""), "3");
-    assert_eq!(text_of(&dom, "data-count=\"open\""), "0");
-    assert_eq!(count(&dom, "data-call=\"deny\""), 3, "{dom}");
-    assert_eq!(count(&dom, "data-call=\"allow\""), 2, "{dom}");
+    assert_demo_counts(&dom);
     // Two groups: the reviewer's two unresolved denials, and its out-of-authority one.
     assert_eq!(count(&dom, "data-denial-group"), 2, "{dom}");
-    assert!(
-        dom.contains(
-            "WebFetch needs net.fetch, which the project declares but not for subagent 'reviewer'"
-        ),
-        "{dom}"
-    );
-    assert!(
-        dom.contains(">out-of-authority<") && dom.contains(">unresolved<"),
-        "{dom}"
-    );
+    assert_contains(&dom, &[NEEDS_NET, ">out-of-authority<", ">unresolved<"]);
     // The tree: the root and both subagents with what they were granted.
     assert_eq!(count(&dom, "class=\"node\""), 3, "{dom}");
-    assert!(
-        dom.contains(">researcher<") && dom.contains(">reviewer<"),
-        "{dom}"
-    );
-    // The verdict comes first, before any section about the session.
-    assert!(dom.find("data-verdict").unwrap() < dom.find("<article").unwrap());
-    // Where it came from: the bundle's own SHA-256.
-    let sha = attenu_hook::ledger::chain::sha256_hex(&std::fs::read(&bundle).unwrap());
-    assert!(dom.contains(&sha), "{dom}");
+    assert_contains(&dom, &[">researcher<", ">reviewer<"]);
+    // The verdict comes first; where it came from: the bundle's own SHA-256.
+    assert_before(&dom, "data-verdict", "<article");
+    assert_contains(&dom, &[&sha256_of(&bundle)]);
     screenshot(&browser, &page, "demo-desktop.png", 1280, 2400);
     screenshot(&browser, &page, "demo-phone.png", 390, 4200);
+}
+
+const HASH_MISMATCH: &str = "data-failure=\"hash-mismatch\"";
+const PINNED: &str = "Key pinned</strong>: signed by <code>attenu-hook-";
+const NEEDS_NET: &str =
+    "WebFetch needs net.fetch, which the project declares but not for subagent 'reviewer'";
+
+/// The demo's counts: five calls, two allowed, three denied (three denials), none open.
+#[track_caller]
+fn assert_demo_counts(dom: &str) {
+    let counts = [("calls", "5"), ("allowed", "2"), ("denied", "3")];
+    for (what, n) in counts.into_iter().chain([("denials", "3"), ("open", "0")]) {
+        assert_eq!(count_of(dom, what), n, "{what}");
+    }
+    assert_eq!(count(dom, "data-call=\"deny\""), 3, "{dom}");
+    assert_eq!(count(dom, "data-call=\"allow\""), 2, "{dom}");
 }
 
 fn an_invalid_bundle_says_invalid_first_and_marks_the_rest_unproven() {
     let browser = chromium();
     let (t, bundle) = demo_session();
-    // The reviewer's Write, changed from a deny into an allow.
-    let mut doc: Value = serde_json::from_slice(&std::fs::read(&bundle).unwrap()).unwrap();
+    let forged = t.path().join("forged.json");
+    write_json(&forged, &write_made_an_allow(&bundle));
+    let page = t.path().join("forged.html");
+    let (run, _) = report_pinned_by(&forged, &bundle, &page);
+    // The exit of `verify` on an invalid bundle.
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let dom = rendered_dom(&browser, &page);
+    assert_eq!(verdict(&dom), "INVALID", "{dom}");
+    assert_before(&dom, "data-verdict", "<article");
+    // The title and the first screen carry the verifier's verdict, never the bundle's words,
+    // and name no signer of a bundle that does not verify.
+    let title = text_of(&dom, "<title");
+    assert_eq!(title, "INVALID: attenu-hook report", "{dom}");
+    let header = header_of(&dom);
+    assert_lacks(header, &["VALID and signed", "signed by"], "the header");
+    assert_contains(header, &["signature does NOT hold", "NOT proven"]);
+    assert_contains(&dom, &["data-valid=\"false\"", HASH_MISMATCH]);
+    // Every section after the checks says it is unproven: tree, timeline, denials, open calls.
+    assert_eq!(count(&dom, ">UNPROVEN<"), 4, "{dom}");
+    assert_contains(&dom, &["NOT what happened"]);
+    screenshot(&browser, &page, "invalid-desktop.png", 1280, 2400);
+}
+
+/// The demo's bundle with the reviewer's Write changed from a deny into an allow, and the
+/// session named in the bundle's own words, which must not reach the title.
+fn write_made_an_allow(bundle: &Path) -> Value {
+    let mut doc: Value = serde_json::from_slice(&bytes_of(bundle)).unwrap();
     let entries = doc["entries"].as_array_mut().unwrap();
     let write = entries.iter_mut().find(|e| e["tool"] == "Write").unwrap();
     write["event"] = json!("allow");
-    // ...and the session named in the bundle's own words, which must not reach the title.
     entries[0]["context"]["session_id"] = json!("VALID and signed by the reviewer");
-    let forged = t.path().join("forged.json");
-    std::fs::write(&forged, serde_json::to_vec(&doc).unwrap()).unwrap();
-    let page = t.path().join("forged.html");
-    let key = anchor_pub_of(&bundle);
-    let (run, _) = report(
-        &[forged.to_str().unwrap(), "--pub", key.to_str().unwrap()],
-        &page,
-    );
-    assert_eq!(
-        run.code, 1,
-        "the exit of `verify` on an invalid bundle: {}",
-        run.stderr
-    );
-    let dom = rendered_dom(&browser, &page);
-    assert_eq!(text_of(&dom, "data-verdict"), "INVALID", "{dom}");
-    assert!(dom.find("data-verdict").unwrap() < dom.find("<article").unwrap());
-    // The title and the first screen carry the verifier's verdict, never the bundle's words,
-    // and name no signer of a bundle that does not verify.
-    assert_eq!(
-        text_of(&dom, "<title"),
-        "INVALID: attenu-hook report",
-        "{dom}"
-    );
-    let header = &dom[..dom.find("</header>").unwrap()];
-    assert!(!header.contains("VALID and signed"), "{header}");
-    assert!(!header.contains("signed by"), "{header}");
-    assert!(header.contains("signature does NOT hold"), "{header}");
-    assert!(header.contains("NOT proven"), "{header}");
-    assert!(dom.contains("data-valid=\"false\""), "{dom}");
-    assert!(dom.contains("data-failure=\"hash-mismatch\""), "{dom}");
-    // Every section after the checks says it is unproven: tree, timeline, denials, open calls.
-    assert_eq!(count(&dom, ">UNPROVEN<"), 4, "{dom}");
-    assert!(dom.contains("NOT what happened"), "{dom}");
-    screenshot(&browser, &page, "invalid-desktop.png", 1280, 2400);
+    doc
 }
 
 fn hostile_names_are_escaped_in_the_rendered_page() {
     let p = sample("report-hostile");
-    let hostile_agent = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>\"'&";
-    let hostile_tool = "mcp__x__<b id=\"injected\">bold</b>";
-    assert_denied_with(
-        &p.subagent(hostile_agent, "Read").id("t1").run(),
-        "undeclared-agent",
-    );
-    let out = p.subagent("reviewer", hostile_tool).id("t2").run();
-    assert!(out.denied(), "{}", out.stdout);
-    assert_denied_with(
-        &p.subagent("reviewer", "WebFetch")
-            .id("t3")
-            .input(json!({"url": "https://x"}))
-            .run(),
-        "out-of-authority",
-    );
+    three_denials_with_hostile_names(&p);
     let bundles = p.export("s1");
     let page = p.path().join("hostile.html");
-    let key = p.path().join(".attenu/anchor.pub");
-    let (run, html) = report(&[&bundles[0], "--pub", key.to_str().unwrap()], &page);
+    let (run, html) = report_in(&p, &[&bundles[0]], &page);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        !html.contains("<script") && !html.contains("<img") && !html.contains("<b id"),
-        "{html}"
-    );
-    let browser = chromium();
-    let dom = rendered_dom(&browser, &page);
+    assert_lacks(&html, &["<script", "<img", "<b id"], "the page as written");
+    let dom = rendered_dom(&chromium(), &page);
     // Chromium parsed no element out of a name, and ran nothing.
-    for injected in ["<script", "<img", "<b "] {
-        assert!(!dom.contains(injected), "{injected} reached the DOM: {dom}");
-    }
-    assert!(
-        dom.contains("<title>VALID: attenu-hook report, session s1</title>"),
-        "{dom}"
-    );
+    assert_lacks(&dom, &["<script", "<img", "<b "], "reached the DOM");
+    assert_contains(&dom, &[VALID_S1]);
     // The names are there, as text.
-    assert!(dom.contains("&lt;script&gt;document.title="), "{dom}");
-    assert!(
-        dom.contains("onerror=alert(1)&gt;\"'&amp; (undeclared)"),
-        "{dom}"
-    );
-    assert!(
-        dom.contains("mcp__x__&lt;b id=\"injected\"&gt;bold&lt;/b&gt;"),
-        "{dom}"
-    );
-    assert_eq!(text_of(&dom, "data-count=\"denied\""), "3");
+    assert_contains(&dom, &[SCRIPT_AS_TEXT, AGENT_AS_TEXT, TOOL_AS_TEXT]);
+    assert_eq!(count_of(&dom, "denied"), "3");
+}
+
+const HOSTILE_AGENT: &str =
+    "<script>document.title='pwned'</script><img src=x onerror=alert(1)>\"'&";
+const HOSTILE_TOOL: &str = "mcp__x__<b id=\"injected\">bold</b>";
+const VALID_S1: &str = "<title>VALID: attenu-hook report, session s1</title>";
+const SCRIPT_AS_TEXT: &str = "&lt;script&gt;document.title=";
+const AGENT_AS_TEXT: &str = "onerror=alert(1)&gt;\"'&amp; (undeclared)";
+const TOOL_AS_TEXT: &str = "mcp__x__&lt;b id=\"injected\"&gt;bold&lt;/b&gt;";
+
+/// Session s1: an undeclared agent with a hostile name, the reviewer's call of a tool with a
+/// hostile name, and its out-of-authority WebFetch, each denied.
+fn three_denials_with_hostile_names(p: &TempDir) {
+    let out = p.subagent(HOSTILE_AGENT, "Read").id("t1").run();
+    assert_denied_with(&out, "undeclared-agent");
+    let out = p.subagent("reviewer", HOSTILE_TOOL).id("t2").run();
+    assert!(out.denied(), "{}", out.stdout);
+    let fetch = p.subagent("reviewer", "WebFetch").id("t3");
+    let out = fetch.input(json!({"url": "https://x"})).run();
+    assert_denied_with(&out, "out-of-authority");
 }
 
 /// A store on disk (`file://`) with one session ended and one not, shipped with the real
 /// shipper, audited with `audit --json`: the page lists the open one first.
 fn an_audit_renders_the_fleet_with_sessions_not_complete_first() {
     let browser = chromium();
-    let share = TempDir::new("report-share");
+    let (p, _share, url) = shipping_project("report-fleet");
+    for (session, end) in [("done-session", true), ("open-session", false)] {
+        one_read_in(&p, session, "/p/a", "t1", end);
+    }
+    drain(p.path());
+    let mut doc = audit_json(&p, &url, 0);
+    // The audit lists the open one first; reorder the file so the page has to sort itself.
+    doc["sessions"].as_array_mut().unwrap().reverse();
+    assert_eq!(doc["sessions"][0]["status"], "complete", "{doc}");
+    let (run, dom) = render_audit(&browser, &p, &doc);
+    assert_eq!(run.code, 0, "{}", run.stderr); // every session complete or open
+    assert_eq!(verdict(&dom), "AUDIT PASSED", "{dom}");
+    assert_eq!(count_of(&dom, "sessions"), "2");
+    assert_before(&dom, &status("open"), &status("complete"));
+    // A directory store's times are the shipping machine's own, and the page says so.
+    assert_contains(&dom, &["re-checks nothing", "data-store-times=\"machine\""]);
+    // A session the audit found rewritten fails the page as it fails the audit.
+    doc["sessions"][0]["status"] = json!("rewritten");
+    let (run, dom) = render_audit(&browser, &p, &doc);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(verdict(&dom), "AUDIT FAILED: 1 of 2 sessions", "{dom}");
+    assert_before(&dom, &status("rewritten"), &status("open"));
+    screenshot(&browser, &page_of(&p), "fleet-desktop.png", 1280, 1200);
+}
+
+/// A project with a reviewer (tools: Read) shipping to a fresh directory store:
+/// (project, the store's directory, its `file://` URL).
+fn shipping_project(tag: &str) -> (TempDir, TempDir, String) {
+    let share = TempDir::new(&format!("{tag}-share"));
     let url = format!("file://{}", share.path().display());
-    let p = ProjectBuilder::new("report-fleet")
+    let p = ProjectBuilder::new(tag)
         .agent("reviewer", "tools: Read")
         .config(&format!("[ship]\nurl = \"{url}\"\n"))
         .build();
-    for (session, end) in [("done-session", true), ("open-session", false)] {
-        p.session_start(session, "startup");
-        assert_allowed(
-            &p.read_by("reviewer", "/p/a")
-                .session(session)
-                .id("t1")
-                .run(),
-        );
-        if end {
-            p.event(session, "SessionEnd");
-        }
+    (p, share, url)
+}
+
+/// Session `session` started, the reviewer's read of `file` as `id` allowed, and the session
+/// ended when `end`.
+fn one_read_in(p: &TempDir, session: &str, file: &str, id: &str, end: bool) {
+    p.session_start(session, "startup");
+    assert_allowed(&p.read_by("reviewer", file).session(session).id(id).run());
+    if end {
+        p.event(session, "SessionEnd");
     }
-    drain(p.path());
+}
+
+/// `audit URL --json --pub <the project's anchor.pub>`, which must exit `code`: its JSON.
+#[track_caller]
+fn audit_json(p: &TempDir, url: &str, code: i32) -> Value {
     let key = p.path().join(".attenu/anchor.pub");
-    let audit = cli(&["audit", &url, "--json", "--pub", key.to_str().unwrap()]);
-    assert_eq!(audit.code, 0, "{}{}", audit.stdout, audit.stderr);
-    let audit_json = p.path().join("audit.json");
-    std::fs::write(&audit_json, &audit.stdout).unwrap();
-    // The audit lists the open one first; reorder the file so the page has to sort itself.
-    let mut doc: Value = serde_json::from_str(&audit.stdout).unwrap();
-    doc["sessions"].as_array_mut().unwrap().reverse();
-    assert_eq!(doc["sessions"][0]["status"], "complete", "{doc}");
-    std::fs::write(&audit_json, serde_json::to_vec(&doc).unwrap()).unwrap();
-    let page = p.path().join("fleet.html");
-    let (run, _) = report(&[audit_json.to_str().unwrap()], &page);
-    assert_eq!(
-        run.code, 0,
-        "every session complete or open: {}",
-        run.stderr
-    );
-    let dom = rendered_dom(&browser, &page);
-    assert_eq!(text_of(&dom, "data-verdict"), "AUDIT PASSED", "{dom}");
-    assert_eq!(text_of(&dom, "data-count=\"sessions\""), "2");
-    let open = dom
-        .find("data-session-status=\"open\"")
-        .expect("the open session");
-    let complete = dom
-        .find("data-session-status=\"complete\"")
-        .expect("the complete one");
-    assert!(open < complete, "not complete first: {dom}");
-    assert!(dom.contains("re-checks nothing"), "{dom}");
-    // A directory store's times are the shipping machine's own, and the page says so.
-    assert!(dom.contains("data-store-times=\"machine\""), "{dom}");
-    // A session the audit found rewritten fails the page as it fails the audit.
-    doc["sessions"][0]["status"] = json!("rewritten");
-    std::fs::write(&audit_json, serde_json::to_vec(&doc).unwrap()).unwrap();
-    let (run, _) = report(&[audit_json.to_str().unwrap()], &page);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    let dom = rendered_dom(&browser, &page);
-    assert_eq!(
-        text_of(&dom, "data-verdict"),
-        "AUDIT FAILED: 1 of 2 sessions",
-        "{dom}"
-    );
-    let rewritten = dom.find("data-session-status=\"rewritten\"").unwrap();
-    assert!(
-        rewritten < dom.find("data-session-status=\"open\"").unwrap(),
-        "{dom}"
-    );
-    screenshot(&browser, &page, "fleet-desktop.png", 1280, 1200);
+    let audit = cli(&["audit", url, "--json", "--pub", key.to_str().unwrap()]);
+    assert_eq!(audit.code, code, "{}{}", audit.stdout, audit.stderr);
+    serde_json::from_str(&audit.stdout).unwrap()
+}
+
+/// The project's page (`fleet.html`).
+fn page_of(p: &TempDir) -> PathBuf {
+    p.path().join("fleet.html")
+}
+
+/// `doc` written as the project's `audit.json`, reported on the project's page, and rendered:
+/// the run and the DOM.
+fn render_audit(browser: &Path, p: &TempDir, doc: &Value) -> (Out, String) {
+    let audit = p.path().join("audit.json");
+    write_json(&audit, doc);
+    let (run, _) = report(&[audit.to_str().unwrap()], &page_of(p));
+    (run, rendered_dom(browser, &page_of(p)))
 }
 
 /// `attenu-hook ship --project P` until the outbox is empty (a detached shipper may hold it).
@@ -438,108 +469,97 @@ fn without_pub_the_key_is_not_pinned_and_without_any_key_it_is_invalid() {
     let page = t.path().join("side.html");
     let (run, html) = report(&[bundle.to_str().unwrap()], &page);
     assert_eq!(run.code, 3, "{}", run.stderr);
-    assert!(
-        html.contains("<h1 data-verdict>VALID, key NOT pinned</h1>"),
-        "{html}"
-    );
-    assert!(html.contains("<strong>Key NOT pinned</strong>"), "{html}");
+    let not_pinned = "<h1 data-verdict>VALID, key NOT pinned</h1>";
+    assert_contains(&html, &[not_pinned, "<strong>Key NOT pinned</strong>"]);
     // Each section about the session says what its proof rests on.
     assert_eq!(count(&html, ">key not pinned</span>"), 4, "{html}");
     let alone = t.path().join("alone.json");
     std::fs::copy(&bundle, &alone).unwrap();
     let (run, html) = report(&[alone.to_str().unwrap()], &page);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(html.contains("<h1 data-verdict>INVALID</h1>"), "{html}");
-    assert!(html.contains("<strong>No key</strong>"), "{html}");
-    assert!(
-        html.contains("data-failure=\"anchor-not-checked\""),
-        "{html}"
-    );
+    let no_key = ["<h1 data-verdict>INVALID</h1>", "<strong>No key</strong>"];
+    assert_contains(&html, &no_key);
+    assert_contains(&html, &["data-failure=\"anchor-not-checked\""]);
 }
 
 /// Two chains of one session (an agent file edited, then the session resumed) and an audit on
 /// one page.
 fn several_chains_and_an_audit_go_on_one_page() {
     let p = sample("report-chains");
+    let bundles = two_chains(&p);
+    let audit = p.path().join("audit.json");
+    std::fs::write(&audit, r#"{"sessions":[]}"#).unwrap();
+    let page = p.path().join("chains.html");
+    let files = [bundles[0].as_str(), &bundles[1], audit.to_str().unwrap()];
+    let (run, html) = report_in(&p, &files, &page);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_contains(
+        &html,
+        &[ALL_VERIFY, ", chain 1 of 2</h2>", ", chain 2 of 2</h2>"],
+    );
+    assert_eq!(count(&html, "<article class=\"bundle\""), 2);
+    assert_eq!(count(&html, "<article class=\"fleet\""), 1);
+    assert_contains(&html, &[SUMMARY]);
+}
+
+const ALL_VERIFY: &str = "VALID: all 2 bundles verify under the pinned key";
+const SUMMARY: &str = "2 calls: 1 allowed, 1 denied, 1 open; 1 subagent(s) seen in 2 bundles";
+
+/// Session s1 in two chains: a reviewer's read, the agent file edited (read when the session
+/// is resumed, which opens the second chain), a denied Bash; its two bundles.
+fn two_chains(p: &TempDir) -> Vec<String> {
     assert_allowed(&reviewer_read(p.path(), "s1", "/p/a", "t1"));
     std::fs::write(
         p.path().join(".claude/agents/reviewer.md"),
         "---\nname: reviewer\ndescription: reviews\ntools: Read, Grep\n---\nbody\n",
     )
     .unwrap();
-    // Read when the session is resumed, which opens the second chain.
     assert_eq!(p.session_start("s1", "resume").code, 0);
     assert!(p.subagent("reviewer", "Bash").id("t2").run().denied());
     let bundles = p.export("s1");
     assert_eq!(bundles.len(), 2, "{bundles:?}");
-    let audit = p.path().join("audit.json");
-    std::fs::write(&audit, r#"{"sessions":[]}"#).unwrap();
-    let key = p.path().join(".attenu/anchor.pub");
-    let page = p.path().join("chains.html");
-    let (run, html) = report(
-        &[
-            &bundles[0],
-            &bundles[1],
-            audit.to_str().unwrap(),
-            "--pub",
-            key.to_str().unwrap(),
-        ],
-        &page,
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        html.contains("VALID: all 2 bundles verify under the pinned key"),
-        "{html}"
-    );
-    assert!(
-        html.contains(", chain 1 of 2</h2>") && html.contains(", chain 2 of 2</h2>"),
-        "{html}"
-    );
-    assert_eq!(count(&html, "<article class=\"bundle\""), 2);
-    assert_eq!(count(&html, "<article class=\"fleet\""), 1);
-    assert!(
-        html.contains("2 calls: 1 allowed, 1 denied, 1 open; 1 subagent(s) seen in 2 bundles"),
-        "{html}"
-    );
+    bundles
 }
 
-fn an_unusable_input_or_key_writes_no_page_and_exits_2() {
+fn an_unusable_input_writes_no_page_and_exits_2() {
     let t = TempDir::new("report-unusable");
     let page = t.path().join("page.html");
     let junk = t.path().join("junk.json");
     std::fs::write(&junk, "not json {").unwrap();
     let (run, html) = report(&[junk.to_str().unwrap()], &page);
-    assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("not JSON"), "{}", run.stderr);
+    assert_refused(&run, "not JSON");
     assert!(html.is_empty() && !page.exists());
     let missing = t.path().join("missing.json");
     let (run, _) = report(&[missing.to_str().unwrap()], &page);
-    assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("cannot read"), "{}", run.stderr);
-    let (_p, bundle) = demo_session();
-    let bad_key = t.path().join("bad.pub");
+    assert_refused(&run, "cannot read");
+}
+
+fn an_unusable_key_writes_no_page_and_exits_2() {
+    let (t, bundle) = demo_session();
+    let (bad_key, page) = (t.path().join("bad.pub"), t.path().join("page.html"));
     std::fs::write(&bad_key, "0123").unwrap();
-    let (run, _) = report(
-        &[bundle.to_str().unwrap(), "--pub", bad_key.to_str().unwrap()],
-        &page,
-    );
-    assert_eq!(run.code, 2);
-    assert!(
-        run.stderr.contains("cannot use the key file"),
-        "{}",
-        run.stderr
-    );
+    let args = [bundle.to_str().unwrap(), "--pub", bad_key.to_str().unwrap()];
+    assert_refused(&report(&args, &page).0, "cannot use the key file");
     assert!(!page.exists());
-    // An audit's JSON with a status the audit never writes is not read as one.
+}
+
+/// An audit's JSON with a status the audit never writes is not read as one.
+fn an_audit_status_the_audit_never_writes_is_refused() {
+    let t = TempDir::new("report-unusable-audit");
     let audit = t.path().join("audit.json");
-    std::fs::write(
-        &audit,
-        r#"{"sessions":[{"project":"p","session":"s","status":"fine","why":"","chains":[]}]}"#,
-    )
-    .unwrap();
-    let (run, _) = report(&[audit.to_str().unwrap()], &page);
+    std::fs::write(&audit, FINE).unwrap();
+    let (run, _) = report(&[audit.to_str().unwrap()], &t.path().join("page.html"));
+    assert_refused(&run, "audit --json");
+}
+
+const FINE: &str =
+    r#"{"sessions":[{"project":"p","session":"s","status":"fine","why":"","chains":[]}]}"#;
+
+/// `report` exited 2 saying `why` on stderr.
+#[track_caller]
+fn assert_refused(run: &Out, why: &str) {
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("audit --json"), "{}", run.stderr);
+    assert!(run.stderr.contains(why), "{}", run.stderr);
 }
 
 /// A ledger that recorded a lost checkpoint (its sealed state removed between two calls): the
@@ -548,93 +568,75 @@ fn an_unusable_input_or_key_writes_no_page_and_exits_2() {
 fn a_recorded_lost_checkpoint_is_shown_and_exits_4() {
     let browser = chromium();
     let p = sample("report-lost");
+    let bundle = a_bundle_with_a_lost_checkpoint(&p);
+    let page = p.path().join("lost.html");
+    let (run, _) = report_in(&p, &[&bundle], &page);
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    let dom = rendered_dom(&browser, &page);
+    assert_eq!(verdict(&dom), "VALID with NOTICE", "{dom}");
+    assert_contains(&dom, &[NOTICE_TITLE]);
+    let header = header_of(&dom);
+    let notice = "data-notice=\"checkpoint-lost\"";
+    assert_contains(header, &[notice, "checkpoint missing"]);
+    assert!(!header.contains("class=\"verdict good\""), "{header}");
+    assert_contains(&dom, &["1 notice(s)"]);
+}
+
+const NOTICE_TITLE: &str = "<title>VALID with NOTICE: attenu-hook report</title>";
+
+/// Session s1's bundle, which `verify` finds valid with a notice (exit 4): its sealed state
+/// was removed between two reads.
+fn a_bundle_with_a_lost_checkpoint(p: &TempDir) -> String {
     assert_allowed(&reviewer_read(p.path(), "s1", "/p/a", "t1"));
-    std::fs::remove_file(p.path().join(".attenu/ledger-s1.state.json")).unwrap();
+    remove_checkpoint(p.path());
     assert_allowed(&reviewer_read(p.path(), "s1", "/p/b", "t2"));
     let bundles = p.export("s1");
     assert_eq!(p.verify_pinned(&bundles[0]).code, 4);
-    let key = p.path().join(".attenu/anchor.pub");
-    let page = p.path().join("lost.html");
-    let (run, _) = report(&[&bundles[0], "--pub", key.to_str().unwrap()], &page);
-    assert_eq!(run.code, 4, "{}", run.stderr);
-    let dom = rendered_dom(&browser, &page);
-    assert_eq!(text_of(&dom, "data-verdict"), "VALID with NOTICE", "{dom}");
-    assert!(
-        dom.contains("<title>VALID with NOTICE: attenu-hook report</title>"),
-        "{dom}"
-    );
-    let header = &dom[..dom.find("</header>").unwrap()];
-    assert!(
-        header.contains("data-notice=\"checkpoint-lost\""),
-        "{header}"
-    );
-    assert!(header.contains("checkpoint missing"), "{header}");
-    assert!(!header.contains("class=\"verdict good\""), "{header}");
-    assert!(dom.contains("1 notice(s)"), "{dom}");
+    bundles[0].clone()
 }
 
-/// An audit whose JSON carries a finding about the fleet (no session of a pinned key) does not
-/// pass, on the page either; nor does a session the audit found with a lost checkpoint.
-fn an_audit_with_a_fleet_finding_or_a_notice_does_not_pass() {
+/// An audit that found a session with a lost checkpoint does not pass, on the page either.
+fn an_audit_with_a_notice_does_not_pass() {
     let browser = chromium();
-    let share = TempDir::new("report-notice-share");
-    let url = format!("file://{}", share.path().display());
-    let p = ProjectBuilder::new("report-notice")
-        .agent("reviewer", "tools: Read")
-        .config(&format!("[ship]\nurl = \"{url}\"\n"))
-        .build();
+    let (p, _share, url) = shipping_project("report-notice");
     p.session_start("s1", "startup");
     assert_allowed(&p.read_by("reviewer", "/p/a").session("s1").id("t1").run());
     // No shipper may hold the ledger when its sealed state goes: one that read the state
     // before and wrote it back after would undo the loss (seen once in CI under load).
     drain(p.path());
-    std::fs::remove_file(p.path().join(".attenu/ledger-s1.state.json")).unwrap();
+    remove_checkpoint(p.path());
     assert_allowed(&p.read_by("reviewer", "/p/b").session("s1").id("t2").run());
     p.event("s1", "SessionEnd");
     drain(p.path());
-    let key = p.path().join(".attenu/anchor.pub");
-    let audit = cli(&["audit", &url, "--json", "--pub", key.to_str().unwrap()]);
-    assert_eq!(audit.code, 1, "{}{}", audit.stdout, audit.stderr);
-    let doc: Value = serde_json::from_str(&audit.stdout).unwrap();
+    let doc = audit_json(&p, &url, 1);
     assert_eq!(doc["sessions"][0]["status"], "notice", "{doc}");
-    assert!(
-        doc["sessions"][0]["why"]
-            .as_str()
-            .unwrap()
-            .contains("checkpoint-lost"),
-        "{doc}"
-    );
-    let audit_json = p.path().join("audit.json");
-    std::fs::write(&audit_json, &audit.stdout).unwrap();
-    let page = p.path().join("notice.html");
-    let (run, _) = report(&[audit_json.to_str().unwrap()], &page);
+    let why = doc["sessions"][0]["why"].as_str().unwrap();
+    assert!(why.contains("checkpoint-lost"), "{doc}");
+    let (run, dom) = render_audit(&browser, &p, &doc);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    let dom = rendered_dom(&browser, &page);
-    assert_eq!(
-        text_of(&dom, "data-verdict"),
-        "AUDIT FAILED: 1 of 1 sessions",
-        "{dom}"
-    );
-    assert!(dom.contains("data-session-status=\"notice\""), "{dom}");
-    // No session at all, and a finding about the fleet: not a pass.
-    let empty = p.path().join("empty.json");
-    std::fs::write(
-        &empty,
-        r#"{"sessions":[],"findings":["no session of the pinned CA's fleet is in the store"]}"#,
-    )
-    .unwrap();
+    assert_eq!(verdict(&dom), "AUDIT FAILED: 1 of 1 sessions", "{dom}");
+    assert_contains(&dom, &["data-session-status=\"notice\""]);
+}
+
+/// An audit whose JSON carries a finding about the fleet (no session of a pinned key) does not
+/// pass, on the page either.
+fn an_audit_with_a_fleet_finding_does_not_pass() {
+    let t = TempDir::new("report-finding");
+    let (empty, page) = (t.path().join("empty.json"), t.path().join("finding.html"));
+    std::fs::write(&empty, NO_SESSION).unwrap();
     let (run, _) = report(&[empty.to_str().unwrap()], &page);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    let dom = rendered_dom(&browser, &page);
+    let dom = rendered_dom(&chromium(), &page);
     assert!(!dom.contains("AUDIT PASSED"), "{dom}");
     assert_eq!(
-        text_of(&dom, "data-verdict"),
+        verdict(&dom),
         "AUDIT FAILED: 1 finding(s) about the fleet",
         "{dom}"
     );
-    assert!(dom.contains("no session of the pinned CA"), "{dom}");
-    assert!(
-        dom.contains("<title>AUDIT FAILED: 1 finding(s) about the fleet: attenu-hook report, fleet audit</title>"),
-        "{dom}"
-    );
+    assert_contains(&dom, &["no session of the pinned CA", FINDING_TITLE]);
 }
+
+const NO_SESSION: &str =
+    r#"{"sessions":[],"findings":["no session of the pinned CA's fleet is in the store"]}"#;
+const FINDING_TITLE: &str =
+    "<title>AUDIT FAILED: 1 finding(s) about the fleet: attenu-hook report, fleet audit</title>";

@@ -18,7 +18,9 @@ fn main() {
         doctor_probes_garage_and_deletes_its_object,
         doctor_reports_a_store_that_refuses_deletes_as_write_once,
         doctor_fails_when_the_store_is_down,
-        doctor_probes_a_file_store_and_says_how_to_create_a_missing_one,
+        doctor_probes_a_file_store_and_deletes_its_object,
+        doctor_says_how_to_create_a_missing_file_store,
+        doctor_probes_nothing_with_shipping_off,
         the_hook_binary_does_not_link_the_store_client,
     ]);
 }
@@ -78,6 +80,16 @@ fn line<'a>(out: &'a Out, label: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no {label} line: {}{}", out.stdout, out.stderr))
 }
 
+/// The line of check `label` starts with `status` and says each of `texts`.
+#[track_caller]
+fn assert_line(out: &Out, label: &str, status: &str, texts: &[&str]) {
+    let line = line(out, label);
+    assert!(line.starts_with(status), "{}", out.stdout);
+    for text in texts {
+        assert!(line.contains(text), "{text:?}: {line}");
+    }
+}
+
 fn probe_objects(url: &str, env: &[(String, String)]) -> Vec<String> {
     let store = Store::with_env(url, &Target::parse(url).unwrap(), env.to_vec()).unwrap();
     let rt = attenu_hook::ship::runtime().unwrap();
@@ -93,29 +105,22 @@ fn doctor_probes_garage_and_deletes_its_object() {
     let url = format!("s3://{}/probe", g.bucket);
     let p = project("probe-garage", &url, Some(7200));
     let out = doctor(p.path(), &g.env());
-    let store = line(&out, "ship:store");
-    assert!(store.starts_with("ok"), "{}", out.stdout);
-    assert!(
-        store.contains(&format!("{url}: wrote attenu-doctor/probe-"))
-            && store.contains("read it back identical, deleted it"),
-        "{store}"
-    );
+    let wrote = format!("{url}: wrote attenu-doctor/probe-");
+    assert_line(&out, "ship:store", "ok", &[&wrote, IDENTICAL]);
     assert_eq!(probe_objects(&url, &g.env()), Vec::<String>::new());
     // The backlog's age beside it: the oldest unshipped object, queued two hours ago.
-    let ship = line(&out, "ship");
-    assert!(
-        ship.starts_with("warn") && ship.contains("1 object(s) waiting, the oldest for 2 h"),
-        "{ship}"
+    assert_line(
+        &out,
+        "ship",
+        "warn",
+        &["1 object(s) waiting, the oldest for 2 h"],
     );
     // The probe shipped nothing: the queued object is still there.
-    assert!(p
-        .path()
-        .join(".attenu/outbox/kid1/s1/c0/checkpoints")
-        .read_dir()
-        .unwrap()
-        .next()
-        .is_some());
+    let queued = p.path().join(".attenu/outbox/kid1/s1/c0/checkpoints");
+    assert!(queued.read_dir().unwrap().next().is_some());
 }
+
+const IDENTICAL: &str = "read it back identical, deleted it";
 
 fn doctor_reports_a_store_that_refuses_deletes_as_write_once() {
     need_test_faults();
@@ -125,14 +130,15 @@ fn doctor_reports_a_store_that_refuses_deletes_as_write_once() {
     let mut env = g.env();
     env.push(("ATTENU_SHIP_TEST_REFUSE_DELETE".into(), "1".into()));
     let out = doctor(p.path(), &env);
-    let store = line(&out, "ship:store");
-    assert!(store.starts_with("ok"), "{}", out.stdout);
-    assert!(
-        store.contains("refused to delete it, as a write-once bucket does"),
-        "{store}"
+    assert_line(
+        &out,
+        "ship:store",
+        "ok",
+        &["refused to delete it, as a write-once bucket does"],
     );
     let left = probe_objects(&url, &g.env());
     assert_eq!(left.len(), 1, "{left:?}");
+    let store = line(&out, "ship:store");
     assert!(store.contains(&left[0]), "{store} {left:?}");
 }
 
@@ -142,54 +148,48 @@ fn doctor_fails_when_the_store_is_down() {
     let p = project("probe-down", &url, None);
     g.stop();
     let out = doctor(p.path(), &g.env());
-    let store = line(&out, "ship:store");
-    assert!(store.starts_with("FAIL"), "{}", out.stdout);
-    assert!(
-        store.contains("cannot write the probe object") && store.contains("nothing can ship"),
-        "{store}"
-    );
+    let says = ["cannot write the probe object", "nothing can ship"];
+    assert_line(&out, "ship:store", "FAIL", &says);
     assert_eq!(out.code, 1, "{}", out.stdout);
     // Wrong credentials are a failure too, with the store's own words.
     g.resume();
     let mut env = g.env();
     env.retain(|(k, _)| k != "AWS_SECRET_ACCESS_KEY");
     env.push(("AWS_SECRET_ACCESS_KEY".into(), "0".repeat(64)));
-    let out = doctor(p.path(), &env);
-    assert!(
-        line(&out, "ship:store").starts_with("FAIL"),
-        "{}",
-        out.stdout
-    );
+    assert_line(&doctor(p.path(), &env), "ship:store", "FAIL", &[]);
 }
 
-fn doctor_probes_a_file_store_and_says_how_to_create_a_missing_one() {
+fn doctor_probes_a_file_store_and_deletes_its_object() {
     let share = TempDir::new("probe-share");
     let url = format!("file://{}", share.path().display());
     let p = project("probe-file", &url, None);
-    let out = doctor(p.path(), &[]);
-    let store = line(&out, "ship:store");
-    assert!(
-        store.starts_with("ok") && store.contains("read it back identical, deleted it"),
-        "{}",
-        out.stdout
-    );
+    assert_line(&doctor(p.path(), &[]), "ship:store", "ok", &[IDENTICAL]);
     let dir = share.path().join("attenu-doctor");
     let files: Vec<_> = std::fs::read_dir(&dir)
         .map(|d| d.flatten().collect())
         .unwrap_or_default();
     assert!(files.is_empty(), "{files:?}");
-    // A share that is not there: a failure that says what to do.
+}
+
+/// A share that is not there: a failure that says what to do.
+fn doctor_says_how_to_create_a_missing_file_store() {
     let gone = project(
         "probe-file-gone",
         "file:///nonexistent/attenu-probe-share",
         None,
     );
     let out = doctor(gone.path(), &[]);
-    let store = line(&out, "ship:store");
-    assert!(store.starts_with("FAIL"), "{}", out.stdout);
-    assert!(store.contains("/nonexistent/attenu-probe-share"), "{store}");
+    assert_line(
+        &out,
+        "ship:store",
+        "FAIL",
+        &["/nonexistent/attenu-probe-share"],
+    );
     assert_eq!(out.code, 1);
-    // Shipping off: no probe at all.
+}
+
+/// Shipping off: no probe at all.
+fn doctor_probes_nothing_with_shipping_off() {
     let off = TempDir::new("probe-off");
     let out = doctor(off.path(), &[]);
     assert!(!out.stdout.contains("ship:store"), "{}", out.stdout);
@@ -200,17 +200,6 @@ fn doctor_probes_a_file_store_and_says_how_to_create_a_missing_one() {
 /// library's types either way).
 fn the_hook_binary_does_not_link_the_store_client() {
     common::need_tool("nm", "--version");
-    let defined = |bin: &str, needle: &str| {
-        let out = std::process::Command::new("nm")
-            .args(["--defined-only", "--demangle", bin])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "nm {bin}");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter(|l| l.contains(needle))
-            .count()
-    };
     let hook = env!("CARGO_BIN_EXE_attenu-hook");
     let ship = env!("CARGO_BIN_EXE_attenu-hook-ship");
     for needle in ["object_store::", "tokio::runtime", "reqwest::"] {
@@ -221,4 +210,17 @@ fn the_hook_binary_does_not_link_the_store_client() {
             "attenu-hook defines {needle} functions"
         );
     }
+}
+
+/// How many symbols the binary `bin` defines whose demangled names contain `needle`.
+fn defined(bin: &str, needle: &str) -> usize {
+    let out = std::process::Command::new("nm")
+        .args(["--defined-only", "--demangle", bin])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "nm {bin}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(needle))
+        .count()
 }

@@ -25,10 +25,17 @@ fn main() {
         a_ca_with_no_session_in_the_store_fails_the_audit,
         a_key_id_that_signed_with_two_keys_is_a_finding,
         a_local_file_that_weakens_the_team_and_admin_files_is_recorded,
+        without_the_local_file_the_team_and_admin_files_hold,
+        a_typo_in_the_team_file_denies_naming_it,
         subagents_cannot_reach_the_team_file_or_the_enrolled_key,
         a_fifo_in_place_of_gits_head_never_holds_up_a_call,
         one_certified_bundle_verifies_under_the_team_ca_alone,
+        a_certified_bundle_with_an_entry_changed_is_invalid_under_the_team_ca,
+        a_bundle_of_a_machine_that_never_enrolled_has_no_certificate,
         a_certified_bundles_page_names_the_team_ca_it_was_checked_under,
+        a_certified_bundles_page_without_a_pin_says_the_key_is_not_pinned,
+        a_certified_bundles_page_is_refused_under_another_ca_or_a_revocation,
+        an_audits_json_reads_under_ca_on_the_page_too,
     ]);
 }
 
@@ -139,6 +146,29 @@ impl Machine {
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         }
+    }
+
+    /// Where `enroll` keeps the key: `~/.config/attenu-hook`.
+    fn key_dir(&self) -> PathBuf {
+        self.home.path().join(".config/attenu-hook")
+    }
+
+    /// The machine signing with the key file `key` and the certificate `cert`, named in its
+    /// environment (as a CI runner does).
+    fn signing_with(mut self, key: PathBuf, cert: PathBuf) -> Machine {
+        self.env
+            .push(("ATTENU_SIGNING_KEY_FILE".into(), key.into()));
+        self.env
+            .push(("ATTENU_SIGNING_CERT_FILE".into(), cert.into()));
+        self
+    }
+
+    /// The command with `args` exits `code` and its stdout says `says`.
+    #[track_caller]
+    fn assert_says(&self, args: &[&str], code: i32, says: &str) {
+        let out = self.cli(args);
+        assert_eq!(out.code, code, "{args:?}: {}{}", out.stdout, out.stderr);
+        assert!(out.stdout.contains(says), "{args:?}: {}", out.stdout);
     }
 
     /// `enroll`, then the CA's certificate installed with `enroll --cert`.
@@ -255,6 +285,92 @@ impl Repo {
     }
 }
 
+/// A key pair made with `ssh-keygen` at `dir/name` (and `.pub`): the private key's path.
+fn new_key(dir: &Path, name: &str) -> PathBuf {
+    let key = dir.join(name);
+    run(Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(&key));
+    key
+}
+
+/// What most team tests start from: a directory for keys, a directory store in it, the team
+/// CA and another, and the team's repository shipping to that store.
+struct Team {
+    keys: TempDir,
+    share: PathBuf,
+    team: Ca,
+    other: Ca,
+    project: Repo,
+}
+
+fn team(tag: &str) -> Team {
+    let keys = TempDir::new(tag);
+    let share = keys.path().join("share");
+    std::fs::create_dir(&share).unwrap();
+    let team = ca(keys.path(), "team-ca");
+    let other = ca(keys.path(), "other-ca");
+    let project = repo(&file_url(&share), &team);
+    Team {
+        keys,
+        share,
+        team,
+        other,
+        project,
+    }
+}
+
+impl Team {
+    fn url(&self) -> String {
+        file_url(&self.share)
+    }
+
+    /// The team CA's public key file, as an argument.
+    fn ca(&self) -> &str {
+        self.team.public.to_str().unwrap()
+    }
+
+    /// A machine enrolled with the team CA as `id`, with one session `session` recorded in a
+    /// clone of its own: the machine and the session's bundle.
+    fn enrolled_session(&self, tag: &str, id: &str, session: &str) -> (Machine, TempDir) {
+        let m = machine(&format!("{tag}-home"));
+        m.enroll(&self.team, id);
+        let clone = self.project.clone_to(&format!("{tag}-clone"));
+        m.session(clone.path(), session);
+        (m, clone)
+    }
+
+    /// A certificate for `attenu-hook` of the public key `public` as `id`, valid for a day,
+    /// signed by the team CA.
+    fn certify(&self, public: &Path, id: &str, serial: u64) -> PathBuf {
+        self.team.certify(public, id, "attenu-hook", "+1d", serial)
+    }
+
+    /// A CI runner `tag` signing with a key of its own and a certificate of it for
+    /// `principal`, valid for `validity`, signed by `signer`; it records session `s-<tag>` in
+    /// a clone of its own.
+    fn runner_session(&self, tag: &str, signer: &Ca, principal: &str, validity: &str) {
+        let key = new_key(self.keys.path(), &format!("{tag}-key"));
+        let id = format!("runner-{tag}");
+        let cert = signer.certify(&key.with_extension("pub"), &id, principal, validity, 7);
+        let m = machine(&format!("refuse-{tag}")).signing_with(key, cert);
+        let clone = self.project.clone_to(&format!("refuse-clone-{tag}"));
+        m.session(clone.path(), &format!("s-{tag}"));
+    }
+
+    /// A revocation list in the keys directory naming `line`: its path.
+    fn revoked(&self, line: &str) -> PathBuf {
+        let revoked = self.keys.path().join("revoked");
+        std::fs::write(&revoked, line).unwrap();
+        revoked
+    }
+}
+
+/// The first two words of `text` (a public key line without its comment).
+fn first_two_words(text: &str) -> Vec<&str> {
+    text.split_whitespace().take(2).collect()
+}
+
 fn audit(m: &Machine, url: &str, extra: &[&str]) -> (i32, Value, String) {
     let mut args = vec!["audit", url, "--json"];
     args.extend_from_slice(extra);
@@ -265,100 +381,60 @@ fn audit(m: &Machine, url: &str, extra: &[&str]) -> (i32, Value, String) {
 
 fn enroll_makes_one_key_outside_the_clone_and_reuses_it() {
     need_tools();
-    use std::os::unix::fs::PermissionsExt;
     let m = machine("enroll-home");
     let first = m.cli(&["enroll"]);
-    assert_eq!(first.code, 0, "{}", first.stderr);
-    assert!(
-        first.stdout.starts_with("ssh-ed25519 AAAA"),
-        "{}",
-        first.stdout
-    );
-    assert!(
-        first.stderr.contains("ssh-keygen -s CA_KEY"),
-        "{}",
-        first.stderr
-    );
-    let again = m.cli(&["enroll"]);
-    assert_eq!(again.stdout, first.stdout, "the same key, reused");
-    let dir = m.home.path().join(".config/attenu-hook");
-    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode(&dir), 0o700);
-    assert_eq!(mode(&dir.join("signing-key")), 0o600);
+    let (out, err) = (&first.stdout, &first.stderr);
+    assert_eq!(first.code, 0, "{err}");
+    assert!(out.starts_with("ssh-ed25519 AAAA"), "{out}");
+    assert!(err.contains("ssh-keygen -s CA_KEY"), "{err}");
+    assert_eq!(&m.cli(&["enroll"]).stdout, out, "the same key, reused");
+    assert_eq!(gated::mode_of(&m.key_dir()), 0o700);
+    assert_eq!(gated::mode_of(&m.key_dir().join("signing-key")), 0o600);
     // ssh-keygen itself reads the key and derives the same public line.
-    let derived = run(Command::new("ssh-keygen")
+    let mut derive = Command::new("ssh-keygen");
+    let derived = run(derive
         .arg("-y")
         .arg("-f")
-        .arg(dir.join("signing-key")));
-    assert_eq!(
-        derived.split_whitespace().take(2).collect::<Vec<_>>(),
-        first.stdout.split_whitespace().take(2).collect::<Vec<_>>()
-    );
+        .arg(m.key_dir().join("signing-key")));
+    assert_eq!(first_two_words(&derived), first_two_words(out));
 }
 
 fn enroll_cert_refuses_what_does_not_certify_this_key() {
     need_tools();
-    let keys = TempDir::new("enroll-cas");
-    let team = ca(keys.path(), "team-ca");
-    let other = ca(keys.path(), "other-ca");
-    let project = repo("file:///nonexistent/share", &team);
+    let t = team("enroll-cas");
     let m = machine("enroll-cert-home");
     assert_eq!(m.cli(&["enroll"]).code, 0);
-    let public = m.home.path().join(".config/attenu-hook/signing-key.pub");
-    let p = project.dir.path().to_str().unwrap();
+    let public = m.key_dir().join("signing-key.pub");
+    let p = t.project.dir.path().to_str().unwrap();
     let try_cert =
         |cert: &Path| m.cli(&["enroll", "--project", p, "--cert", cert.to_str().unwrap()]);
-    let cases: Vec<(PathBuf, &str)> = vec![
-        (
-            team.certify(&public, "alice", "ssh-login", "+1d", 1),
-            "not `attenu-hook`",
-        ),
-        (
-            team.certify(&public, "alice", "attenu-hook", "20200101:20200102", 2),
-            "expired",
-        ),
-        (
-            team.certify(&public, "alice", "attenu-hook", "+52w:+53w", 3),
-            "not valid before",
-        ),
-        (
-            other.certify(&public, "alice", "attenu-hook", "+1d", 4),
-            "not a pinned team CA",
-        ),
-    ];
-    for (cert, why) in &cases {
-        let out = try_cert(cert);
-        assert_eq!(out.code, 2, "{why}: {}", out.stderr);
-        assert!(out.stderr.contains(why), "{why}: {}", out.stderr);
+    for (cert, why) in &refused_certificates(&t, &public) {
+        common::assert_exit_saying(&try_cert(cert), 2, &[why]);
         std::fs::remove_file(cert).unwrap();
     }
     // A certificate of another key.
-    let stranger = keys.path().join("stranger");
-    run(Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-        .arg(&stranger));
-    let foreign = team.certify(
-        &stranger.with_extension("pub"),
-        "mallory",
-        "attenu-hook",
-        "+1d",
-        6,
-    );
-    let out = try_cert(&foreign);
-    assert!(
-        out.code == 2 && out.stderr.contains("certifies another key"),
-        "{}",
-        out.stderr
-    );
-    assert!(!m
-        .home
-        .path()
-        .join(".config/attenu-hook/signing-key-cert.pub")
-        .exists());
-    let good = team.certify(&public, "alice@laptop", "attenu-hook", "+1d", 7);
-    let out = try_cert(&good);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stderr.contains("\"alice@laptop\""), "{}", out.stderr);
+    let stranger = new_key(t.keys.path(), "stranger");
+    let foreign = t.certify(&stranger.with_extension("pub"), "mallory", 6);
+    common::assert_exit_saying(&try_cert(&foreign), 2, &["certifies another key"]);
+    assert!(!m.key_dir().join("signing-key-cert.pub").exists());
+    let good = t.certify(&public, "alice@laptop", 7);
+    common::assert_exit_saying(&try_cert(&good), 0, &["\"alice@laptop\""]);
+}
+
+/// Certificates of `public` that `enroll --cert` must refuse, each with why.
+fn refused_certificates(t: &Team, public: &Path) -> Vec<(PathBuf, &'static str)> {
+    let ours = |principal: &str, validity: &str, serial| {
+        t.team.certify(public, "alice", principal, validity, serial)
+    };
+    vec![
+        (ours("ssh-login", "+1d", 1), "not `attenu-hook`"),
+        (ours("attenu-hook", "20200101:20200102", 2), "expired"),
+        (ours("attenu-hook", "+52w:+53w", 3), "not valid before"),
+        (
+            t.other.certify(public, "alice", "attenu-hook", "+1d", 4),
+            "not a pinned team CA",
+        ),
+    ]
 }
 
 /// Two developers, a CI runner (key and certificate from its environment) and an unenrolled
@@ -536,80 +612,53 @@ fn fleet(keys: &Path, url: &str, store_env: &[(String, OsString)]) -> String {
 
 fn an_audit_refuses_expired_revoked_and_foreign_certificates() {
     need_tools();
-    let keys = TempDir::new("team-refuse");
-    let share = keys.path().join("share");
-    std::fs::create_dir(&share).unwrap();
-    let team = ca(keys.path(), "team-ca");
-    let other = ca(keys.path(), "other-ca");
-    let project = repo(&file_url(&share), &team);
+    let t = team("team-refuse");
     // Each runner signs with its own key and a certificate the audit must refuse.
-    let cases = [
-        (
-            "expired",
-            &team,
-            "attenu-hook",
-            "20200101:20200102",
-            "expired",
-        ),
-        (
-            "foreign",
-            &other,
-            "attenu-hook",
-            "+1d",
-            "not a pinned team CA",
-        ),
-        ("principal", &team, "deploy", "+1d", "not `attenu-hook`"),
-        ("revoked", &team, "attenu-hook", "+1d", "is revoked"),
-    ];
-    for (tag, signer, principal, validity, _) in &cases {
-        let mut m = machine(&format!("refuse-{tag}"));
-        let key = keys.path().join(format!("{tag}-key"));
-        run(Command::new("ssh-keygen")
-            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-            .arg(&key));
-        let cert = signer.certify(
-            &key.with_extension("pub"),
-            &format!("runner-{tag}"),
-            principal,
-            validity,
-            7,
-        );
-        m.env.push(("ATTENU_SIGNING_KEY_FILE".into(), key.into()));
-        m.env.push(("ATTENU_SIGNING_CERT_FILE".into(), cert.into()));
-        let clone = project.clone_to(&format!("refuse-clone-{tag}"));
-        m.session(clone.path(), &format!("s-{tag}"));
+    for (tag, by_team, principal, validity, _) in REFUSED {
+        let signer = if by_team { &t.team } else { &t.other };
+        t.runner_session(tag, signer, principal, validity);
     }
-    let revoked = keys.path().join("revoked");
-    std::fs::write(&revoked, "# taken back\nid:runner-revoked\n").unwrap();
-    let m = machine("refuse-reviewer");
-    let (code, report, stderr) = audit(
-        &m,
-        &file_url(&share),
-        &[
-            "--ca",
-            team.public.to_str().unwrap(),
-            "--revoked",
-            revoked.to_str().unwrap(),
-        ],
-    );
+    let revoked = t.revoked("# taken back\nid:runner-revoked\n");
+    let pins = ["--ca", t.ca(), "--revoked", revoked.to_str().unwrap()];
+    let (code, report, stderr) = audit(&machine("refuse-reviewer"), &t.url(), &pins);
     assert_eq!(code, 1, "{stderr}");
-    for (tag, _, _, _, why) in &cases {
-        let s = report["sessions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["session"] == format!("s-{tag}"))
-            .unwrap();
+    for (tag, _, _, _, why) in REFUSED {
+        let s = session_of(&report, &format!("s-{tag}"));
         assert_ne!(s["status"], "complete", "{tag}: {s}");
         assert!(s["why"].as_str().unwrap().contains(why), "{tag}: {s}");
     }
-    assert!(
-        report["findings"].as_array().unwrap().iter().any(|f| f
-            .as_str()
-            .unwrap()
-            .contains("no session in the store is signed by a key the pinned CA certified")),
-        "{report}"
-    );
+    let findings = report["findings"].as_array().unwrap();
+    let certified = |f: &Value| f.as_str().unwrap().contains(NONE_CERTIFIED);
+    assert!(findings.iter().any(certified), "{report}");
+}
+
+/// Runners whose certificates the audit refuses: (tag, signed by the team CA rather than
+/// another, principal, validity, why).
+const REFUSED: [(&str, bool, &str, &str, &str); 4] = [
+    (
+        "expired",
+        true,
+        "attenu-hook",
+        "20200101:20200102",
+        "expired",
+    ),
+    (
+        "foreign",
+        false,
+        "attenu-hook",
+        "+1d",
+        "not a pinned team CA",
+    ),
+    ("principal", true, "deploy", "+1d", "not `attenu-hook`"),
+    ("revoked", true, "attenu-hook", "+1d", "is revoked"),
+];
+
+const NONE_CERTIFIED: &str = "no session in the store is signed by a key the pinned CA certified";
+
+/// The audit report's record of `session`, which must be there.
+fn session_of<'a>(report: &'a Value, session: &str) -> &'a Value {
+    let sessions = report["sessions"].as_array().unwrap();
+    sessions.iter().find(|x| x["session"] == session).unwrap()
 }
 
 fn a_ca_with_no_session_in_the_store_fails_the_audit() {
@@ -618,20 +667,11 @@ fn a_ca_with_no_session_in_the_store_fails_the_audit() {
     let share = keys.path().join("share");
     std::fs::create_dir(&share).unwrap();
     let team = ca(keys.path(), "team-ca");
-    let m = machine("team-empty-reviewer");
-    let (code, report, stderr) = audit(
-        &m,
-        &file_url(&share),
-        &["--ca", team.public.to_str().unwrap()],
-    );
+    let pin = ["--ca", team.public.to_str().unwrap()];
+    let (code, report, stderr) = audit(&machine("team-empty-reviewer"), &file_url(&share), &pin);
     assert_eq!(code, 1, "{stderr}");
-    assert!(
-        report["findings"][0]
-            .as_str()
-            .unwrap()
-            .contains("no session"),
-        "{report}"
-    );
+    let finding = report["findings"][0].as_str().unwrap();
+    assert!(finding.contains("no session"), "{report}");
 }
 
 /// One certificate key id whose sessions were signed by two different keys (a machine whose
@@ -639,42 +679,88 @@ fn a_ca_with_no_session_in_the_store_fails_the_audit() {
 /// finding that fails the audit.
 fn a_key_id_that_signed_with_two_keys_is_a_finding() {
     need_tools();
-    let keys = TempDir::new("team-twokeys");
-    let share = keys.path().join("share");
-    std::fs::create_dir(&share).unwrap();
-    let team = ca(keys.path(), "team-ca");
-    let project = repo(&file_url(&share), &team);
+    let t = team("team-twokeys");
     for tag in ["old-laptop", "new-laptop"] {
-        let m = machine(&format!("twokeys-{tag}"));
-        m.enroll(&team, "alice@laptop");
-        let clone = project.clone_to(&format!("twokeys-clone-{tag}"));
-        m.session(clone.path(), &format!("s-{tag}"));
+        t.enrolled_session(
+            &format!("twokeys-{tag}"),
+            "alice@laptop",
+            &format!("s-{tag}"),
+        );
     }
-    let m = machine("twokeys-reviewer");
-    let (code, report, stderr) = audit(
-        &m,
-        &file_url(&share),
-        &["--ca", team.public.to_str().unwrap()],
-    );
+    let (code, report, stderr) = audit(&machine("twokeys-reviewer"), &t.url(), &["--ca", t.ca()]);
     assert_eq!(code, 1, "{stderr}");
     for s in report["sessions"].as_array().unwrap() {
         assert_eq!(s["status"], "complete", "{s}");
     }
     assert!(
-        report["findings"]
-            .to_string()
-            .contains("\\\"alice@laptop\\\" signed sessions with 2 different keys"),
+        report["findings"].to_string().contains(TWO_KEYS),
         "{report}"
     );
 }
 
+const TWO_KEYS: &str = "\\\"alice@laptop\\\" signed sessions with 2 different keys";
+
 /// The administrator's file and the team's committed file set enforcement and shipping; the
 /// clone's own file turns enforcement down. It applies, and the chain's root says so.
 fn a_local_file_that_weakens_the_team_and_admin_files_is_recorded() {
-    let p = sample("team-layers");
-    let admin = TempDir::new("team-layers-admin");
-    let admin_file = admin.path().join("config.toml");
-    std::fs::write(&admin_file, "enforce_main_thread = true\n").unwrap();
+    let (p, admin) = layered("team-layers");
+    let bash = p.bash_by("reviewer", "ls").id("t1");
+    let out = hook_env(p.path(), bash.payload(), &admin.env());
+    assert!(
+        out.is_allow(),
+        "observe, as the local file says: {}",
+        out.stdout
+    );
+    let config = &entries(p.path(), "s1")[0]["context"]["identity"]["config"];
+    let sources = config["sources"].as_array().unwrap();
+    assert_eq!(sources.len(), 3, "{config}");
+    assert_eq!(sources[0], admin.file.to_str().unwrap());
+    let team = sources[1].as_str().unwrap();
+    assert!(team.ends_with(".claude/attenu.toml"), "{config}");
+    let overrides = config["overrides"].to_string();
+    assert_contains(
+        &overrides,
+        &["mode observe instead of enforce", "enforce_main_thread off"],
+    );
+}
+
+/// Without the local file, the team's and the administrator's values hold.
+fn without_the_local_file_the_team_and_admin_files_hold() {
+    let (p, admin) = layered("team-layers-held");
+    std::fs::remove_file(p.path().join(".attenu/config.toml")).unwrap();
+    let bash = p.bash_by("reviewer", "ls").session("s2").id("t2");
+    assert!(hook_env(p.path(), bash.payload(), &admin.env()).denied());
+}
+
+/// A typo in the team's file denies, naming that file.
+fn a_typo_in_the_team_file_denies_naming_it() {
+    let (p, admin) = layered("team-layers-typo");
+    std::fs::write(p.path().join(".claude/attenu.toml"), "mdoe = \"observe\"\n").unwrap();
+    let read = p.read_by("reviewer", "/x").session("s3").id("t3");
+    let out = hook_env(p.path(), read.payload(), &admin.env());
+    assert_denied_saying(&out, ".claude/attenu.toml");
+}
+
+/// The administrator's config file (`ATTENU_ADMIN_CONFIG`), in a directory of its own.
+struct Admin {
+    _dir: TempDir,
+    file: PathBuf,
+}
+
+impl Admin {
+    fn env(&self) -> [(&str, &std::ffi::OsStr); 1] {
+        [("ATTENU_ADMIN_CONFIG", self.file.as_os_str())]
+    }
+}
+
+/// The sample project with three layers of configuration: the administrator's (main thread
+/// enforced), the team's committed file (enforce, Bash gated), and the clone's own file that
+/// turns both down.
+fn layered(tag: &str) -> (TempDir, Admin) {
+    let p = sample(tag);
+    let dir = TempDir::new(&format!("{tag}-admin"));
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, "enforce_main_thread = true\n").unwrap();
     std::fs::write(
         p.path().join(".claude/attenu.toml"),
         "mode = \"enforce\"\n[gate]\nrequire = [\"exec.bash\"]\n",
@@ -684,65 +770,7 @@ fn a_local_file_that_weakens_the_team_and_admin_files_is_recorded() {
         p.path(),
         "mode = \"observe\"\nenforce_main_thread = false\n",
     );
-    let env = [("ATTENU_ADMIN_CONFIG", admin_file.as_os_str())];
-    let bash = pre(
-        "s1",
-        p.path(),
-        Some("reviewer"),
-        "Bash",
-        json!({"command": "ls"}),
-        "t1",
-    );
-    let out = hook_env(p.path(), &bash, &env);
-    assert!(
-        out.is_allow(),
-        "observe, as the local file says: {}",
-        out.stdout
-    );
-    let root = &entries(p.path(), "s1")[0];
-    let config = &root["context"]["identity"]["config"];
-    let sources: Vec<&str> = config["sources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
-    assert_eq!(sources.len(), 3, "{config}");
-    assert_eq!(sources[0], admin_file.to_str().unwrap());
-    assert!(sources[1].ends_with(".claude/attenu.toml"), "{config}");
-    let overrides = config["overrides"].to_string();
-    assert!(
-        overrides.contains("mode observe instead of enforce"),
-        "{overrides}"
-    );
-    assert!(overrides.contains("enforce_main_thread off"), "{overrides}");
-    // Without the local file, the team's and the administrator's values hold.
-    std::fs::remove_file(p.path().join(".attenu/config.toml")).unwrap();
-    let bash = pre(
-        "s2",
-        p.path(),
-        Some("reviewer"),
-        "Bash",
-        json!({"command": "ls"}),
-        "t2",
-    );
-    assert!(hook_env(p.path(), &bash, &env).denied());
-    // A typo in the team's file denies, naming that file.
-    std::fs::write(p.path().join(".claude/attenu.toml"), "mdoe = \"observe\"\n").unwrap();
-    let read = pre(
-        "s3",
-        p.path(),
-        Some("reviewer"),
-        "Read",
-        json!({"file_path": "/x"}),
-        "t3",
-    );
-    let out = hook_env(p.path(), &read, &env);
-    assert!(
-        out.denied() && out.reason().contains(".claude/attenu.toml"),
-        "{}",
-        out.stdout
-    );
+    (p, Admin { _dir: dir, file })
 }
 
 /// The committed team file is the settings' equal, and the enrolled key a secret like
@@ -755,25 +783,7 @@ fn subagents_cannot_reach_the_team_file_or_the_enrolled_key() {
     let key_dir = home.path().join(".config/attenu-hook");
     std::fs::create_dir_all(&key_dir).unwrap();
     let env = [("HOME", home.path().as_os_str())];
-    let root = p.path().display().to_string();
-    for (tool, input) in [
-        (
-            "Write",
-            json!({"file_path": format!("{root}/.claude/attenu.toml"), "content": "mode = \"observe\""}),
-        ),
-        (
-            "Edit",
-            json!({"file_path": format!("{root}/.claude/attenu.toml")}),
-        ),
-        (
-            "Read",
-            json!({"file_path": format!("{}/signing-key", key_dir.display())}),
-        ),
-        (
-            "Write",
-            json!({"file_path": format!("{}/signing-key-cert.pub", key_dir.display())}),
-        ),
-    ] {
+    for (tool, input) in reaches_for_the_team_file_and_the_key(p.path(), &key_dir) {
         let call = pre("s1", p.path(), Some("ops"), tool, input.clone(), "t1");
         let out = hook_env(p.path(), &call, &env);
         assert!(out.denied(), "{tool} {input}: {}", out.stdout);
@@ -785,6 +795,26 @@ fn subagents_cannot_reach_the_team_file_or_the_enrolled_key() {
     }
 }
 
+/// Writes and an edit of the project's `.claude/attenu.toml`, a read of the enrolled key and
+/// a write of its certificate in `key_dir`: (tool, input).
+fn reaches_for_the_team_file_and_the_key(
+    root: &Path,
+    key_dir: &Path,
+) -> Vec<(&'static str, Value)> {
+    let team_file = format!("{}/.claude/attenu.toml", root.display());
+    let key = format!("{}/signing-key", key_dir.display());
+    let cert = format!("{}/signing-key-cert.pub", key_dir.display());
+    vec![
+        (
+            "Write",
+            json!({"file_path": team_file, "content": "mode = \"observe\""}),
+        ),
+        ("Edit", json!({ "file_path": team_file })),
+        ("Read", json!({ "file_path": key })),
+        ("Write", json!({ "file_path": cert })),
+    ]
+}
+
 /// The repository is the agents' to write: a FIFO in place of `.git/HEAD` (or anything that is
 /// not a regular file) leaves the root without a repository, and never makes a call wait.
 fn a_fifo_in_place_of_gits_head_never_holds_up_a_call() {
@@ -792,15 +822,7 @@ fn a_fifo_in_place_of_gits_head_never_holds_up_a_call() {
     let p = sample("team-fifo-head");
     std::fs::create_dir_all(p.path().join(".git")).unwrap();
     run(Command::new("mkfifo").arg(p.path().join(".git/HEAD")));
-    let read = pre(
-        "s1",
-        p.path(),
-        Some("reviewer"),
-        "Read",
-        json!({"file_path": "/x"}),
-        "t1",
-    );
-    let out = hook(p.path(), &read);
+    let out = p.read_by("reviewer", "/x").id("t1").run();
     assert!(out.is_allow(), "{}", out.stdout);
     let root = &entries(p.path(), "s1")[0];
     assert!(root["context"]["identity"].get("git").is_none(), "{root}");
@@ -812,164 +834,166 @@ fn a_fifo_in_place_of_gits_head_never_holds_up_a_call() {
 /// bundle, which did not sign it) verifies it, reported as not pinned.
 fn one_certified_bundle_verifies_under_the_team_ca_alone() {
     need_tools();
-    let keys = TempDir::new("team-one-bundle");
-    let share = keys.path().join("share");
-    std::fs::create_dir(&share).unwrap();
-    let team = ca(keys.path(), "team-ca");
-    let other = ca(keys.path(), "other-ca");
-    let project = repo(&file_url(&share), &team);
-    let alice = machine("one-bundle-alice");
-    alice.enroll(&team, "alice@laptop");
-    let clone = project.clone_to("one-bundle-clone");
-    alice.session(clone.path(), "s1");
-    let bundle = clone.path().join(".attenu/bundle-s1.json");
-    let b = bundle.to_str().unwrap();
-    assert!(clone.path().join(".attenu/anchor.pub").exists());
-    let revoked = keys.path().join("revoked");
-    std::fs::write(&revoked, "id:alice@laptop\n").unwrap();
-    let (t, o, r) = (
-        team.public.to_str().unwrap(),
-        other.public.to_str().unwrap(),
-        revoked.to_str().unwrap(),
+    let r = reported("team-one-bundle");
+    let (t, alice, b) = (&r.t, &r.alice, &r.bundle);
+    let revoked = t.revoked("id:alice@laptop\n");
+    let (ca, rev) = (t.ca(), revoked.to_str().unwrap());
+    let other = t.other.public.to_str().unwrap();
+    alice.assert_says(&["verify", b], 3, CERTIFICATE_NAMES);
+    alice.assert_says(&["verify", b, "--ca", ca], 0, CERTIFIED);
+    alice.assert_says(&["verify", b, "--ca", other], 1, NOT_CERTIFIED);
+    alice.assert_says(
+        &["verify", b, "--ca", ca, "--revoked", rev],
+        1,
+        "is revoked",
     );
-    // (arguments, exit code, what stdout says)
-    let cases: &[(&[&str], i32, &str)] = &[
-        (
-            &["verify", b],
-            3,
-            "the key the bundle's own certificate names (key id \"alice@laptop\"",
-        ),
-        (
-            &["verify", b, "--ca", t],
-            0,
-            "key: certified by the pinned CA",
-        ),
-        (
-            &["verify", b, "--ca", o],
-            1,
-            "INVALID (signer not certified)",
-        ),
-        (&["verify", b, "--ca", t, "--revoked", r], 1, "is revoked"),
-    ];
-    for (args, code, says) in cases {
-        let out = alice.cli(args);
-        assert_eq!(out.code, *code, "{args:?}: {}{}", out.stdout, out.stderr);
-        assert!(out.stdout.contains(says), "{args:?}: {}", out.stdout);
-    }
-    let out = alice.cli(&["verify", b, "--ca", t, "--json"]);
-    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    let report = stdout_json(&alice.cli(&["verify", b, "--ca", ca, "--json"]));
     assert_eq!(report["valid"], true, "{report}");
     assert_eq!(report["certificate"]["key_id"], "alice@laptop", "{report}");
     assert_eq!(report["certificate"]["serial"], 1, "{report}");
-
-    // An entry changed: the certificate still checks out, the signature no longer does.
-    let text = std::fs::read_to_string(&bundle).unwrap();
-    let tampered = keys.path().join("tampered.json");
-    std::fs::write(&tampered, text.replacen("\"Read\"", "\"Edit\"", 1)).unwrap();
-    let out = alice.cli(&["verify", tampered.to_str().unwrap(), "--ca", t]);
-    assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(out.stdout.contains("INVALID"), "{}", out.stdout);
-
-    // A machine that never enrolled signed with its own key: no CA vouches for it.
-    let stranger = machine("one-bundle-stranger");
-    let theirs = project.clone_to("one-bundle-stranger-clone");
-    stranger.session(theirs.path(), "s2");
-    let bundle = theirs.path().join(".attenu/bundle-s2.json");
-    let out = stranger.cli(&["verify", bundle.to_str().unwrap(), "--ca", t]);
-    assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(
-        out.stderr.contains("carries no signer certificate"),
-        "{}",
-        out.stderr
-    );
 }
 
+/// An entry changed: the certificate still checks out, the signature no longer does.
+fn a_certified_bundle_with_an_entry_changed_is_invalid_under_the_team_ca() {
+    need_tools();
+    let r = reported("team-one-bundle-tampered");
+    let tampered = r.t.keys.path().join("tampered.json");
+    let text = std::fs::read_to_string(&r.bundle).unwrap();
+    std::fs::write(&tampered, text.replacen("\"Read\"", "\"Edit\"", 1)).unwrap();
+    let tampered = tampered.to_str().unwrap();
+    r.alice
+        .assert_says(&["verify", tampered, "--ca", r.t.ca()], 1, "INVALID");
+}
+
+const CERTIFIED: &str = "key: certified by the pinned CA";
+const NOT_CERTIFIED: &str = "INVALID (signer not certified)";
+
+/// A machine that never enrolled signed with its own key: no CA vouches for its bundle.
+fn a_bundle_of_a_machine_that_never_enrolled_has_no_certificate() {
+    need_tools();
+    let t = team("team-one-bundle-stranger");
+    let stranger = machine("one-bundle-stranger");
+    let theirs = t.project.clone_to("one-bundle-stranger-clone");
+    stranger.session(theirs.path(), "s2");
+    let bundle = theirs.path().join(".attenu/bundle-s2.json");
+    let out = stranger.cli(&["verify", bundle.to_str().unwrap(), "--ca", t.ca()]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    common::assert_exit_saying(&out, 2, &["carries no signer certificate"]);
+}
+
+const CERTIFICATE_NAMES: &str =
+    "the key the bundle's own certificate names (key id \"alice@laptop\"";
+
 /// `report --ca` pins the team CA as `verify --ca` does: the page says the key is the one the
-/// certificate certifies, vouched for by the CA passed, never "read from beside the bundle";
-/// without a pin it says the certificate the bundle carries was not vouched for; a CA that did
-/// not sign the certificate writes no page and exits 1; an audit's JSON reads under --ca too.
+/// certificate certifies, vouched for by the CA passed, never "read from beside the bundle".
 fn a_certified_bundles_page_names_the_team_ca_it_was_checked_under() {
     need_tools();
-    let keys = TempDir::new("team-report-ca");
-    let share = keys.path().join("share");
-    std::fs::create_dir(&share).unwrap();
-    let team = ca(keys.path(), "team-ca");
-    let other = ca(keys.path(), "other-ca");
-    let project = repo(&file_url(&share), &team);
-    let alice = machine("report-ca-alice");
-    alice.enroll(&team, "alice@laptop");
-    let clone = project.clone_to("report-ca-clone");
-    alice.session(clone.path(), "s1");
-    let b = clone.path().join(".attenu/bundle-s1.json");
-    let (b, t, o) = (
-        b.to_str().unwrap(),
-        team.public.to_str().unwrap(),
-        other.public.to_str().unwrap(),
-    );
-    let page = keys.path().join("page.html");
+    let r = reported("team-report-ca");
+    let (t, alice, b, page) = (&r.t, &r.alice, &r.bundle, &r.page);
     let p = page.to_str().unwrap();
-
-    let out = alice.cli(&["report", b, "--ca", t, "--out", p]);
+    let out = alice.cli(&["report", b, "--ca", t.ca(), "--out", p]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    let html = std::fs::read_to_string(&page).unwrap();
-    let key = html.lines().find(|l| l.contains("data-key")).unwrap();
-    assert!(key.contains("Key pinned"), "{key}");
-    assert!(key.contains("<code>alice@laptop</code>"), "{key}");
-    assert!(
-        key.contains("team CA you passed with <code>--ca</code>"),
-        "{key}"
+    let (html, key) = page_and_key_line(page);
+    assert_contains(
+        &key,
+        &["Key pinned", "<code>alice@laptop</code>", PASSED, t.ca()],
     );
-    assert!(key.contains(t), "{key}");
     assert!(!html.contains("beside the bundle"), "{key}");
     assert!(!key.contains("--pub"), "{key}");
+}
 
-    let out = alice.cli(&["report", b, "--out", p]);
+const PASSED: &str = "team CA you passed with <code>--ca</code>";
+
+/// Without a pin the page says the certificate the bundle carries was not vouched for.
+fn a_certified_bundles_page_without_a_pin_says_the_key_is_not_pinned() {
+    need_tools();
+    let r = reported("team-report-noca");
+    let (_, alice, b, page) = (&r.t, &r.alice, &r.bundle, &r.page);
+    let out = alice.cli(&["report", b, "--out", page.to_str().unwrap()]);
     assert_eq!(out.code, 3, "{}{}", out.stdout, out.stderr);
-    let html = std::fs::read_to_string(&page).unwrap();
-    let key = html.lines().find(|l| l.contains("data-key")).unwrap();
-    assert!(key.contains("Key NOT pinned"), "{key}");
-    assert!(
-        key.contains("signer certificate <code>alice@laptop</code> that the bundle carries"),
-        "{key}"
-    );
-    assert!(key.contains("--ca ca.pub"), "{key}");
+    let (html, key) = page_and_key_line(page);
+    assert_contains(&key, &["Key NOT pinned", CARRIES, "--ca ca.pub"]);
     assert!(!html.contains("beside the bundle"), "{key}");
+}
 
-    std::fs::remove_file(&page).unwrap();
-    let out = alice.cli(&["report", b, "--ca", o, "--out", p]);
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    assert!(
-        out.stderr.contains("signer not certified"),
-        "{}",
-        out.stderr
-    );
+const CARRIES: &str = "signer certificate <code>alice@laptop</code> that the bundle carries";
+
+/// A CA that did not sign the certificate (or revoked it) writes no page and exits 1; `--pub`
+/// and `--ca` together are refused.
+fn a_certified_bundles_page_is_refused_under_another_ca_or_a_revocation() {
+    need_tools();
+    let r = reported("team-report-refused");
+    let (t, alice, b, page) = (&r.t, &r.alice, &r.bundle, &r.page);
+    let p = page.to_str().unwrap();
+    let other = t.other.public.to_str().unwrap();
+    let out = alice.cli(&["report", b, "--ca", other, "--out", p]);
+    common::assert_exit_saying(&out, 1, &["signer not certified"]);
     assert!(
         !page.exists(),
         "no page for a signer the CA does not vouch for"
     );
-
-    let revoked = keys.path().join("revoked");
-    std::fs::write(&revoked, "id:alice@laptop\n").unwrap();
+    let revoked = t.revoked("id:alice@laptop\n");
     let r = revoked.to_str().unwrap();
-    let out = alice.cli(&["report", b, "--ca", t, "--revoked", r, "--out", p]);
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
-    assert!(out.stderr.contains("revoked"), "{}", out.stderr);
-
-    let out = alice.cli(&["report", b, "--pub", b, "--ca", t, "--out", p]);
+    let out = alice.cli(&["report", b, "--ca", t.ca(), "--revoked", r, "--out", p]);
+    common::assert_exit_saying(&out, 1, &["revoked"]);
+    let out = alice.cli(&["report", b, "--pub", b, "--ca", t.ca(), "--out", p]);
     assert_eq!(out.code, 2, "--pub and --ca together: {}", out.stderr);
+}
 
-    // An audit's JSON is not a bundle: under --ca it is shown as the audit said it.
-    let (code, report, stderr) = audit(&alice, &file_url(&share), &["--ca", t]);
+/// An audit's JSON is not a bundle: under --ca it is shown as the audit said it.
+fn an_audits_json_reads_under_ca_on_the_page_too() {
+    need_tools();
+    let r = reported("team-report-audit");
+    let (t, alice, b, page) = (&r.t, &r.alice, &r.bundle, &r.page);
+    let (code, report, stderr) = audit(alice, &t.url(), &["--ca", t.ca()]);
     assert_eq!(code, 0, "{report}{stderr}");
     assert_eq!(report["sessions"][0]["status"], "complete", "{report}");
-    let audit_json = keys.path().join("audit.json");
+    let audit_json = t.keys.path().join("audit.json");
     std::fs::write(&audit_json, report.to_string()).unwrap();
-    let a = audit_json.to_str().unwrap();
-    let out = alice.cli(&["report", b, a, "--ca", t, "--out", p]);
+    let (a, p) = (audit_json.to_str().unwrap(), page.to_str().unwrap());
+    let out = alice.cli(&["report", b, a, "--ca", t.ca(), "--out", p]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    let html = std::fs::read_to_string(&page).unwrap();
+    let html = std::fs::read_to_string(page).unwrap();
     assert!(
         html.contains("alice@laptop"),
         "the audited session on the page"
     );
+}
+
+/// A team whose alice enrolled and recorded session s1 in her clone.
+struct Reported {
+    t: Team,
+    alice: Machine,
+    _clone: TempDir,
+    /// The session's bundle, with the clone's own anchor.pub beside it.
+    bundle: String,
+    /// Where a page goes.
+    page: PathBuf,
+}
+
+fn reported(tag: &str) -> Reported {
+    let t = team(tag);
+    let (alice, clone) = t.enrolled_session(&format!("{tag}-alice"), "alice@laptop", "s1");
+    let bundle = clone.path().join(".attenu/bundle-s1.json");
+    assert!(clone.path().join(".attenu/anchor.pub").exists());
+    let bundle = bundle.to_str().unwrap().to_string();
+    let page = t.keys.path().join("page.html");
+    Reported {
+        t,
+        alice,
+        _clone: clone,
+        bundle,
+        page,
+    }
+}
+
+/// The page at `page`, and its line about the key (`data-key`).
+fn page_and_key_line(page: &Path) -> (String, String) {
+    let html = std::fs::read_to_string(page).unwrap();
+    let key = html
+        .lines()
+        .find(|l| l.contains("data-key"))
+        .unwrap()
+        .to_string();
+    (html, key)
 }

@@ -6,19 +6,25 @@
 mod assertions;
 mod builders;
 pub mod case_view;
+mod evidence_kit;
 pub mod faults;
 mod gate;
 pub mod gated;
 pub mod harness;
+mod ledger_kit;
 pub mod operator;
 mod payloads;
 mod process;
 pub mod snapshot;
 pub use assertions::*;
 pub use builders::*;
+#[allow(unused_imports)]
+pub use evidence_kit::*;
 pub use gate::*;
 #[allow(unused_imports)]
 pub use harness::{need_reference_python, need_root, need_test_faults, need_tool, skip};
+#[allow(unused_imports)]
+pub use ledger_kit::*;
 pub use payloads::*;
 pub use process::*;
 #[allow(unused_imports)]
