@@ -5,6 +5,7 @@
 
 mod assertions;
 mod builders;
+pub mod case_steps;
 pub mod case_view;
 pub mod faults;
 mod gate;
