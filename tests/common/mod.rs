@@ -7,6 +7,7 @@ mod assertions;
 mod builders;
 pub mod case_steps;
 pub mod case_view;
+pub mod decision_kit;
 pub mod faults;
 mod gate;
 pub mod gated;
