@@ -358,6 +358,10 @@ fn a_broken_step_fails() {
         (r#"{"link": "x", "target": "y"}"#, "not \"target\""),
         (r#"{"run": "doctor"}"#, "run: a non-empty array"),
         (r#"{"run": []}"#, "run: a non-empty array"),
+        (
+            r#"{"run": ["doctor"], "quiet": 1}"#,
+            "\"quiet\" is true or false",
+        ),
     ] {
         let events = format!("{{\"tool_name\": \"Read\"}}\n{step}\n");
         std::fs::write(case.join("events.jsonl"), events).unwrap();

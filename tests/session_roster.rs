@@ -1,7 +1,8 @@
 //! A session's roster is fixed when the session starts, as Claude Code loads its agent
 //! definitions then (docs/DERIVATION.md, "The session's roster"): edits, additions and
 //! removals of agent files mid-session change nothing in that session's decisions and take
-//! effect in the next session; a warm call reads the pin and never the agent files; a lost or
+//! effect in the next session (the case `tests/cases/agent-edits-wait-for-the-next-session/`;
+//! here, the next session's digest); a warm call reads the pin and never the agent files; a lost or
 //! forged pin is never widened. The operator's `.attenu/revoke` narrowing a running session on
 //! its next call is the case `tests/cases/revoke-mid-session/`.
 
@@ -23,100 +24,18 @@ fn agent_file(p: &TempDir, name: &str) -> std::path::PathBuf {
     p.path().join(format!(".claude/agents/{name}.md"))
 }
 
-/// The session's decisions, one per (agent, tool) probe, in order: `true` for an allow.
-fn decisions(p: &TempDir, session: &str, tag: &str) -> Vec<bool> {
-    let probes = [
-        ("reviewer", "Read"),
-        ("reviewer", "Write"),
-        ("reviewer", "Bash"),
-        ("ops", "Bash"),
-        ("helper", "Glob"),
-        ("helper", "Bash"),
-        ("newcomer", "Read"),
-    ];
-    probes
-        .iter()
-        .enumerate()
-        .map(|(i, (agent, tool))| {
-            let input = match *tool {
-                "Read" | "Write" => json!({"file_path": "/p/x", "content": "x"}),
-                "Bash" => json!({"command": "ls"}),
-                _ => json!({"pattern": "*"}),
-            };
-            let out = p
-                .subagent(agent, tool)
-                .input(input)
-                .session(session)
-                .id(&format!("{tag}-{i}"))
-                .run();
-            assert_eq!(out.code, 0, "{}", out.stderr);
-            out.is_allow()
-        })
-        .collect()
-}
-
+/// The next session, started after an agent file changed, is on another roster digest (what
+/// the running and the next session decide is the case
+/// `tests/cases/agent-edits-wait-for-the-next-session/`).
 #[test]
-fn agent_edits_mid_session_change_nothing_until_the_next_session() {
-    let p = team("pin-edit");
-    assert_eq!(p.session_start("s1", "startup").code, 0);
-    let before = decisions(&p, "s1", "a");
-    assert_eq!(before, [true, false, false, true, true, true, false]);
-    // Mid-session: the reviewer gains Write and Bash, ops loses Bash, a new agent appears,
-    // the settings allow Bash for the inheriting helper... and helper's file is removed.
-    std::fs::write(
-        agent_file(&p, "reviewer"),
-        "---\nname: reviewer\ntools: Read, Grep, Write, Bash\n---\n",
-    )
-    .unwrap();
+fn the_next_session_pins_another_roster_digest() {
+    let p = team("pin-digest");
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t1").run());
     std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Read\n---\n").unwrap();
-    std::fs::write(
-        agent_file(&p, "newcomer"),
-        "---\nname: newcomer\ntools: Read\n---\n",
-    )
-    .unwrap();
-    std::fs::write(
-        p.path().join(".claude/settings.json"),
-        json!({"permissions": {"allow": ["Read", "Glob", "Bash", "Write"]}}).to_string(),
-    )
-    .unwrap();
-    std::fs::remove_file(agent_file(&p, "helper")).unwrap();
-    assert_eq!(decisions(&p, "s1", "b"), before, "the running session");
-    // Nor does a later SubagentStart or a compaction reload it (`/clear` and a resume do).
-    let mut start = p.subagent("newcomer", "Read").value();
-    start["hook_event_name"] = json!("SubagentStart");
-    let out = hook(p.path(), &start);
-    assert!(out.stdout.contains("not declared"), "{}", out.stdout);
-    assert_eq!(p.session_start("s1", "compact").code, 0);
-    assert_eq!(decisions(&p, "s1", "c"), before, "after compaction");
-    let es = p.entries("s1");
-    assert_eq!(of_event(&es, "root").len(), 1, "one roster, one chain");
-    // The next session has the edits.
-    assert_eq!(p.session_start("s2", "startup").code, 0);
-    assert_eq!(
-        decisions(&p, "s2", "d"),
-        [true, true, true, false, false, false, true]
-    );
-    assert_ne!(
-        p.entries("s1")[0]["context"]["digest"],
-        p.entries("s2")[0]["context"]["digest"]
-    );
-    // Without SessionStart, a session's first event pins its roster just the same.
-    std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Bash\n---\n").unwrap();
-    let first = decisions(&p, "s3", "e");
-    assert!(first[3], "s3 started after ops got Bash back");
-    std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Read\n---\n").unwrap();
-    assert_eq!(decisions(&p, "s3", "f"), first);
-    // `/clear` reloads Claude Code's agent definitions, and the hook's pin with them.
-    assert_eq!(p.session_start("s1", "clear").code, 0);
-    assert_eq!(decisions(&p, "s1", "g")[..4], [true, true, true, false]);
-    assert_eq!(of_event(&p.entries("s1"), "root").len(), 2);
-    p.event("s1", "SessionEnd");
-    for s in ["s1", "s2", "s3"] {
-        for b in p.export(s) {
-            let out = p.verify_pinned(&b);
-            assert_eq!(out.code, 0, "{s}: {}{}", out.stdout, out.stderr);
-        }
-    }
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t2").session("s2").run());
+    let digest = |s| p.entries(s)[0]["context"]["digest"].clone();
+    assert!(digest("s1").is_string());
+    assert_ne!(digest("s1"), digest("s2"));
 }
 
 /// A warm call reads the session's pin, never the agent files: with `.claude/agents` turned

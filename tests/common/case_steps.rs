@@ -10,7 +10,8 @@
 //!   one inside the project); `N link PATH -> TARGET`.
 //! - `{"run": ["revoke", "ops", "Bash"]}`: `attenu-hook` with these arguments, in the
 //!   project's directory, with the case's administrator layer; `N run ARGS => EXIT`, then
-//!   each line it printed, `  > ` on stdout and `  ! ` on stderr.
+//!   each line it printed, `  > ` on stdout and `  ! ` on stderr (none with `"quiet": true`,
+//!   for a command whose exit code is what the case shows).
 //!
 //! PATH is relative to the project and may not leave it; `$PROJECT` in any string is the
 //! project's directory.
@@ -26,7 +27,7 @@ pub enum Step {
     Write { path: String, text: String },
     Remove { path: String },
     Link { path: String, to: String },
-    Run { args: Vec<String> },
+    Run { args: Vec<String>, quiet: bool },
 }
 
 /// The step `line` describes, `None` when it is a hook event, or what is wrong with it.
@@ -45,6 +46,7 @@ pub fn step(line: &Value) -> Result<Option<Step>, String> {
     let allowed: &[&str] = match kind {
         "write" => &["write", "text", "json"],
         "link" => &["link", "to"],
+        "run" => &["run", "quiet"],
         _ => &[kind],
     };
     if let Some(extra) = object.keys().find(|k| !allowed.contains(&k.as_str())) {
@@ -73,6 +75,11 @@ pub fn step(line: &Value) -> Result<Option<Step>, String> {
         },
         _ => Step::Run {
             args: run_args(&object["run"])?,
+            quiet: match object.get("quiet") {
+                None => false,
+                Some(Value::Bool(quiet)) => *quiet,
+                Some(_) => return Err("run: \"quiet\" is true or false".into()),
+            },
         },
     }))
 }
@@ -125,11 +132,24 @@ pub fn run_step(n: usize, step: &Step, project: &Path, admin: &Path, masks: Mask
             std::os::unix::fs::symlink(to, &file).unwrap();
             format!("{n} link {path} -> {}", mask(to, masks))
         }
-        Step::Run { args } => run_command(n, args, project, admin, masks),
+        Step::Run { args, quiet } => {
+            let (line, output) = run_command(n, args, project, admin, masks);
+            match quiet {
+                true => line,
+                false => line + &output,
+            }
+        }
     }
 }
 
-fn run_command(n: usize, args: &[String], project: &Path, admin: &Path, masks: Masks) -> String {
+/// `N run ARGS => EXIT`, and the lines the command printed.
+fn run_command(
+    n: usize,
+    args: &[String],
+    project: &Path,
+    admin: &Path,
+    masks: Masks,
+) -> (String, String) {
     let out = Command::new(BIN)
         .args(args)
         .current_dir(project)
@@ -145,11 +165,12 @@ fn run_command(n: usize, args: &[String], project: &Path, admin: &Path, masks: M
         .status
         .code()
         .map_or("killed".to_string(), |c| c.to_string());
-    let mut text = mask(&format!("{n} run {} => {code}", args.join(" ")), masks);
+    let line = mask(&format!("{n} run {} => {code}", args.join(" ")), masks);
+    let mut output = String::new();
     for (mark, bytes) in [(">", &out.stdout), ("!", &out.stderr)] {
         for line in String::from_utf8_lossy(bytes).lines() {
-            text.push_str(format!("\n  {mark} {}", mask(line, masks)).trim_end());
+            output.push_str(format!("\n  {mark} {}", mask(line, masks)).trim_end());
         }
     }
-    text
+    (line, output)
 }
