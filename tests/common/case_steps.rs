@@ -9,7 +9,8 @@
 //! - `{"link": "PATH", "to": "TARGET"}`: PATH is a symbolic link to TARGET (`$PROJECT/..` for
 //!   one inside the project); `N link PATH -> TARGET`.
 //! - `{"run": ["revoke", "ops", "Bash"]}`: `attenu-hook` with these arguments, in the
-//!   project's directory, with the case's administrator layer; `N run ARGS => EXIT`, then
+//!   project's directory, with the case's administrator layer and `COLUMNS=100` (not the
+//!   terminal's); `N run ARGS => EXIT`, then
 //!   each line it printed, `  > ` on stdout and `  ! ` on stderr (none with `"quiet": true`,
 //!   for a command whose exit code is what the case shows).
 //!
@@ -159,6 +160,8 @@ fn run_command(
             "/nonexistent/attenu-test-claude-config",
         )
         .env("ATTENU_ADMIN_CONFIG", admin)
+        .env("COLUMNS", "100")
+        .env_remove("NO_COLOR")
         .output()
         .unwrap();
     let code = out

@@ -15,6 +15,7 @@ pub mod harness;
 pub mod operator;
 mod payloads;
 mod process;
+pub mod project_kit;
 pub mod snapshot;
 pub use assertions::*;
 pub use builders::*;
