@@ -8,6 +8,8 @@
 //!   `N remove PATH`.
 //! - `{"link": "PATH", "to": "TARGET"}`: PATH is a symbolic link to TARGET (`$PROJECT/..` for
 //!   one inside the project); `N link PATH -> TARGET`.
+//! - `{"show": "PATH"}`: the project's file PATH as it is now; `N show PATH`, then each of
+//!   its lines after `  | ` (`  (missing)` when there is no such file).
 //! - `{"run": ["revoke", "ops", "Bash"]}`: `attenu-hook` with these arguments, in the
 //!   project's directory, with the case's administrator layer and `COLUMNS=100` (not the
 //!   terminal's); `N run ARGS => EXIT`, then
@@ -20,7 +22,7 @@ use super::case_view::Masks;
 use super::*;
 
 /// The keys that make a line of `events.jsonl` a step rather than a hook event.
-pub const STEP_KEYS: &[&str] = &["write", "remove", "link", "run"];
+pub const STEP_KEYS: &[&str] = &["write", "remove", "link", "show", "run"];
 
 /// One step between events.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +30,7 @@ pub enum Step {
     Write { path: String, text: String },
     Remove { path: String },
     Link { path: String, to: String },
+    Show { path: String },
     Run { args: Vec<String>, quiet: bool },
 }
 
@@ -70,6 +73,7 @@ pub fn step(line: &Value) -> Result<Option<Step>, String> {
             },
         },
         "remove" => Step::Remove { path: path()? },
+        "show" => Step::Show { path: path()? },
         "link" => Step::Link {
             path: path()?,
             to: text("to")?,
@@ -132,6 +136,18 @@ pub fn run_step(n: usize, step: &Step, project: &Path, admin: &Path, masks: Mask
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
             std::os::unix::fs::symlink(to, &file).unwrap();
             format!("{n} link {path} -> {}", mask(to, masks))
+        }
+        Step::Show { path } => {
+            let mut text = format!("{n} show {path}");
+            match std::fs::read(at(path)) {
+                Ok(bytes) => {
+                    for line in String::from_utf8_lossy(&bytes).lines() {
+                        text.push_str(format!("\n  | {}", mask(line, masks)).trim_end());
+                    }
+                }
+                Err(_) => text.push_str("\n  (missing)"),
+            }
+            text
         }
         Step::Run { args, quiet } => {
             let (line, output) = run_command(n, args, project, admin, masks);
