@@ -64,3 +64,32 @@ pub fn doctor_line(dir: &str, needle: &str) -> String {
     line.unwrap_or_else(|| panic!("no {needle:?} in:\n{}", out.stdout))
         .to_string()
 }
+
+/// `install DIR --command <the binary under test>`, which must succeed.
+#[track_caller]
+pub fn install_bin(dir: &str) {
+    let out = cli(&["install", dir, "--command", BIN]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+}
+
+/// The seed's sample project, installed, after one allowed reviewer Read in session s1.
+pub fn installed_sample(tag: &str) -> TempDir {
+    let p = sample(tag);
+    install_bin(p.dir());
+    assert_allowed(&reviewer_read(p.path(), "s1", "/x", "t1"));
+    p
+}
+
+/// The first line of `text` holding `needle`, which must be there.
+#[track_caller]
+pub fn line_with<'a>(text: &'a str, needle: &str) -> &'a str {
+    let line = text.lines().find(|l| l.contains(needle));
+    line.unwrap_or_else(|| panic!("no {needle:?} in:\n{text}"))
+}
+
+/// Sets the permission bits of the file at `path`.
+#[track_caller]
+pub fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
