@@ -17,6 +17,7 @@ mod payloads;
 mod process;
 pub mod project_kit;
 pub mod snapshot;
+pub mod wiring_kit;
 pub use assertions::*;
 pub use builders::*;
 pub use gate::*;
