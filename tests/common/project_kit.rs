@@ -93,3 +93,33 @@ pub fn set_mode(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
+
+/// `export --project P --session S`, which must succeed: the session's first bundle.
+#[track_caller]
+pub fn export_session(p: &TempDir, session: &str) -> PathBuf {
+    let bundles = p.export(session);
+    PathBuf::from(bundles.first().expect("export wrote a bundle"))
+}
+
+/// `verify BUNDLE --pub KEY`.
+pub fn verify_with(bundle: &Path, key: &Path) -> Out {
+    cli(&[
+        "verify",
+        bundle.to_str().unwrap(),
+        "--pub",
+        key.to_str().unwrap(),
+    ])
+}
+
+/// `report BUNDLE --pub KEY --out PAGE`: what it answered, and the page it wrote.
+pub fn report_with(bundle: &Path, key: &Path, page: &Path) -> (Out, String) {
+    let args = [
+        "report",
+        bundle.to_str().unwrap(),
+        "--pub",
+        key.to_str().unwrap(),
+    ];
+    let out = cli(&[&args[..], &["--out", page.to_str().unwrap()]].concat());
+    let html = std::fs::read_to_string(page).unwrap_or_default();
+    (out, html)
+}
