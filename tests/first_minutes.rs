@@ -23,7 +23,8 @@ fn main() {
         install_warns_when_told_to_wire_a_machine_path_into_shared_settings,
         install_keeps_a_wrapper_wired_earlier_and_warns_again,
         install_says_tool_calls_only_of_the_events_that_are_tool_calls,
-        man_writes_a_page_per_command_that_man_can_print,
+        man_writes_a_page_per_command,
+        man_can_print_a_command_page,
         the_readme_commands_table_lists_every_command,
         doctor_reports_an_invalid_configuration_once
     ]);
@@ -365,33 +366,44 @@ fn install_says_tool_calls_only_of_the_events_that_are_tool_calls() {
     );
 }
 
+/// The names of the binary's subcommands, `help` left out.
+fn subcommands() -> Vec<String> {
+    let cmd = <attenu_hook::cli::Cli as clap::CommandFactory>::command();
+    let names = cmd.get_subcommands().map(|s| s.get_name().to_string());
+    names.filter(|n| n != "help").collect()
+}
+
+/// `man --dir DIR/man1`, which must succeed: DIR.
+fn man_pages() -> TempDir {
+    let d = TempDir::new("man");
+    let out = cli(&["man", "--dir", d.path().join("man1").to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    d
+}
+
 /// Regression (issue 28): the man page's SUBCOMMANDS named attenu-hook-log(1) and others that
 /// nothing wrote, so `man` could not print them. `man --dir DIR` writes them, and the single
 /// page says how.
-fn man_writes_a_page_per_command_that_man_can_print() {
+fn man_writes_a_page_per_command() {
     let page = cli(&["man"]);
     assert_contains(&page.stdout, &["COMMAND PAGES", "man \\-\\-dir"]);
-    let d = TempDir::new("man");
-    let man1 = d.path().join("man1");
-    let out = cli(&["man", "--dir", man1.to_str().unwrap()]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let cmd = <attenu_hook::cli::Cli as clap::CommandFactory>::command();
-    for sub in cmd
-        .get_subcommands()
-        .map(|s| s.get_name())
-        .filter(|n| *n != "help")
-    {
-        assert!(
-            man1.join(format!("attenu-hook-{sub}.1")).is_file(),
-            "no page for {sub}: {:?}",
-            std::fs::read_dir(&man1)
-                .unwrap()
-                .flatten()
-                .map(|e| e.file_name())
-                .collect::<Vec<_>>()
-        );
+    let pages = man_pages();
+    let man1 = pages.path().join("man1");
+    let written: Vec<_> = std::fs::read_dir(&man1)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    for sub in subcommands() {
+        let page = man1.join(format!("attenu-hook-{sub}.1"));
+        assert!(page.is_file(), "no page for {sub}: {written:?}");
     }
+}
+
+/// `man` prints a page written by `man --dir`.
+fn man_can_print_a_command_page() {
     need_tool("man", "--version");
+    let d = man_pages();
     let shown = std::process::Command::new("man")
         .arg("attenu-hook-log")
         .env("MANPATH", d.path())
@@ -399,28 +411,23 @@ fn man_writes_a_page_per_command_that_man_can_print() {
         .env("PAGER", "cat")
         .output()
         .unwrap();
+    let stderr = String::from_utf8_lossy(&shown.stderr);
+    assert!(shown.status.success(), "man attenu-hook-log: {stderr}");
     let text = String::from_utf8_lossy(&shown.stdout);
-    assert!(
-        shown.status.success(),
-        "man attenu-hook-log: {}",
-        String::from_utf8_lossy(&shown.stderr)
-    );
     assert_contains(&text, &["attenu-hook-log", "--summary", "--sessions"]);
 }
 
 /// Regression (issue 28): the README's Commands table left out commands the binary has.
 fn the_readme_commands_table_lists_every_command() {
     let readme = include_str!("../README.md");
-    let table = &readme[readme
+    let at = readme
         .find("| `attenu-hook` | hook mode")
-        .expect("the Commands table")..];
-    let table: Vec<&str> = table.lines().take_while(|l| l.starts_with('|')).collect();
-    let cmd = <attenu_hook::cli::Cli as clap::CommandFactory>::command();
-    for sub in cmd
-        .get_subcommands()
-        .map(|s| s.get_name())
-        .filter(|n| *n != "help")
-    {
+        .expect("the Commands table");
+    let table: Vec<&str> = readme[at..]
+        .lines()
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    for sub in subcommands() {
         let listed = table
             .iter()
             .any(|row| row.contains(&format!("`attenu-hook {sub}")));
@@ -430,10 +437,8 @@ fn the_readme_commands_table_lists_every_command() {
         );
     }
     for flag in ["--sessions", "--summary", "--list"] {
-        assert!(
-            table.iter().any(|r| r.contains(flag)),
-            "README's Commands table does not mention {flag}"
-        );
+        let named = table.iter().any(|r| r.contains(flag));
+        assert!(named, "README's Commands table does not mention {flag}");
     }
 }
 

@@ -19,11 +19,13 @@ fn main() {
         log_warns_and_fails_on_a_ledger_that_does_not_verify,
         state_commands_find_a_project_without_claude_below_a_home_with_it,
         completions_and_man_page_come_from_the_cli_definition,
+        a_subcommands_flags_complete,
         install_and_doctor_find_the_project_root_and_refuse_a_missing_directory,
         doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2,
         declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu,
         hook_mode_on_a_terminal_says_so_at_once_and_blocks,
-        log_fits_the_terminal_lists_sessions_and_summarises,
+        log_fits_the_terminal,
+        log_lists_sessions_and_summarises,
         log_without_state_says_what_is_missing
     ]);
 }
@@ -249,34 +251,40 @@ fn completions_and_man_page_come_from_the_cli_definition() {
     let bash = cli(&["completions", "bash"]);
     assert_eq!(bash.code, 0);
     assert!(bash.stdout.contains("attenu-hook") && bash.stdout.contains("reconcile"));
-    // Regression (issue 41): a subcommand's flags never completed. Through a real bash: the
-    // script sourced, then `attenu-hook log --s<TAB>`.
+    let man = cli(&["man"]);
+    assert_eq!(man.code, 0);
+    let head = &man.stdout[..200.min(man.stdout.len())];
+    assert!(
+        man.stdout.contains(".TH attenu-hook") && man.stdout.contains("derive"),
+        "{head}"
+    );
+}
+
+/// What bash offers for `attenu-hook log --s<TAB>` with the completion script sourced.
+fn bash_completes_log_dash_s() -> (String, String) {
     let script = TempDir::new("completions");
     let file = script.path().join("attenu-hook.bash");
-    std::fs::write(&file, &bash.stdout).unwrap();
+    std::fs::write(&file, cli(&["completions", "bash"]).stdout).unwrap();
+    let line = r#"source "$1"; COMP_WORDS=(attenu-hook log --s); COMP_CWORD=2; _attenu__hook attenu-hook --s log; echo "${COMPREPLY[*]}""#;
     let out = std::process::Command::new("bash")
-        .args([
-            "-c",
-            r#"source "$1"; COMP_WORDS=(attenu-hook log --s); COMP_CWORD=2; _attenu__hook attenu-hook --s log; echo "${COMPREPLY[*]}""#,
-            "bash",
-        ])
+        .args(["-c", line, "bash"])
         .arg(&file)
         .output()
         .unwrap();
-    let offered = String::from_utf8_lossy(&out.stdout);
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (text(&out.stdout), text(&out.stderr))
+}
+
+/// Regression (issue 41): a subcommand's flags never completed. Through a real bash.
+fn a_subcommands_flags_complete() {
+    let (offered, stderr) = bash_completes_log_dash_s();
+    let offers = |f: &str| offered.split_whitespace().any(|o| o == f);
+    let all = ["--session", "--sessions", "--summary"]
+        .iter()
+        .all(|f| offers(f));
     assert!(
-        ["--session", "--sessions", "--summary"]
-            .iter()
-            .all(|f| offered.split_whitespace().any(|o| o == *f)),
-        "`attenu-hook log --s<TAB>` offered {offered:?} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let man = cli(&["man"]);
-    assert_eq!(man.code, 0);
-    assert!(
-        man.stdout.contains(".TH attenu-hook") && man.stdout.contains("derive"),
-        "{}",
-        &man.stdout[..200.min(man.stdout.len())]
+        all,
+        "`attenu-hook log --s<TAB>` offered {offered:?} {stderr}"
     );
 }
 
@@ -370,31 +378,34 @@ fn hook_mode_on_a_terminal_says_so_at_once_and_blocks() {
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
-    let seen = std::fs::read_to_string(&transcript).unwrap_or_default()
-        + &String::from_utf8_lossy(&out.stdout);
+    let typed = std::fs::read_to_string(&transcript).unwrap_or_default();
+    let seen = typed + &String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(2), "{seen}");
-    assert_contains(
-        &seen,
-        &[
-            "stdin is a terminal",
-            "one Claude Code event",
-            "attenu-hook doctor",
-            "--derive",
-            "attenu-hook log",
-            "--help",
-            "[payload-invalid]",
-        ],
-    );
+    let says = [
+        "stdin is a terminal",
+        "one Claude Code event",
+        "attenu-hook doctor",
+        "--derive",
+        "attenu-hook log",
+        "--help",
+        "[payload-invalid]",
+    ];
+    assert_contains(&seen, &says);
     assert!(!seen.contains("deadline-exceeded"), "{seen}");
 }
 
-/// Regression (issue 28): `log` wrapped every row past 100 columns, with a 36-column session
-/// field even for `s1`, and had no overview. With `COLUMNS` it fits the width, the reason
-/// wrapping under its column; `--sessions` lists the sessions, `--summary` tallies each agent.
-fn log_fits_the_terminal_lists_sessions_and_summarises() {
-    let p = log_project("log-width");
+/// [`log_project`] with a second session, s1.
+fn two_logged_sessions(tag: &str) -> TempDir {
+    let p = log_project(tag);
     reviewer_read(p.path(), "s1", "/y", "t9");
-    let log = |more: &[&str]| normalised_log(&[&["log", "--project", p.dir()], more].concat());
+    p
+}
+
+/// Regression (issue 28): `log` wrapped every row past 100 columns, with a 36-column session
+/// field even for `s1`. With `COLUMNS` it fits the width, the reason wrapping under its
+/// column, and `s1` is shown whole in a narrow column.
+fn log_fits_the_terminal() {
+    let p = two_logged_sessions("log-width");
     let session = [
         "log",
         "--project",
@@ -405,11 +416,16 @@ fn log_fits_the_terminal_lists_sessions_and_summarises() {
     let narrow = normalised_log_at(&session, "100");
     assert!(narrow.lines().all(|l| l.chars().count() <= 100), "{narrow}");
     assert_snapshot("log-100-columns.txt", &narrow);
-    let all = log(&[]);
-    assert!(
-        all.lines().any(|l| l.contains("  s1  ")),
-        "s1 is shown whole, in a narrow column: {all}"
-    );
+    let all = normalised_log(&["log", "--project", p.dir()]);
+    let whole = all.lines().any(|l| l.contains("  s1  "));
+    assert!(whole, "s1 is shown whole, in a narrow column: {all}");
+}
+
+/// Regression (issue 28): `log` had no overview: `--sessions` lists the sessions, `--summary`
+/// tallies each agent.
+fn log_lists_sessions_and_summarises() {
+    let p = two_logged_sessions("log-overview");
+    let log = |more: &[&str]| normalised_log(&[&["log", "--project", p.dir()], more].concat());
     assert_snapshot("log-summary.txt", &log(&["--summary"]));
     assert_snapshot("log-sessions.txt", &log(&["--sessions"]));
     let json = log(&["--summary", "--json"]);
@@ -417,10 +433,8 @@ fn log_fits_the_terminal_lists_sessions_and_summarises() {
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap());
     let reviewer = rows.into_iter().find(|v| v["key"] == "reviewer").unwrap();
-    assert_eq!(
-        (reviewer["calls"].as_u64(), reviewer["deny"].as_u64()),
-        (Some(3), Some(1))
-    );
+    let tally = (reviewer["calls"].as_u64(), reviewer["deny"].as_u64());
+    assert_eq!(tally, (Some(3), Some(1)));
     assert_eq!(reviewer["deny_reasons"]["out-of-authority"], 1);
     let sessions = log(&["--sessions", "--json"]);
     assert_eq!(sessions.lines().count(), 2, "{sessions}");
