@@ -37,11 +37,19 @@ fn builtin_holds(p: &TempDir, agent: &str) -> Value {
     derive_json(p.dir())["builtins_used"][agent]["holds"].clone()
 }
 
-#[test]
-fn doctor_and_derive_name_the_builtins_sessions_used() {
-    let p = sample("builtin-used");
+/// The seed's project after Explore's Read and general-purpose's Bash.
+fn builtins_used(tag: &str) -> TempDir {
+    let p = sample(tag);
     p.read_by("Explore", "/p/a").id("t1").run();
     p.bash_by("general-purpose", "ls").id("t2").run();
+    p
+}
+
+/// Off, `doctor` warns that the built-ins the sessions used hold nothing, and `derive` says
+/// so too.
+#[test]
+fn doctor_and_derive_name_the_builtins_sessions_used() {
+    let p = builtins_used("builtin-used");
     let before = builtins_line(&p);
     assert!(before.starts_with("warn"), "{before}");
     let says = [
@@ -54,7 +62,13 @@ fn doctor_and_derive_name_the_builtins_sessions_used() {
     assert_eq!(builtin_holds(&p, "Explore"), Value::Null);
     let records = &derive_json(p.dir())["builtins_used"]["Explore"]["records"];
     assert!(records.as_u64().unwrap() >= 1);
-    // Turned on with `install --builtin-agents`, in the team's file.
+}
+
+/// Turned on with `install --builtin-agents`, in the team's file: `doctor` and `derive` say
+/// what each holds; a second time changes nothing.
+#[test]
+fn install_builtin_agents_turns_the_preset_on_in_the_teams_file() {
+    let p = builtins_used("builtin-install");
     let out = cli(&["install", p.dir(), "--builtin-agents"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     let team = std::fs::read_to_string(p.path().join(".claude/attenu.toml")).unwrap();
@@ -74,7 +88,6 @@ fn doctor_and_derive_name_the_builtins_sessions_used() {
         !held.as_array().unwrap().contains(&json!("fs.write")),
         "{held}"
     );
-    // A second time changes nothing.
     let again = cli(&["install", p.dir(), "--builtin-agents"]);
     assert!(again.stdout.contains("already set in"), "{}", again.stdout);
 }
