@@ -11,6 +11,7 @@ fn main() {
     harness::run(tests![
         doctor_passes_on_an_installed_project,
         doctor_text_is_pinned,
+        doctor_passes_reviewer_keys_other_than_the_anchor_key,
         doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key,
         doctor_only_warns_when_session_start_is_not_wired,
         doctor_fails_with_reasons_on_an_unwired_project,
@@ -20,8 +21,10 @@ fn main() {
         state_commands_find_a_project_without_claude_below_a_home_with_it,
         completions_and_man_page_come_from_the_cli_definition,
         a_subcommands_flags_complete,
-        install_and_doctor_find_the_project_root_and_refuse_a_missing_directory,
-        doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2,
+        install_and_doctor_find_the_project_root_from_a_subdirectory,
+        install_and_doctor_refuse_a_missing_directory,
+        doctor_fails_when_attenu_is_not_a_directory,
+        output_that_cannot_be_written_exits_2,
         declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu,
         hook_mode_on_a_terminal_says_so_at_once_and_blocks,
         log_fits_the_terminal,
@@ -61,18 +64,28 @@ fn reviewers(pairs: &str) -> String {
     format!("[gate]\nrequire = [\"exec.bash\"]\nreviewers = {{ {pairs} }}\n")
 }
 
-fn doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key() {
-    let p = installed_sample("doctor-anchor-reviewer");
-    let anchor: Value = serde_json::from_str(
-        &std::fs::read_to_string(p.path().join(".attenu/anchor.pub")).unwrap(),
-    )
-    .unwrap();
-    let public = anchor["public_key"].as_str().unwrap().to_uppercase();
+/// The project's anchor key, in upper case.
+fn anchor_key_upper(p: &TempDir) -> String {
+    let text = std::fs::read_to_string(p.path().join(".attenu/anchor.pub")).unwrap();
+    let anchor: Value = serde_json::from_str(&text).unwrap();
+    anchor["public_key"].as_str().unwrap().to_uppercase()
+}
+
+/// A reviewer key of its own passes `doctor`, which says none is the anchor key.
+fn doctor_passes_reviewer_keys_other_than_the_anchor_key() {
+    let p = installed_sample("doctor-reviewer-other");
     let other = "0".repeat(63) + "1";
     write_config(p.path(), reviewers(&format!("alice = \"{other}\"")));
     let out = doctor(p.path());
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert_contains(&out.stdout, &["none of them the project's anchor key"]);
+}
+
+/// The project's own anchor key (any case) as a reviewer's fails `doctor`, naming that
+/// reviewer alone and `keygen`.
+fn doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key() {
+    let p = installed_sample("doctor-anchor-reviewer");
+    let (other, public) = ("0".repeat(63) + "1", anchor_key_upper(&p));
     write_config(
         p.path(),
         reviewers(&format!("alice = \"{other}\", bob = \"{public}\"")),
@@ -288,19 +301,22 @@ fn a_subcommands_flags_complete() {
     );
 }
 
-/// Regression: install wrote a nested `.claude/` when run from a subdirectory, and created
-/// whatever path it was given; doctor on a missing directory listed wiring failures.
-fn install_and_doctor_find_the_project_root_and_refuse_a_missing_directory() {
+/// Regression: install wrote a nested `.claude/` when run from a subdirectory.
+fn install_and_doctor_find_the_project_root_from_a_subdirectory() {
     let p = sample("install-root");
     let sub = p.path().join("src/deep");
     std::fs::create_dir_all(&sub).unwrap();
-    let out = cli(&["install", sub.to_str().unwrap(), "--command", BIN]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    install_bin(sub.to_str().unwrap());
     assert!(!sub.join(".claude").exists() && !p.path().join("src/.claude").exists());
     assert!(settings(p.path())["hooks"]["PreToolUse"].is_array());
     let out = doctor(&sub);
     assert_eq!(out.code, 0, "{}", out.stdout);
+}
 
+/// Regression: install created whatever path it was given; doctor on a missing directory
+/// listed wiring failures.
+fn install_and_doctor_refuse_a_missing_directory() {
+    let p = sample("install-missing");
     let missing = p.path().join("src/typo/proj");
     for cmd in ["install", "doctor"] {
         let out = cli(&[cmd, missing.to_str().unwrap()]);
@@ -314,13 +330,17 @@ fn install_and_doctor_find_the_project_root_and_refuse_a_missing_directory() {
     assert!(!p.path().join("src/typo").exists());
 }
 
-fn doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2() {
+fn doctor_fails_when_attenu_is_not_a_directory() {
     let p = sample("doctor-file");
     install_bin(p.dir());
     std::fs::write(p.path().join(".attenu"), "").unwrap();
     let out = doctor(p.path());
     assert_contains(&out.stdout, &["FAIL  perm:.attenu", "not a directory"]);
-    // Output that cannot be written ends the command with exit 2, not a panic (101).
+}
+
+/// Output that cannot be written ends the command with exit 2, not a panic (101).
+fn output_that_cannot_be_written_exits_2() {
+    let p = installed_sample("doctor-full");
     let full = std::fs::OpenOptions::new()
         .write(true)
         .open("/dev/full")
