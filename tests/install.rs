@@ -240,22 +240,14 @@ fn install_warns_only_that_the_command_is_a_machine_path() {
     assert_only_the_machine_path_warning(&out.stderr);
 }
 
-/// Nor a warning for a wrapper whose name is not attenu-hook's: it is the command just wired,
-/// and the next step install prints recognises it too.
-fn install_recognises_a_wrapper_it_was_told_to_wire() {
-    let w = sample("install-wrapper");
-    let wrapper = w.path().join("guard.sh");
-    std::fs::write(&wrapper, format!("#!/bin/sh\nexec {BIN}\n")).unwrap();
-    set_mode(&wrapper, 0o755);
-    let out = installs(w.dir(), &["--command", wrapper.to_str().unwrap()]);
-    assert_only_the_machine_path_warning(&out.stderr);
-    let next = out
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("next: `"))
-        .and_then(|l| l.strip_suffix('`'));
-    let next = next.expect("a next step");
-    assert!(next.contains("--command"), "{next}");
+/// The command of install's `next: `...`` line.
+fn next_step(stdout: &str) -> &str {
+    let next = stdout.lines().find_map(|l| l.strip_prefix("next: `"));
+    next.and_then(|l| l.strip_suffix('`')).expect("a next step")
+}
+
+/// What `next` printed, run by `sh` with attenu-hook the binary under test.
+fn run_next_step(next: &str) -> String {
     let out = std::process::Command::new("sh")
         .arg("-c")
         .arg(next.replacen("attenu-hook", BIN, 1))
@@ -265,7 +257,21 @@ fn install_recognises_a_wrapper_it_was_told_to_wire() {
         )
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Nor a warning for a wrapper whose name is not attenu-hook's: it is the command just wired,
+/// and the next step install prints recognises it too.
+fn install_recognises_a_wrapper_it_was_told_to_wire() {
+    let w = sample("install-wrapper");
+    let wrapper = w.path().join("guard.sh");
+    std::fs::write(&wrapper, format!("#!/bin/sh\nexec {BIN}\n")).unwrap();
+    set_mode(&wrapper, 0o755);
+    let out = installs(w.dir(), &["--command", wrapper.to_str().unwrap()]);
+    assert_only_the_machine_path_warning(&out.stderr);
+    let next = next_step(&out.stdout);
+    assert!(next.contains("--command"), "{next}");
+    let stdout = run_next_step(next);
     assert!(!stdout.contains("no attenu-hook handler"), "{stdout}");
     assert!(stdout.contains("ok    wired:PreToolUse"), "{stdout}");
 }
