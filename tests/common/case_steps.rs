@@ -12,11 +12,12 @@
 //!   its lines after `  | ` (`  (missing)` when there is no such file).
 //! - `{"run": ["revoke", "ops", "Bash"]}`: `attenu-hook` with these arguments, in the
 //!   project's directory, with the case's administrator layer and `COLUMNS=100` (not the
-//!   terminal's); `N run ARGS => EXIT`, then
-//!   each line it printed, `  > ` on stdout and `  ! ` on stderr (none with `"quiet": true`,
-//!   for a command whose exit code is what the case shows).
+//!   terminal's); `N run ARGS => EXIT`, then each line it printed, `  > ` on stdout and
+//!   `  ! ` on stderr (none with `"quiet": true`, for a command whose exit code is what the
+//!   case shows).
 //!
-//! PATH is relative to the project and may not leave it; `$PROJECT` in any string is the
+//! A file shown, or a command's output, that does not end with a newline has a last line
+//! `  (no newline at end)`. PATH is relative to the project and may not leave it; `$PROJECT` in any string is the
 //! project's directory.
 use super::case_view::Masks;
 use super::*;
@@ -140,11 +141,7 @@ pub fn run_step(n: usize, step: &Step, project: &Path, admin: &Path, masks: Mask
         Step::Show { path } => {
             let mut text = format!("{n} show {path}");
             match std::fs::read(at(path)) {
-                Ok(bytes) => {
-                    for line in String::from_utf8_lossy(&bytes).lines() {
-                        text.push_str(format!("\n  | {}", mask(line, masks)).trim_end());
-                    }
-                }
+                Ok(bytes) => text += &shown_lines("|", &bytes, masks),
                 Err(_) => text.push_str("\n  (missing)"),
             }
             text
@@ -185,11 +182,20 @@ fn run_command(
         .code()
         .map_or("killed".to_string(), |c| c.to_string());
     let line = mask(&format!("{n} run {} => {code}", args.join(" ")), masks);
-    let mut output = String::new();
-    for (mark, bytes) in [(">", &out.stdout), ("!", &out.stderr)] {
-        for line in String::from_utf8_lossy(bytes).lines() {
-            output.push_str(format!("\n  {mark} {}", mask(line, masks)).trim_end());
-        }
-    }
+    let output = shown_lines(">", &out.stdout, masks) + &shown_lines("!", &out.stderr, masks);
     (line, output)
+}
+
+/// Each line of `bytes` on a line of its own after `  MARK `, masked; then `  (no newline at
+/// end)` when the text does not end with one, so that the view shows the bytes exactly.
+fn shown_lines(mark: &str, bytes: &[u8], masks: Masks) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = String::new();
+    for line in text.lines() {
+        out.push_str(format!("\n  {mark} {}", mask(line, masks)).trim_end());
+    }
+    if !text.is_empty() && !text.ends_with('\n') {
+        out += "\n  (no newline at end)";
+    }
+    out
 }
