@@ -17,8 +17,8 @@
 //!   case shows).
 //!
 //! A file shown, or a command's output, that does not end with a newline has a last line
-//! `  (no newline at end)`. PATH is relative to the project and may not leave it; `$PROJECT` in any string is the
-//! project's directory.
+//! `  (no newline at end)`. PATH is relative to the project and may not leave it; `$PROJECT`
+//! in any string is the project's directory.
 use super::case_view::Masks;
 use super::*;
 
