@@ -71,6 +71,28 @@ fn is_test_file(rel: &str) -> bool {
     rel.ends_with("/tests.rs") || rel.ends_with("_tests.rs") || rel.contains("/tests/")
 }
 
+/// Each Rust file under the folder `dir` of src/ (`""`: all of it) that is not a test file: its path
+/// relative to src/, and its text.
+fn sources_under(dir: &str) -> Vec<(String, String)> {
+    let (root, mut files) = (src(), Vec::new());
+    rust_files(&root.join(dir), &mut files);
+    let rel = |f: &PathBuf| {
+        f.strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    };
+    let kept = files.iter().filter(|f| !is_test_file(&rel(f)));
+    kept.map(|f| (rel(f), std::fs::read_to_string(f).unwrap()))
+        .collect()
+}
+
+/// `found` is empty; else the test fails with `why` and each of them on a line.
+#[track_caller]
+fn assert_none(found: Vec<String>, why: &str) {
+    assert!(found.is_empty(), "{why}:\n{}", found.join("\n"));
+}
+
 /// The names from [`IMPURE`] that `text` uses outside comments and its `#[cfg(test)]` tail,
 /// with their line numbers.
 fn impure_uses(text: &str) -> Vec<(usize, &'static str)> {
@@ -101,56 +123,34 @@ fn the_scanner_finds_what_it_looks_for() {
 
 #[test]
 fn pure_modules_reach_for_no_file_system_environment_clock_or_network() {
-    let root = src();
     let mut offences = Vec::new();
     for pure in PURE {
-        let mut files = Vec::new();
-        let path = root.join(pure);
-        assert!(
-            path.exists(),
-            "src/{pure} is listed as pure but does not exist"
-        );
-        rust_files(&path, &mut files);
-        for file in files {
-            let rel = file
-                .strip_prefix(&root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            if is_test_file(&rel) || PURE_EXCEPT.contains(&rel.as_str()) {
-                continue;
-            }
-            let text = std::fs::read_to_string(&file).unwrap();
-            for (line, name) in impure_uses(&text) {
-                offences.push(format!("src/{rel}:{line}: {name}"));
-            }
+        let exists = src().join(pure).exists();
+        assert!(exists, "src/{pure} is listed as pure but does not exist");
+        for (rel, text) in sources_under(pure)
+            .into_iter()
+            .filter(|(rel, _)| !PURE_EXCEPT.contains(&rel.as_str()))
+        {
+            let uses = impure_uses(&text).into_iter();
+            offences.extend(uses.map(|(line, name)| format!("src/{rel}:{line}: {name}")));
         }
     }
-    assert!(
-        offences.is_empty(),
-        "a pure module reaches outside itself; pass what it needs in as an argument, \
-         or move the I/O to an edge (docs/ARCHITECTURE.md):\n{}",
-        offences.join("\n")
-    );
+    let why = "a pure module reaches outside itself; pass what it needs in as an argument, \
+               or move the I/O to an edge (docs/ARCHITECTURE.md)";
+    assert_none(offences, why);
 }
 
 #[test]
 fn no_source_file_passes_600_lines() {
     let mut files = Vec::new();
     rust_files(&src(), &mut files);
-    let mut long: Vec<String> = files
-        .iter()
-        .filter_map(|f| {
-            let n = std::fs::read_to_string(f).unwrap().lines().count();
-            (n > MAX_LINES).then(|| format!("{} has {n} lines", f.display()))
-        })
+    let lines = |f: &PathBuf| std::fs::read_to_string(f).unwrap().lines().count();
+    let long = files.iter().filter(|f| lines(f) > MAX_LINES);
+    let mut long: Vec<String> = long
+        .map(|f| format!("{} has {} lines", f.display(), lines(f)))
         .collect();
     long.sort();
-    assert!(
-        long.is_empty(),
-        "split these by concern (CONTRIBUTING.md):\n{}",
-        long.join("\n")
-    );
+    assert_none(long, "split these by concern (CONTRIBUTING.md)");
 }
 
 /// The folders a doc or comment names a path under, relative to the repository's root.
@@ -290,37 +290,33 @@ fn the_path_scanners_find_what_they_look_for() {
     assert!(!top_path_exists("src/fsutil.rs"));
 }
 
+/// The paths `text` (line `line` of `file`) names that are not in the tree.
+fn stale_paths(file: &Path, text: &str, rust_names: &[String]) -> Vec<String> {
+    let top = top_paths(text).into_iter();
+    let top = top.filter(|p| !EXAMPLES.contains(p) && !top_path_exists(p));
+    let ticked = ticked_rust_paths(text).into_iter();
+    let ticked = ticked.filter(|p| !ticked_path_exists(p, file, rust_names));
+    top.chain(ticked).map(str::to_string).collect()
+}
+
 #[test]
 fn docs_and_comments_name_only_paths_that_exist() {
     let files = prose_files();
-    let rust_names: Vec<String> = files
+    let names = files
         .iter()
-        .filter_map(|f| f.file_name()?.to_str().map(str::to_string))
-        .filter(|n| n.ends_with(".rs"))
-        .collect();
-    let root = root();
+        .filter_map(|f| f.file_name()?.to_str().map(str::to_string));
+    let rust_names: Vec<String> = names.filter(|n| n.ends_with(".rs")).collect();
     let mut stale = Vec::new();
     for file in &files {
-        let rel = file.strip_prefix(&root).unwrap().display().to_string();
+        let rel = file.strip_prefix(root()).unwrap().display().to_string();
         for (line, text) in prose_lines(file) {
-            for path in top_paths(&text) {
-                if !EXAMPLES.contains(&path) && !top_path_exists(path) {
-                    stale.push(format!("{rel}:{line}: {path}"));
-                }
-            }
-            for path in ticked_rust_paths(&text) {
-                if !ticked_path_exists(path, file, &rust_names) {
-                    stale.push(format!("{rel}:{line}: {path}"));
-                }
-            }
+            let paths = stale_paths(file, &text, &rust_names).into_iter();
+            stale.extend(paths.map(|path| format!("{rel}:{line}: {path}")));
         }
     }
-    assert!(
-        stale.is_empty(),
-        "these name a path that is not in the tree; name the file that holds it now \
-         (or, for a path in a user's project, add it to EXAMPLES):\n{}",
-        stale.join("\n")
-    );
+    let why = "these name a path that is not in the tree; name the file that holds it now \
+               (or, for a path in a user's project, add it to EXAMPLES)";
+    assert_none(stale, why);
 }
 
 /// The names of tests THREAT-MODEL.md gives as evidence: backticked snake_case names of four
@@ -408,26 +404,16 @@ fn the_function_scanner_measures_from_fn_to_its_brace() {
 
 #[test]
 fn no_function_passes_80_lines() {
-    let root = src();
-    let mut files = Vec::new();
-    rust_files(&root, &mut files);
     let mut long = Vec::new();
-    for file in files {
-        let rel = file.strip_prefix(&root).unwrap().display().to_string();
-        if is_test_file(&rel) {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (name, line, n) in functions(&text) {
-            if n > MAX_FN_LINES {
-                long.push(format!("src/{rel}:{line}: {name} has {n} lines"));
-            }
-        }
+    for (rel, text) in sources_under("") {
+        let over = functions(&text)
+            .into_iter()
+            .filter(|(_, _, n)| *n > MAX_FN_LINES);
+        long.extend(over.map(|(name, line, n)| format!("src/{rel}:{line}: {name} has {n} lines")));
     }
-    assert!(
-        long.is_empty(),
-        "split these into functions of about 80 lines (CONTRIBUTING.md):\n{}",
-        long.join("\n")
+    assert_none(
+        long,
+        "split these into functions of about 80 lines (CONTRIBUTING.md)",
     );
 }
 
@@ -467,32 +453,23 @@ fn the_string_error_scanner_reads_the_error_type() {
     assert!(!string_error("fn f() -> io::Result<String> {"));
 }
 
+/// The lines of `text` before its `#[cfg(test)]`, with their numbers, comments left out.
+fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let lines = text.lines().map(str::trim_start).enumerate();
+    let before_tests = lines.take_while(|(_, code)| *code != "#[cfg(test)]");
+    before_tests
+        .filter(|(_, code)| !code.starts_with("//"))
+        .map(|(i, code)| (i + 1, code))
+}
+
 #[test]
 fn no_error_outside_tests_is_only_a_string() {
-    let root = src();
-    let mut files = Vec::new();
-    rust_files(&root, &mut files);
     let mut found = Vec::new();
-    for file in files {
-        let rel = file.strip_prefix(&root).unwrap().display().to_string();
-        if is_test_file(&rel) {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file).unwrap();
-        for (i, line) in text.lines().enumerate() {
-            let code = line.trim_start();
-            if code == "#[cfg(test)]" {
-                break;
-            }
-            if !code.starts_with("//") && string_error(code) {
-                found.push(format!("src/{rel}:{}: {code}", i + 1));
-            }
-        }
+    for (rel, text) in sources_under("") {
+        let strings = code_lines(&text).filter(|(_, code)| string_error(code));
+        found.extend(strings.map(|(line, code)| format!("src/{rel}:{line}: {code}")));
     }
-    assert!(
-        found.is_empty(),
-        "an error type says what went wrong and what to do: use a thiserror enum \
-         (CONTRIBUTING.md), not Result<_, String>:\n{}",
-        found.join("\n")
-    );
+    let why = "an error type says what went wrong and what to do: use a thiserror enum \
+               (CONTRIBUTING.md), not Result<_, String>";
+    assert_none(found, why);
 }

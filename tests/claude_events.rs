@@ -5,6 +5,7 @@
 //! and `doctor` agrees. Payloads are of the shapes Claude Code sends; each is one hook process.
 
 mod common;
+use common::decision_kit::assert_has;
 use common::harness;
 use common::*;
 use serde_json::{json, Value};
@@ -41,53 +42,88 @@ fn refused_by_claude(entries: &[Value]) -> Vec<&Value> {
         .collect()
 }
 
-fn claude_codes_refusals_are_recorded_on_the_callers_node() {
-    let p = project("cc-refused");
-    assert_allowed(&p.read_by("ops", "README.md").run());
-    let denied = payload(
-        p.path(),
-        "PermissionDenied",
-        Some("ops"),
-        json!({"tool_name": "Bash", "tool_input": {"command": "rm -rf build"},
-               "tool_use_id": "toolu_9", "reason": "Permission to use Bash with command rm -rf build has been denied."}),
-    );
-    let out = hook(p.path(), &denied);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(out.stdout.trim(), "{}", "never asks for a retry");
-    let interrupt = payload(
-        p.path(),
+/// A PermissionDenied of `tool` with `input` by `agent`, as `id`, with Claude Code's `reason`.
+fn permission_denied(
+    p: &Path,
+    agent: &str,
+    tool: &str,
+    input: Value,
+    id: &str,
+    reason: &str,
+) -> Value {
+    let fields =
+        json!({"tool_name": tool, "tool_input": input, "tool_use_id": id, "reason": reason});
+    payload(p, "PermissionDenied", Some(agent), fields)
+}
+
+/// The main thread's Interrupt, with `reason`.
+fn interrupt(p: &Path, reason: &str) -> Value {
+    payload(
+        p,
         "Interrupt",
         None,
-        json!({"source": "user", "reason": "stop"}),
-    );
-    assert_eq!(hook(p.path(), &interrupt).code, 0);
-    // Claude Code types PermissionDenied's `tool_input` as any value (seen in 2.1.332's schema).
-    let odd = payload(
-        p.path(),
-        "PermissionDenied",
-        Some("ops"),
-        json!({"tool_name": "mcp__x__y", "tool_input": "raw", "tool_use_id": "toolu_8", "reason": "auto mode"}),
-    );
-    assert_eq!(hook(p.path(), &odd).stdout.trim(), "{}");
+        json!({"source": "user", "reason": reason}),
+    )
+}
+
+/// [`project`] after ops's allowed Read, a refused `rm -rf build` by ops, an Interrupt, and a
+/// refusal with a `tool_input` that is no object (Claude Code types it as any value, seen in
+/// 2.1.332's schema); each answered `{}`, never asking for a retry.
+fn refused_three_times(tag: &str) -> TempDir {
+    let p = project(tag);
+    assert_allowed(&p.read_by("ops", "README.md").run());
+    let why = "Permission to use Bash with command rm -rf build has been denied.";
+    let rm = json!({"command": "rm -rf build"});
+    for v in [
+        permission_denied(p.path(), "ops", "Bash", rm, "toolu_9", why),
+        interrupt(p.path(), "stop"),
+        permission_denied(
+            p.path(),
+            "ops",
+            "mcp__x__y",
+            json!("raw"),
+            "toolu_8",
+            "auto mode",
+        ),
+    ] {
+        let out = hook(p.path(), &v);
+        assert_eq!(
+            (out.code, out.stdout.trim()),
+            (0, "{}"),
+            "never asks for a retry: {}",
+            out.stderr
+        );
+    }
+    p
+}
+
+fn claude_codes_refusals_are_recorded_on_the_callers_node() {
+    let p = refused_three_times("cc-refused");
     let entries = entries(p.path(), "s1");
     let refused = refused_by_claude(&entries);
     assert_eq!(refused.len(), 3, "{entries:#?}");
-    let (bash, stop) = (refused[0], refused[1]);
-    assert_eq!(bash["tool"], "Bash");
-    assert_eq!(bash["scope"], "exec.bash");
-    assert_eq!(bash["reasons"][0]["code"], "refused-by-claude-code");
-    assert_eq!(bash["context"]["hook_event"], "PermissionDenied");
-    assert_eq!(bash["context"]["agent_type"], "ops");
     let ops_node = of_event(&entries, "spawn")[0]["node"].clone();
-    assert_eq!(bash["node"], ops_node, "on the subagent's own node");
+    let bash = json!({"tool": "Bash", "scope": "exec.bash", "node": ops_node, "context": {"hook_event": "PermissionDenied", "agent_type": "ops"}});
+    assert_has(refused[0], bash);
+    assert_eq!(refused[0]["reasons"][0]["code"], "refused-by-claude-code");
+    assert_eq!(
+        refused[1]["reasons"][0]["code"],
+        "interrupted-by-claude-code"
+    );
+    assert_has(
+        refused[1],
+        json!({"tool": "Interrupt", "context": {"interrupt_reason": "stop"}}),
+    );
     // Claude Code's reason quotes the arguments: committed, never written raw by default.
     let text = serde_json::to_string(&entries).unwrap();
     assert!(!text.contains("rm -rf build"), "{text}");
-    assert!(bash["context"]["claude_reason_commitment"].is_string());
-    assert_eq!(stop["tool"], "Interrupt");
-    assert_eq!(stop["reasons"][0]["code"], "interrupted-by-claude-code");
-    assert_eq!(stop["context"]["interrupt_reason"], "stop");
-    // log --summary counts the attempt: ops tried two calls, one refused by Claude Code.
+    assert!(refused[0]["context"]["claude_reason_commitment"].is_string());
+}
+
+/// `log --summary` counts the attempt: ops tried two calls, one refused by Claude Code; `log
+/// --denied` lists the refusals.
+fn log_counts_claude_codes_refusals() {
+    let p = refused_three_times("cc-refused-log");
     let summary = cli(&["log", "--project", p.dir(), "--summary"]);
     let ops = summary
         .stdout
@@ -98,54 +134,40 @@ fn claude_codes_refusals_are_recorded_on_the_callers_node() {
     assert_eq!(&cols[1..6], ["3", "1", "0", "0", "2"], "{}", summary.stdout);
     assert!(ops.contains("refused-by-claude-code 2"), "{ops}");
     let denied_only = cli(&["log", "--project", p.dir(), "--denied"]);
-    assert!(
-        denied_only.stdout.contains("refused-by-claude-code"),
-        "{}",
-        denied_only.stdout
-    );
+    assert_contains(&denied_only.stdout, &["refused-by-claude-code"]);
 }
 
 /// The bundle with Claude Code's refusals verifies in both verifiers, and `verify` names them.
 fn bundles_with_claude_codes_refusals_verify() {
     let p = project("cc-refused-verify");
     assert_allowed(&p.read_by("ops", "README.md").run());
+    let write = json!({"file_path": "/p/x", "content": "y"});
     hook(
         p.path(),
-        &payload(
+        &permission_denied(
             p.path(),
-            "PermissionDenied",
-            Some("reader"),
-            json!({"tool_name": "Write", "tool_input": {"file_path": "/p/x", "content": "y"},
-                   "tool_use_id": "toolu_w", "reason": "denied by rule"}),
+            "reader",
+            "Write",
+            write,
+            "toolu_w",
+            "denied by rule",
         ),
     );
-    hook(
-        p.path(),
-        &payload(
-            p.path(),
-            "Interrupt",
-            None,
-            json!({"source": "user", "reason": "permission_denied"}),
-        ),
-    );
+    hook(p.path(), &interrupt(p.path(), "permission_denied"));
     // An allowed skill shell (no outcome follows) is in the bundle too.
-    let skill = payload(
-        p.path(),
-        "PreSkillShellCommand",
-        Some("ops"),
-        json!({"tool_name": "Bash", "tool_input": {"command": "git log -1"}, "tool_use_id": "sk1",
-               "command_name": "status", "invoked_by": "claude"}),
+    assert_eq!(
+        hook(
+            p.path(),
+            &skill_shell(p.path(), Some("ops"), "git log -1", "sk1")
+        )
+        .code,
+        0
     );
-    assert_eq!(hook(p.path(), &skill).code, 0);
-    hook(p.path(), &event("s1", p.path(), "SessionEnd"));
+    p.event("s1", "SessionEnd");
     let bundle = p.path().join(".attenu/bundle-s1.json");
     let ours = p.verify_pinned(bundle.to_str().unwrap());
     assert_eq!(ours.code, 0, "{}{}", ours.stdout, ours.stderr);
-    assert!(
-        ours.stdout.contains("2 denied (2 refused by Claude Code)"),
-        "{}",
-        ours.stdout
-    );
+    assert_contains(&ours.stdout, &["2 denied (2 refused by Claude Code)"]);
     let Some(py) = reference_python() else {
         harness::skip("the reference verifier (ATTENU_REF_PYTHON) is needed for the rest");
     };
@@ -159,60 +181,61 @@ fn reference_python() -> Option<String> {
         .filter(|p| Path::new(p).exists())
 }
 
+/// A skill's inline shell (PreSkillShellCommand) running `command` for `agent`, as `id`.
+fn skill_shell(p: &Path, agent: Option<&str>, command: &str, id: &str) -> Value {
+    let fields = json!({"tool_name": "Bash", "tool_input": {"command": command},
+        "tool_use_id": id, "command_name": "deploy",
+        "command_source": "projectSettings", "invoked_by": "user"});
+    payload(p, "PreSkillShellCommand", agent, fields)
+}
+
+/// (agent, command, refused with, or allowed) for [`project`].
+const SKILL_SHELLS: &[(Option<&str>, &str, Option<&str>)] = &[
+    (Some("ops"), "git status", None),
+    (Some("reader"), "git status", Some("out-of-authority")),
+    (
+        Some("ops"),
+        "cat .attenu/anchor.key",
+        Some("self-protection"),
+    ),
+    (Some("nobody"), "ls", Some("undeclared-agent")),
+    (None, "ls", None),
+];
+
+/// The skill shell was refused by exit 2 with `[code]` on stderr, or allowed with `{}`.
+#[track_caller]
+fn assert_skill_answer(out: &Out, refused: Option<&str>, what: &str) {
+    match refused {
+        Some(code) => {
+            assert_eq!(out.code, 2, "{what}: exit 2 refuses it: {}", out.stdout);
+            assert!(
+                out.stderr.contains(&format!("[{code}]")),
+                "{what}: {}",
+                out.stderr
+            );
+        }
+        None => assert_eq!(
+            (out.code, out.stdout.trim()),
+            (0, "{}"),
+            "{what}: {}",
+            out.stderr
+        ),
+    }
+}
+
 /// A skill's inline shell: decided as that agent's Bash call with that command, on the record.
 fn a_skills_inline_shell_is_decided_like_bash() {
     let p = project("cc-skill-shell");
-    // (agent, command, refused with, or allowed)
-    let cases: &[(Option<&str>, &str, Option<&str>)] = &[
-        (Some("ops"), "git status", None),
-        (Some("reader"), "git status", Some("out-of-authority")),
-        (
-            Some("ops"),
-            "cat .attenu/anchor.key",
-            Some("self-protection"),
-        ),
-        (Some("nobody"), "ls", Some("undeclared-agent")),
-        (None, "ls", None),
-    ];
-    for (i, (agent, command, refused)) in cases.iter().enumerate() {
-        let v = payload(
+    for (i, (agent, command, refused)) in SKILL_SHELLS.iter().enumerate() {
+        let out = hook(
             p.path(),
-            "PreSkillShellCommand",
-            *agent,
-            json!({"tool_name": "Bash", "tool_input": {"command": command},
-                   "tool_use_id": format!("skill_{i}"), "command_name": "deploy",
-                   "command_source": "projectSettings", "invoked_by": "user"}),
+            &skill_shell(p.path(), *agent, command, &format!("skill_{i}")),
         );
-        let out = hook(p.path(), &v);
-        match refused {
-            Some(code) => {
-                assert_eq!(
-                    out.code, 2,
-                    "{agent:?} {command}: exit 2 refuses it: {}",
-                    out.stdout
-                );
-                assert!(
-                    out.stderr.contains(&format!("[{code}]")),
-                    "{agent:?} {command}: {}",
-                    out.stderr
-                );
-            }
-            None => {
-                assert_eq!(out.code, 0, "{agent:?} {command}: {}", out.stderr);
-                assert_eq!(out.stdout.trim(), "{}", "{agent:?} {command}");
-            }
-        }
-        let entries = entries(p.path(), "s1");
-        let last = entries.last().unwrap();
-        assert_eq!(
-            last["context"]["hook_event"], "PreSkillShellCommand",
-            "case {i}"
-        );
-        assert_eq!(last["tool"], "Bash");
-        assert_eq!(
-            last["event"],
-            if refused.is_some() { "deny" } else { "allow" }
-        );
+        assert_skill_answer(&out, *refused, &format!("{agent:?} {command}"));
+        let last = entries(p.path(), "s1").pop().unwrap();
+        let event = if refused.is_some() { "deny" } else { "allow" };
+        let recorded = json!({"event": event, "tool": "Bash", "context": {"hook_event": "PreSkillShellCommand"}});
+        assert_has(&last, recorded);
         if refused.is_none() {
             // No PostToolUse follows a skill's shell: no outcome is promised.
             assert_eq!(last["capture"], "pre_hook_only");
@@ -230,32 +253,38 @@ fn fake_claude(version: &str) -> TempDir {
     d
 }
 
+/// (version claude --version prints, or none on PATH; events wired; events not wired)
+type Knows = (
+    Option<&'static str>,
+    &'static [&'static str],
+    &'static [&'static str],
+);
+const KNOWS: &[Knows] = &[
+    (
+        Some("2.1.335"),
+        &["Interrupt", "PermissionDenied", "PreSkillShellCommand"],
+        &[],
+    ),
+    (
+        Some("2.1.332"),
+        &["PermissionDenied", "PreSkillShellCommand"],
+        &["Interrupt"],
+    ),
+    (
+        Some("2.1.300"),
+        &["PreToolUse"],
+        &["PermissionDenied", "PreSkillShellCommand", "Interrupt"],
+    ),
+    (
+        None,
+        &["PermissionDenied", "PreSkillShellCommand"],
+        &["Interrupt"],
+    ),
+];
+
 /// `install` wires an event only for a Claude Code that knows it; `doctor` expects the same.
 fn install_wires_what_the_installed_claude_code_knows() {
-    // (version claude --version prints, or none on PATH; events wired; events not wired)
-    let cases: &[(Option<&str>, &[&str], &[&str])] = &[
-        (
-            Some("2.1.335"),
-            &["Interrupt", "PermissionDenied", "PreSkillShellCommand"],
-            &[],
-        ),
-        (
-            Some("2.1.332"),
-            &["PermissionDenied", "PreSkillShellCommand"],
-            &["Interrupt"],
-        ),
-        (
-            Some("2.1.300"),
-            &["PreToolUse"],
-            &["PermissionDenied", "PreSkillShellCommand", "Interrupt"],
-        ),
-        (
-            None,
-            &["PermissionDenied", "PreSkillShellCommand"],
-            &["Interrupt"],
-        ),
-    ];
-    for (version, wired, unwired) in cases {
+    for (version, wired, unwired) in KNOWS {
         let p = project("cc-install-version");
         let fake = version.map(fake_claude);
         let path = match &fake {
@@ -266,33 +295,24 @@ fn install_wires_what_the_installed_claude_code_knows() {
         let out = cli_with(&["install", p.dir(), "--command", BIN], &env);
         assert_eq!(out.code, 0, "{version:?}: {}", out.stderr);
         let settings = operator::settings(p.path());
+        let doctor = cli_with(&["doctor", p.dir(), "--command", BIN], &env).stdout;
         for e in *wired {
             assert!(settings["hooks"][e].is_array(), "{version:?} wires {e}");
+            assert!(
+                doctor.contains(&format!("ok    wired:{e}")),
+                "{version:?}: {doctor}"
+            );
         }
         for e in *unwired {
             assert!(
                 settings["hooks"].get(e).is_none(),
                 "{version:?} must not wire {e}"
             );
+            let noted = out.stdout.contains(&format!("note: {e} is not wired"));
+            assert!(noted, "{version:?}: {}", out.stdout);
             assert!(
-                out.stdout.contains(&format!("note: {e} is not wired")),
-                "{version:?}: {}",
-                out.stdout
-            );
-        }
-        let doctor = cli_with(&["doctor", p.dir(), "--command", BIN], &env);
-        for e in *wired {
-            assert!(
-                doctor.stdout.contains(&format!("ok    wired:{e}")),
-                "{version:?}: {}",
-                doctor.stdout
-            );
-        }
-        for e in *unwired {
-            assert!(
-                !doctor.stdout.contains(&format!("wired:{e}")),
-                "{version:?}: {}",
-                doctor.stdout
+                !doctor.contains(&format!("wired:{e}")),
+                "{version:?}: {doctor}"
             );
         }
     }
@@ -301,6 +321,7 @@ fn install_wires_what_the_installed_claude_code_knows() {
 fn main() {
     harness::run(tests![
         claude_codes_refusals_are_recorded_on_the_callers_node,
+        log_counts_claude_codes_refusals,
         bundles_with_claude_codes_refusals_verify,
         a_skills_inline_shell_is_decided_like_bash,
         install_wires_what_the_installed_claude_code_knows,

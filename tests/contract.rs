@@ -513,32 +513,33 @@ fn the_hook_never_answers_allow() {
 
 #[test]
 fn the_settings_snippet_wires_every_event_the_hook_handles() {
-    let snippet = json("settings.snippet.json");
-    let wired = names(&snippet["hooks"]);
+    let wired = names(&json("settings.snippet.json")["hooks"]);
     // An event newer than the pinned release (`since`) is not wired by the snippet: the
     // pinned Claude Code would drop the entry; `install` wires it for a version that has it.
     let c = contract();
-    let pinned = c["claude_code"]["version"].as_str().unwrap().to_string();
-    let newer = |e: &String| {
+    let pinned = version(c["claude_code"]["version"].as_str().unwrap());
+    let since = |e: &String| {
         c["input"]["events"][e.as_str()]["since"]
             .as_str()
-            .is_some_and(|s| version(s) > version(&pinned))
+            .map(version)
     };
+    let newer = |e: &String| since(e).is_some_and(|s| s > pinned);
     let handled: BTreeSet<String> = events_handled().into_iter().filter(|e| !newer(e)).collect();
-    assert_eq!(
-        wired, handled,
-        "settings.snippet.json must wire exactly the events src/protocol/payload.rs handles"
-    );
-    // Every handler of the snippet: no matcher, a timeout, onFailure block (also checked
-    // against the contract in the test above; stated here on its own so a failure is plain).
+    let why = "settings.snippet.json must wire exactly the events src/protocol/payload.rs handles";
+    assert_eq!(wired, handled, "{why}");
+}
+
+/// Every handler of the snippet: no matcher, a timeout, onFailure block (also checked against
+/// the contract in the test above; stated here on its own so a failure is plain).
+#[test]
+fn every_handler_of_the_settings_snippet_blocks() {
+    let snippet = json("settings.snippet.json");
     for (event, groups) in snippet["hooks"].as_object().unwrap() {
         for group in groups.as_array().unwrap() {
             assert!(group.get("matcher").is_none(), "{event} has a matcher");
             for h in group["hooks"].as_array().unwrap() {
-                assert!(
-                    h["timeout"].as_f64().is_some_and(|t| t > 0.0),
-                    "{event}: no timeout"
-                );
+                let timeout = h["timeout"].as_f64().is_some_and(|t| t > 0.0);
+                assert!(timeout, "{event}: no timeout");
                 assert_eq!(h["onFailure"], "block", "{event}: onFailure is not block");
             }
         }
@@ -549,26 +550,33 @@ fn the_settings_snippet_wires_every_event_the_hook_handles() {
 fn the_contract_pins_one_release() {
     let c = contract();
     let version = c["claude_code"]["version"].as_str().unwrap_or("");
+    let parts = version.split('.');
+    let release = parts.clone().count() == 3 && parts.into_iter().all(|p| p.parse::<u32>().is_ok());
     assert!(
-        version.split('.').count() == 3 && version.split('.').all(|p| p.parse::<u32>().is_ok()),
+        release,
         "contract.json claude_code.version must be a release number, got {version:?}"
     );
     let checked = c["claude_code"]["checked_on"].as_str().unwrap_or("");
+    let b = checked.as_bytes();
+    let date = checked.len() == 10 && b[4] == b'-' && b[7] == b'-';
     assert!(
-        checked.len() == 10 && checked.as_bytes()[4] == b'-' && checked.as_bytes()[7] == b'-',
+        date,
         "contract.json claude_code.checked_on must be a date, got {checked:?}"
     );
+}
+
+#[test]
+fn the_contract_states_exit_codes_frontmatter_and_tool_resolution() {
+    let c = contract();
     for key in ["0", "2", "other"] {
         assert!(
             c["exit_codes"][key].is_string(),
             "contract.json exit_codes.{key}"
         );
     }
+    let fields = names(&c["subagents"]["frontmatter_fields"]);
     for field in ["name", "description", "tools", "disallowedTools"] {
-        assert!(
-            names(&c["subagents"]["frontmatter_fields"]).contains(field),
-            "subagent frontmatter field {field}"
-        );
+        assert!(fields.contains(field), "subagent frontmatter field {field}");
     }
     assert!(c["tool_resolution"]["order"]
         .as_array()
@@ -590,50 +598,64 @@ fn remove_name(v: &mut Value, name: &str) {
     }
 }
 
-#[test]
-fn removing_any_used_name_from_the_contract_is_caught() {
-    let c = contract();
-    assert!(contract_gaps(&c).is_empty(), "see the test above");
+/// Every name of the contract the code uses: the payload fields it reads, the output keys it
+/// writes, the events it handles, the frontmatter fields it reads, the handler fields install
+/// writes, and `deny`, `Read`, `Task`.
+fn names_the_code_uses(c: &Value) -> BTreeSet<String> {
     let (keys, _) = output_written();
     let mut used: BTreeSet<String> = payload_fields_read();
     used.extend(keys);
     used.extend(events_handled());
     used.extend(frontmatter_fields_read());
-    used.extend(
-        names(&c["settings"]["handler_fields"])
-            .into_iter()
-            .filter(|f| ["type", "command", "timeout", "onFailure"].contains(&f.as_str())),
-    );
-    used.insert("deny".into());
-    used.insert("Read".into());
-    used.insert("Task".into());
-    for name in &used {
+    let written = ["type", "command", "timeout", "onFailure"];
+    let handler = names(&c["settings"]["handler_fields"]).into_iter();
+    used.extend(handler.filter(|f| written.contains(&f.as_str())));
+    used.extend(["deny", "Read", "Task"].map(String::from));
+    used
+}
+
+#[test]
+fn removing_any_used_name_from_the_contract_is_caught() {
+    let c = contract();
+    assert!(contract_gaps(&c).is_empty(), "see the test above");
+    for name in &names_the_code_uses(&c) {
         let mut cut = c.clone();
         remove_name(&mut cut, name);
-        let gaps = contract_gaps(&cut);
+        let caught = contract_gaps(&cut)
+            .iter()
+            .any(|g| g.contains(name.as_str()));
         assert!(
-            gaps.iter().any(|g| g.contains(name.as_str())),
+            caught,
             "removing `{name}` from contract.json went unnoticed"
         );
     }
 }
 
-/// The built-in agent preset (src/derive/builtin.rs) grants exactly what contract.json pins
-/// for each of Claude Code's built-in agents, and every built-in it names is listed.
-#[test]
-fn the_builtin_agent_preset_is_the_pinned_one() {
-    use attenu_hook::derive::builtin::BUILTINS;
+/// contract.json's `subagents.builtin_agents`, the built-ins Claude Code defines.
+fn pinned_builtins() -> serde_json::Map<String, Value> {
     let c = contract();
-    let pinned = c["subagents"]["builtin_agents"]
-        .as_object()
-        .expect("contract.json subagents.builtin_agents");
-    let strings = |v: &Value| -> Option<Vec<String>> {
-        v.as_array().map(|a| {
-            a.iter()
-                .map(|s| s.as_str().unwrap_or_default().to_string())
-                .collect()
-        })
-    };
+    let pinned = c["subagents"]["builtin_agents"].as_object();
+    pinned
+        .expect("contract.json subagents.builtin_agents")
+        .clone()
+}
+
+/// The strings of the array `v`, or `None` when it is none.
+fn strings(v: &Value) -> Option<Vec<String>> {
+    let items = v.as_array()?.iter();
+    Some(
+        items
+            .map(|s| s.as_str().unwrap_or_default().to_string())
+            .collect(),
+    )
+}
+
+/// The built-in agent preset (src/derive/builtin.rs) names every built-in contract.json
+/// pins, and each is listed among `builtin_agent_types`.
+#[test]
+fn the_builtin_agent_preset_names_the_pinned_agents() {
+    use attenu_hook::derive::builtin::BUILTINS;
+    let pinned = pinned_builtins();
     let listed: BTreeSet<&str> = pinned
         .keys()
         .map(String::as_str)
@@ -641,6 +663,17 @@ fn the_builtin_agent_preset_is_the_pinned_one() {
         .collect();
     let ours: BTreeSet<&str> = BUILTINS.iter().map(|b| b.name).collect();
     assert_eq!(ours, listed, "the preset's agents and contract.json's");
+    let types: BTreeSet<String> = names(&contract()["subagents"]["builtin_agent_types"]);
+    for b in BUILTINS {
+        assert!(types.contains(b.name), "{} in builtin_agent_types", b.name);
+    }
+}
+
+/// The preset grants exactly what contract.json pins for each built-in.
+#[test]
+fn the_builtin_agent_preset_grants_the_pinned_tools() {
+    use attenu_hook::derive::builtin::BUILTINS;
+    let pinned = pinned_builtins();
     for b in BUILTINS {
         let want = &pinned[b.name];
         let tools = b.tools.map(|t| t.iter().map(|s| s.to_string()).collect());
@@ -652,9 +685,5 @@ fn the_builtin_agent_preset_is_the_pinned_one() {
             "{} disallowedTools",
             b.name
         );
-    }
-    let types: BTreeSet<String> = names(&c["subagents"]["builtin_agent_types"]);
-    for b in BUILTINS {
-        assert!(types.contains(b.name), "{} in builtin_agent_types", b.name);
     }
 }

@@ -5,11 +5,14 @@
 //!   `.claude/settings.json`, `.attenu/config.toml`, `.attenu/revoke`, ...);
 //! - `events.jsonl`: the hook payloads to send, in order, one a line (`#` lines are comments);
 //!   the driver fills what a line leaves out (see [`complete`]) and writes the project's
-//!   directory where a string says `$PROJECT`;
+//!   directory where a string says `$PROJECT`; a line may instead be a step between events
+//!   (write or remove a project file, make a link, run an `attenu-hook` command: see
+//!   `tests/common/case_steps.rs`), and `"whole_answer": true` on an event (not sent) shows
+//!   the whole reason of its answer, the remedy too;
 //! - `admin.toml` (optional): the administrator's machine-wide configuration layer; without
 //!   it the hook reads none (not `/etc/attenu-hook/config.toml` of the machine running it);
-//! - `expected.txt`: what the hook answered to each event, then each session's ledger, one
-//!   line an entry (see `tests/common/case_view.rs` for what a line shows).
+//! - `expected.txt`: what the hook answered to each event (and what each step did), then each
+//!   session's ledger, one line an entry (see `tests/common/case_view.rs` for what a line shows).
 //!
 //! A mismatch prints a diff. `UPDATE_CASES=1 cargo test --test decision_cases` writes every
 //! case's `expected.txt` from what the binary answered instead (review the diff);
@@ -17,7 +20,8 @@
 //! to add a case.
 
 mod common;
-use common::case_view::{answer_line, ledger_view};
+use common::case_steps::{run_step, step, Step};
+use common::case_view::{answer_line, ledger_view, whole_answer_line};
 use common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -116,8 +120,17 @@ fn complete(mut payload: Value, n: usize, project: &str) -> Value {
     payload
 }
 
-/// The events of `events.jsonl`, completed for the project at `project`.
-fn events(file: &Path, project: &str) -> Result<Vec<Value>, String> {
+/// A line of `events.jsonl`: a hook event, or a step between events
+/// (`tests/common/case_steps.rs`).
+enum Line {
+    /// The payload, and whether its answer is shown whole (`"whole_answer": true` on the
+    /// line, not sent): the reason's remedy too, not only its first clause.
+    Event(Value, bool),
+    Step(Step),
+}
+
+/// The lines of `events.jsonl`, events completed for the project at `project`.
+fn events(file: &Path, project: &str) -> Result<Vec<Line>, String> {
     let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -125,14 +138,19 @@ fn events(file: &Path, project: &str) -> Result<Vec<Value>, String> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let value: Value =
-            serde_json::from_str(line).map_err(|e| format!("{}:{}: {e}", file.display(), i + 1))?;
-        if !value.is_object() {
-            return Err(format!("{}:{}: not a JSON object", file.display(), i + 1));
-        }
-        out.push(complete(placed(value, project), out.len() + 1, project));
+        let at = |e: String| format!("{}:{}: {e}", file.display(), i + 1);
+        let value: Value = serde_json::from_str(line).map_err(|e| at(e.to_string()))?;
+        let mut value = placed(value, project);
+        out.push(match step(&value).map_err(at)? {
+            Some(step) => Line::Step(step),
+            None => {
+                let whole = value.as_object_mut().unwrap().remove("whole_answer");
+                let payload = complete(value, out.len() + 1, project);
+                Line::Event(payload, whole == Some(Value::Bool(true)))
+            }
+        });
     }
-    if out.is_empty() {
+    if !out.iter().any(|l| matches!(l, Line::Event(..))) {
         return Err(format!("{} holds no event", file.display()));
     }
     Ok(out)
@@ -156,9 +174,20 @@ fn run_case(case: &Path) -> Result<String, String> {
         (admin.to_str().unwrap(), "$ADMIN"),
     ];
     let mut text = String::from("== answers\n");
-    for (i, payload) in events(&case.join("events.jsonl"), &dir)?.iter().enumerate() {
-        let out = hook_env(project.path(), payload, &env);
-        text += &answer_line(i + 1, payload, &out, &masks);
+    for (i, line) in events(&case.join("events.jsonl"), &dir)?.iter().enumerate() {
+        text += &match line {
+            Line::Event(payload, false) => answer_line(
+                i + 1,
+                payload,
+                &hook_env(project.path(), payload, &env),
+                &masks,
+            ),
+            Line::Event(payload, true) => {
+                let out = hook_env(project.path(), payload, &env);
+                whole_answer_line(i + 1, payload, &out, &masks)
+            }
+            Line::Step(step) => run_step(i + 1, step, project.path(), &admin, &masks),
+        };
         text.push('\n');
     }
     text += &ledger_view(&project.path().join(".attenu"), &masks);
@@ -313,6 +342,34 @@ fn an_empty_or_broken_cases_directory_fails() {
     assert!(run_case(&case).unwrap_err().contains("holds no event"));
     std::fs::write(case.join("events.jsonl"), "[1]\n").unwrap();
     assert!(run_case(&case).unwrap_err().contains("not a JSON object"));
+}
+
+/// A step that is not one, or reaches outside the project, is an error naming its line.
+#[test]
+fn a_broken_step_fails() {
+    let dir = TempDir::new("cases-steps");
+    let case = dir.path().join("c");
+    std::fs::create_dir_all(case.join("project")).unwrap();
+    for (step, says) in [
+        (r#"{"write": "../x", "text": ""}"#, "not a path inside"),
+        (r#"{"write": "x"}"#, "one of \"text\""),
+        (r#"{"remove": "/etc/x"}"#, "not a path inside"),
+        (r#"{"write": "x", "remove": "x"}"#, "a step is one of"),
+        (r#"{"link": "x", "target": "y"}"#, "not \"target\""),
+        (r#"{"run": "doctor"}"#, "run: a non-empty array"),
+        (r#"{"run": []}"#, "run: a non-empty array"),
+        (
+            r#"{"run": ["doctor"], "quiet": 1}"#,
+            "\"quiet\" is true or false",
+        ),
+    ] {
+        let events = format!("{{\"tool_name\": \"Read\"}}\n{step}\n");
+        std::fs::write(case.join("events.jsonl"), events).unwrap();
+        let err = run_case(&case).unwrap_err();
+        assert_contains(&err, &["events.jsonl:2: ", says]);
+    }
+    std::fs::write(case.join("events.jsonl"), "{\"remove\": \"x\"}\n").unwrap();
+    assert!(run_case(&case).unwrap_err().contains("holds no event"));
 }
 
 #[test]

@@ -24,41 +24,43 @@ use std::time::Instant;
 // The tests
 // ------------------------------------------------------------------------------------------
 
+/// The index of `bytes`'s expected answer kind in `[Deny, Refuse, Silence, Any]`.
+fn kind(bytes: &[u8]) -> usize {
+    match expect(bytes) {
+        Expect::Deny => 0,
+        Expect::Refuse => 1,
+        Expect::Silence => 2,
+        Expect::Any => 3,
+    }
+}
+
 #[test]
 fn a_few_hundred_random_adversarial_payloads_are_answered_cleanly() {
     let p = sample("hostile-random");
     let mut rng = Rng::new(0x5eed_a77e_0001);
-    let mut seen = [0usize; 4];
-    let mut allows = 0;
-    let started = Instant::now();
+    let (mut seen, mut allows, started) = ([0usize; 4], 0, Instant::now());
     for i in 0..300 {
         let bytes = generate(&mut rng, p.path(), i);
         let run = run_hook(p.path(), &bytes, &format!("payload {i}"));
         check(&run, &bytes, &format!("payload {i}"));
-        seen[match expect(&bytes) {
-            Expect::Deny => 0,
-            Expect::Refuse => 1,
-            Expect::Silence => 2,
-            Expect::Any => 3,
-        }] += 1;
+        seen[kind(&bytes)] += 1;
         allows += usize::from(run.is_allow());
     }
     // The generator reaches every kind of answer, so no assertion above is vacuous.
+    let reached = seen.iter().all(|&n| n >= 10) && allows >= 10;
     assert!(
-        seen.iter().all(|&n| n >= 10) && allows >= 10,
+        reached,
         "malformed/refused/silent/other = {seen:?}, allows = {allows}"
     );
+    let took = started.elapsed();
     eprintln!(
-        "300 payloads in {:?}: malformed/refused/silent/other = {seen:?}, allows = {allows}",
-        started.elapsed()
+        "300 payloads in {took:?}: malformed/refused/silent/other = {seen:?}, allows = {allows}"
     );
 }
 
-#[test]
-fn wrong_types_for_every_field_are_denied() {
-    let p = sample("hostile-types");
-    let base = reviewer_read_payload(p.path(), "types", "/p/a", "t");
-    let wrong: Vec<Value> = vec![
+/// A value of each JSON type, some shaped like what a field holds.
+fn wrong_values() -> [Value; 8] {
+    [
         json!("7"),
         json!(7),
         json!(-1.5),
@@ -67,94 +69,113 @@ fn wrong_types_for_every_field_are_denied() {
         json!(["PreToolUse"]),
         json!({}),
         json!({"x": "y"}),
-    ];
+    ]
+}
+
+/// Whether `v` has the type `field` holds.
+fn fits(field: &str, v: &Value) -> bool {
+    match field {
+        "tool_input" => v.is_object(),
+        "is_interrupt" => v.is_boolean(),
+        "duration_ms" => v.is_number(),
+        _ => v.is_string(),
+    }
+}
+
+#[test]
+fn wrong_types_for_every_field_are_denied() {
+    let p = sample("hostile-types");
+    let base = reviewer_read_payload(p.path(), "types", "/p/a", "t");
     let mut n = 0;
     // Every field with a type (a tool_response may be any JSON).
     for &field in PAYLOAD_FIELDS.iter().filter(|&&f| f != "tool_response") {
-        for v in &wrong {
-            let fits = match field {
-                "tool_input" => v.is_object(),
-                "is_interrupt" => v.is_boolean(),
-                "duration_ms" => v.is_number(),
-                _ => v.is_string(),
-            };
-            if fits {
-                continue;
-            }
+        for v in wrong_values().iter().filter(|v| !fits(field, v)) {
             let mut payload = base.clone();
             payload[field] = v.clone();
-            let bytes = payload.to_string().into_bytes();
-            let what = format!("{field} = {v}");
+            let (bytes, what) = (payload.to_string().into_bytes(), format!("{field} = {v}"));
             let run = run_hook(p.path(), &bytes, &what);
             assert!(run.denied(), "{what}: {}", run.stdout);
             assert_eq!(expect(&bytes), Expect::Deny, "{what}");
             n += 1;
         }
     }
-    // Empty strings where an identifier is required.
+    // More than 80 with the 23 payloads of the two tests below, as when they were one.
+    assert!(n + 23 > 80);
+    // And the unmutated payload is allowed, so the denies above are about the mutation.
+    assert!(run_payload(p.path(), &base, "base").is_allow());
+}
+
+/// Empty strings where an identifier is required.
+#[test]
+fn empty_identifiers_are_denied() {
+    let p = sample("hostile-empty");
     for field in ["hook_event_name", "session_id", "tool_name"] {
-        let mut payload = base.clone();
+        let mut payload = reviewer_read_payload(p.path(), "types", "/p/a", "t");
         payload[field] = json!("");
         let run = run_payload(p.path(), &payload, field);
         assert!(run.denied(), "empty {field}: {}", run.stdout);
-        n += 1;
     }
-    // Whole payloads that are not JSON, not an object, or not one with a usable event name.
-    for raw in [
-        &b""[..],
-        b"\n",
-        b"   ",
-        b"not json",
-        b"null",
-        b"[]",
-        b"42",
-        b"{}",
-        b"\"PreToolUse\"",
-        b"1e999",
-        br#"{"hook_event_name": null}"#,
-        br#"{"hook_event_name": ["PreToolUse"]}"#,
-        b"\xff\xfe",
-        b"{\"hook_event_name\":\"PreToolUse\"",
-        b"{\"hook_event_name\":\"PreToolUse\"}}",
-        b"{\"hook_event_name\":\"PreToolUse\"} {}",
-        b"\xef\xbb\xbf{}",
-        b"{\"hook_event_name\":\"Pre\xffToolUse\"}",
-        b"{\"hook_event_name\":\"\\ud800\"}",
-        b"\0",
-    ] {
-        let run = run_hook(p.path(), raw, &String::from_utf8_lossy(raw));
-        assert!(
-            run.denied(),
-            "{:?}: {}",
-            String::from_utf8_lossy(raw),
-            run.stdout
-        );
-        n += 1;
+}
+
+/// Whole payloads that are not JSON, not an object, or not one with a usable event name.
+const NOT_A_PAYLOAD: [&[u8]; 20] = [
+    b"",
+    b"\n",
+    b"   ",
+    b"not json",
+    b"null",
+    b"[]",
+    b"42",
+    b"{}",
+    b"\"PreToolUse\"",
+    b"1e999",
+    br#"{"hook_event_name": null}"#,
+    br#"{"hook_event_name": ["PreToolUse"]}"#,
+    b"\xff\xfe",
+    b"{\"hook_event_name\":\"PreToolUse\"",
+    b"{\"hook_event_name\":\"PreToolUse\"}}",
+    b"{\"hook_event_name\":\"PreToolUse\"} {}",
+    b"\xef\xbb\xbf{}",
+    b"{\"hook_event_name\":\"Pre\xffToolUse\"}",
+    b"{\"hook_event_name\":\"\\ud800\"}",
+    b"\0",
+];
+
+#[test]
+fn payloads_that_are_no_usable_object_are_denied() {
+    let p = sample("hostile-raw");
+    for raw in NOT_A_PAYLOAD {
+        let what = String::from_utf8_lossy(raw);
+        let run = run_hook(p.path(), raw, &what);
+        assert!(run.denied(), "{what:?}: {}", run.stdout);
     }
-    assert!(n > 80);
-    // And the unmutated payload is allowed, so the denies above are about the mutation.
-    assert!(run_payload(p.path(), &base, "base").is_allow());
+}
+
+/// The reviewer's Read with `levels` of `open`..`close` nesting around `1` as `field`.
+fn nested_in(p: &TempDir, field: &str, (open, close): (&str, &str), levels: usize) -> String {
+    let mut payload = reviewer_read_payload(p.path(), "deep", "/p/a", "t");
+    payload[field] = json!("__DEEP__");
+    let deep = format!("{}1{}", open.repeat(levels), close.repeat(levels));
+    payload.to_string().replace("\"__DEEP__\"", &deep)
 }
 
 #[test]
 fn deep_nesting_is_denied_without_a_stack_overflow() {
     let p = sample("hostile-deep");
     let levels = 100_000;
-    for (open, close) in [("[", "]"), ("{\"a\":", "}"), ("[{\"a\":", "}]")] {
+    for brackets in [("[", "]"), ("{\"a\":", "}"), ("[{\"a\":", "}]")] {
         for field in [
             "tool_input",
             "tool_response",
             "brand_new_field",
             "agent_type",
         ] {
-            let mut payload = reviewer_read_payload(p.path(), "deep", "/p/a", "t");
-            payload[field] = json!("__DEEP__");
-            let text = payload.to_string().replace(
-                "\"__DEEP__\"",
-                &format!("{}1{}", open.repeat(levels), close.repeat(levels)),
+            let what = format!("{levels} levels of {} in {field}", brackets.0);
+            let run = run_hook(
+                p.path(),
+                nested_in(&p, field, brackets, levels).as_bytes(),
+                &what,
             );
-            let what = format!("{levels} levels of {open} in {field}");
-            let run = run_hook(p.path(), text.as_bytes(), &what);
             assert!(run.denied(), "{what}: {}", run.stdout);
             assert!(
                 run.reason().contains("[payload-invalid]"),
@@ -165,24 +186,22 @@ fn deep_nesting_is_denied_without_a_stack_overflow() {
     }
     // Unclosed nesting, and nesting as the whole payload.
     for text in ["[".repeat(levels), "{\"a\":".repeat(levels)] {
-        let run = run_hook(p.path(), text.as_bytes(), "unclosed nesting");
-        assert!(run.denied());
+        assert!(run_hook(p.path(), text.as_bytes(), "unclosed nesting").denied());
     }
+}
+
+/// The reviewer's Read with a 5 MB argument (control, bidi and path characters repeated).
+fn five_mb_read(p: &TempDir) -> Value {
+    let five_mb = "A\u{202e}\u{0}/..".repeat(5 << 20 >> 3);
+    let input = json!({"file_path": "/p/a", "pad": five_mb});
+    pre("big", p.path(), Some("reviewer"), "Read", input, "t1")
 }
 
 #[test]
 fn megabyte_strings_are_answered_within_the_bound() {
     let p = sample("hostile-big");
-    let five_mb = "A\u{202e}\u{0}/..".repeat(5 << 20 >> 3);
     // A 5 MB argument to a tool the agent holds: recorded (as a commitment) and allowed.
-    let big_input = pre(
-        "big",
-        p.path(),
-        Some("reviewer"),
-        "Read",
-        json!({"file_path": "/p/a", "pad": five_mb}),
-        "t1",
-    );
+    let big_input = five_mb_read(&p);
     let run = run_payload(p.path(), &big_input, "5 MB tool_input");
     assert!(run.is_allow(), "5 MB tool_input: {}", run.stdout);
     // The same through an agent that does not hold it, and through an undeclared one.
@@ -198,7 +217,12 @@ fn megabyte_strings_are_answered_within_the_bound() {
             run.stdout
         );
     }
-    // Megabyte identifiers.
+}
+
+/// A megabyte in each identifier; a name that long is denied.
+#[test]
+fn megabyte_identifiers_are_answered_within_the_bound() {
+    let p = sample("hostile-big-ids");
     let mb = "r".repeat(1 << 20);
     for (field, value) in [
         ("session_id", mb.clone()),
@@ -211,69 +235,71 @@ fn megabyte_strings_are_answered_within_the_bound() {
     ] {
         let mut payload = reviewer_read_payload(p.path(), "big-ids", "/p/a", "t2");
         payload[field] = json!(value);
-        let bytes = payload.to_string().into_bytes();
-        let what = format!("1 MB {field}");
+        let (bytes, what) = (payload.to_string().into_bytes(), format!("1 MB {field}"));
         let run = run_hook(p.path(), &bytes, &what);
         check(&run, &bytes, &what);
-        if field == "tool_name" || field == "agent_type" {
-            assert!(run.denied(), "{what}: {}", run.stdout);
-        }
+        let a_name = field == "tool_name" || field == "agent_type";
+        assert!(!a_name || run.denied(), "{what}: {}", run.stdout);
     }
-    // A megabyte of whitespace before the object is still one valid payload.
+}
+
+/// A megabyte of whitespace before the object is still one valid payload.
+#[test]
+fn a_megabyte_of_whitespace_before_the_payload_is_read_through() {
+    let p = sample("hostile-padded");
     let mut padded = vec![b' '; 1 << 20];
-    padded.extend_from_slice(
-        pre("pad", p.path(), Some("reviewer"), "Read", json!({}), "t3")
-            .to_string()
-            .as_bytes(),
-    );
+    let read = pre("pad", p.path(), Some("reviewer"), "Read", json!({}), "t3");
+    padded.extend_from_slice(read.to_string().as_bytes());
     assert!(run_hook(p.path(), &padded, "padded").is_allow());
 }
+
+/// Members after which the last `agent_type` or `tool_name` is an undeclared agent or a tool
+/// it does not hold. JSON.parse (Claude Code) keeps the last member; whichever the hook
+/// reads, the call is denied.
+const LAST_MEMBER_NARROWS: &[&str] = &[
+    r#""agent_type":"reviewer","agent_type":"Explore","tool_name":"Read""#,
+    r#""agent_type":"reviewer","tool_name":"Read","tool_name":"Bash""#,
+    r#""agent_type":"reviewer","agent_type":"reviewer ","tool_name":"Read""#,
+    r#""agent_type":"reviewer","tool_name":"Read","tool_name":"Read","tool_name":"Write""#,
+    r#""agent_type":"reviewer","tool_name":"Read","agent_id":null,"agent_id":"a2","agent_type":"Explore""#,
+];
+
+/// A malformed duplicate is malformed, wherever it comes.
+const MALFORMED_DUPLICATE: &[&str] = &[
+    r#""agent_type":"reviewer","tool_name":"Read","tool_input":7"#,
+    r#""agent_type":"reviewer","tool_name":"Read","session_id":5"#,
+    r#""agent_type":"reviewer","tool_name":"Read","hook_event_name":null"#,
+];
 
 #[test]
 fn duplicate_keys_follow_the_last_member_and_never_widen() {
     let p = sample("hostile-dupes");
     let dir = p.path().display().to_string();
-    let template = |extra: &str| {
-        format!(
+    for extra in LAST_MEMBER_NARROWS.iter().chain(MALFORMED_DUPLICATE) {
+        let text = format!(
             r#"{{"session_id":"dupes","cwd":{dir:?},"hook_event_name":"PreToolUse","agent_id":"a1","tool_use_id":"t","tool_input":{{"file_path":"/p/a"}},{extra}}}"#
-        )
-    };
-    // JSON.parse (Claude Code) keeps the last member; whichever the hook reads, the call is
-    // denied whenever the last member names an undeclared agent or a tool it does not hold.
-    for extra in [
-        r#""agent_type":"reviewer","agent_type":"Explore","tool_name":"Read""#,
-        r#""agent_type":"reviewer","tool_name":"Read","tool_name":"Bash""#,
-        r#""agent_type":"reviewer","agent_type":"reviewer ","tool_name":"Read""#,
-        r#""agent_type":"reviewer","tool_name":"Read","tool_name":"Read","tool_name":"Write""#,
-        r#""agent_type":"reviewer","tool_name":"Read","agent_id":null,"agent_id":"a2","agent_type":"Explore""#,
-    ] {
-        let text = template(extra);
-        let run = run_hook(p.path(), text.as_bytes(), extra);
-        assert!(run.denied(), "{extra}: {}", run.stdout);
-    }
-    // A malformed duplicate is malformed, wherever it comes.
-    for extra in [
-        r#""agent_type":"reviewer","tool_name":"Read","tool_input":7"#,
-        r#""agent_type":"reviewer","tool_name":"Read","session_id":5"#,
-        r#""agent_type":"reviewer","tool_name":"Read","hook_event_name":null"#,
-    ] {
-        let text = template(extra);
+        );
         let run = run_hook(p.path(), text.as_bytes(), extra);
         assert!(run.denied(), "{extra}: {}", run.stdout);
     }
 }
 
-#[test]
-fn a_70_mb_payload_is_denied_without_a_memory_blow_up() {
-    let p = sample("hostile-huge");
-    // 70 MB of a syntactically plausible payload: a huge tool_input string.
+/// The reviewer's Read with a `pad` string of `n` bytes: a syntactically plausible payload.
+fn padded_read(p: &TempDir, n: usize) -> Vec<u8> {
     let mut huge = reviewer_read_payload(p.path(), "huge", "/p/a", "t")
         .to_string()
         .into_bytes();
     huge.pop();
     huge.extend_from_slice(b",\"pad\":\"");
-    huge.resize(huge.len() + 70_000_000, b'A');
+    huge.resize(huge.len() + n, b'A');
     huge.extend_from_slice(b"\"}");
+    huge
+}
+
+#[test]
+fn a_70_mb_payload_is_denied_without_a_memory_blow_up() {
+    let p = sample("hostile-huge");
+    let huge = padded_read(&p, 70_000_000);
     assert!(huge.len() > MAX_PAYLOAD);
     let run = run_hook(p.path(), &huge, "70 MB payload");
     assert!(run.denied(), "70 MB payload: {}", run.stdout);
@@ -283,31 +309,26 @@ fn a_70_mb_payload_is_denied_without_a_memory_blow_up() {
         run.reason()
     );
     // The hook reads at most 64 MiB + 1 bytes; anything near 4x that is a blow-up.
-    assert!(
-        run.peak_rss_kb < 400 * 1024,
-        "peak RSS {} kB for a 70 MB payload",
-        run.peak_rss_kb
-    );
+    let kb = run.peak_rss_kb;
+    assert!(kb < 400 * 1024, "peak RSS {kb} kB for a 70 MB payload");
     eprintln!(
-        "70 MB payload: denied in {:?}, peak RSS seen {} kB",
-        run.elapsed, run.peak_rss_kb
+        "70 MB payload: denied in {:?}, peak RSS seen {kb} kB",
+        run.elapsed
     );
 }
 
 #[test]
 fn the_payload_limit_is_exact() {
     let p = sample("hostile-limit");
-    let body = reviewer_read_payload(p.path(), "limit", "/p/a", "t")
+    // Exactly MAX bytes (whitespace after the object) is accepted; one more is refused.
+    let mut at_limit = reviewer_read_payload(p.path(), "limit", "/p/a", "t")
         .to_string()
         .into_bytes();
-    // Exactly MAX bytes (whitespace after the object) is accepted; one more is refused.
-    let mut at_limit = body.clone();
     at_limit.resize(MAX_PAYLOAD, b' ');
     let run = run_hook(p.path(), &at_limit, "payload of exactly the limit");
     assert!(run.is_allow(), "at the limit: {}", run.stdout);
-    let mut over = at_limit;
-    over.push(b' ');
-    let run = run_hook(p.path(), &over, "one byte over the limit");
+    at_limit.push(b' ');
+    let run = run_hook(p.path(), &at_limit, "one byte over the limit");
     assert!(
         run.reason().contains("[payload-too-large]"),
         "{}",

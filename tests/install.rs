@@ -3,136 +3,171 @@
 
 mod common;
 use common::operator::*;
+use common::project_kit::{mode_of, set_mode};
 use common::*;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
 
 fn main() {
     harness::run(tests![
-        install_keeps_existing_settings_and_hooks_and_is_idempotent,
+        install_keeps_existing_settings_and_hooks,
+        install_wires_every_event_with_a_blocking_handler,
+        a_second_install_changes_nothing,
         install_refuses_to_guess_on_invalid_settings_and_local_writes_the_local_file,
         install_moves_a_handler_out_of_a_matcher_and_strips_async_and_if,
-        install_keeps_the_files_mode_and_refuses_a_symlink,
-        install_warns_when_claude_code_would_not_run_the_hook,
+        install_leaves_other_handlers_and_async_false_alone,
+        install_keeps_a_private_settings_files_mode,
+        install_refuses_a_symlinked_settings_file,
+        install_warns_only_that_the_command_is_a_machine_path,
+        install_recognises_a_wrapper_it_was_told_to_wire,
+        install_warns_when_hooks_are_disabled,
         install_as_root_keeps_the_files_owner,
+        install_as_root_refuses_another_users_project,
+        install_as_root_refuses_a_group_writable_project_or_one_in_another_users_directory,
         install_by_the_files_owner_works_whatever_its_group,
         install_by_the_files_owner_works_whatever_its_group_in_a_user_namespace,
-        install_keeps_one_handler_per_event_and_recognises_its_own_command
+        install_recognises_its_own_command_by_another_name,
+        install_removes_a_second_handler_of_its_own,
+        doctor_says_when_two_scopes_wire_two_commands
     ]);
 }
 
-fn install_keeps_existing_settings_and_hooks_and_is_idempotent() {
-    let p = TempDir::new("install");
-    std::fs::create_dir_all(p.path().join(".claude")).unwrap();
-    let existing = json!({
+/// `install DIR ARGS...`.
+fn install(dir: &str, args: &[&str]) -> Out {
+    cli(&[&["install", dir], args].concat())
+}
+
+/// `install DIR ARGS...`, which must succeed.
+#[track_caller]
+fn installs(dir: &str, args: &[&str]) -> Out {
+    let out = install(dir, args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out
+}
+
+/// A project whose `.claude/FILE` holds `settings`.
+fn with_settings(tag: &str, file: &str, settings: &Value) -> TempDir {
+    let p = TempDir::new(tag);
+    write_settings(p.path(), file, settings);
+    p
+}
+
+/// Settings a project had before the hook: a model, permissions, environment and two hooks.
+fn existing() -> Value {
+    json!({
         "model": "opus",
         "permissions": {"allow": ["Read"], "deny": ["Bash(rm *)"]},
         "env": {"FOO": "bar"},
         "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-linter --strict"}]}],
                   "Stop": [{"hooks": [{"type": "command", "command": "notify"}]}]},
-    });
-    std::fs::write(
-        p.path().join(".claude/settings.json"),
-        serde_json::to_string_pretty(&existing).unwrap(),
-    )
-    .unwrap();
-    let dir = p.path().to_str().unwrap();
-    let first = cli(&["install", dir, "--command", "attenu-hook"]);
-    assert_eq!(first.code, 0, "{}", first.stderr);
+    })
+}
+
+fn install_keeps_existing_settings_and_hooks() {
+    let p = with_settings("install", "settings.json", &existing());
+    let first = installs(p.dir(), &["--command", "attenu-hook"]);
     assert_contains(&first.stdout, &["PreToolUse: added"]);
     let after = settings(p.path());
     for key in ["model", "permissions", "env"] {
-        assert_eq!(after[key], existing[key], "{key} kept");
+        assert_eq!(after[key], existing()[key], "{key} kept");
     }
-    assert_eq!(after["hooks"]["Stop"], existing["hooks"]["Stop"]);
+    assert_eq!(after["hooks"]["Stop"], existing()["hooks"]["Stop"]);
     assert_eq!(
         after["hooks"]["PreToolUse"][0],
-        existing["hooks"]["PreToolUse"][0]
+        existing()["hooks"]["PreToolUse"][0]
     );
+}
+
+fn install_wires_every_event_with_a_blocking_handler() {
+    let p = with_settings("install-events", "settings.json", &existing());
+    installs(p.dir(), &["--command", "attenu-hook"]);
+    let after = settings(p.path());
     let ours = &after["hooks"]["PreToolUse"][1];
     assert!(ours.get("matcher").is_none());
-    assert_eq!(
-        ours["hooks"][0],
-        json!({"type": "command", "command": "attenu-hook", "timeout": 10, "onFailure": "block"})
-    );
-    for e in [
+    assert_eq!(ours["hooks"][0], handler("attenu-hook"));
+    let events = [
         "SessionStart",
         "PostToolUse",
         "PostToolUseFailure",
         "SubagentStart",
         "SubagentStop",
         "SessionEnd",
-    ] {
+    ];
+    for e in events {
         assert_eq!(
             after["hooks"][e][0]["hooks"][0]["command"], "attenu-hook",
             "{e}"
         );
     }
+}
+
+fn a_second_install_changes_nothing() {
+    let p = with_settings("install-again", "settings.json", &existing());
+    installs(p.dir(), &["--command", "attenu-hook"]);
     let bytes = std::fs::read(p.path().join(".claude/settings.json")).unwrap();
-    let second = cli(&["install", dir, "--command", "attenu-hook"]);
+    let second = install(p.dir(), &["--command", "attenu-hook"]);
     assert_contains(&second.stdout, &["nothing changed"]);
-    assert_eq!(
-        std::fs::read(p.path().join(".claude/settings.json")).unwrap(),
-        bytes,
-        "a second run changes nothing"
-    );
+    let now = std::fs::read(p.path().join(".claude/settings.json")).unwrap();
+    assert_eq!(now, bytes, "a second run changes nothing");
 }
 
 fn install_refuses_to_guess_on_invalid_settings_and_local_writes_the_local_file() {
     let p = TempDir::new("install-bad");
     std::fs::create_dir_all(p.path().join(".claude")).unwrap();
     std::fs::write(p.path().join(".claude/settings.json"), "{ \"model\": ").unwrap();
-    let out = cli(&["install", p.path().to_str().unwrap()]);
+    let out = install(p.dir(), &[]);
     assert_ne!(out.code, 0);
     assert_contains(&out.stderr, &["refusing to guess"]);
-    assert_eq!(
-        std::fs::read_to_string(p.path().join(".claude/settings.json")).unwrap(),
-        "{ \"model\": "
-    );
-    let out = cli(&["install", p.path().to_str().unwrap(), "--local"]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let kept = std::fs::read_to_string(p.path().join(".claude/settings.json")).unwrap();
+    assert_eq!(kept, "{ \"model\": ");
+    installs(p.dir(), &["--local"]);
     assert!(p.path().join(".claude/settings.local.json").exists());
+}
+
+/// Settings where our handler sits under a matcher, with `async`, with `if` (and `async:
+/// false`), and a command with arguments (which runs the CLI, not the hook: not wiring).
+fn misplaced_handlers() -> Value {
+    let with = |key: &str, value: Value| {
+        let mut h = handler("attenu-hook");
+        h[key] = value;
+        h
+    };
+    let mut end = with("if", json!("Bash(git *)"));
+    end["async"] = json!(false); // what an absent key means: left alone
+    json!({"hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [with("timeout", json!(5)), {"type": "command", "command": "my-linter"}]}],
+        "PostToolUse": [{"hooks": [with("async", json!(true))]}],
+        "SessionEnd": [{"hooks": [end]}],
+        "SubagentStop": [{"hooks": [{"type": "command", "command": "attenu-hook log --denied | notify-send -"}]}],
+    }})
 }
 
 /// Regression: a handler under a matcher, or with `async` or `if`, was taken as wiring, and
 /// `install` said nothing changed while Claude Code checked only some calls, or did not wait.
 fn install_moves_a_handler_out_of_a_matcher_and_strips_async_and_if() {
-    let p = TempDir::new("install-fix");
-    let mut pre = handler("attenu-hook");
-    pre["timeout"] = json!(5);
-    let mut post = handler("attenu-hook");
-    post["async"] = json!(true);
-    let mut end = handler("attenu-hook");
-    end["if"] = json!("Bash(git *)");
-    end["async"] = json!(false); // what an absent key means: left alone
-    write_settings(
-        p.path(),
-        "settings.json",
-        &json!({"hooks": {
-            "PreToolUse": [{"matcher": "Bash", "hooks": [pre, {"type": "command", "command": "my-linter"}]}],
-            "PostToolUse": [{"hooks": [post]}],
-            "SessionEnd": [{"hooks": [end]}],
-            // Arguments run the CLI, not the hook: this is not wiring.
-            "SubagentStop": [{"hooks": [{"type": "command", "command": "attenu-hook log --denied | notify-send -"}]}],
-        }}),
+    let p = with_settings("install-fix", "settings.json", &misplaced_handlers());
+    let out = installs(p.dir(), &["--command", "attenu-hook"]);
+    assert_contains(
+        &out.stdout,
+        &[
+            "PreToolUse: removed the attenu-hook handler from the group with matcher 'Bash'",
+            "PreToolUse: added the attenu-hook handler",
+            "PostToolUse: removed \"async\": true",
+            "SessionEnd: removed \"if\": \"Bash(git *)\"",
+            "SubagentStop: added",
+        ],
     );
-    let dir = p.path().to_str().unwrap();
-    let out = cli(&["install", dir, "--command", "attenu-hook"]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    for said in [
-        "PreToolUse: removed the attenu-hook handler from the group with matcher 'Bash'",
-        "PreToolUse: added the attenu-hook handler",
-        "PostToolUse: removed \"async\": true",
-        "SessionEnd: removed \"if\": \"Bash(git *)\"",
-        "SubagentStop: added",
-    ] {
-        assert!(out.stdout.contains(said), "{said}: {}", out.stdout);
-    }
+    let again = install(p.dir(), &["--command", "attenu-hook"]);
+    assert_contains(&again.stdout, &["nothing changed"]);
+}
+
+fn install_leaves_other_handlers_and_async_false_alone() {
+    let p = with_settings("install-fix-kept", "settings.json", &misplaced_handlers());
+    let out = installs(p.dir(), &["--command", "attenu-hook"]);
     let s = settings(p.path());
+    let pre = json!([{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-linter"}]}, {"hooks": [handler("attenu-hook")]}]);
     assert_eq!(
-        s["hooks"]["PreToolUse"],
-        json!([{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-linter"}]},
-               {"hooks": [handler("attenu-hook")]}]),
+        s["hooks"]["PreToolUse"], pre,
         "the other handler keeps its matcher; ours moves where it sees every tool"
     );
     assert_eq!(
@@ -151,33 +186,34 @@ fn install_moves_a_handler_out_of_a_matcher_and_strips_async_and_if() {
         s["hooks"]["SubagentStop"][1]["hooks"][0],
         handler("attenu-hook")
     );
-    let again = cli(&["install", dir, "--command", "attenu-hook"]);
-    assert_contains(&again.stdout, &["nothing changed"]);
 }
 
-/// Regression: install made a private settings file 0644 and replaced a symlinked one.
-fn install_keeps_the_files_mode_and_refuses_a_symlink() {
-    let p = TempDir::new("install-mode");
-    write_settings(
-        p.path(),
+/// Regression: install made a private settings file 0644.
+fn install_keeps_a_private_settings_files_mode() {
+    let p = with_settings(
+        "install-mode",
         "settings.local.json",
         &json!({"env": {"TOKEN": "secret"}}),
     );
     let local = p.path().join(".claude/settings.local.json");
-    std::fs::set_permissions(&local, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let dir = p.path().to_str().unwrap();
-    let out = cli(&["install", dir, "--local", "--command", "attenu-hook"]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let mode = std::fs::metadata(&local).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o600, "a private settings file stays private");
+    set_mode(&local, 0o600);
+    installs(p.dir(), &["--local", "--command", "attenu-hook"]);
+    assert_eq!(
+        mode_of(&local),
+        0o600,
+        "a private settings file stays private"
+    );
+}
 
+/// Regression: install replaced a symlinked settings file.
+fn install_refuses_a_symlinked_settings_file() {
     let q = TempDir::new("install-link");
     std::fs::create_dir_all(q.path().join(".claude")).unwrap();
     let target = q.path().join("dotfiles-settings.json");
     std::fs::write(&target, "{}").unwrap();
     let link = q.path().join(".claude/settings.json");
     std::os::unix::fs::symlink(&target, &link).unwrap();
-    let out = cli(&["install", q.path().to_str().unwrap()]);
+    let out = install(q.dir(), &[]);
     assert_eq!(out.code, 2, "{}", out.stdout);
     assert_contains(&out.stderr, &["symbolic link"]);
     assert!(std::fs::symlink_metadata(&link)
@@ -187,49 +223,31 @@ fn install_keeps_the_files_mode_and_refuses_a_symlink() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "{}");
 }
 
+/// No warning on stderr but that the command is this machine's path (the settings file is
+/// shared).
+#[track_caller]
+fn assert_only_the_machine_path_warning(stderr: &str) {
+    let other = |l: &str| l.contains("warning") && !l.contains("exists on this machine only");
+    assert!(!stderr.lines().any(other), "{stderr}");
+}
+
 /// Regression: install reported every event wired while a settings file turned all hooks off,
-/// so the user learned that nothing ran only from `doctor`, if at all.
-fn install_warns_when_claude_code_would_not_run_the_hook() {
+/// so the user learned that nothing ran only from `doctor`, if at all. Without that, the one
+/// warning is that BIN is this machine's path.
+fn install_warns_only_that_the_command_is_a_machine_path() {
     let p = sample("install-disabled");
-    let dir = p.path().to_str().unwrap();
-    let out = cli(&["install", dir, "--command", BIN]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    // (The one warning is that BIN is this machine's path: the settings file is shared.)
-    assert!(
-        !out.stderr
-            .lines()
-            .any(|l| l.contains("warning") && !l.contains("exists on this machine only")),
-        "{}",
-        out.stderr
-    );
-    // Nor for a wrapper whose name is not attenu-hook's: it is the command just wired.
-    let w = sample("install-wrapper");
-    let wrapper = w.path().join("guard.sh");
-    std::fs::write(&wrapper, format!("#!/bin/sh\nexec {BIN}\n")).unwrap();
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = cli(&[
-        "install",
-        w.path().to_str().unwrap(),
-        "--command",
-        wrapper.to_str().unwrap(),
-    ]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    // (The one warning is that BIN is this machine's path: the settings file is shared.)
-    assert!(
-        !out.stderr
-            .lines()
-            .any(|l| l.contains("warning") && !l.contains("exists on this machine only")),
-        "{}",
-        out.stderr
-    );
-    // The next step it prints recognises the wrapper too.
-    let next = out
-        .stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("next: `"))
-        .and_then(|l| l.strip_suffix('`'))
-        .expect("a next step");
-    assert!(next.contains("--command"), "{next}");
+    let out = installs(p.dir(), &["--command", BIN]);
+    assert_only_the_machine_path_warning(&out.stderr);
+}
+
+/// The command of install's `next: `...`` line.
+fn next_step(stdout: &str) -> &str {
+    let next = stdout.lines().find_map(|l| l.strip_prefix("next: `"));
+    next.and_then(|l| l.strip_suffix('`')).expect("a next step")
+}
+
+/// What `next` printed, run by `sh` with attenu-hook the binary under test.
+fn run_next_step(next: &str) -> String {
     let out = std::process::Command::new("sh")
         .arg("-c")
         .arg(next.replacen("attenu-hook", BIN, 1))
@@ -239,28 +257,43 @@ fn install_warns_when_claude_code_would_not_run_the_hook() {
         )
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Nor a warning for a wrapper whose name is not attenu-hook's: it is the command just wired,
+/// and the next step install prints recognises it too.
+fn install_recognises_a_wrapper_it_was_told_to_wire() {
+    let w = sample("install-wrapper");
+    let wrapper = w.path().join("guard.sh");
+    std::fs::write(&wrapper, format!("#!/bin/sh\nexec {BIN}\n")).unwrap();
+    set_mode(&wrapper, 0o755);
+    let out = installs(w.dir(), &["--command", wrapper.to_str().unwrap()]);
+    assert_only_the_machine_path_warning(&out.stderr);
+    let next = next_step(&out.stdout);
+    assert!(next.contains("--command"), "{next}");
+    let stdout = run_next_step(next);
     assert!(!stdout.contains("no attenu-hook handler"), "{stdout}");
     assert!(stdout.contains("ok    wired:PreToolUse"), "{stdout}");
+}
 
+/// With all hooks disabled in a settings file, install warns, both when it changes the file
+/// and when there is nothing left to change.
+fn install_warns_when_hooks_are_disabled() {
+    let p = sample("install-disabled-local");
+    installs(p.dir(), &["--command", BIN]);
     write_settings(
         p.path(),
         "settings.local.json",
         &json!({"disableAllHooks": true}),
     );
-    // Both when it changes the file and when there is nothing left to change.
     for said in ["updated", "nothing changed"] {
-        let out = cli(&["install", dir, "--local", "--command", BIN]);
-        assert_eq!(out.code, 0, "{}", out.stderr);
+        let out = installs(p.dir(), &["--local", "--command", BIN]);
         assert!(out.stdout.contains(said), "{}", out.stdout);
-        assert!(
-            out.stderr.contains("warning: the hook is wired, but")
-                && out
-                    .stderr
-                    .contains("settings.local.json sets \"disableAllHooks\": true"),
-            "{}",
-            out.stderr
-        );
+        let warned = [
+            "warning: the hook is wired, but",
+            "settings.local.json sets \"disableAllHooks\": true",
+        ];
+        assert_contains(&out.stderr, &warned);
         assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     }
 }
@@ -270,38 +303,42 @@ fn install_warns_when_claude_code_would_not_run_the_hook() {
 fn install_as_root_keeps_the_files_owner() {
     use std::os::unix::fs::MetadataExt;
     need_root();
-    let p = TempDir::new("install-owner");
-    write_settings(p.path(), "settings.json", &json!({"model": "opus"}));
+    let p = with_settings("install-owner", "settings.json", &json!({"model": "opus"}));
     let path = p.path().join(".claude/settings.json");
     std::os::unix::fs::chown(&path, Some(4321), Some(4322)).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
-    let out = cli(&["install", p.path().to_str().unwrap(), "--command", BIN]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    set_mode(&path, 0o640);
+    installs(p.dir(), &["--command", BIN]);
     let m = std::fs::metadata(&path).unwrap();
     assert_eq!((m.uid(), m.gid()), (4321, 4322), "the user still owns it");
     assert_eq!(m.permissions().mode() & 0o7777, 0o640);
     assert!(settings(p.path())["hooks"]["PreToolUse"].is_array());
     assert_eq!(settings(p.path())["model"], "opus");
+}
 
-    // Root in another user's project would write into directories that user controls (a
-    // symlink swapped in could redirect it): refused, and nothing is created.
+/// Root in another user's project would write into directories that user controls (a
+/// symlink swapped in could redirect it): refused, and nothing is created.
+fn install_as_root_refuses_another_users_project() {
+    need_root();
     let q = TempDir::new("install-owner-other");
     std::os::unix::fs::chown(q.path(), Some(4321), Some(4322)).unwrap();
-    let out = cli(&["install", q.path().to_str().unwrap(), "--command", BIN]);
+    let out = install(q.dir(), &["--command", BIN]);
     assert_eq!(out.code, 2, "{}", out.stdout);
     assert_contains(&out.stderr, &["belongs to uid 4321", "sudo -u '#4321'"]);
     assert!(!q.path().join(".claude").exists());
     let r = TempDir::new("install-owner-claude-link");
     std::os::unix::fs::symlink(q.path(), r.path().join(".claude")).unwrap();
-    let out = cli(&["install", r.path().to_str().unwrap(), "--command", BIN]);
+    let out = install(r.dir(), &["--command", BIN]);
     assert_eq!(out.code, 2, "{}", out.stdout);
     assert_contains(&out.stderr, &["is a symbolic link"]);
+}
 
-    // Review: a group-writable project was called "writable by others", with advice that did
-    // not apply to a root-owned one; a project inside another user's directory was accepted.
+/// Review: a group-writable project was called "writable by others", with advice that did
+/// not apply to a root-owned one; a project inside another user's directory was accepted.
+fn install_as_root_refuses_a_group_writable_project_or_one_in_another_users_directory() {
+    need_root();
     let g = TempDir::new("install-owner-group-writable");
-    std::fs::set_permissions(g.path(), std::fs::Permissions::from_mode(0o775)).unwrap();
-    let out = cli(&["install", g.path().to_str().unwrap(), "--command", BIN]);
+    set_mode(g.path(), 0o775);
+    let out = install(g.dir(), &["--command", BIN]);
     assert_eq!(out.code, 2, "{}", out.stdout);
     assert_contains(
         &out.stderr,
@@ -311,13 +348,11 @@ fn install_as_root_keeps_the_files_owner() {
     let inside = home.path().join("project");
     std::fs::create_dir(&inside).unwrap();
     std::os::unix::fs::chown(home.path(), Some(4321), Some(4322)).unwrap();
-    let out = cli(&["install", inside.to_str().unwrap(), "--command", BIN]);
+    let out = install(inside.to_str().unwrap(), &["--command", BIN]);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    assert!(
-        out.stderr
-            .contains("a directory above the project, belongs to uid 4321"),
-        "{}",
-        out.stderr
+    assert_contains(
+        &out.stderr,
+        &["a directory above the project, belongs to uid 4321"],
     );
     assert!(!inside.join(".claude").exists());
 }
@@ -408,36 +443,42 @@ fn install_as_uid_4321(namespaced: bool, cases: &[(u32, (u32, u32))]) {
     }
 }
 
-/// Regression: wiring written with `--command` for a renamed copy or a link was not recognised
-/// by `doctor` or a later `install`, which added a second handler; and a second handler of ours
-/// (another command, or under a matcher) was left in place, so every call ran the hook twice.
-fn install_keeps_one_handler_per_event_and_recognises_its_own_command() {
-    let p = sample("install-one");
-    let dir = p.path().to_str().unwrap();
+/// The seed's sample project wired with `--command` naming a link to the binary (a renamed
+/// copy), and that link.
+fn wired_by_another_name(tag: &str) -> (TempDir, TempDir, String) {
+    let p = sample(tag);
     let bin = TempDir::new("renamed");
     let link = bin.path().join("guard");
     std::os::unix::fs::symlink(BIN, &link).unwrap();
-    let link_s = link.to_str().unwrap();
-    assert_eq!(cli(&["install", dir, "--command", link_s]).code, 0);
+    let link = link.to_str().unwrap().to_string();
+    assert_eq!(install(p.dir(), &["--command", &link]).code, 0);
+    (p, bin, link)
+}
+
+/// Regression: wiring written with `--command` for a renamed copy or a link was not recognised
+/// by `doctor` or a later `install`, which added a second handler.
+fn install_recognises_its_own_command_by_another_name() {
+    let (p, _bin, _) = wired_by_another_name("install-one");
     let out = doctor(p.path());
     assert_eq!(out.code, 0, "{}", out.stdout);
-    let again = cli(&["install", dir]);
-    assert_contains(&again.stdout, &["nothing changed"]);
+    assert_contains(&install(p.dir(), &[]).stdout, &["nothing changed"]);
+}
 
-    // A second handler of ours under a matcher, async: removed, not left to run twice.
+/// Regression: a second handler of ours (another command, under a matcher, async) was left in
+/// place, so every call ran the hook twice.
+fn install_removes_a_second_handler_of_its_own() {
+    let (p, _bin, link) = wired_by_another_name("install-second");
     let mut s = settings(p.path());
-    s["hooks"]["PreToolUse"].as_array_mut().unwrap().push(json!(
-        {"matcher": "Bash", "hooks": [{"type": "command", "command": BIN, "async": true}]}
-    ));
+    let second =
+        json!({"matcher": "Bash", "hooks": [{"type": "command", "command": BIN, "async": true}]});
+    s["hooks"]["PreToolUse"]
+        .as_array_mut()
+        .unwrap()
+        .push(second);
     write_settings(p.path(), "settings.json", &s);
-    let out = cli(&["install", dir, "--command", link_s]);
-    assert!(
-        out.stdout.contains(
-            "PreToolUse: removed the attenu-hook handler from the group with matcher 'Bash'"
-        ),
-        "{}",
-        out.stdout
-    );
+    let out = install(p.dir(), &["--command", &link]);
+    let said = "PreToolUse: removed the attenu-hook handler from the group with matcher 'Bash'";
+    assert_contains(&out.stdout, &[said]);
     assert_eq!(
         settings(p.path())["hooks"]["PreToolUse"]
             .as_array()
@@ -445,18 +486,18 @@ fn install_keeps_one_handler_per_event_and_recognises_its_own_command() {
             .len(),
         1
     );
+}
 
-    // Two scopes wiring two commands: doctor says so.
+/// Two scopes wiring two commands: doctor says so.
+fn doctor_says_when_two_scopes_wire_two_commands() {
+    let (p, _bin, _) = wired_by_another_name("install-two-scopes");
     let user = TempDir::new("doctor-two");
-    let mut user_settings = json!({"hooks": {}});
-    user_settings["hooks"]["PreToolUse"] = json!([{"hooks": [handler(BIN)]}]);
+    let user_settings = json!({"hooks": {"PreToolUse": [{"hooks": [handler(BIN)]}]}});
     std::fs::write(user.path().join("settings.json"), user_settings.to_string()).unwrap();
-    let out = cli_with(&["doctor", dir], &[("CLAUDE_CONFIG_DIR", user.path())]);
+    let out = cli_with(&["doctor", p.dir()], &[("CLAUDE_CONFIG_DIR", user.path())]);
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(
-        out.stdout
-            .contains("attenu-hook is wired 2 times for PreToolUse"),
-        "{}",
-        out.stdout
+    assert_contains(
+        &out.stdout,
+        &["attenu-hook is wired 2 times for PreToolUse"],
     );
 }

@@ -27,28 +27,12 @@ use common::{harness, skip};
 use process::*;
 use serde_json::Value;
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::Command;
 
 fn main() {
     harness::run(tests![a_git_tag_rule_holds_for_git_tag_alone]);
-}
-
-const HOOK_BIN: &str = env!("CARGO_BIN_EXE_attenu-hook");
-const REPO: &str = env!("CARGO_MANIFEST_DIR");
-const PINNED_VERSION: &str = "2.1.332";
-const CLAUDE_DEADLINE: Duration = Duration::from_secs(90);
-const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
-const MOCK_LIFETIME_SECS: u64 = 150;
-
-/// `live_process::load_snippet` falls back to this without `settings.snippet.json`.
-fn fallback_snippet() -> Value {
-    panic!("{REPO}/settings.snippet.json is missing; the live tests wire the hook with it")
 }
 
 const RELEASE_MD: &str = "---

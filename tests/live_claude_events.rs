@@ -30,31 +30,15 @@ use common::{harness, skip};
 use process::*;
 use serde_json::Value;
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::Command;
 
 fn main() {
     harness::run(tests![
         claude_codes_own_refusals_are_on_the_ledger,
         a_skills_inline_shell_is_decided_and_recorded
     ]);
-}
-
-const HOOK_BIN: &str = env!("CARGO_BIN_EXE_attenu-hook");
-const REPO: &str = env!("CARGO_MANIFEST_DIR");
-const PINNED_VERSION: &str = "2.1.332";
-const CLAUDE_DEADLINE: Duration = Duration::from_secs(90);
-const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
-const MOCK_LIFETIME_SECS: u64 = 150;
-
-/// `live_process::load_snippet` falls back to this without `settings.snippet.json`.
-fn fallback_snippet() -> Value {
-    panic!("{REPO}/settings.snippet.json is missing; the live tests wire the hook with it")
 }
 
 /// One `claude -p "/traceit"` in a fresh project wired by the snippet, with `config` as

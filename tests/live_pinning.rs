@@ -30,35 +30,19 @@ use process::*;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::Command;
 
 fn main() {
     harness::run(tests![claude_code_keeps_the_agents_a_session_started_with]);
 }
 
-const HOOK_BIN: &str = env!("CARGO_BIN_EXE_attenu-hook");
-const REPO: &str = env!("CARGO_MANIFEST_DIR");
-const PINNED_VERSION: &str = "2.1.332";
-const CLAUDE_DEADLINE: Duration = Duration::from_secs(90);
-const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
-const MOCK_LIFETIME_SECS: u64 = 150;
 const SDK_335: &str =
     "ci-tools/sdk335/node_modules/@anthropic-ai/claude-agent-sdk-linux-x64/claude";
 
 const PINNED_MD: &str =
     "---\nname: pinned\ndescription: Reads files.\ntools: Read\n---\nYou read.\n";
-
-/// `live_process::load_snippet` falls back to this without `settings.snippet.json`, which
-/// this repository always has.
-fn fallback_snippet() -> Value {
-    panic!("{REPO}/settings.snippet.json is missing; the live tests wire the hook with it")
-}
 
 /// Claude Code 2.1.335, if installed.
 fn find_claude_335() -> Option<PathBuf> {

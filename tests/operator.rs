@@ -3,14 +3,15 @@
 
 mod common;
 use common::operator::*;
+use common::project_kit::*;
 use common::*;
 use serde_json::{json, Value};
-use std::os::unix::fs::PermissionsExt;
 
 fn main() {
     harness::run(tests![
         doctor_passes_on_an_installed_project,
         doctor_text_is_pinned,
+        doctor_passes_reviewer_keys_other_than_the_anchor_key,
         doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key,
         doctor_only_warns_when_session_start_is_not_wired,
         doctor_fails_with_reasons_on_an_unwired_project,
@@ -19,24 +20,21 @@ fn main() {
         log_warns_and_fails_on_a_ledger_that_does_not_verify,
         state_commands_find_a_project_without_claude_below_a_home_with_it,
         completions_and_man_page_come_from_the_cli_definition,
-        install_and_doctor_find_the_project_root_and_refuse_a_missing_directory,
-        doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2,
+        a_subcommands_flags_complete,
+        install_and_doctor_find_the_project_root_from_a_subdirectory,
+        install_and_doctor_refuse_a_missing_directory,
+        doctor_fails_when_attenu_is_not_a_directory,
+        output_that_cannot_be_written_exits_2,
         declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu,
         hook_mode_on_a_terminal_says_so_at_once_and_blocks,
-        a_broken_agent_file_is_named_with_its_error_in_the_deny,
-        log_fits_the_terminal_lists_sessions_and_summarises,
+        log_fits_the_terminal,
+        log_lists_sessions_and_summarises,
         log_without_state_says_what_is_missing
     ]);
 }
 
 fn doctor_passes_on_an_installed_project() {
-    let p = sample("doctor-ok");
-    assert_eq!(
-        cli(&["install", p.path().to_str().unwrap(), "--command", BIN]).code,
-        0
-    );
-    reviewer_read(p.path(), "s1", "/x", "t1");
-    let out = doctor(p.path());
+    let out = doctor(installed_sample("doctor-ok").path());
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert_contains(&out.stdout, &["ledger:ledger-s1.jsonl", "verifies"]);
 }
@@ -44,10 +42,10 @@ fn doctor_passes_on_an_installed_project() {
 /// What `doctor` prints, pinned: every check of an installed project with a ledger (exit 0), and
 /// an unwired one's failures with what to do (exit 1).
 fn doctor_text_is_pinned() {
-    let wired = sample("doctor-text-ok");
-    assert_eq!(cli(&["install", wired.dir(), "--command", BIN]).code, 0);
-    assert_allowed(&reviewer_read(wired.path(), "s1", "/x", "t1"));
-    let unwired = sample("doctor-text-unwired");
+    let (wired, unwired) = (
+        installed_sample("doctor-text-ok"),
+        sample("doctor-text-unwired"),
+    );
     let mut text = String::new();
     for (p, code) in [(&wired, 0), (&unwired, 1)] {
         let out = doctor(p.path());
@@ -61,64 +59,57 @@ fn doctor_text_is_pinned() {
     assert_snapshot("doctor.txt", &text);
 }
 
-fn doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key() {
-    let p = sample("doctor-anchor-reviewer");
-    assert_eq!(
-        cli(&["install", p.path().to_str().unwrap(), "--command", BIN]).code,
-        0
-    );
-    reviewer_read(p.path(), "s1", "/x", "t1");
-    let anchor: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(p.path().join(".attenu/anchor.pub")).unwrap(),
-    )
-    .unwrap();
-    let public = anchor["public_key"].as_str().unwrap().to_string();
+/// `[gate] reviewers` with these `name = "key"` pairs.
+fn reviewers(pairs: &str) -> String {
+    format!("[gate]\nrequire = [\"exec.bash\"]\nreviewers = {{ {pairs} }}\n")
+}
+
+/// The project's anchor key, in upper case.
+fn anchor_key_upper(p: &TempDir) -> String {
+    let text = std::fs::read_to_string(p.path().join(".attenu/anchor.pub")).unwrap();
+    let anchor: Value = serde_json::from_str(&text).unwrap();
+    anchor["public_key"].as_str().unwrap().to_uppercase()
+}
+
+/// A reviewer key of its own passes `doctor`, which says none is the anchor key.
+fn doctor_passes_reviewer_keys_other_than_the_anchor_key() {
+    let p = installed_sample("doctor-reviewer-other");
     let other = "0".repeat(63) + "1";
-    write_config(
-        p.path(),
-        format!("[gate]\nrequire = [\"exec.bash\"]\nreviewers = {{ alice = \"{other}\" }}\n"),
-    );
+    write_config(p.path(), reviewers(&format!("alice = \"{other}\"")));
     let out = doctor(p.path());
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert_contains(&out.stdout, &["none of them the project's anchor key"]);
+}
+
+/// The project's own anchor key (any case) as a reviewer's fails `doctor`, naming that
+/// reviewer alone and `keygen`.
+fn doctor_fails_when_a_reviewer_key_is_the_projects_anchor_key() {
+    let p = installed_sample("doctor-anchor-reviewer");
+    let (other, public) = ("0".repeat(63) + "1", anchor_key_upper(&p));
     write_config(
         p.path(),
-        format!(
-            "[gate]\nrequire = [\"exec.bash\"]\nreviewers = {{ alice = \"{other}\", bob = \"{}\" }}\n",
-            public.to_uppercase()
-        ),
+        reviewers(&format!("alice = \"{other}\", bob = \"{public}\"")),
     );
     let out = doctor(p.path());
     assert_ne!(out.code, 0, "{}", out.stdout);
-    let line = out
-        .stdout
-        .lines()
-        .find(|l| l.contains("gate:reviewers"))
-        .unwrap_or_else(|| panic!("no reviewer line: {}", out.stdout));
+    let line = line_with(&out.stdout, "gate:reviewers");
     assert!(
         line.contains("bob") && !line.contains("alice") && line.contains("keygen"),
         "{line}"
     );
 }
 
+/// Installs from before SessionStart was wired keep enforcing everything: SessionStart only
+/// creates the ledger ahead of the first tool call.
 fn doctor_only_warns_when_session_start_is_not_wired() {
-    // Installs from before SessionStart was wired keep enforcing everything: SessionStart
-    // only creates the ledger ahead of the first tool call.
     let p = sample("doctor-nostart");
-    assert_eq!(
-        cli(&["install", p.path().to_str().unwrap(), "--command", BIN]).code,
-        0
-    );
+    install_bin(p.dir());
     let mut s = settings(p.path());
     s["hooks"].as_object_mut().unwrap().remove("SessionStart");
-    std::fs::write(p.path().join(".claude/settings.json"), s.to_string()).unwrap();
+    write_settings(p.path(), "settings.json", &s);
     let out = doctor(p.path());
     assert_eq!(out.code, 0, "{}", out.stdout);
-    let line = out
-        .stdout
-        .lines()
-        .find(|l| l.contains("wired:SessionStart"))
-        .unwrap_or_else(|| panic!("no SessionStart line: {}", out.stdout));
+    let line = line_with(&out.stdout, "wired:SessionStart");
     assert!(
         !line.contains("FAIL") && line.contains("first tool call"),
         "{line}"
@@ -136,49 +127,29 @@ fn doctor_fails_with_reasons_on_an_unwired_project() {
     // A matcher or a missing onFailure is as bad as no wiring.
     let mut s = settings(p.path());
     s["hooks"] = json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": BIN, "timeout": 10, "onFailure": "block"}]}]});
-    std::fs::write(p.path().join(".claude/settings.json"), s.to_string()).unwrap();
-    let out = doctor(p.path());
-    assert_contains(&out.stdout, &["matcher 'Bash'"]);
+    write_settings(p.path(), "settings.json", &s);
+    assert_contains(&doctor(p.path()).stdout, &["matcher 'Bash'"]);
 }
 
 fn doctor_fails_on_unsafe_permissions_and_a_broken_ledger() {
-    let p = sample("doctor-perms");
-    assert_eq!(
-        cli(&["install", p.path().to_str().unwrap(), "--command", BIN]).code,
-        0
-    );
-    reviewer_read(p.path(), "s1", "/x", "t1");
-    std::fs::set_permissions(
-        p.path().join(".attenu/anchor.key"),
-        std::fs::Permissions::from_mode(0o644),
-    )
-    .unwrap();
+    let p = installed_sample("doctor-perms");
+    let key = p.path().join(".attenu/anchor.key");
+    set_mode(&key, 0o644);
     let out = doctor(p.path());
     assert_eq!(out.code, 1);
     assert_contains(&out.stdout, &["FAIL  perm:anchor.key", "chmod 600"]);
-    std::fs::set_permissions(
-        p.path().join(".attenu/anchor.key"),
-        std::fs::Permissions::from_mode(0o600),
-    )
-    .unwrap();
-    let path = p.ledger("s1");
-    let original = std::fs::read_to_string(&path).unwrap();
-    let text = original.replacen("fs.read", "fs.rea", 1);
-    std::fs::write(&path, text).unwrap();
-    let out = doctor(p.path());
-    assert_contains(&out.stdout, &["FAIL  ledger:ledger-s1.jsonl"]);
+    set_mode(&key, 0o600);
+    let original = std::fs::read_to_string(p.ledger("s1")).unwrap();
+    std::fs::write(p.ledger("s1"), original.replacen("fs.read", "fs.rea", 1)).unwrap();
+    assert_contains(&doctor(p.path()).stdout, &["FAIL  ledger:ledger-s1.jsonl"]);
     // Cut short: every line left still verifies, but the checkpoint remembers more.
     let lines: Vec<&str> = original.lines().collect();
-    std::fs::write(&path, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
-    let out = doctor(p.path());
-    assert!(
-        out.stdout.contains("FAIL  ledger:ledger-s1.jsonl")
-            && out
-                .stdout
-                .contains("no longer holds what its checkpoint records"),
-        "{}",
-        out.stdout
-    );
+    std::fs::write(p.ledger("s1"), lines[..lines.len() - 1].join("\n") + "\n").unwrap();
+    let says = [
+        "FAIL  ledger:ledger-s1.jsonl",
+        "no longer holds what its checkpoint records",
+    ];
+    assert_contains(&doctor(p.path()).stdout, &says);
 }
 
 /// The log table with times replaced, so it can be compared with the snapshot.
@@ -198,39 +169,33 @@ fn normalised_log_at(args: &[&str], columns: &str) -> String {
 fn log_project(tag: &str) -> TempDir {
     let p = sample(tag);
     let sid = "0b5f1c2e-log-snapshot";
+    let call = |c: Call, input: Value, id: &str| c.session(sid).input(input).id(id);
     reviewer_read(p.path(), sid, "/x", "t1");
-    p.subagent("reviewer", "Read")
-        .session(sid)
-        .input(json!({"file_path": "/x"}))
-        .id("t1")
-        .post(json!({}))
-        .run();
-    p.subagent("reviewer", "WebFetch")
-        .session(sid)
-        .input(json!({"url": "https://x"}))
-        .id("t2")
-        .run();
-    p.subagent("Explore", "Grep")
-        .session(sid)
-        .input(json!({"pattern": "x"}))
-        .id("t3")
-        .run();
-    p.main_thread("Bash")
-        .session(sid)
-        .input(json!({"command": "ls"}))
-        .id("t4")
-        .run();
+    call(
+        p.subagent("reviewer", "Read"),
+        json!({"file_path": "/x"}),
+        "t1",
+    )
+    .post(json!({}))
+    .run();
+    call(
+        p.subagent("reviewer", "WebFetch"),
+        json!({"url": "https://x"}),
+        "t2",
+    )
+    .run();
+    call(p.subagent("Explore", "Grep"), json!({"pattern": "x"}), "t3").run();
+    call(p.main_thread("Bash"), json!({"command": "ls"}), "t4").run();
     p
 }
 
 fn log_output_matches_the_snapshot() {
     let p = log_project("log");
-    let dir = p.path().to_str().unwrap();
-    let table = normalised_log(&["log", "--project", dir]);
+    let table = normalised_log(&["log", "--project", p.dir()]);
     assert_snapshot("log.txt", &table);
-    let denied = normalised_log(&["log", "--project", dir, "--denied"]);
+    let denied = normalised_log(&["log", "--project", p.dir(), "--denied"]);
     assert_eq!(denied.lines().count(), 1 + 3, "{denied}");
-    let explore = normalised_log(&["log", "--project", dir, "--agent", "Explore", "--json"]);
+    let explore = normalised_log(&["log", "--project", p.dir(), "--agent", "Explore", "--json"]);
     let row: Value = serde_json::from_str(explore.lines().next().unwrap()).unwrap();
     assert_eq!(
         (row["agent"].as_str(), row["decision"].as_str()),
@@ -247,11 +212,9 @@ fn log_output_matches_the_snapshot() {
 /// but warns and exits 1. It also finds the project from a subdirectory.
 fn log_warns_and_fails_on_a_ledger_that_does_not_verify() {
     let p = sample("log-tamper");
-    let dir = p.path().to_str().unwrap();
     assert!(p
         .subagent("reviewer", "WebFetch")
         .input(json!({"url": "https://x"}))
-        .id("t1")
         .run()
         .denied());
     let sub = p.path().join("src/deep");
@@ -259,12 +222,13 @@ fn log_warns_and_fails_on_a_ledger_that_does_not_verify() {
     let clean = cli(&["log", "--project", sub.to_str().unwrap()]);
     assert_eq!(clean.code, 0, "{}", clean.stderr);
     assert_contains(&clean.stdout, &["DENY"]);
-    let path = p.ledger("s1");
-    let text = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace("\"event\":\"deny\"", "\"event\":\"allow\"");
-    std::fs::write(&path, text).unwrap();
-    let out = cli(&["log", "--project", dir]);
+    let text = std::fs::read_to_string(p.ledger("s1")).unwrap();
+    std::fs::write(
+        p.ledger("s1"),
+        text.replace("\"event\":\"deny\"", "\"event\":\"allow\""),
+    )
+    .unwrap();
+    let out = cli(&["log", "--project", p.dir()]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert_contains(&out.stderr, &["WARNING", "does not verify"]);
 }
@@ -281,19 +245,18 @@ fn state_commands_find_a_project_without_claude_below_a_home_with_it() {
         &proj
             .main_thread("Read")
             .input(json!({"file_path": "/x"}))
-            .id("t1")
             .run(),
     );
     assert!(proj.join(".attenu").is_dir());
-    let dir = proj.to_str().unwrap();
-    let log = cli(&["log", "--project", dir]);
-    assert_eq!(log.code, 0, "{}", log.stderr);
-    assert_contains(&log.stdout, &["Read"]);
-    let export = cli(&["export", "--project", dir, "--session", "s1"]);
-    assert_eq!(export.code, 0, "{}", export.stderr);
-    assert_contains(&export.stdout, &["proj/.attenu/bundle-s1.json"]);
-    let list = cli(&["reconcile", "list", "--project", dir]);
-    assert_eq!(list.code, 0, "{}", list.stderr);
+    let run = |args: &[&str]| {
+        let out = cli(&[args, &["--project", proj.to_str().unwrap()]].concat());
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        out.stdout
+    };
+    assert_contains(&run(&["log"]), &["Read"]);
+    let bundles = run(&["export", "--session", "s1"]);
+    assert_contains(&bundles, &["proj/.attenu/bundle-s1.json"]);
+    run(&["reconcile", "list"]);
     assert!(!home.path().join(".attenu").exists());
 }
 
@@ -301,50 +264,59 @@ fn completions_and_man_page_come_from_the_cli_definition() {
     let bash = cli(&["completions", "bash"]);
     assert_eq!(bash.code, 0);
     assert!(bash.stdout.contains("attenu-hook") && bash.stdout.contains("reconcile"));
-    // Regression (issue 41): a subcommand's flags never completed. Through a real bash: the
-    // script sourced, then `attenu-hook log --s<TAB>`.
-    let script = TempDir::new("completions");
-    let file = script.path().join("attenu-hook.bash");
-    std::fs::write(&file, &bash.stdout).unwrap();
-    let out = std::process::Command::new("bash")
-        .args([
-            "-c",
-            r#"source "$1"; COMP_WORDS=(attenu-hook log --s); COMP_CWORD=2; _attenu__hook attenu-hook --s log; echo "${COMPREPLY[*]}""#,
-            "bash",
-        ])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let offered = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        ["--session", "--sessions", "--summary"]
-            .iter()
-            .all(|f| offered.split_whitespace().any(|o| o == *f)),
-        "`attenu-hook log --s<TAB>` offered {offered:?} {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let man = cli(&["man"]);
     assert_eq!(man.code, 0);
+    let head = &man.stdout[..200.min(man.stdout.len())];
     assert!(
         man.stdout.contains(".TH attenu-hook") && man.stdout.contains("derive"),
-        "{}",
-        &man.stdout[..200.min(man.stdout.len())]
+        "{head}"
     );
 }
 
-/// Regression: install wrote a nested `.claude/` when run from a subdirectory, and created
-/// whatever path it was given; doctor on a missing directory listed wiring failures.
-fn install_and_doctor_find_the_project_root_and_refuse_a_missing_directory() {
+/// What bash offers for `attenu-hook log --s<TAB>` with the completion script sourced.
+fn bash_completes_log_dash_s() -> (String, String) {
+    let script = TempDir::new("completions");
+    let file = script.path().join("attenu-hook.bash");
+    std::fs::write(&file, cli(&["completions", "bash"]).stdout).unwrap();
+    let line = r#"source "$1"; COMP_WORDS=(attenu-hook log --s); COMP_CWORD=2; _attenu__hook attenu-hook --s log; echo "${COMPREPLY[*]}""#;
+    let out = std::process::Command::new("bash")
+        .args(["-c", line, "bash"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (text(&out.stdout), text(&out.stderr))
+}
+
+/// Regression (issue 41): a subcommand's flags never completed. Through a real bash.
+fn a_subcommands_flags_complete() {
+    let (offered, stderr) = bash_completes_log_dash_s();
+    let offers = |f: &str| offered.split_whitespace().any(|o| o == f);
+    let all = ["--session", "--sessions", "--summary"]
+        .iter()
+        .all(|f| offers(f));
+    assert!(
+        all,
+        "`attenu-hook log --s<TAB>` offered {offered:?} {stderr}"
+    );
+}
+
+/// Regression: install wrote a nested `.claude/` when run from a subdirectory.
+fn install_and_doctor_find_the_project_root_from_a_subdirectory() {
     let p = sample("install-root");
     let sub = p.path().join("src/deep");
     std::fs::create_dir_all(&sub).unwrap();
-    let out = cli(&["install", sub.to_str().unwrap(), "--command", BIN]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    install_bin(sub.to_str().unwrap());
     assert!(!sub.join(".claude").exists() && !p.path().join("src/.claude").exists());
     assert!(settings(p.path())["hooks"]["PreToolUse"].is_array());
     let out = doctor(&sub);
     assert_eq!(out.code, 0, "{}", out.stdout);
+}
 
+/// Regression: install created whatever path it was given; doctor on a missing directory
+/// listed wiring failures.
+fn install_and_doctor_refuse_a_missing_directory() {
+    let p = sample("install-missing");
     let missing = p.path().join("src/typo/proj");
     for cmd in ["install", "doctor"] {
         let out = cli(&[cmd, missing.to_str().unwrap()]);
@@ -358,20 +330,23 @@ fn install_and_doctor_find_the_project_root_and_refuse_a_missing_directory() {
     assert!(!p.path().join("src/typo").exists());
 }
 
-fn doctor_fails_when_attenu_is_not_a_directory_and_output_errors_exit_2() {
+fn doctor_fails_when_attenu_is_not_a_directory() {
     let p = sample("doctor-file");
-    let dir = p.path().to_str().unwrap();
-    assert_eq!(cli(&["install", dir, "--command", BIN]).code, 0);
+    install_bin(p.dir());
     std::fs::write(p.path().join(".attenu"), "").unwrap();
     let out = doctor(p.path());
     assert_contains(&out.stdout, &["FAIL  perm:.attenu", "not a directory"]);
-    // Output that cannot be written ends the command with exit 2, not a panic (101).
+}
+
+/// Output that cannot be written ends the command with exit 2, not a panic (101).
+fn output_that_cannot_be_written_exits_2() {
+    let p = installed_sample("doctor-full");
     let full = std::fs::OpenOptions::new()
         .write(true)
         .open("/dev/full")
         .unwrap();
     let status = std::process::Command::new(BIN)
-        .args(["doctor", dir])
+        .args(["doctor", p.dir()])
         .env(
             "CLAUDE_CONFIG_DIR",
             "/nonexistent/attenu-test-claude-config",
@@ -390,26 +365,19 @@ fn declarations_are_looked_up_at_the_nearest_claude_not_a_parents_attenu() {
     std::fs::create_dir_all(parent.path().join(".attenu")).unwrap();
     let repo = parent.path().join("repo");
     std::fs::create_dir_all(repo.join(".claude/agents")).unwrap();
-    std::fs::write(
-        repo.join(".claude/agents/solo.md"),
-        "---\nname: solo\ndescription: d\ntools: Read\n---\n",
-    )
-    .unwrap();
-    let dir = repo.to_str().unwrap();
-    assert_eq!(cli(&["install", dir, "--command", BIN]).code, 0);
+    let solo = "---\nname: solo\ndescription: d\ntools: Read\n---\n";
+    std::fs::write(repo.join(".claude/agents/solo.md"), solo).unwrap();
+    install_bin(repo.to_str().unwrap());
     assert!(repo.join(".claude/settings.json").is_file());
     assert!(!parent.path().join(".claude").exists());
-    let derived = cli(&["--derive", dir, "--json"]);
+    let derived = cli(&["--derive", repo.to_str().unwrap(), "--json"]);
     assert_contains(&derived.stdout, &["solo"]);
     let out = doctor(&repo);
-    assert!(
-        out.stdout.starts_with(&format!(
-            "project {}",
-            std::fs::canonicalize(&repo).unwrap().display()
-        )),
-        "{}",
-        out.stdout
+    let head = format!(
+        "project {}",
+        std::fs::canonicalize(&repo).unwrap().display()
     );
+    assert!(out.stdout.starts_with(&head), "{}", out.stdout);
 }
 
 /// Regression (issue 28): `attenu-hook` run by hand, stdin a terminal, waited out its 8 s
@@ -430,122 +398,65 @@ fn hook_mode_on_a_terminal_says_so_at_once_and_blocks() {
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
-    let seen = std::fs::read_to_string(&transcript).unwrap_or_default()
-        + &String::from_utf8_lossy(&out.stdout);
+    let typed = std::fs::read_to_string(&transcript).unwrap_or_default();
+    let seen = typed + &String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(2), "{seen}");
-    assert_contains(
-        &seen,
-        &[
-            "stdin is a terminal",
-            "one Claude Code event",
-            "attenu-hook doctor",
-            "--derive",
-            "attenu-hook log",
-            "--help",
-            "[payload-invalid]",
-        ],
-    );
+    let says = [
+        "stdin is a terminal",
+        "one Claude Code event",
+        "attenu-hook doctor",
+        "--derive",
+        "attenu-hook log",
+        "--help",
+        "[payload-invalid]",
+    ];
+    assert_contains(&seen, &says);
     assert!(!seen.contains("deadline-exceeded"), "{seen}");
 }
 
-/// Regression (issue 28): an agent file too broken to yield a name declared nothing, and its
-/// agent's calls were denied as `undeclared-agent`, naming neither the file nor the error.
-fn a_broken_agent_file_is_named_with_its_error_in_the_deny() {
-    let p = ProjectBuilder::new("broken-agent")
-        .agent("reviewer", "description: reviews\ntools: Read")
-        .agent_file("fixer.md", "---\nname: fixer\ndescription: fixes\n")
-        .agent_file("tabbed.md", "---\n\tname: tabbed\ndescription: x\n---\n")
-        .build();
-    let out = p.read_by("fixer", "/x").run();
-    assert_denied_saying_all(
-        &out,
-        &[
-            "[agent-declaration-invalid]",
-            ".claude/agents/fixer.md",
-            "not closed by `---`",
-        ],
-    );
-    let out = p.read_by("tabbed", "/x").id("t2").run();
-    assert_denied_saying_all(
-        &out,
-        &[
-            "[agent-declaration-invalid]",
-            ".claude/agents/tabbed.md",
-            "not valid YAML",
-        ],
-    );
-    // SubagentStart tells the user the same, when the agent starts.
-    let mut start = event("s1", p.path(), "SubagentStart");
-    start["agent_type"] = json!("fixer");
-    start["agent_id"] = json!("a-fixer");
-    let out = hook(p.path(), &start);
-    assert_contains(
-        &out.stdout,
-        &[".claude/agents/fixer.md is broken", "not closed by `---`"],
-    );
-    // A type no file is named for: still undeclared, and told which files are broken.
-    let out = p.read_by("Explore", "/x").id("t3").run();
-    assert_denied_saying_all(
-        &out,
-        &[
-            "[undeclared-agent]",
-            ".claude/agents/fixer.md (the frontmatter block is not closed",
-            ".claude/agents/tabbed.md (",
-        ],
-    );
-    // A project whose agent files are sound says nothing of broken files.
-    let q = ProjectBuilder::new("sound-agents")
-        .agent("reviewer", "description: reviews\ntools: Read")
-        .build();
-    let out = q.read_by("Explore", "/x").run();
-    assert_denied_with(&out, "undeclared-agent");
-    assert!(!out.stdout.contains("broken"), "{}", out.stdout);
+/// [`log_project`] with a second session, s1.
+fn two_logged_sessions(tag: &str) -> TempDir {
+    let p = log_project(tag);
+    reviewer_read(p.path(), "s1", "/y", "t9");
+    p
 }
 
 /// Regression (issue 28): `log` wrapped every row past 100 columns, with a 36-column session
-/// field even for `s1`, and had no overview. With `COLUMNS` it fits the width, the reason
-/// wrapping under its column; `--sessions` lists the sessions, `--summary` tallies each agent.
-fn log_fits_the_terminal_lists_sessions_and_summarises() {
-    let p = log_project("log-width");
-    reviewer_read(p.path(), "s1", "/y", "t9");
-    let dir = p.path().to_str().unwrap();
-    let narrow = normalised_log_at(
-        &[
-            "log",
-            "--project",
-            dir,
-            "--session",
-            "0b5f1c2e-log-snapshot",
-        ],
-        "100",
-    );
+/// field even for `s1`. With `COLUMNS` it fits the width, the reason wrapping under its
+/// column, and `s1` is shown whole in a narrow column.
+fn log_fits_the_terminal() {
+    let p = two_logged_sessions("log-width");
+    let session = [
+        "log",
+        "--project",
+        p.dir(),
+        "--session",
+        "0b5f1c2e-log-snapshot",
+    ];
+    let narrow = normalised_log_at(&session, "100");
     assert!(narrow.lines().all(|l| l.chars().count() <= 100), "{narrow}");
     assert_snapshot("log-100-columns.txt", &narrow);
-    let all = normalised_log(&["log", "--project", dir]);
-    assert!(
-        all.lines().any(|l| l.contains("  s1  ")),
-        "s1 is shown whole, in a narrow column: {all}"
-    );
-    assert_snapshot(
-        "log-summary.txt",
-        &normalised_log(&["log", "--project", dir, "--summary"]),
-    );
-    assert_snapshot(
-        "log-sessions.txt",
-        &normalised_log(&["log", "--project", dir, "--sessions"]),
-    );
-    let json = normalised_log(&["log", "--project", dir, "--summary", "--json"]);
-    let reviewer: Value = json
+    let all = normalised_log(&["log", "--project", p.dir()]);
+    let whole = all.lines().any(|l| l.contains("  s1  "));
+    assert!(whole, "s1 is shown whole, in a narrow column: {all}");
+}
+
+/// Regression (issue 28): `log` had no overview: `--sessions` lists the sessions, `--summary`
+/// tallies each agent.
+fn log_lists_sessions_and_summarises() {
+    let p = two_logged_sessions("log-overview");
+    let log = |more: &[&str]| normalised_log(&[&["log", "--project", p.dir()], more].concat());
+    assert_snapshot("log-summary.txt", &log(&["--summary"]));
+    assert_snapshot("log-sessions.txt", &log(&["--sessions"]));
+    let json = log(&["--summary", "--json"]);
+    let rows = json
         .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|v| v["key"] == "reviewer")
-        .unwrap();
-    assert_eq!(
-        (reviewer["calls"].as_u64(), reviewer["deny"].as_u64()),
-        (Some(3), Some(1))
-    );
+        .map(|l| serde_json::from_str::<Value>(l).unwrap());
+    let reviewer = rows.into_iter().find(|v| v["key"] == "reviewer").unwrap();
+    let tally = (reviewer["calls"].as_u64(), reviewer["deny"].as_u64());
+    assert_eq!(tally, (Some(3), Some(1)));
     assert_eq!(reviewer["deny_reasons"]["out-of-authority"], 1);
-    let sessions = normalised_log(&["log", "--project", dir, "--sessions", "--json"]);
+    let sessions = log(&["--sessions", "--json"]);
     assert_eq!(sessions.lines().count(), 2, "{sessions}");
 }
 

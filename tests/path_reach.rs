@@ -31,6 +31,23 @@ fn refused(out: &Out) -> bool {
     out.denied() && out.reason().contains("[self-protection]")
 }
 
+/// Each of `calls` by `ops` in the project at `p` is refused `[self-protection]`.
+#[track_caller]
+fn assert_all_refused<P: ProjectExt + ?Sized>(
+    p: &P,
+    calls: impl IntoIterator<Item = (&'static str, Value)>,
+) {
+    for (tool, input) in calls {
+        let out = p.subagent("ops", tool).input(input.clone()).run();
+        assert!(refused(&out), "{tool} {input}: {}", out.stdout);
+    }
+}
+
+/// [`file_calls`] but Read: the calls of the tools that write.
+fn writing_calls(spelled: &str) -> Vec<(&'static str, Value)> {
+    file_calls(spelled).into_iter().skip(1).collect()
+}
+
 /// Every file tool's call on `spelled` (a path to a file), by `ops`.
 fn file_calls(spelled: &str) -> Vec<(&'static str, Value)> {
     vec![
@@ -214,21 +231,17 @@ impl StateNames {
 fn every_spelling_of_the_state_is_refused_to_every_file_tool() {
     let s = StateNames::new();
     let files = s.files();
-    let refusals = files.iter().flat_map(|f| file_calls(f)).chain(s.searches());
-    for (tool, input) in refusals {
-        let out = s.p.subagent("ops", tool).input(input.clone()).run();
-        assert!(refused(&out), "{tool} {input}: {}", out.stdout);
-    }
+    assert_all_refused(
+        s.p.path(),
+        files.iter().flat_map(|f| file_calls(f)).chain(s.searches()),
+    );
     for (tool, input) in s.others() {
         let out = s.p.subagent("ops", tool).input(input.clone()).run();
         assert!(out.is_allow(), "{tool} {input}: {}", out.stdout);
     }
     // A search with no `path` is from the session's directory, which may be the state.
-    let out =
-        s.p.subagent("ops", "Grep")
-            .input(json!({"pattern": "k"}))
-            .with("cwd", json!(format!("{}/.attenu", s.r)))
-            .run();
+    let grep = s.p.subagent("ops", "Grep").input(json!({"pattern": "k"}));
+    let out = grep.with("cwd", json!(format!("{}/.attenu", s.r))).run();
     assert!(
         refused(&out),
         "Grep from a cwd in the state: {}",
@@ -239,11 +252,10 @@ fn every_spelling_of_the_state_is_refused_to_every_file_tool() {
 
 fn every_spelling_of_the_wiring_is_refused_to_the_writing_tools() {
     let p = ops_project("reach-wiring");
-    let root = p.path();
-    let r = root.display().to_string();
-    std::fs::create_dir_all(root.join(".claude/hooks")).unwrap();
-    symlink(root.join(".claude"), root.join("cfg")).unwrap();
-    let holder = Holder::in_dir(root);
+    let r = p.dir();
+    std::fs::create_dir_all(p.path().join(".claude/hooks")).unwrap();
+    symlink(p.path().join(".claude"), p.path().join("cfg")).unwrap();
+    let holder = Holder::in_dir(p.path());
     let pid = holder.pid();
     let wiring = [
         format!("{r}/.claude/settings.json"),
@@ -260,25 +272,20 @@ fn every_spelling_of_the_wiring_is_refused_to_the_writing_tools() {
         format!("/proc/self/root{r}/.claude/hooks/attenu-hook"),
     ];
     for spelled in &wiring {
-        for (tool, input) in file_calls(spelled).into_iter().skip(1) {
-            let out = p.subagent("ops", tool).input(input.clone()).run();
-            assert!(refused(&out), "{tool} {input}: {}", out.stdout);
-        }
+        assert_all_refused(p.path(), writing_calls(spelled));
         // Reading the wiring is harmless.
         let out = p.read_by("ops", spelled).run();
         assert!(!refused(&out), "Read {spelled}: {}", out.stdout);
     }
 }
 
-/// An agent rewriting its own declaration through the folder `.claude/agents` links to, or
-/// through the file a declaration links to: derivation follows both.
-fn declarations_reached_through_links_are_refused() {
+/// A project whose `.claude/agents` links to a shared folder (declaring ops), which holds
+/// `team/dev.md` linking to a declaration in a third folder beside a `notes.md`: the project,
+/// the shared folder and the third one.
+fn linked_declarations() -> (TempDir, TempDir, TempDir) {
     let shared = TempDir::new("reach-shared-agents");
-    std::fs::write(
-        shared.path().join("ops.md"),
-        format!("---\nname: ops\ntools: {TOOLS}\n---\n"),
-    )
-    .unwrap();
+    let ops = format!("---\nname: ops\ntools: {TOOLS}\n---\n");
+    std::fs::write(shared.path().join("ops.md"), ops).unwrap();
     let p = ProjectBuilder::new("reach-agents-link").build();
     let agents = p.path().join(".claude/agents");
     let _ = std::fs::remove_dir_all(&agents);
@@ -296,9 +303,15 @@ fn declarations_reached_through_links_are_refused() {
         shared.path().join("team/dev.md"),
     )
     .unwrap();
+    (p, shared, single)
+}
+
+/// An agent rewriting its own declaration through the folder `.claude/agents` links to, or
+/// through the file a declaration links to: derivation follows both.
+fn declarations_reached_through_links_are_refused() {
+    let (p, shared, single) = linked_declarations();
     assert_allowed(&p.read_by("ops", "README.md").run());
-    let s = shared.path().display();
-    let one = single.path().display();
+    let (s, one) = (shared.dir(), single.dir());
     for spelled in [
         format!("{s}/ops.md"),
         format!("{s}/OPS.md"),
@@ -307,15 +320,10 @@ fn declarations_reached_through_links_are_refused() {
         format!("{one}/dev.md"),
         format!("{one}/DEV.MD"),
     ] {
-        for (tool, input) in file_calls(&spelled).into_iter().skip(1) {
-            let out = p.subagent("ops", tool).input(input.clone()).run();
-            assert!(refused(&out), "{tool} {input}: {}", out.stdout);
-        }
+        assert_all_refused(p.path(), writing_calls(&spelled));
     }
-    let out = p
-        .subagent("ops", "Write")
-        .input(json!({"file_path": format!("{one}/notes.md")}))
-        .run();
+    let notes = json!({"file_path": format!("{one}/notes.md")});
+    let out = p.subagent("ops", "Write").input(notes).run();
     assert!(
         out.is_allow(),
         "a file beside a linked declaration: {}",
@@ -499,6 +507,20 @@ impl Drop for CaseInsensitiveMount {
     }
 }
 
+/// The project `proj` on `mount`: ops holding every tool, a README, one allowed call (which
+/// makes the state), and the links `state` to `.attenu` and `cfg` to `.claude`.
+fn project_on(mount: &CaseInsensitiveMount) -> PathBuf {
+    let root = mount.at.join("proj");
+    std::fs::create_dir_all(root.join(".claude/agents")).unwrap();
+    let ops = format!("---\nname: ops\ntools: {TOOLS}\n---\n");
+    std::fs::write(root.join(".claude/agents/ops.md"), ops).unwrap();
+    std::fs::write(root.join("README.md"), "hi").unwrap();
+    assert_allowed(&root.read_by("ops", "README.md").run());
+    symlink(root.join(".attenu"), root.join("state")).unwrap();
+    symlink(root.join(".claude"), root.join("cfg")).unwrap();
+    root
+}
+
 /// On a case-insensitive file system another letter case reaches the same files: each is
 /// refused, and the mount is checked to really compare that way.
 fn on_a_case_insensitive_file_system_another_case_is_refused() {
@@ -506,55 +528,43 @@ fn on_a_case_insensitive_file_system_another_case_is_refused() {
     let backing = base.path().join("backing");
     std::fs::create_dir_all(&backing).unwrap();
     let mount = CaseInsensitiveMount::new(&backing, &base.path().join("mnt"));
-    let root = mount.at.join("proj");
-    std::fs::create_dir_all(root.join(".claude/agents")).unwrap();
-    std::fs::write(
-        root.join(".claude/agents/ops.md"),
-        format!("---\nname: ops\ntools: {TOOLS}\n---\n"),
-    )
-    .unwrap();
-    std::fs::write(root.join("README.md"), "hi").unwrap();
-    assert_allowed(&root.read_by("ops", "README.md").run());
-    symlink(root.join(".attenu"), root.join("state")).unwrap();
-    symlink(root.join(".claude"), root.join("cfg")).unwrap();
-    assert!(
-        root.join(".ATTENU/ANCHOR.KEY").is_file(),
-        "the mount compares names ignoring case"
-    );
-    assert_eq!(
-        std::fs::read(root.join(".Claude/Agents/OPS.md")).unwrap(),
-        std::fs::read(root.join(".claude/agents/ops.md")).unwrap()
-    );
+    let root = project_on(&mount);
+    let ignoring_case = root.join(".ATTENU/ANCHOR.KEY").is_file();
+    assert!(ignoring_case, "the mount compares names ignoring case");
+    let read = |f: &str| std::fs::read(root.join(f)).unwrap();
+    assert_eq!(read(".Claude/Agents/OPS.md"), read(".claude/agents/ops.md"));
     let r = root.display().to_string();
-    for spelled in [
-        format!("{r}/.ATTENU/ANCHOR.KEY"),
-        format!("{r}/.Attenu/config.toml"),
-        format!("{r}/.aTTenu/ledger-s1.jsonl"),
-        format!("{r}/STATE/anchor.key"),
-        format!("{r}/State/new.toml"),
-    ] {
-        for (tool, input) in file_calls(&spelled) {
-            let out = root.subagent("ops", tool).input(input.clone()).run();
-            assert!(refused(&out), "{tool} {input}: {}", out.stdout);
-        }
-    }
-    for spelled in [
-        format!("{r}/.CLAUDE/SETTINGS.JSON"),
-        format!("{r}/.Claude/Agents/OPS.md"),
-        format!("{r}/.claude/HOOKS/attenu-hook"),
-        format!("{r}/CFG/settings.json"),
-        format!("{r}/Cfg/agents/ops.md"),
-    ] {
-        for (tool, input) in file_calls(&spelled).into_iter().skip(1) {
-            let out = root.subagent("ops", tool).input(input.clone()).run();
-            assert!(refused(&out), "{tool} {input}: {}", out.stdout);
-        }
-    }
-    let out = root
-        .subagent("ops", "Grep")
-        .input(json!({"pattern": "k", "path": format!("{r}/.ATTENU")}))
-        .run();
-    assert!(refused(&out), "Grep: {}", out.stdout);
+    let state = [
+        ".ATTENU/ANCHOR.KEY",
+        ".Attenu/config.toml",
+        ".aTTenu/ledger-s1.jsonl",
+        "STATE/anchor.key",
+        "State/new.toml",
+    ];
+    let wiring = [
+        ".CLAUDE/SETTINGS.JSON",
+        ".Claude/Agents/OPS.md",
+        ".claude/HOOKS/attenu-hook",
+        "CFG/settings.json",
+        "Cfg/agents/ops.md",
+    ];
+    assert_all_refused(
+        &root,
+        state.iter().flat_map(|f| file_calls(&format!("{r}/{f}"))),
+    );
+    assert_all_refused(
+        &root,
+        wiring
+            .iter()
+            .flat_map(|f| writing_calls(&format!("{r}/{f}"))),
+    );
+    assert_all_refused(
+        &root,
+        [(
+            "Grep",
+            json!({"pattern": "k", "path": format!("{r}/.ATTENU")}),
+        )],
+    );
     assert_allowed(&root.read_by("ops", &format!("{r}/readme.MD")).run());
     drop(mount);
 }

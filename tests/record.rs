@@ -3,6 +3,7 @@
 //! redacted, on the chain, and `log` and the report page show it. Through the real binary.
 
 mod common;
+use common::project_kit::{report_with, verify_with};
 use common::*;
 use serde_json::json;
 use std::path::Path;
@@ -61,10 +62,16 @@ fn holds(bytes: &[u8], needle: &str) -> bool {
     bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
-#[test]
-fn a_summary_keeps_the_command_and_never_its_secrets() {
-    let p = ops("record-summary", "[privacy]\nrecord = \"summary\"\n");
+/// [`session`] in a project with `record = "summary"`.
+fn summarised(tag: &str) -> TempDir {
+    let p = ops(tag, "[privacy]\nrecord = \"summary\"\n");
     session(p.path());
+    p
+}
+
+#[test]
+fn a_summary_never_puts_a_secret_on_disk() {
+    let p = summarised("record-summary");
     let files = state_files(p.path());
     assert!(files.len() > 3, "{files:?}");
     for (f, bytes) in &files {
@@ -72,43 +79,48 @@ fn a_summary_keeps_the_command_and_never_its_secrets() {
             assert!(!holds(bytes, secret), "{secret} is in {}", f.display());
         }
     }
+}
+
+#[test]
+fn a_summary_keeps_the_command_and_the_path() {
+    let p = summarised("record-summary-kept");
     let es = p.entries("s1");
     let allows = of_event(&es, "allow");
     let summary = allows[0]["context"]["summary"].as_str().unwrap();
-    assert!(
-        summary.starts_with("curl -H 'Authorization: ")
-            && summary.contains("https://***@api.example.com/UniqueWordOfTheCommand")
-            && summary.contains("DEPLOY_KEY=***"),
-        "{summary}"
-    );
+    let kept = summary.starts_with("curl -H 'Authorization: ")
+        && summary.contains("https://***@api.example.com/UniqueWordOfTheCommand")
+        && summary.contains("DEPLOY_KEY=***");
+    assert!(kept, "{summary}");
     assert!(summary.chars().count() <= 200, "{summary}");
     assert_eq!(allows[1]["context"]["summary"], "/p/src/main.rs");
-    // Covered by the chain: the ledger verifies, and so does the exported bundle.
+}
+
+/// Covered by the chain: the exported bundle verifies; and `log` shows the summaries, where a
+/// reviewer reads the call.
+#[test]
+fn a_summary_is_on_the_chain_and_in_log() {
+    let p = summarised("record-summary-log");
     let bundle = p.path().join(".attenu/bundle-s1.json");
-    let v = p.verify_pinned(bundle.to_str().unwrap());
+    let v = verify_with(&bundle, &p.path().join(".attenu/anchor.pub"));
     assert_eq!(v.code, 0, "{}{}", v.stdout, v.stderr);
-    // Where a reviewer reads the call: `log` and the report page.
     let log = cli(&["log", "--project", p.dir()]);
     assert_eq!(log.code, 0, "{}", log.stderr);
-    assert!(log.stdout.contains("$ curl -H"), "{}", log.stdout);
-    assert!(log.stdout.contains("$ /p/src/main.rs"), "{}", log.stdout);
-    let page = p.path().join("report.html");
-    let key = p.path().join(".attenu/anchor.pub");
-    let out = cli(&[
-        "report",
-        bundle.to_str().unwrap(),
-        "--pub",
-        key.to_str().unwrap(),
-        "--out",
-        page.to_str().unwrap(),
-    ]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let html = std::fs::read_to_string(&page).unwrap();
-    assert!(
-        html.contains("data-summary>curl -H &#39;Authorization: ")
-            || html.contains("data-summary>curl -H &#x27;Authorization: "),
-        "the page shows the summary"
+    assert_contains(&log.stdout, &["$ curl -H", "$ /p/src/main.rs"]);
+}
+
+/// The report page shows the summary, and no secret.
+#[test]
+fn a_summary_is_on_the_report_page_without_its_secrets() {
+    let p = summarised("record-summary-page");
+    let (bundle, key) = (
+        p.path().join(".attenu/bundle-s1.json"),
+        p.path().join(".attenu/anchor.pub"),
     );
+    let (out, html) = report_with(&bundle, &key, &p.path().join("report.html"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let shown = html.contains("data-summary>curl -H &#39;Authorization: ")
+        || html.contains("data-summary>curl -H &#x27;Authorization: ");
+    assert!(shown, "the page shows the summary");
     for secret in SECRETS {
         assert!(!html.contains(secret), "{secret} is on the page");
     }
@@ -117,20 +129,15 @@ fn a_summary_keeps_the_command_and_never_its_secrets() {
 /// A summary that would be altered after the fact breaks the chain like any other member.
 #[test]
 fn an_edited_summary_fails_verification() {
-    let p = ops("record-tamper", "[privacy]\nrecord = \"summary\"\n");
-    session(p.path());
+    let p = summarised("record-tamper");
     let ledger = p.ledger("s1");
     let text = std::fs::read_to_string(&ledger).unwrap();
     let edited = text.replacen("UniqueWordOfTheCommand", "SomethingElseEntirely", 1);
     assert_ne!(text, edited);
     std::fs::write(&ledger, edited).unwrap();
     let log = cli(&["log", "--project", p.dir()]);
-    assert!(
-        log.stdout.contains("does not verify") || log.stderr.contains("does not verify"),
-        "{}{}",
-        log.stdout,
-        log.stderr
-    );
+    let said = format!("{}{}", log.stdout, log.stderr);
+    assert!(said.contains("does not verify"), "{said}");
 }
 
 #[test]
@@ -139,10 +146,8 @@ fn by_default_nothing_of_the_command_reaches_the_disk() {
         let p = ops("record-default", config);
         session(p.path());
         for (f, bytes) in state_files(p.path()) {
-            for word in SECRETS
-                .iter()
-                .chain(&["UniqueWordOfTheCommand", "curl", "/p/src/main.rs"])
-            {
+            let words = ["UniqueWordOfTheCommand", "curl", "/p/src/main.rs"];
+            for word in SECRETS.iter().chain(&words) {
                 assert!(!holds(&bytes, word), "{word} is in {}", f.display());
             }
         }
@@ -159,9 +164,6 @@ fn a_misspelt_record_value_is_an_error_not_a_silent_default() {
         "recrod = \"summary\"",
     ] {
         let p = ops("record-typo", &format!("[privacy]\n{bad}\n"));
-        let out = Call::pre(p.path(), Some("ops"), "Read")
-            .input(json!({"file_path": "/p/a"}))
-            .run();
-        assert_denied_with(&out, "config-invalid");
+        assert_denied_with(&p.read_by("ops", "/p/a").run(), "config-invalid");
     }
 }

@@ -13,7 +13,10 @@ fn main() {
     harness::run(tests![
         every_agent_of_a_large_roster_decides_as_declared,
         the_cached_roster_decides_as_the_files_do,
-        a_new_chain_opens_with_its_root_and_spawns_each_agent_when_first_seen,
+        a_new_chain_opens_with_its_root_alone,
+        each_agent_is_spawned_when_first_seen,
+        each_call_is_on_its_agents_node,
+        a_first_call_without_session_start_opens_the_chain,
         the_reference_accepts_a_large_roster_session,
     ]);
 }
@@ -124,10 +127,8 @@ fn every_agent_of_a_large_roster_decides_as_declared() {
     let out = p.bash_by(&name(3), "ls").id("t-x").run();
     assert_denied_with(&out, "out-of-authority");
     // Undeclared types hold nothing, whatever the roster's size.
-    assert_denied_with(
-        &p.read_by("Explore", "/p/a").id("t-y").run(),
-        "undeclared-agent",
-    );
+    let explore = p.read_by("Explore", "/p/a").id("t-y").run();
+    assert_denied_with(&explore, "undeclared-agent");
 }
 
 fn the_cached_roster_decides_as_the_files_do() {
@@ -137,12 +138,8 @@ fn the_cached_roster_decides_as_the_files_do() {
     check_agent(p.path(), "s1", 0);
     std::thread::sleep(std::time::Duration::from_millis(2300));
     // A new session derives (a running one decides with its pin and derives nothing).
-    assert_allowed(
-        &p.read_by(&name(1), "/p/a")
-            .id("t-warm")
-            .session("s-warm")
-            .run(),
-    );
+    let warm = p.read_by(&name(1), "/p/a").id("t-warm").session("s-warm");
+    assert_allowed(&warm.run());
     let cache = p.path().join(".attenu/roster.cache");
     assert!(cache.exists(), "a settled roster is cached");
     for i in SAMPLED {
@@ -168,25 +165,29 @@ fn line_bytes(p: &Path, session: &str) -> Vec<(String, usize)> {
         .collect()
 }
 
-fn a_new_chain_opens_with_its_root_and_spawns_each_agent_when_first_seen() {
+/// SessionStart opens the chain with its root alone, well under 64 KiB for 200 agents.
+fn a_new_chain_opens_with_its_root_alone() {
     let p = large_project("roster-open");
     assert_eq!(p.session_start("s1", "startup").code, 0);
     let opened = line_bytes(p.path(), "s1");
     assert_eq!(opened.len(), 1, "{opened:?}");
     assert_eq!(opened[0].0, "root");
     assert!(opened[0].1 < 64 * 1024, "root of {} bytes", opened[0].1);
-    // An agent's first call writes its spawn, then the decision; its second call, only that.
-    let a = name(0);
+}
+
+/// After SessionStart: agent 0's two Reads, agent 2's SubagentStart then Read, the main
+/// thread's Read; session s1's entries, and agents 0 and 2's names.
+fn spawned_as_seen(tag: &str) -> (TempDir, Vec<Value>, String, String) {
+    let p = large_project(tag);
+    assert_eq!(p.session_start("s1", "startup").code, 0);
+    let (a, b) = (name(0), name(2));
     assert_allowed(&p.read_by(&a, "/p/a").id("t1").run());
     assert_allowed(&p.read_by(&a, "/p/b").id("t2").run());
-    // SubagentStart writes the spawn before the subagent's first call.
-    let b = name(2);
     let mut start = event("s1", p.path(), "SubagentStart");
     start["agent_id"] = json!("a-b");
     start["agent_type"] = json!(b);
     assert_eq!(hook(p.path(), &start).code, 0);
     assert_allowed(&p.read_by(&b, "/p/c").id("t3").run());
-    // The main thread's calls go on the root: no spawn.
     assert_allowed(
         &p.main_thread("Read")
             .input(json!({"file_path": "/p/d"}))
@@ -194,17 +195,28 @@ fn a_new_chain_opens_with_its_root_and_spawns_each_agent_when_first_seen() {
             .run(),
     );
     let es = p.entries("s1");
+    (p, es, a, b)
+}
+
+/// An agent's first call writes its spawn, then the decision; its second call, only that.
+/// SubagentStart writes the spawn before the subagent's first call. The main thread's calls
+/// go on the root: no spawn.
+fn each_agent_is_spawned_when_first_seen() {
+    let (_p, es, a, b) = spawned_as_seen("roster-spawns");
     let events: Vec<&str> = es.iter().map(|e| e["event"].as_str().unwrap()).collect();
     assert_eq!(
         events,
         ["root", "spawn", "allow", "allow", "spawn", "allow", "allow"]
     );
     let spawns = of_event(&es, "spawn");
-    assert_eq!(
-        (spawns[0]["agent"].as_str(), spawns[1]["agent"].as_str()),
-        (Some(a.as_str()), Some(b.as_str()))
-    );
-    // Each call is on its agent's node, the spawn's, whose id depends on the roster alone.
+    let agents = (spawns[0]["agent"].as_str(), spawns[1]["agent"].as_str());
+    assert_eq!(agents, (Some(a.as_str()), Some(b.as_str())));
+}
+
+/// Each call is on its agent's node, the spawn's, whose id depends on the roster alone.
+fn each_call_is_on_its_agents_node() {
+    let (_p, es, a, b) = spawned_as_seen("roster-nodes");
+    let spawns = of_event(&es, "spawn");
     assert_eq!(es[2]["node"], spawns[0]["node"]);
     assert_eq!(es[3]["node"], spawns[0]["node"]);
     assert_eq!(es[5]["node"], spawns[1]["node"]);
@@ -215,8 +227,13 @@ fn a_new_chain_opens_with_its_root_and_spawns_each_agent_when_first_seen() {
     let index = |n: &str| names.iter().position(|m| m == n).unwrap() + 1;
     assert_eq!(spawns[0]["node"], format!("{chain}:n{}", index(&a)));
     assert_eq!(spawns[1]["node"], format!("{chain}:n{}", index(&b)));
-    // A session's first call without SessionStart: the root, the agent's spawn, the decision.
-    assert_allowed(&p.read_by(&a, "/p/a").session("s2").id("t1").run());
+}
+
+/// A session's first call without SessionStart: the root, the agent's spawn, the decision,
+/// the opening well under 64 KiB.
+fn a_first_call_without_session_start_opens_the_chain() {
+    let p = large_project("roster-first-call");
+    assert_allowed(&p.read_by(&name(0), "/p/a").session("s2").id("t1").run());
     let first = line_bytes(p.path(), "s2");
     let kinds: Vec<&str> = first.iter().map(|(e, _)| e.as_str()).collect();
     assert_eq!(kinds, ["root", "spawn", "allow"]);

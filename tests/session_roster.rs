@@ -1,13 +1,15 @@
 //! A session's roster is fixed when the session starts, as Claude Code loads its agent
 //! definitions then (docs/DERIVATION.md, "The session's roster"): edits, additions and
 //! removals of agent files mid-session change nothing in that session's decisions and take
-//! effect in the next session; a warm call reads the pin and never the agent files; a lost or
-//! forged pin is never widened; and the operator's `.attenu/revoke` narrows a running session
-//! on its next call.
+//! effect in the next session (the case `tests/cases/agent-edits-wait-for-the-next-session/`;
+//! here, the next session's digest); a warm call reads the pin and never the agent files (the
+//! case `tests/cases/warm-call-reads-the-pin/`); a lost or forged pin is never widened. The operator's `.attenu/revoke` narrowing a running session on
+//! its next call is the case `tests/cases/revoke-mid-session/`.
 
 mod common;
 use common::*;
 use serde_json::json;
+use std::path::PathBuf;
 
 /// A project with three agents.
 fn team(tag: &str) -> TempDir {
@@ -23,156 +25,82 @@ fn agent_file(p: &TempDir, name: &str) -> std::path::PathBuf {
     p.path().join(format!(".claude/agents/{name}.md"))
 }
 
-/// The session's decisions, one per (agent, tool) probe, in order: `true` for an allow.
-fn decisions(p: &TempDir, session: &str, tag: &str) -> Vec<bool> {
-    let probes = [
-        ("reviewer", "Read"),
-        ("reviewer", "Write"),
-        ("reviewer", "Bash"),
-        ("ops", "Bash"),
-        ("helper", "Glob"),
-        ("helper", "Bash"),
-        ("newcomer", "Read"),
-    ];
-    probes
-        .iter()
-        .enumerate()
-        .map(|(i, (agent, tool))| {
-            let input = match *tool {
-                "Read" | "Write" => json!({"file_path": "/p/x", "content": "x"}),
-                "Bash" => json!({"command": "ls"}),
-                _ => json!({"pattern": "*"}),
-            };
-            let out = p
-                .subagent(agent, tool)
-                .input(input)
-                .session(session)
-                .id(&format!("{tag}-{i}"))
-                .run();
-            assert_eq!(out.code, 0, "{}", out.stderr);
-            out.is_allow()
-        })
-        .collect()
-}
-
+/// The next session, started after an agent file changed, is on another roster digest (what
+/// the running and the next session decide is the case
+/// `tests/cases/agent-edits-wait-for-the-next-session/`).
 #[test]
-fn agent_edits_mid_session_change_nothing_until_the_next_session() {
-    let p = team("pin-edit");
-    assert_eq!(p.session_start("s1", "startup").code, 0);
-    let before = decisions(&p, "s1", "a");
-    assert_eq!(before, [true, false, false, true, true, true, false]);
-    // Mid-session: the reviewer gains Write and Bash, ops loses Bash, a new agent appears,
-    // the settings allow Bash for the inheriting helper... and helper's file is removed.
-    std::fs::write(
-        agent_file(&p, "reviewer"),
-        "---\nname: reviewer\ntools: Read, Grep, Write, Bash\n---\n",
-    )
-    .unwrap();
-    std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Read\n---\n").unwrap();
-    std::fs::write(
-        agent_file(&p, "newcomer"),
-        "---\nname: newcomer\ntools: Read\n---\n",
-    )
-    .unwrap();
-    std::fs::write(
-        p.path().join(".claude/settings.json"),
-        json!({"permissions": {"allow": ["Read", "Glob", "Bash", "Write"]}}).to_string(),
-    )
-    .unwrap();
-    std::fs::remove_file(agent_file(&p, "helper")).unwrap();
-    assert_eq!(decisions(&p, "s1", "b"), before, "the running session");
-    // Nor does a later SubagentStart or a compaction reload it (`/clear` and a resume do).
-    let mut start = p.subagent("newcomer", "Read").value();
-    start["hook_event_name"] = json!("SubagentStart");
-    let out = hook(p.path(), &start);
-    assert!(out.stdout.contains("not declared"), "{}", out.stdout);
-    assert_eq!(p.session_start("s1", "compact").code, 0);
-    assert_eq!(decisions(&p, "s1", "c"), before, "after compaction");
-    let es = p.entries("s1");
-    assert_eq!(of_event(&es, "root").len(), 1, "one roster, one chain");
-    // The next session has the edits.
-    assert_eq!(p.session_start("s2", "startup").code, 0);
-    assert_eq!(
-        decisions(&p, "s2", "d"),
-        [true, true, true, false, false, false, true]
-    );
-    assert_ne!(
-        p.entries("s1")[0]["context"]["digest"],
-        p.entries("s2")[0]["context"]["digest"]
-    );
-    // Without SessionStart, a session's first event pins its roster just the same.
-    std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Bash\n---\n").unwrap();
-    let first = decisions(&p, "s3", "e");
-    assert!(first[3], "s3 started after ops got Bash back");
-    std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Read\n---\n").unwrap();
-    assert_eq!(decisions(&p, "s3", "f"), first);
-    // `/clear` reloads Claude Code's agent definitions, and the hook's pin with them.
-    assert_eq!(p.session_start("s1", "clear").code, 0);
-    assert_eq!(decisions(&p, "s1", "g")[..4], [true, true, true, false]);
-    assert_eq!(of_event(&p.entries("s1"), "root").len(), 2);
-    p.event("s1", "SessionEnd");
-    for s in ["s1", "s2", "s3"] {
-        for b in p.export(s) {
-            let out = p.verify_pinned(&b);
-            assert_eq!(out.code, 0, "{s}: {}{}", out.stdout, out.stderr);
-        }
-    }
-}
-
-/// A warm call reads the session's pin, never the agent files: with `.claude/agents` turned
-/// into something that cannot be listed, a running session decides as before, while a new
-/// session, which must derive, is refused.
-#[test]
-fn a_warm_call_reads_the_pin_and_no_agent_file() {
-    let p = team("pin-warm");
+fn the_next_session_pins_another_roster_digest() {
+    let p = team("pin-digest");
     assert_allowed(&p.read_by("reviewer", "/p/x").id("t1").run());
-    let agents = p.path().join(".claude/agents");
-    std::fs::rename(&agents, p.path().join("agents-away")).unwrap();
-    std::fs::write(&agents, "not a directory").unwrap();
-    assert_allowed(&p.read_by("reviewer", "/p/x").id("t2").run());
-    assert_allowed(&p.bash_by("ops", "ls").id("t3").run());
-    let out = p.read_by("reviewer", "/p/x").id("t4").session("s2").run();
-    assert_denied_with(&out, "declarations-unreadable");
+    std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Read\n---\n").unwrap();
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t2").session("s2").run());
+    let digest = |s| p.entries(s)[0]["context"]["digest"].clone();
+    assert!(digest("s1").is_string());
+    assert_ne!(digest("s1"), digest("s2"));
+}
+
+/// `name`'s agent file now declares `tools`.
+fn declare(p: &TempDir, name: &str, tools: &str) {
+    let text = format!("---\nname: {name}\ntools: {tools}\n---\n");
+    std::fs::write(agent_file(p, name), text).unwrap();
+}
+
+/// Session s1's pin file.
+fn pin_of(p: &TempDir) -> PathBuf {
+    p.path().join(".attenu/roster-s1.pin")
+}
+
+/// `bytes` with one bit of the byte at `at` flipped.
+fn flipped(bytes: &[u8], at: usize) -> Vec<u8> {
+    let mut forged = bytes.to_vec();
+    forged[at] ^= 1;
+    forged
+}
+
+/// The last byte of `name` where it is first written as a string (its length in 4 bytes,
+/// then its bytes) in `pin`: the slices come first in the pin's roster, so that is the name
+/// in `name`'s own slice.
+fn in_slice_of(pin: &[u8], name: &str) -> usize {
+    let mut written = (name.len() as u32).to_le_bytes().to_vec();
+    written.extend_from_slice(name.as_bytes());
+    let found = pin.windows(written.len()).position(|w| w == written);
+    found.unwrap_or_else(|| panic!("{name}'s slice")) + written.len() - 1
+}
+
+/// The call was refused as with a lost pin.
+#[track_caller]
+fn assert_pin_lost(out: &Out) {
+    assert_denied_with(out, "roster-pin-lost");
 }
 
 /// A pin that is missing or forged is never trusted: the roster is derived again and used only
 /// if it is the one the session's chain was opened with; a wider one is refused.
 #[test]
+fn a_lost_pin_with_the_files_unchanged_is_derived_again() {
+    let p = team("pin-lost-again");
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t1").run());
+    std::fs::remove_file(pin_of(&p)).unwrap();
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t2").run());
+    assert!(pin_of(&p).exists(), "pinned again");
+}
+
+/// After a widening edit, a pin forged (one byte), lost, or another session's, refuses
+/// every call; restored, the session goes on with its own roster.
+#[test]
 fn a_lost_or_forged_pin_never_widens_the_session() {
     let p = team("pin-lost");
     assert_allowed(&p.read_by("reviewer", "/p/x").id("t1").run());
-    let pin = p.path().join(".attenu/roster-s1.pin");
-    // Lost, files unchanged: derived again, the same roster, pinned again.
-    std::fs::remove_file(&pin).unwrap();
-    assert_allowed(&p.read_by("reviewer", "/p/x").id("t2").run());
-    assert!(pin.exists(), "pinned again");
-    let good = std::fs::read(&pin).unwrap();
-    std::fs::write(
-        agent_file(&p, "reviewer"),
-        "---\nname: reviewer\ntools: Read, Grep, Bash\n---\n",
-    )
-    .unwrap();
-    // Forged (one byte), or lost, after a widening edit: every call is refused.
-    let mut forged = good.clone();
-    let at = forged.len() - 2;
-    forged[at] ^= 1;
-    std::fs::write(&pin, &forged).unwrap();
-    assert_denied_with(
-        &p.bash_by("reviewer", "ls").id("t3").run(),
-        "roster-pin-lost",
-    );
+    let (pin, good) = (pin_of(&p), std::fs::read(pin_of(&p)).unwrap());
+    declare(&p, "reviewer", "Read, Grep, Bash");
+    std::fs::write(&pin, flipped(&good, good.len() - 2)).unwrap();
+    assert_pin_lost(&p.bash_by("reviewer", "ls").id("t3").run());
     std::fs::remove_file(&pin).unwrap();
     let out = p.read_by("reviewer", "/p/x").id("t4").run();
-    assert_denied_with(&out, "roster-pin-lost");
+    assert_pin_lost(&out);
     assert_denied_saying(&out, "start a new session");
-    // Another session's pin under this session's name is not its pin either.
     assert_allowed(&p.bash_by("reviewer", "ls").id("t5").session("s2").run());
     std::fs::copy(p.path().join(".attenu/roster-s2.pin"), &pin).unwrap();
-    assert_denied_with(
-        &p.bash_by("reviewer", "ls").id("t6").run(),
-        "roster-pin-lost",
-    );
-    // The pin restored: the session goes on with its own roster.
+    assert_pin_lost(&p.bash_by("reviewer", "ls").id("t6").run());
     std::fs::write(&pin, &good).unwrap();
     assert_allowed(&p.read_by("reviewer", "/p/x").id("t7").run());
     assert!(p.bash_by("reviewer", "ls").id("t8").run().denied());
@@ -185,141 +113,74 @@ fn a_lost_or_forged_pin_never_widens_the_session() {
 #[test]
 fn a_call_checks_its_own_slice_and_a_forged_one_fails_its_agent() {
     let p = team("pin-slice");
-    assert_allowed(&p.read_by("reviewer", "/p/x").id("t1").run());
     // Each agent's node on the chain defined (a first call records its spawn, from the
     // whole pin).
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t1").run());
     assert_allowed(&p.read_by("helper", "/p/x").id("t1h").run());
-    let pin = p.path().join(".attenu/roster-s1.pin");
-    let good = std::fs::read(&pin).unwrap();
+    let good = std::fs::read(pin_of(&p)).unwrap();
     // A widening edit, so that the pin, once broken, cannot be derived again.
-    std::fs::write(
-        agent_file(&p, "ops"),
-        "---\nname: ops\ntools: Read, Bash, WebFetch, Write\n---\n",
-    )
-    .unwrap();
-    // The slices come first in the pin's roster, so the first `ops` written as a string
-    // (its length, then its bytes) is the name in ops's slice.
-    let at = good
-        .windows(7)
-        .position(|w| w == b"\x03\0\0\0ops")
-        .expect("ops's slice")
-        + 6;
-    let mut forged = good.clone();
-    forged[at] ^= 1;
-    std::fs::write(&pin, &forged).unwrap();
+    declare(&p, "ops", "Read, Bash, WebFetch, Write");
+    std::fs::write(pin_of(&p), flipped(&good, in_slice_of(&good, "ops"))).unwrap();
     assert_allowed(&p.read_by("reviewer", "/p/x").id("t2").run());
     assert_allowed(&p.read_by("helper", "/p/x").id("t3").run());
-    assert_denied_with(&p.bash_by("ops", "ls").id("t4").run(), "roster-pin-lost");
+    assert_pin_lost(&p.bash_by("ops", "ls").id("t4").run());
     // A refusal is decided on the whole pin, whose seal fails: refused as a forged pin.
-    assert_denied_with(
-        &p.bash_by("reviewer", "ls").id("t5").run(),
-        "roster-pin-lost",
-    );
-    std::fs::write(&pin, &good).unwrap();
+    assert_pin_lost(&p.bash_by("reviewer", "ls").id("t5").run());
+    std::fs::write(pin_of(&p), &good).unwrap();
     assert_allowed(&p.bash_by("ops", "ls").id("t6").run());
     assert!(p.bash_by("reviewer", "ls").id("t7").run().denied());
 }
 
-/// `attenu-hook revoke` narrows a running session on its very next call, whatever its pin
-/// holds, and `--restore` gives it back.
-#[test]
-fn a_revocation_takes_effect_on_the_next_call() {
-    let p = team("revoke");
-    p.config("mode = \"observe\"\n");
+/// [`team`] after SessionStart, ops's Bash and reviewer's Read, then ops narrowed to Read and
+/// `/clear`: the project and the pin of before the `/clear`.
+fn pinned_then_narrowed(tag: &str) -> (TempDir, Vec<u8>) {
+    let p = team(tag);
+    assert_eq!(p.session_start("s1", "startup").code, 0);
     assert_allowed(&p.bash_by("ops", "ls").id("t1").run());
-    let revoke = |args: &[&str]| {
-        let mut all = vec!["revoke", "--project", p.dir()];
-        all.extend_from_slice(args);
-        let out = cli(&all);
-        assert_eq!(out.code, 0, "{}", out.stderr);
-    };
-    revoke(&["ops", "Bash"]);
-    // Enforced even in observe mode: it is the operator's word in an incident.
-    let out = p.bash_by("ops", "ls").id("t2").run();
-    assert_denied_with(&out, "revoked");
-    assert_denied_saying(&out, "line 1 of .attenu/revoke (`ops: Bash`)");
-    assert_allowed(&p.read_by("ops", "/p/x").id("t3").run());
-    assert_allowed(&p.read_by("reviewer", "/p/x").id("t4").run());
-    revoke(&["*"]);
-    assert_denied_with(&p.read_by("reviewer", "/p/x").id("t5").run(), "revoked");
-    // The main thread is never revoked.
-    assert_allowed(
-        &p.main_thread("Read")
-            .input(json!({"file_path": "/p/x"}))
-            .id("t6")
-            .run(),
-    );
-    let listed = cli(&["revoke", "--project", p.dir(), "--list"]);
-    assert_eq!(listed.stdout, "ops: Bash\n*\n");
-    revoke(&["--restore", "*"]);
-    assert_allowed(&p.bash_by("ops", "ls").id("t7").run());
-    // A revocation file that is not the operator's (a link) revokes every subagent.
-    let file = p.path().join(".attenu/revoke");
-    let _ = std::fs::remove_file(&file);
-    std::os::unix::fs::symlink("/dev/null", &file).unwrap();
-    assert_denied_with(&p.read_by("reviewer", "/p/x").id("t8").run(), "revoked");
-    std::fs::remove_file(&file).unwrap();
-    assert_allowed(&p.read_by("reviewer", "/p/x").id("t9").run());
-    // Recorded as denials on the chain, and (enforced) a subagent may not run the command.
-    p.config("mode = \"enforce\"\n");
-    let es = p.entries("s1");
-    assert!(of_event(&es, "deny")
-        .iter()
-        .any(|d| d["context"]["reason_code"] == "revoked"));
-    let out = p
-        .bash_by("ops", "attenu-hook revoke --restore ops")
-        .id("t10")
-        .run();
-    assert_denied_with(&out, "self-protection");
+    assert_allowed(&p.read_by("reviewer", "/p/x").id("t2").run());
+    let old = std::fs::read(pin_of(&p)).unwrap();
+    declare(&p, "ops", "Read");
+    assert_eq!(p.session_start("s1", "clear").code, 0);
+    assert!(p.bash_by("ops", "ls").id("t3").run().denied());
+    (p, old)
 }
 
 /// A genuine pin of an earlier roster of the same session, put back after `/clear` pinned a
 /// narrower one (or read just before the repin, by a call racing it), is not the roster the
-/// session's chain is on: it is never used, on the slice path or the whole pin's.
+/// session's chain is on: it is never used. The files still give the chain's roster:
+/// derived again, pinned again, and used, on the same chain.
 #[test]
 fn an_earlier_pin_of_the_session_put_back_never_widens_it() {
-    let p = team("pin-replay");
-    assert_eq!(p.session_start("s1", "startup").code, 0);
-    assert_allowed(&p.bash_by("ops", "ls").id("t1").run());
-    assert_allowed(&p.read_by("reviewer", "/p/x").id("t2").run());
-    let pin = p.path().join(".attenu/roster-s1.pin");
-    let old = std::fs::read(&pin).unwrap();
-    std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Read\n---\n").unwrap();
-    assert_eq!(p.session_start("s1", "clear").code, 0);
-    assert!(p.bash_by("ops", "ls").id("t3").run().denied());
+    let (p, old) = pinned_then_narrowed("pin-replay");
     let roots = of_event(&p.entries("s1"), "root").len();
-    std::fs::write(&pin, &old).unwrap();
+    std::fs::write(pin_of(&p), &old).unwrap();
     let out = p.bash_by("ops", "ls").id("t4").run();
     assert!(
         out.denied(),
         "the earlier pin widened the session: {}",
         out.stdout
     );
-    // The files still give the chain's roster: derived again, pinned again, and used.
     assert_allowed(&p.read_by("reviewer", "/p/x").id("t5").run());
-    assert_ne!(std::fs::read(&pin).unwrap(), old);
-    assert_eq!(
-        of_event(&p.entries("s1"), "root").len(),
-        roots,
-        "no chain reopened"
-    );
-    // When they do not, the session is refused, as with a forged pin.
-    std::fs::write(&pin, &old).unwrap();
-    std::fs::write(agent_file(&p, "ops"), "---\nname: ops\ntools: Bash\n---\n").unwrap();
-    assert_denied_with(
-        &p.read_by("reviewer", "/p/x").id("t6").run(),
-        "roster-pin-lost",
-    );
-    assert_denied_with(&p.bash_by("ops", "ls").id("t7").run(), "roster-pin-lost");
+    assert_ne!(std::fs::read(pin_of(&p)).unwrap(), old);
+    let now = of_event(&p.entries("s1"), "root").len();
+    assert_eq!(now, roots, "no chain reopened");
 }
 
-/// On the slice path (the whole pin's seal broken by a byte in another agent's slice, so
-/// that only a call decided on its own slice can be allowed), an agent is still held to its
-/// argument rules, the settings' denials, its MCP exclusions and the operator's revocation,
-/// as a subagent and as a `--agent` main thread.
+/// An earlier pin put back when the files no longer give the chain's roster: the session is
+/// refused, as with a forged pin, on the slice path and the whole pin's.
 #[test]
-fn the_slice_path_keeps_rules_exclusions_denials_and_revocations() {
-    let p = ProjectBuilder::new("pin-slice-rules")
+fn an_earlier_pin_put_back_after_another_edit_refuses_the_session() {
+    let (p, old) = pinned_then_narrowed("pin-replay-edited");
+    std::fs::write(pin_of(&p), &old).unwrap();
+    declare(&p, "ops", "Bash");
+    assert_pin_lost(&p.read_by("reviewer", "/p/x").id("t6").run());
+    assert_pin_lost(&p.bash_by("ops", "ls").id("t7").run());
+}
+
+/// Four agents, one of them with argument rules, one with an MCP exclusion, and a settings
+/// denial.
+fn slice_rules_project() -> TempDir {
+    ProjectBuilder::new("pin-slice-rules")
         .agent("tagger", "description: tags\ntools: Read, Bash(git tag:*)")
         .agent(
             "payer",
@@ -328,36 +189,37 @@ fn the_slice_path_keeps_rules_exclusions_denials_and_revocations() {
         .agent("shell", "description: runs\ntools: Bash")
         .agent("spectator", "description: watches\ntools: Read")
         .settings(json!({"permissions": {"deny": ["Bash(curl:*)"]}}))
-        .build();
+        .build()
+}
+
+/// On the slice path (the whole pin's seal broken by a byte in another agent's slice, so
+/// that only a call decided on its own slice can be allowed), an agent is still held to its
+/// argument rules, the settings' denials, its MCP exclusions and the operator's revocation,
+/// as a subagent and as a `--agent` main thread.
+#[test]
+fn the_slice_path_keeps_rules_exclusions_denials_and_revocations() {
+    let p = slice_rules_project();
     let as_main = |tool: &str, input: serde_json::Value, id: &str| {
-        let call = p.main_thread(tool).with("agent_type", json!("tagger"));
-        call.input(input).id(id).run()
+        p.main_thread(tool)
+            .with("agent_type", json!("tagger"))
+            .input(input)
+            .id(id)
+            .run()
     };
     let mcp = |tool: &str, id: &str| p.subagent("payer", tool).id(id).run();
-    // Each caller's node defined, on the whole pin.
-    assert_allowed(&p.bash_by("tagger", "git tag v1").id("t1").run());
-    assert_allowed(&as_main("Bash", json!({"command": "git tag v1"}), "t2"));
-    assert_allowed(&mcp("mcp__pay__charge", "t3"));
-    assert_allowed(&p.bash_by("shell", "ls").id("t4").run());
-    let pin = p.path().join(".attenu/roster-s1.pin");
-    let good = std::fs::read(&pin).unwrap();
-    std::fs::write(
-        agent_file(&p, "spectator"),
-        "---\nname: spectator\ntools: Read, Write\n---\n",
-    )
-    .unwrap();
-    let at = good
-        .windows(13)
-        .position(|w| w == b"\x09\0\0\0spectator")
-        .expect("spectator's slice")
-        + 12;
-    let mut forged = good.clone();
-    forged[at] ^= 1;
-    std::fs::write(&pin, &forged).unwrap();
-    assert_allowed(&p.bash_by("tagger", "git tag v2").id("t5").run());
-    assert_allowed(&as_main("Bash", json!({"command": "git tag v2"}), "t6"));
-    assert_allowed(&mcp("mcp__pay__charge", "t7"));
-    assert_allowed(&p.bash_by("shell", "ls").id("t8").run());
+    // Each caller's node defined on the whole pin; then again on the slice path.
+    let all_allowed = |v: &str, n: usize| {
+        let (command, id) = (format!("git tag {v}"), |k: usize| format!("t{}", n + k));
+        assert_allowed(&p.bash_by("tagger", &command).id(&id(0)).run());
+        assert_allowed(&as_main("Bash", json!({ "command": command }), &id(1)));
+        assert_allowed(&mcp("mcp__pay__charge", &id(2)));
+        assert_allowed(&p.bash_by("shell", "ls").id(&id(3)).run());
+    };
+    all_allowed("v1", 1);
+    let good = std::fs::read(pin_of(&p)).unwrap();
+    declare(&p, "spectator", "Read, Write");
+    std::fs::write(pin_of(&p), flipped(&good, in_slice_of(&good, "spectator"))).unwrap();
+    all_allowed("v2", 5);
     for out in [
         p.bash_by("tagger", "git push").id("u1").run(),
         p.bash_by("tagger", "git tag v3 && rm -rf x").id("u2").run(),

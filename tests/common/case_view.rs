@@ -34,15 +34,19 @@ fn caller(v: &Value) -> String {
     }
 }
 
-/// `[code] what` of a hook's reason text (`attenu-hook: [code] what: remedy`).
-fn code_and_clause(reason: &str, masks: Masks) -> String {
+/// `[code] what` of a hook's reason text (`attenu-hook: [code] what: remedy`); with `whole`,
+/// the remedy too.
+fn code_and_clause(reason: &str, masks: Masks, whole: bool) -> String {
     let reason = mask(reason, masks);
     let reason = reason.strip_prefix("attenu-hook: ").unwrap_or(&reason);
     let Some(close) = reason.find("] ") else {
         return reason.to_string();
     };
     let rest = &reason[close + 2..];
-    format!("{} {}", &reason[..close + 1], &rest[..clause_end(rest)])
+    match whole {
+        true => format!("{} {}", &reason[..close + 1], rest.replace('\n', "\\n")),
+        false => format!("{} {}", &reason[..close + 1], &rest[..clause_end(rest)]),
+    }
 }
 
 /// Where the first clause of `text` ends: its first `: ` or `; ` outside parentheses and
@@ -65,6 +69,15 @@ fn clause_end(text: &str) -> usize {
 
 /// What one hook process answered to event `n`, `payload`.
 pub fn answer_line(n: usize, payload: &Value, out: &Out, masks: Masks) -> String {
+    answer(n, payload, out, masks, false)
+}
+
+/// [`answer_line`] with the whole reason, the remedy after its first clause too.
+pub fn whole_answer_line(n: usize, payload: &Value, out: &Out, masks: Masks) -> String {
+    answer(n, payload, out, masks, true)
+}
+
+fn answer(n: usize, payload: &Value, out: &Out, masks: Masks, whole: bool) -> String {
     let event = payload["hook_event_name"].as_str().unwrap_or("?");
     let head = match payload["tool_name"].as_str() {
         Some(tool) => {
@@ -74,25 +87,25 @@ pub fn answer_line(n: usize, payload: &Value, out: &Out, masks: Masks) -> String
         None => format!("{n} {event}"),
     };
     let answer = if out.code == 2 {
-        code_and_clause(out.stderr.lines().next().unwrap_or(""), masks)
+        code_and_clause(out.stderr.lines().next().unwrap_or(""), masks, whole)
     } else {
-        json_answer(out, masks)
+        json_answer(out, masks, whole)
     };
     format!("{head} => {} {answer}", out.code)
 }
 
-fn json_answer(out: &Out, masks: Masks) -> String {
+fn json_answer(out: &Out, masks: Masks, whole: bool) -> String {
     let Ok(v) = serde_json::from_str::<Value>(out.stdout.trim()) else {
         return format!("not JSON: {:?}", out.stdout);
     };
     let decision = &v["hookSpecificOutput"];
     if decision["permissionDecision"] == "deny" {
         let reason = decision["permissionDecisionReason"].as_str().unwrap_or("");
-        return format!("deny {}", code_and_clause(reason, masks));
+        return format!("deny {}", code_and_clause(reason, masks, whole));
     }
     if v["continue"] == false {
         let reason = v["stopReason"].as_str().unwrap_or("");
-        return format!("halt {}", code_and_clause(reason, masks));
+        return format!("halt {}", code_and_clause(reason, masks, whole));
     }
     mask(&v.to_string(), masks)
 }

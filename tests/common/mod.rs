@@ -5,7 +5,9 @@
 
 mod assertions;
 mod builders;
+pub mod case_steps;
 pub mod case_view;
+pub mod decision_kit;
 mod evidence_kit;
 pub mod faults;
 mod gate;
@@ -15,7 +17,9 @@ mod ledger_kit;
 pub mod operator;
 mod payloads;
 mod process;
+pub mod project_kit;
 pub mod snapshot;
+pub mod wiring_kit;
 pub use assertions::*;
 pub use builders::*;
 #[allow(unused_imports)]

@@ -1,6 +1,29 @@
 //! Processes of `live_claude.rs`: the hook installed, Claude Code found and its version
-//! checked, the mock Messages API, commands under a deadline, the scratch directory.
+//! checked, the mock Messages API, commands under a deadline, the scratch directory; and the
+//! constants every live test shares.
 use super::*;
+use serde_json::Value;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The binary under test, which the live tests install where the snippet's command names it.
+pub const HOOK_BIN: &str = env!("CARGO_BIN_EXE_attenu-hook");
+/// The repository: `settings.snippet.json`, `tests/support/mock_messages_api.py`.
+pub const REPO: &str = env!("CARGO_MANIFEST_DIR");
+/// The Claude Code release the live tests are written against.
+pub const PINNED_VERSION: &str = "2.1.332";
+/// How long one `claude -p` may run before it is killed (`live_claude.rs` has its own).
+pub const CLAUDE_DEADLINE: Duration = Duration::from_secs(90);
+/// How long any other command may run before it is killed.
+pub const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
+/// How long the mock Messages API serves before it exits by itself.
+pub const MOCK_LIFETIME_SECS: u64 = 150;
 
 /// Put our binary where the snippet's command expects it. The command names a path inside
 /// the project through `$CLAUDE_PROJECT_DIR` (quoted or braced), e.g.
@@ -36,7 +59,15 @@ pub fn install_hook(command: &str, project: &Path) {
     common::place_executable(Path::new(HOOK_BIN), &target);
 }
 
+/// The repository's `settings.snippet.json`, and `true`; a test cannot run without it.
 pub fn load_snippet() -> (Value, bool) {
+    load_snippet_or(|| {
+        panic!("{REPO}/settings.snippet.json is missing; the live tests wire the hook with it")
+    })
+}
+
+/// [`load_snippet`], or `fallback()` and `false` when the file is missing.
+pub fn load_snippet_or(fallback: impl FnOnce() -> Value) -> (Value, bool) {
     let path = Path::new(REPO).join("settings.snippet.json");
     match fs::read_to_string(&path) {
         Ok(text) => (
@@ -44,7 +75,7 @@ pub fn load_snippet() -> (Value, bool) {
                 .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display())),
             true,
         ),
-        Err(_) => (fallback_snippet(), false),
+        Err(_) => (fallback(), false),
     }
 }
 
