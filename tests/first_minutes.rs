@@ -5,7 +5,6 @@
 
 mod common;
 use common::operator::*;
-use common::project_kit::line_with;
 use common::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

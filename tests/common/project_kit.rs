@@ -80,13 +80,6 @@ pub fn installed_sample(tag: &str) -> TempDir {
     p
 }
 
-/// The first line of `text` holding `needle`, which must be there.
-#[track_caller]
-pub fn line_with<'a>(text: &'a str, needle: &str) -> &'a str {
-    let line = text.lines().find(|l| l.contains(needle));
-    line.unwrap_or_else(|| panic!("no {needle:?} in:\n{text}"))
-}
-
 /// Sets the permission bits of the file at `path`.
 #[track_caller]
 pub fn set_mode(path: &Path, mode: u32) {
