@@ -18,6 +18,7 @@ use crate::clock as time;
 use crate::fs;
 use crate::json::canonical::CanonicalError;
 use crate::ledger::chain::{self, hex};
+use crate::ledger::read;
 use crate::ledger::store::{Ledger, SessionPaths, StoreError};
 use crate::trust::Signer;
 use serde_json::{json, Map, Value};
@@ -348,38 +349,25 @@ pub fn export_session(
 
 /// The session whose ledger was written most recently.
 pub fn newest_session(attenu: &Path) -> Result<SessionPaths, ExportError> {
-    let mut best: Option<(std::time::SystemTime, String)> = None;
-    for e in std::fs::read_dir(attenu)
-        .map_err(|source| ExportError::List {
-            dir: attenu.to_path_buf(),
-            source,
-        })?
-        .flatten()
-    {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(session) = name
-            .strip_prefix("ledger-")
-            .and_then(|n| n.strip_suffix(".jsonl"))
+    let mut best: Option<(std::time::SystemTime, SessionPaths)> = None;
+    let files = read::sessions(attenu).map_err(|source| ExportError::List {
+        dir: attenu.to_path_buf(),
+        source,
+    })?;
+    for f in files {
+        // As the directory lists it: a symlink's own time, not its target's.
+        let Ok(modified) = std::fs::symlink_metadata(&f.paths.ledger).and_then(|m| m.modified())
         else {
             continue;
         };
-        let Ok(modified) = e.metadata().and_then(|m| m.modified()) else {
-            continue;
-        };
         if best.as_ref().is_none_or(|(t, _)| modified > *t) {
-            best = Some((modified, session.to_string()));
+            best = Some((modified, f.paths));
         }
     }
-    let (_, name) = best.ok_or_else(|| ExportError::NoSessions {
+    let (_, paths) = best.ok_or_else(|| ExportError::NoSessions {
         dir: attenu.to_path_buf(),
     })?;
-    // The file name is already the sanitised form; rebuild paths from it directly.
-    Ok(SessionPaths {
-        dir: attenu.to_path_buf(),
-        ledger: attenu.join(format!("ledger-{name}.jsonl")),
-        state: attenu.join(format!("ledger-{name}.state.json")),
-        name,
-    })
+    Ok(paths)
 }
 
 #[cfg(test)]

@@ -88,6 +88,11 @@ pub mod field {
     pub const CALL_ID: &str = "call_id";
     pub const AUTHORIZED_PARAMS_HASH: &str = "authorized_params_hash";
     pub const PARAMS_SALT: &str = "params_salt";
+    pub const BODY_STATE: &str = "body_state";
+    pub const POLICY: &str = "policy";
+    pub const REASONS: &str = "reasons";
+    pub const ERROR_CODE: &str = "error_code";
+    pub const DURATION_MS: &str = "duration_ms";
 }
 
 /// Event names ([`LEDGER_EVENTS`]).
@@ -130,6 +135,11 @@ mod tests {
             CALL_ID,
             AUTHORIZED_PARAMS_HASH,
             PARAMS_SALT,
+            BODY_STATE,
+            POLICY,
+            REASONS,
+            ERROR_CODE,
+            DURATION_MS,
         ] {
             assert!(is_ledger_field(f), "{f}");
         }

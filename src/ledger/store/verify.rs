@@ -393,22 +393,6 @@ fn chunk_len() -> usize {
 /// Below this many lines one thread is faster than starting others.
 const PARALLEL_FROM: usize = 1024;
 
-/// Splits verified ledger bytes into chains of entries (for export), in file order.
-pub fn chains_of(bytes: &[u8]) -> Result<Vec<Vec<Value>>, ScanError> {
-    let mut out: Vec<Vec<Value>> = Vec::new();
-    for (i, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
-        let v: Value = serde_json::from_slice(line).map_err(|e| ScanError::NotJson {
-            line: i as u64 + 1,
-            why: e.to_string(),
-        })?;
-        if v.get(field::EVENT).and_then(Value::as_str) == Some(event::ROOT) || out.is_empty() {
-            out.push(Vec::new());
-        }
-        out.last_mut().expect("pushed above").push(v);
-    }
-    Ok(out)
-}
-
 /// The entries of every chain in `state` that record a lost checkpoint.
 fn losses_in(state: &State) -> u64 {
     state.chains.iter().map(|c| c.checkpoint_losses).sum()
