@@ -18,6 +18,7 @@ use crate::clock as time;
 use crate::fs;
 use crate::json::canonical::CanonicalError;
 use crate::ledger::chain::{self, hex};
+use crate::ledger::fields::field;
 use crate::ledger::read;
 use crate::ledger::store::{Ledger, SessionPaths, StoreError};
 use crate::trust::Signer;
@@ -96,7 +97,7 @@ pub fn build(
     let head_hash = chain::verify_entries(&entries).map_err(ExportError::ChainUnverified)?;
     let chain_id = entries
         .first()
-        .and_then(|e| e.get("chain_id"))
+        .and_then(|e| e.get(field::CHAIN_ID))
         .and_then(Value::as_str)
         .unwrap_or("chain")
         .to_string();
@@ -124,13 +125,13 @@ fn sign_anchor(
     let mut anchor = Map::new();
     anchor.insert("v".into(), json!(2));
     anchor.insert("c14n".into(), json!("JCS"));
-    anchor.insert("chain_id".into(), json!(chain_id));
-    anchor.insert("seq".into(), json!(len as i64 - 1));
+    anchor.insert(field::CHAIN_ID.into(), json!(chain_id));
+    anchor.insert(field::SEQ.into(), json!(len as i64 - 1));
     anchor.insert(
         "head".into(),
         json!(if len == 0 { "GENESIS" } else { head }),
     );
-    anchor.insert("ts".into(), json!(time::now_ms()));
+    anchor.insert(field::TS.into(), json!(time::now_ms()));
     let sig = key.sign(&anchor_signing_input(&anchor)?);
     anchor.insert("kid".into(), json!(key.kid));
     anchor.insert("sig".into(), json!(hex(&sig)));
@@ -210,7 +211,7 @@ pub fn export_locked(
         // The root line names the chain and, after the first, the chain before it.
         let root: Value = serde_json::from_slice(&first_line(ledger, info.start, end)?)
             .map_err(|_| disagree(&ledger.paths, "a chain's root"))?;
-        if root.get("chain_id").and_then(Value::as_str) != Some(info.chain_id.as_str()) {
+        if root.get(field::CHAIN_ID).and_then(Value::as_str) != Some(info.chain_id.as_str()) {
             return Err(disagree(&ledger.paths, "a chain's id"));
         }
         let previous = root

@@ -93,6 +93,18 @@ pub mod field {
     pub const REASONS: &str = "reasons";
     pub const ERROR_CODE: &str = "error_code";
     pub const DURATION_MS: &str = "duration_ms";
+    pub const V: &str = "v";
+    pub const PARENT: &str = "parent";
+    pub const AUTHORITY: &str = "authority";
+    pub const GRANTED: &str = "granted";
+    pub const TARGET: &str = "target";
+    pub const REVOKED: &str = "revoked";
+    pub const CAPTURE: &str = "capture";
+    pub const ADAPTER: &str = "adapter";
+    pub const PARAMS_HASH_REASON: &str = "params_hash_reason";
+    pub const INVOKED_PARAMS_HASH: &str = "invoked_params_hash";
+    pub const RECEIPT: &str = "receipt";
+    pub const PENDING_AT_KILL: &str = "pending_at_kill";
 }
 
 /// Event names ([`LEDGER_EVENTS`]).
@@ -140,6 +152,18 @@ mod tests {
             REASONS,
             ERROR_CODE,
             DURATION_MS,
+            V,
+            PARENT,
+            AUTHORITY,
+            GRANTED,
+            TARGET,
+            REVOKED,
+            CAPTURE,
+            ADAPTER,
+            PARAMS_HASH_REASON,
+            INVOKED_PARAMS_HASH,
+            RECEIPT,
+            PENDING_AT_KILL,
         ] {
             assert!(is_ledger_field(f), "{f}");
         }
