@@ -29,7 +29,10 @@ pub enum ProveError {
     #[error(transparent)]
     Export(#[from] ExportError),
     #[error("the session's ledger cannot be read: {0}")]
-    Ledger(String),
+    Ledger(#[source] crate::ledger::store::ScanError),
+    /// An entry of the verified ledger has no RFC 8785 form (the store wrote it in that form).
+    #[error("the session's ledger cannot be read: {0}")]
+    NotCanonical(#[source] crate::json::canonical::CanonicalError),
     #[error(
         "no entry of session {session} has call_id {call}; `attenu-hook log --json` lists them"
     )]
@@ -73,9 +76,7 @@ pub fn prove(
     )
     .map_err(ExportError::from)?;
     let verified = Verified::read(&ledger).map_err(ExportError::from)?;
-    let chains = verified
-        .chains()
-        .map_err(|e| ProveError::Ledger(e.to_string()))?;
+    let chains = verified.chains().map_err(ProveError::Ledger)?;
     let (entries, index) = locate(&chains, &which, &ledger.paths.name)?;
     proof_for(&key, entries, index)
 }
@@ -119,8 +120,7 @@ pub fn proof_for(key: &AnchorKey, entries: &[Value], index: usize) -> Result<Str
     let chain_id = read::chain_id_of(entries);
     let signed = checkpoint::sign(key, chain_id, tree.size(), &tree.root())?;
     let path = tlog::inclusion_proof(&leaves, index as u64, tree.size())?;
-    let line = crate::json::canonical::to_vec(&entries[index])
-        .map_err(|e| ProveError::Ledger(e.to_string()))?;
+    let line = crate::json::canonical::to_vec(&entries[index]).map_err(ProveError::NotCanonical)?;
     Ok(TlogProof::new(index as u64, path, &signed)?
         .with_extra(line)
         .to_text())

@@ -156,7 +156,7 @@ pub fn chains_of(bytes: &[u8]) -> Result<Vec<Vec<Value>>, ScanError> {
     for (i, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
         let v: Value = serde_json::from_slice(line).map_err(|e| ScanError::NotJson {
             line: i as u64 + 1,
-            why: e.to_string(),
+            why: e.into(),
         })?;
         if EntryView::of(&v).is(Event::Root) || out.is_empty() {
             out.push(Vec::new());

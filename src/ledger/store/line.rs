@@ -21,7 +21,7 @@ pub(super) struct Parsed {
 
 /// Why a line is not an entry at all.
 pub(super) enum LineError {
-    NotJson(String),
+    NotJson(serde_json::Error),
     NotAnObject,
 }
 
@@ -65,7 +65,7 @@ pub(super) fn parse(line: &[u8]) -> Result<Parsed, LineError> {
             Ok(Parsed { entry, computed })
         }
         Ok(_) => Err(LineError::NotAnObject),
-        Err(e) => Err(LineError::NotJson(e.to_string())),
+        Err(e) => Err(LineError::NotJson(e)),
     }
 }
 

@@ -7,6 +7,7 @@ use super::seal::Found;
 use super::state::{end_open_calls, track_pending, ChainInfo, CheckpointLoss, LossCause, State};
 use super::{whole_lines_len, Ledger, LedgerIo, Reverifying, StoreError, Unverifiable};
 use crate::fs;
+use crate::json::SyntaxError;
 use crate::ledger::chain::{self, ChainBreak};
 use crate::ledger::fields::{event, field};
 use serde::{Deserialize, Serialize};
@@ -213,7 +214,7 @@ impl Ledger {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScanError {
     #[error("line {line} is not valid JSON ({why})")]
-    NotJson { line: u64, why: String },
+    NotJson { line: u64, why: SyntaxError },
     #[error("line {line} comes before any root entry")]
     BeforeRoot { line: u64 },
     #[error("chain {chain} breaks: {why} (line {line} of the file)")]
@@ -294,7 +295,12 @@ impl Scanner {
         let index = self.current.as_ref().map_or(0, |c| c.entries as usize);
         let Parsed { entry: e, computed } = match parsed {
             Ok(p) => p,
-            Err(LineError::NotJson(why)) => return Err(ScanError::NotJson { line: n, why }),
+            Err(LineError::NotJson(e)) => {
+                return Err(ScanError::NotJson {
+                    line: n,
+                    why: e.into(),
+                })
+            }
             Err(LineError::NotAnObject) if self.current.is_none() => {
                 return Err(ScanError::BeforeRoot { line: n })
             }
