@@ -315,21 +315,21 @@ impl Scanner {
             return Err(ScanError::BeforeRoot { line: n });
         };
         let index = chain.entries as usize;
-        let seq = match e.get("seq") {
+        let seq = match e.get(field::SEQ) {
             Some(Value::Number(n)) => Some(n),
             _ => None,
         };
         if !chain::is_integral(seq, index as u64) {
             return Err(broke(ChainBreak::SeqGap { index }));
         }
-        if e.get("prev_hash").and_then(Value::as_str) != Some(chain.head.as_str()) {
+        if e.get(field::PREV_HASH).and_then(Value::as_str) != Some(chain.head.as_str()) {
             return Err(broke(ChainBreak::PrevHashMismatch { index }));
         }
-        let hash = match (computed, e.get("hash").and_then(Value::as_str)) {
+        let hash = match (computed, e.get(field::HASH).and_then(Value::as_str)) {
             (Some(c), Some(h)) if c == h => c,
             _ => return Err(broke(ChainBreak::HashMismatch { index })),
         };
-        if e.get("chain_id").and_then(Value::as_str) != Some(chain.chain_id.as_str()) {
+        if e.get(field::CHAIN_ID).and_then(Value::as_str) != Some(chain.chain_id.as_str()) {
             return Err(ScanError::OtherChainId {
                 index,
                 chain_id: chain.chain_id.clone(),
@@ -355,7 +355,7 @@ impl Scanner {
             |p| serde_json::json!({"chain_id": p.chain_id, "head": p.head, "seq": p.entries - 1}),
         );
         let link = root
-            .get("context")
+            .get(field::CONTEXT)
             .and_then(|c| c.get("previous_chain"))
             .cloned()
             .filter(|v| !v.is_null());
