@@ -95,15 +95,13 @@ pub fn build(
     of: usize,
 ) -> Result<Value, ExportError> {
     let head_hash = chain::verify_entries(&entries).map_err(ExportError::ChainUnverified)?;
-    let chain_id = entries
-        .first()
-        .and_then(|e| e.get(field::CHAIN_ID))
-        .and_then(Value::as_str)
+    let first = entries.first().map(read::EntryView::of);
+    let chain_id = first
+        .and_then(|e| e.chain_id())
         .unwrap_or("chain")
         .to_string();
-    let previous = entries
-        .first()
-        .and_then(|e| e.pointer("/context/previous_chain"))
+    let previous = first
+        .and_then(|e| e.previous_chain())
         .cloned()
         .unwrap_or(Value::Null);
     let anchor = sign_anchor(&chain_id, entries.len(), &head_hash, key)?;
@@ -211,13 +209,11 @@ pub fn export_locked(
         // The root line names the chain and, after the first, the chain before it.
         let root: Value = serde_json::from_slice(&first_line(ledger, info.start, end)?)
             .map_err(|_| disagree(&ledger.paths, "a chain's root"))?;
-        if root.get(field::CHAIN_ID).and_then(Value::as_str) != Some(info.chain_id.as_str()) {
+        let root = read::EntryView::of(&root);
+        if root.chain_id() != Some(info.chain_id.as_str()) {
             return Err(disagree(&ledger.paths, "a chain's id"));
         }
-        let previous = root
-            .pointer("/context/previous_chain")
-            .cloned()
-            .unwrap_or(Value::Null);
+        let previous = root.previous_chain().cloned().unwrap_or(Value::Null);
         let anchor = sign_anchor(&info.chain_id, info.entries as usize, &info.head, key)?;
         // The verified state's tree: export re-hashes nothing.
         let tree_root = info.tree.root();

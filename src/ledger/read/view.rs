@@ -169,6 +169,11 @@ impl<'a> EntryView<'a> {
         self.context_str(context::TOOL_USE_ID)
     }
 
+    /// `context.previous_chain` (a root's link to the chain before it; `null` on the first).
+    pub fn previous_chain(self) -> Option<&'a Value> {
+        self.context_get(context::PREVIOUS_CHAIN)
+    }
+
     /// `context.identity` (a root's signer and repository).
     pub fn identity(self) -> Option<&'a Value> {
         self.context_get(context::IDENTITY)
@@ -180,6 +185,7 @@ pub mod context {
     pub const SESSION_ID: &str = "session_id";
     pub const TOOL_USE_ID: &str = "tool_use_id";
     pub const IDENTITY: &str = "identity";
+    pub const PREVIOUS_CHAIN: &str = "previous_chain";
     pub const AT: &str = "at";
     pub const AGENT_ID: &str = "agent_id";
     pub const AGENT_TYPE: &str = "agent_type";
