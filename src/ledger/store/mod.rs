@@ -61,9 +61,6 @@ mod seal;
 mod state;
 mod verify;
 
-/// Moved to the ledger reader; kept for callers written before it.
-#[doc(hidden)]
-pub use crate::ledger::read::chains_of;
 pub use error::{LedgerIo, Reverifying, StoreError, Unverifiable};
 pub use seal::{
     holds_sealed_prefix, read_sealed_state, unseal_state, Found, MAX_SEALED_STATE_BYTES,
