@@ -121,8 +121,8 @@ fn sign_anchor(
     key: &AnchorKey,
 ) -> Result<Map<String, Value>, ExportError> {
     let mut anchor = Map::new();
-    anchor.insert("v".into(), json!(2));
-    anchor.insert("c14n".into(), json!("JCS"));
+    anchor.insert(field::V.into(), json!(2));
+    anchor.insert(field::C14N.into(), json!("JCS"));
     anchor.insert(field::CHAIN_ID.into(), json!(chain_id));
     anchor.insert(field::SEQ.into(), json!(len as i64 - 1));
     anchor.insert(
@@ -147,9 +147,9 @@ fn envelope(
     signed_checkpoint: &str,
 ) -> Value {
     json!({
-        "v": 2,
-        "c14n": "JCS",
-        "chain_id": chain_id,
+        (field::V): 2,
+        (field::C14N): "JCS",
+        (field::CHAIN_ID): chain_id,
         "anchor": Value::Object(anchor),
         "chain": {"index": index, "of": of, "previous_chain": previous},
         "checkpoint": signed_checkpoint,

@@ -16,7 +16,7 @@ use crate::clock as time;
 use crate::evidence::keys;
 use crate::fs;
 use crate::ledger::entry::{reconciled_outcome, BodyState, Reconciled};
-use crate::ledger::read::{context, EntryView, Event, Verified};
+use crate::ledger::read::{context, reconciliation, EntryView, Event, Verified};
 use crate::ledger::store::{Ledger, SessionPaths, StoreError};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -231,11 +231,14 @@ fn recorded_before(
             let e = EntryView::of(&v);
             let r = e.context_get(context::RECONCILIATION)?;
             (e.is(Event::Outcome)
-                && r.get("marker") == Some(&json!(marker.id))
+                && r.get(reconciliation::MARKER) == Some(&json!(marker.id))
                 && e.context_get(context::TOOL_USE_ID) == Some(&json!(marker.tool_use_id)))
             .then(|| {
                 let text = |k: &str| r[k].as_str().unwrap_or_default().to_string();
-                (text("outcome"), text("evidence"))
+                (
+                    text(reconciliation::OUTCOME),
+                    text(reconciliation::EVIDENCE),
+                )
             })
         });
     Ok(found)

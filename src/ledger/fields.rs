@@ -94,6 +94,7 @@ pub mod field {
     pub const ERROR_CODE: &str = "error_code";
     pub const DURATION_MS: &str = "duration_ms";
     pub const V: &str = "v";
+    pub const C14N: &str = "c14n";
     pub const PARENT: &str = "parent";
     pub const AUTHORITY: &str = "authority";
     pub const GRANTED: &str = "granted";
@@ -153,6 +154,7 @@ mod tests {
             ERROR_CODE,
             DURATION_MS,
             V,
+            C14N,
             PARENT,
             AUTHORITY,
             GRANTED,

@@ -123,17 +123,17 @@ fn own(v: Option<&str>) -> String {
 
 fn row(e: EntryView<'_>) -> Option<Row> {
     let c = |k: &str| own(e.context_str(k));
-    let pointed = |p: &str| {
+    let would_deny = |k: &str| {
         own(e
-            .context()
-            .and_then(|c| c.pointer(p))
+            .context_get(context::WOULD_DENY)
+            .and_then(|w| w.get(k))
             .and_then(Value::as_str))
     };
     let (decision, code, message) = match e.event()? {
         Event::Allow if e.policy().is_some() => (
             "would-deny".to_string(),
-            pointed("/would_deny/code"),
-            pointed("/would_deny/message"),
+            would_deny("code"),
+            would_deny("message"),
         ),
         Event::Allow => ("allow".to_string(), String::new(), String::new()),
         // Claude Code's own refusal or interruption: tried, refused, but not by the hook.

@@ -114,7 +114,7 @@ fn present<'a>(anchor: Option<&'a Obj<'a>>, log: &mut Log<'_>) -> Result<&'a Obj
 }
 
 fn complete(a: &Obj, log: &mut Log<'_>) -> Result<(), Failed> {
-    let missing: Vec<&str> = ["v", "chain_id", "seq", "head", "ts"]
+    let missing: Vec<&str> = [field::V, field::CHAIN_ID, field::SEQ, "head", field::TS]
         .into_iter()
         .filter(|f| !a.contains_key(f))
         .collect();

@@ -11,7 +11,7 @@
 
 mod view;
 
-pub use view::{context, EntryView, Event};
+pub use view::{context, reconciliation, EntryView, Event};
 
 use super::store::{self, Ledger, ScanError, SessionPaths, State, StoreError};
 use crate::fs::ReadError;

@@ -196,6 +196,13 @@ pub mod context {
     pub const RECONCILIATION: &str = "reconciliation";
 }
 
+/// The members of `context.reconciliation` (a reviewer's resolution, `reconciled_outcome`).
+pub mod reconciliation {
+    pub const MARKER: &str = "marker";
+    pub const OUTCOME: &str = "outcome";
+    pub const EVIDENCE: &str = "evidence";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
