@@ -4,10 +4,10 @@
 //! entries as typed views ([`EntryView`], [`Event`]) and as chains split at each root
 //! ([`chains_of`]).
 //!
-//! Not through here, for speed: the hook's append and its verify-before-append
-//! ([`super::store`]) and `verify`'s streaming pass (`crate::evidence::verify`) parse only
-//! the members they check, from the exact canonical bytes ([`crate::json::exact`]), one line
-//! per core; a view built per entry would double the 1M-entry re-verify's time.
+//! Not through here, for speed: the hook's append and its re-verify ([`super::store`]) and
+//! `verify`'s streaming pass (`crate::evidence::verify`) hash each line from its own exact
+//! canonical bytes ([`crate::json::exact`]) and parse only the members they check, where this
+//! reader builds a whole `serde_json::Value` per entry.
 
 mod view;
 
