@@ -213,3 +213,36 @@ pub fn done_entry<'a>(
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The typed entry is the one `reconcile resolve` wrote with `json!` before it.
+    #[test]
+    fn a_reconciled_outcome_has_the_members_it_always_had() {
+        let r = Reconciled {
+            session_id: "s1",
+            tool_use_id: None,
+            marker: 7,
+            outcome: "not-executed",
+            evidence: "checked the queue",
+            cause: "post-hook-missed",
+            body_state: BodyState::Raised,
+            error_code: Some("not_executed"),
+        };
+        let entry = reconciled_outcome("c1", "c1:n0", "call-1", r, 1_000);
+        let expected = json!({
+            "event": "outcome", "ts": 1_000, "chain_id": "c1", "node": "c1:n0",
+            "call_id": "call-1", "body_state": "raised", "duration_ms": 0,
+            "error_code": "not_executed",
+            "context": {
+                "session_id": "s1", "tool_use_id": null, "at": clock::rfc3339_ms(1_000),
+                "reconciliation": {"marker": 7, "outcome": "not-executed",
+                    "evidence": "checked the queue", "cause": "post-hook-missed"},
+            },
+        });
+        assert_eq!(Value::Object(entry.into_object()), expected);
+    }
+}
