@@ -6,7 +6,7 @@
 //!
 //! Not through here, for speed: the hook's append and its re-verify ([`super::store`]) and
 //! `verify`'s streaming pass (`crate::evidence::verify`) hash each line from its own exact
-//! canonical bytes ([`crate::json::exact`]) and parse only the members they check, where this
+//! canonical bytes (`crate::json::exact`) and parse only the members they check, where this
 //! reader builds a whole `serde_json::Value` per entry.
 
 mod view;
