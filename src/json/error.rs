@@ -26,7 +26,8 @@ impl SyntaxError {
         self.0.classify()
     }
 
-    /// The nesting went past the reader's depth limit (128 levels).
+    /// The nesting went past the reader's depth limit (128 levels). serde_json gives this
+    /// no category of its own, only its message, so the message is what is asked.
     pub fn is_too_deep(&self) -> bool {
         self.0.to_string().starts_with("recursion limit exceeded")
     }
