@@ -56,7 +56,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use attenu_hook::ledger::{chain, store};
+use attenu_hook::ledger::{chain, read, store};
 
 /// Set to `1`: this process is the hook (or the CLI), not the demo.
 const AS_HOOK: &str = "ATTENU_DEMO_AS_HOOK";
@@ -547,7 +547,7 @@ impl Demo {
         let paths = store::SessionPaths::new(&attenu, session_id);
         let bytes = fs::read(&paths.ledger)
             .map_err(|e| format!("cannot read {}: {e}", paths.ledger.display()))?;
-        let chains = store::chains_of(&bytes).map_err(|e| e.to_string())?;
+        let chains = read::chains_of(&bytes).map_err(|e| e.to_string())?;
         let entries: Vec<&Value> = chains.iter().flatten().collect();
         let broken: Vec<String> = chains
             .iter()

@@ -10,7 +10,7 @@ use attenu_hook::config::Config;
 use attenu_hook::derive::{self, frontmatter, scopes, Declarations, Roster};
 use attenu_hook::evidence::verify::{self, AnchorKey, FailureName};
 use attenu_hook::json::canonical;
-use attenu_hook::ledger::{chain, store};
+use attenu_hook::ledger::{chain, read, store};
 use attenu_hook::policy::{decide, Actor, Call};
 use attenu_hook::protocol::payload::{self, Event};
 use serde_json::{json, Map, Value};
@@ -518,7 +518,7 @@ pub fn seal_lines(data: &[u8], flags: u8) -> Option<Vec<u8>> {
 
 fn check_scan(bytes: &[u8]) {
     let scanned = store::scan(bytes);
-    let chains = store::chains_of(bytes);
+    let chains = read::chains_of(bytes);
     let state = match scanned {
         Ok(state) => state,
         Err(why) => {

@@ -473,3 +473,69 @@ fn no_error_outside_tests_is_only_a_string() {
                (CONTRIBUTING.md), not Result<_, String>";
     assert_none(found, why);
 }
+
+/// The code lines of `text` a reader runs: outside `//` comments, a one-line
+/// `#[cfg(test)] mod x;` and the `#[cfg(test)]` tail. Numbered from 1.
+fn code_lines(text: &str) -> Vec<(usize, &str)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let code = lines[i].trim_start();
+        if code == "#[cfg(test)]" {
+            match lines.get(i + 1) {
+                Some(next) if next.trim_end().ends_with(';') => {
+                    i += 2;
+                    continue;
+                }
+                _ => break,
+            }
+        }
+        if !code.starts_with("//") {
+            out.push((i + 1, code.split(" //").next().unwrap_or(code)));
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Lines of `text` that spell the ledger's `event` member as a string: a field name is
+/// spelled once, in `src/ledger/fields.rs` (`field::EVENT`, `event::ROOT`...), and a command
+/// reads entries through `crate::ledger::read`'s typed view.
+fn event_spelled(text: &str) -> Vec<usize> {
+    code_lines(text)
+        .into_iter()
+        .filter(|(_, code)| code.contains("\"event\""))
+        .map(|(n, _)| n)
+        .collect()
+}
+
+#[test]
+fn the_field_name_scanner_finds_what_it_looks_for() {
+    let text = "let e = v.get(\"event\");\n// v[\"event\"] in a comment\nlet m = \"no \\\"event\\\" member\";\n#[cfg(test)]\nmod tests;\nx[\"event\"] = 1;\n#[cfg(test)]\nmod t { json!({\"event\": 1}) }\n";
+    assert_eq!(event_spelled(text), vec![1, 6]);
+}
+
+#[test]
+fn only_the_ledger_spells_the_event_member() {
+    let root = src();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(&root).unwrap().display().to_string();
+        if is_test_file(&rel) || rel.starts_with("ledger/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for line in event_spelled(&text) {
+            found.push(format!("src/{rel}:{line}"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "these spell \"event\"; use crate::ledger::fields::field::EVENT, or read the entry \
+         through crate::ledger::read::EntryView (docs/ARCHITECTURE.md):\n{}",
+        found.join("\n")
+    );
+}

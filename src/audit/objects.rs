@@ -9,6 +9,8 @@ use crate::evidence::checkpoint::{origin, tree_of, CheckpointError};
 use crate::evidence::verify::{verify_bundle_bytes, AnchorKey, InputError};
 use crate::json::canonical::{self, CanonicalError};
 use crate::ledger::chain;
+use crate::ledger::fields::field;
+use crate::ledger::read::EntryView;
 use crate::tlog::{self, Checkpoint, Hash, NoteError, VerifierKey};
 use ed25519_dalek::VerifyingKey;
 use serde_json::Value;
@@ -137,7 +139,7 @@ pub struct BundleEntries {
 /// reads it.
 pub fn lost_checkpoint(entry: &Value) -> bool {
     entry
-        .get("context")
+        .get(field::CONTEXT)
         .and_then(Value::as_object)
         .is_some_and(|c| c.contains_key(crate::ledger::store::CHECKPOINT_LOST))
 }
@@ -217,19 +219,20 @@ pub fn check_entries(
     let mut first_prev = String::new();
     for (i, line) in lines.iter().enumerate() {
         let seq = from + i as u64;
-        let e = entry_line(line, chain_id).map_err(|why| ObjectProblem::Entry { seq, why })?;
-        let prev = e["prev_hash"].as_str().unwrap_or_default();
+        let value = entry_line(line, chain_id).map_err(|why| ObjectProblem::Entry { seq, why })?;
+        let e = EntryView::of(&value);
+        let prev = e.prev_hash().unwrap_or_default();
         if i == 0 {
             first_prev = prev.to_string();
         } else if hashes.last().map(String::as_str) != Some(prev) {
             return Err(ObjectProblem::Unlinked { seq });
         }
-        if e["seq"].as_u64() != Some(seq) {
+        if e.seq() != Some(seq) {
             return Err(ObjectProblem::OutOfSequence { line: i + 1, seq });
         }
-        let own = chain::own_hash(&e).filter(|h| Some(h.as_str()) == e["hash"].as_str());
+        let own = chain::own_hash(&value).filter(|h| Some(h.as_str()) == e.hash());
         hashes.push(own.ok_or(ObjectProblem::WrongHash(seq))?);
-        if lost_checkpoint(&e) {
+        if lost_checkpoint(&value) {
             losses.push(seq);
         }
     }
@@ -250,9 +253,9 @@ fn entry_line(line: &str, chain_id: &str) -> Result<Value, EntryProblem> {
     if canonical != line.as_bytes() {
         return Err(EntryProblem::NotCanonical);
     }
-    if e["chain_id"].as_str() != Some(chain_id) {
+    if EntryView::of(&e).chain_id() != Some(chain_id) {
         return Err(EntryProblem::OtherChain {
-            found: e["chain_id"].to_string(),
+            found: e[field::CHAIN_ID].to_string(),
             want: chain_id.to_string(),
         });
     }
@@ -319,7 +322,7 @@ pub fn check_bundle(
     Ok(BundleEntries {
         hashes: entries
             .iter()
-            .map(|e| e["hash"].as_str().unwrap_or_default().to_string())
+            .map(|e| EntryView::of(e).hash().unwrap_or_default().to_string())
             .collect(),
         losses,
     })

@@ -7,6 +7,7 @@ use super::judge::judge_chain;
 use super::names;
 use super::report::{Report, SessionReport};
 use super::trust::{self, Pinning};
+use crate::ledger::read::{EntryView, Event};
 use crate::ship::{ObjectInfo, Store, StoreError};
 use crate::trust::Cert;
 use ed25519_dalek::VerifyingKey;
@@ -208,9 +209,8 @@ fn identity_of(chain: &ChainObjects) -> Option<serde_json::Value> {
     let bytes = first.bytes.as_deref()?;
     let line = bytes.split(|&b| b == b'\n').next()?;
     let root: serde_json::Value = serde_json::from_slice(line).ok()?;
-    (root.get("event")?.as_str()? == "root")
-        .then(|| root.pointer("/context/identity").cloned())
-        .flatten()
+    let root = EntryView::of(&root);
+    root.is(Event::Root).then(|| root.identity().cloned())?
 }
 
 /// Fetches every object of one session.

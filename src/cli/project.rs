@@ -86,22 +86,17 @@ impl SessionArgs {
 /// then says there is no such session); several are an error that lists them.
 pub fn resolve_session(attenu: &Path, given: &str) -> Result<String, ProjectError> {
     let given = given.trim_end_matches('…').trim_end_matches("...");
-    let name = crate::ledger::store::session_file_name(given);
-    if given.is_empty() || attenu.join(format!("ledger-{name}.jsonl")).exists() {
+    let paths = crate::ledger::store::SessionPaths::new(attenu, given);
+    if given.is_empty() || paths.ledger.exists() {
         return Ok(given.to_string());
     }
-    let mut matches: Vec<String> = std::fs::read_dir(attenu)
+    let mut matches: Vec<String> = crate::ledger::read::sessions(attenu)
         .into_iter()
         .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let n = e.file_name().into_string().ok()?;
-            let id = n.strip_prefix("ledger-")?.strip_suffix(".jsonl")?;
-            // Hashed names (`h.…`) do not start with the id they stand for.
-            (!id.starts_with("h.") && id.starts_with(given)).then(|| id.to_string())
-        })
+        .map(|f| f.paths.name)
+        // Hashed names (`h.…`) do not start with the id they stand for.
+        .filter(|id| !id.starts_with("h.") && id.starts_with(given))
         .collect();
-    matches.sort();
     match matches.len() {
         0 => Ok(given.to_string()),
         1 => Ok(matches.remove(0)),

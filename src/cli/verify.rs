@@ -2,6 +2,7 @@
 
 use super::{fail, Exit};
 use crate::evidence::{keys, prove};
+use crate::ledger::fields::field;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -88,7 +89,7 @@ fn verify_proof(path: &Path, bytes: &[u8], pub_key: Option<&Path>, json: bool) -
     } else {
         match &result {
             Ok(p) => {
-                let field = |k: &str| {
+                let member = |k: &str| {
                     p.entry
                         .get(k)
                         .and_then(Value::as_str)
@@ -97,7 +98,7 @@ fn verify_proof(path: &Path, bytes: &[u8], pub_key: Option<&Path>, json: bool) -
                 };
                 println!(
                     "VALID: entry {} of {} in {}, under the checkpoint signed by {kid}: {} {} scope {} call {}",
-                    p.index, p.size, p.origin, field("event"), field("tool"), crate::derive::readable::scope(&field("scope")), field("call_id")
+                    p.index, p.size, p.origin, member(field::EVENT), member(field::TOOL), crate::derive::readable::scope(&member(field::SCOPE)), member(field::CALL_ID)
                 );
             }
             Err(e) => println!("INVALID: {e}"),

@@ -138,21 +138,16 @@ pub fn expand(agents: &mut BTreeMap<String, Vec<String>>) {
 /// which built-ins a project's sessions reach for, nothing is decided with it).
 pub fn used_in(attenu_dir: &Path) -> BTreeMap<&'static str, usize> {
     let mut used = BTreeMap::new();
-    let Ok(dir) = std::fs::read_dir(attenu_dir) else {
+    let Ok(files) = crate::ledger::read::sessions(attenu_dir) else {
         return used;
     };
-    for entry in dir.flatten() {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if !(name.starts_with("ledger-") && name.ends_with(".jsonl")) {
-            continue;
-        }
-        let Ok(Some((bytes, _))) = crate::fs::read_owned(&entry.path(), u64::MAX) else {
+    for f in files {
+        let Ok(Some(ledger)) = crate::ledger::read::read_unlocked(&f.paths.ledger) else {
             continue;
         };
         for b in BUILTINS {
             let needle = format!("\"agent_type\":\"{}\"", b.name);
-            let n = memchr::memmem::find_iter(&bytes, needle.as_bytes()).count();
+            let n = memchr::memmem::find_iter(ledger.bytes(), needle.as_bytes()).count();
             if n > 0 {
                 *used.entry(b.name).or_default() += n;
             }

@@ -18,6 +18,8 @@ use crate::clock as time;
 use crate::fs;
 use crate::json::canonical::CanonicalError;
 use crate::ledger::chain::{self, hex};
+use crate::ledger::fields::field;
+use crate::ledger::read;
 use crate::ledger::store::{Ledger, SessionPaths, StoreError};
 use crate::trust::Signer;
 use serde_json::{json, Map, Value};
@@ -93,15 +95,13 @@ pub fn build(
     of: usize,
 ) -> Result<Value, ExportError> {
     let head_hash = chain::verify_entries(&entries).map_err(ExportError::ChainUnverified)?;
-    let chain_id = entries
-        .first()
-        .and_then(|e| e.get("chain_id"))
-        .and_then(Value::as_str)
+    let first = entries.first().map(read::EntryView::of);
+    let chain_id = first
+        .and_then(|e| e.chain_id())
         .unwrap_or("chain")
         .to_string();
-    let previous = entries
-        .first()
-        .and_then(|e| e.pointer("/context/previous_chain"))
+    let previous = first
+        .and_then(|e| e.previous_chain())
         .cloned()
         .unwrap_or(Value::Null);
     let anchor = sign_anchor(&chain_id, entries.len(), &head_hash, key)?;
@@ -121,15 +121,15 @@ fn sign_anchor(
     key: &AnchorKey,
 ) -> Result<Map<String, Value>, ExportError> {
     let mut anchor = Map::new();
-    anchor.insert("v".into(), json!(2));
-    anchor.insert("c14n".into(), json!("JCS"));
-    anchor.insert("chain_id".into(), json!(chain_id));
-    anchor.insert("seq".into(), json!(len as i64 - 1));
+    anchor.insert(field::V.into(), json!(2));
+    anchor.insert(field::C14N.into(), json!("JCS"));
+    anchor.insert(field::CHAIN_ID.into(), json!(chain_id));
+    anchor.insert(field::SEQ.into(), json!(len as i64 - 1));
     anchor.insert(
         "head".into(),
         json!(if len == 0 { "GENESIS" } else { head }),
     );
-    anchor.insert("ts".into(), json!(time::now_ms()));
+    anchor.insert(field::TS.into(), json!(time::now_ms()));
     let sig = key.sign(&anchor_signing_input(&anchor)?);
     anchor.insert("kid".into(), json!(key.kid));
     anchor.insert("sig".into(), json!(hex(&sig)));
@@ -147,9 +147,9 @@ fn envelope(
     signed_checkpoint: &str,
 ) -> Value {
     json!({
-        "v": 2,
-        "c14n": "JCS",
-        "chain_id": chain_id,
+        (field::V): 2,
+        (field::C14N): "JCS",
+        (field::CHAIN_ID): chain_id,
         "anchor": Value::Object(anchor),
         "chain": {"index": index, "of": of, "previous_chain": previous},
         "checkpoint": signed_checkpoint,
@@ -209,13 +209,11 @@ pub fn export_locked(
         // The root line names the chain and, after the first, the chain before it.
         let root: Value = serde_json::from_slice(&first_line(ledger, info.start, end)?)
             .map_err(|_| disagree(&ledger.paths, "a chain's root"))?;
-        if root.get("chain_id").and_then(Value::as_str) != Some(info.chain_id.as_str()) {
+        let root = read::EntryView::of(&root);
+        if root.chain_id() != Some(info.chain_id.as_str()) {
             return Err(disagree(&ledger.paths, "a chain's id"));
         }
-        let previous = root
-            .pointer("/context/previous_chain")
-            .cloned()
-            .unwrap_or(Value::Null);
+        let previous = root.previous_chain().cloned().unwrap_or(Value::Null);
         let anchor = sign_anchor(&info.chain_id, info.entries as usize, &info.head, key)?;
         // The verified state's tree: export re-hashes nothing.
         let tree_root = info.tree.root();
@@ -348,38 +346,25 @@ pub fn export_session(
 
 /// The session whose ledger was written most recently.
 pub fn newest_session(attenu: &Path) -> Result<SessionPaths, ExportError> {
-    let mut best: Option<(std::time::SystemTime, String)> = None;
-    for e in std::fs::read_dir(attenu)
-        .map_err(|source| ExportError::List {
-            dir: attenu.to_path_buf(),
-            source,
-        })?
-        .flatten()
-    {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(session) = name
-            .strip_prefix("ledger-")
-            .and_then(|n| n.strip_suffix(".jsonl"))
+    let mut best: Option<(std::time::SystemTime, SessionPaths)> = None;
+    let files = read::sessions(attenu).map_err(|source| ExportError::List {
+        dir: attenu.to_path_buf(),
+        source,
+    })?;
+    for f in files {
+        // As the directory lists it: a symlink's own time, not its target's.
+        let Ok(modified) = std::fs::symlink_metadata(&f.paths.ledger).and_then(|m| m.modified())
         else {
             continue;
         };
-        let Ok(modified) = e.metadata().and_then(|m| m.modified()) else {
-            continue;
-        };
         if best.as_ref().is_none_or(|(t, _)| modified > *t) {
-            best = Some((modified, session.to_string()));
+            best = Some((modified, f.paths));
         }
     }
-    let (_, name) = best.ok_or_else(|| ExportError::NoSessions {
+    let (_, paths) = best.ok_or_else(|| ExportError::NoSessions {
         dir: attenu.to_path_buf(),
     })?;
-    // The file name is already the sanitised form; rebuild paths from it directly.
-    Ok(SessionPaths {
-        dir: attenu.to_path_buf(),
-        ledger: attenu.join(format!("ledger-{name}.jsonl")),
-        state: attenu.join(format!("ledger-{name}.state.json")),
-        name,
-    })
+    Ok(paths)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 use super::keys::AnchorKey;
 use crate::ledger::chain;
+use crate::ledger::fields::field;
 use crate::tlog::{self, Checkpoint, Frontier, Hash};
 use serde_json::Value;
 
@@ -35,7 +36,7 @@ pub fn leaf_of_hash(entry_hash_hex: &str) -> Option<Hash> {
 /// Each entry's leaf (each entry with its `hash`), in order.
 fn leaves(entries: &[Value]) -> impl Iterator<Item = Result<Hash, CheckpointError>> + '_ {
     entries.iter().enumerate().map(|(index, e)| {
-        e.get("hash")
+        e.get(field::HASH)
             .and_then(Value::as_str)
             .and_then(leaf_of_hash)
             .ok_or(CheckpointError::EntryHash { index })

@@ -8,7 +8,9 @@ use super::bundle::{newest_session, ExportError};
 use super::checkpoint::{self, leaf_of_hash, origin};
 use super::keys::{self, AnchorKey};
 use crate::ledger::chain;
-use crate::ledger::store::{chains_of, Ledger, SessionPaths};
+use crate::ledger::fields::field;
+use crate::ledger::read::{self, EntryView, Verified};
+use crate::ledger::store::{Ledger, SessionPaths};
 use crate::tlog::{self, TlogProof, VerifierKey};
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -27,7 +29,10 @@ pub enum ProveError {
     #[error(transparent)]
     Export(#[from] ExportError),
     #[error("the session's ledger cannot be read: {0}")]
-    Ledger(String),
+    Ledger(#[source] crate::ledger::store::ScanError),
+    /// An entry of the verified ledger has no RFC 8785 form (the store wrote it in that form).
+    #[error("the session's ledger cannot be read: {0}")]
+    NotCanonical(#[source] crate::json::canonical::CanonicalError),
     #[error(
         "no entry of session {session} has call_id {call}; `attenu-hook log --json` lists them"
     )]
@@ -70,8 +75,8 @@ pub fn prove(
         Instant::now() + Duration::from_secs(10),
     )
     .map_err(ExportError::from)?;
-    let bytes = ledger.read_verified().map_err(ExportError::from)?;
-    let chains = chains_of(&bytes).map_err(|e| ProveError::Ledger(e.to_string()))?;
+    let verified = Verified::read(&ledger).map_err(ExportError::from)?;
+    let chains = verified.chains().map_err(ProveError::Ledger)?;
     let (entries, index) = locate(&chains, &which, &ledger.paths.name)?;
     proof_for(&key, entries, index)
 }
@@ -87,7 +92,7 @@ fn locate<'c>(
             .iter()
             .find_map(|c| {
                 c.iter()
-                    .position(|e| e.get("call_id").and_then(Value::as_str) == Some(call))
+                    .position(|e| EntryView::of(e).call_id() == Some(call))
                     .map(|i| (c.as_slice(), i))
             })
             .ok_or_else(|| ProveError::NoCall {
@@ -112,14 +117,10 @@ fn locate<'c>(
 pub fn proof_for(key: &AnchorKey, entries: &[Value], index: usize) -> Result<String, ProveError> {
     let leaves = checkpoint::leaves_of(entries)?;
     let tree = tlog::Frontier::from_leaves(&leaves);
-    let chain_id = entries[0]
-        .get("chain_id")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let chain_id = read::chain_id_of(entries);
     let signed = checkpoint::sign(key, chain_id, tree.size(), &tree.root())?;
     let path = tlog::inclusion_proof(&leaves, index as u64, tree.size())?;
-    let line = crate::json::canonical::to_vec(&entries[index])
-        .map_err(|e| ProveError::Ledger(e.to_string()))?;
+    let line = crate::json::canonical::to_vec(&entries[index]).map_err(ProveError::NotCanonical)?;
     Ok(TlogProof::new(index as u64, path, &signed)?
         .with_extra(line)
         .to_text())
@@ -160,10 +161,10 @@ pub fn verify_proof(
         return Err(ProofCheckError::EntryNotJson);
     };
     let hash = entry
-        .remove("hash")
+        .remove(field::HASH)
         .and_then(|h| h.as_str().map(str::to_string));
     let prev = entry
-        .get("prev_hash")
+        .get(field::PREV_HASH)
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
@@ -173,14 +174,14 @@ pub fn verify_proof(
     };
     let leaf = leaf_of_hash(&hash).ok_or(ProofCheckError::EntryChanged)?;
     let chain_id = entry
-        .get("chain_id")
+        .get(field::CHAIN_ID)
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
     let verifier = VerifierKey::new(kid, public).map_err(ProofCheckError::Key)?;
     let log_origin = origin(kid, &chain_id);
     let verified = proof.verify(&leaf, &log_origin, &[verifier])?;
-    entry.insert("hash".into(), Value::String(hash));
+    entry.insert(field::HASH.into(), Value::String(hash));
     Ok(Proved {
         entry,
         index: proof.index(),

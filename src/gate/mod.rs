@@ -15,6 +15,8 @@ pub mod refusal;
 use crate::clock as time;
 use crate::evidence::keys;
 use crate::fs;
+use crate::ledger::entry::{reconciled_outcome, BodyState, Reconciled};
+use crate::ledger::read::{context, reconciliation, EntryView, Event, Verified};
 use crate::ledger::store::{Ledger, SessionPaths, StoreError};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -164,33 +166,29 @@ fn bind_resolution(
             })),
         };
     };
-    let now = time::now_ms();
     let (body_state, error_code) = match outcome {
-        "executed" => ("returned", None),
-        "not-executed" => ("raised", Some("not_executed")),
-        _ => ("abandoned", None),
+        "executed" => (BodyState::Returned, None),
+        "not-executed" => (BodyState::Raised, Some("not_executed")),
+        _ => (BodyState::Abandoned, None),
     };
-    let mut entry = json!({
-        "event": "outcome",
-        "ts": now,
-        "chain_id": chain.chain_id,
-        "node": pending.node,
-        "call_id": pending.call_id,
-        "body_state": body_state,
-        "duration_ms": 0,
-        "context": {
-            "session_id": marker.session_id,
-            "tool_use_id": marker.tool_use_id,
-            "at": time::rfc3339_ms(now),
-            "reconciliation": {"marker": marker.id, "outcome": outcome, "evidence": evidence, "cause": marker.cause},
-        },
-    });
-    if let Some(code) = error_code {
-        entry["error_code"] = json!(code);
-    }
-    let serde_json::Value::Object(entry) = entry else {
-        unreachable!()
+    let resolved = Reconciled {
+        session_id: &marker.session_id,
+        tool_use_id: marker.tool_use_id.as_deref(),
+        marker: marker.id,
+        outcome,
+        evidence,
+        cause: &marker.cause,
+        body_state,
+        error_code,
     };
+    let entry = reconciled_outcome(
+        &chain.chain_id,
+        &pending.node,
+        &pending.call_id,
+        resolved,
+        time::now_ms(),
+    )
+    .into_object();
     ledger
         .append(vec![entry])
         .map_err(ResolveError::NotRecorded)?;
@@ -225,21 +223,25 @@ fn recorded_before(
     ledger: &Ledger,
     marker: &reconcile::Marker,
 ) -> Result<Option<(String, String)>, StoreError> {
-    let bytes = ledger.read_verified()?;
-    Ok(bytes
-        .split(|&b| b == b'\n')
-        .filter(|l| l.windows(16).any(|w| w == b"\"reconciliation\""))
-        .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
-        .find(|e| {
-            e["event"] == "outcome"
-                && e.pointer("/context/reconciliation/marker") == Some(&json!(marker.id))
-                && e.pointer("/context/tool_use_id") == Some(&json!(marker.tool_use_id))
-        })
-        .map(|e| {
-            let r = &e["context"]["reconciliation"];
-            let text = |k: &str| r[k].as_str().unwrap_or_default().to_string();
-            (text("outcome"), text("evidence"))
-        }))
+    let verified = Verified::read(ledger)?;
+    let reconciliation = format!("\"{}\"", context::RECONCILIATION);
+    let found = verified
+        .mentioning(reconciliation.as_bytes())
+        .find_map(|v| {
+            let e = EntryView::of(&v);
+            let r = e.context_get(context::RECONCILIATION)?;
+            (e.is(Event::Outcome)
+                && r.get(reconciliation::MARKER) == Some(&json!(marker.id))
+                && e.context_get(context::TOOL_USE_ID) == Some(&json!(marker.tool_use_id)))
+            .then(|| {
+                let text = |k: &str| r[k].as_str().unwrap_or_default().to_string();
+                (
+                    text(reconciliation::OUTCOME),
+                    text(reconciliation::EVIDENCE),
+                )
+            })
+        });
+    Ok(found)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use super::db::{self, DbError};
 use crate::clock as time;
 use crate::evidence::keys;
 use crate::fs;
-use crate::ledger::fields::{event, field};
+use crate::ledger::read::{self, EntryView, Event};
 use crate::ledger::store::{Ledger, SessionPaths, StoreError};
 use rusqlite::params;
 use serde_json::Value;
@@ -57,48 +57,37 @@ pub struct BoundCall {
 
 /// The allowed call `id` names in a ledger's bytes.
 fn find_in(text: &[u8], id: &str) -> Option<BoundCall> {
-    let needle = id.as_bytes();
-    for line in text.split(|&b| b == b'\n') {
-        if needle.is_empty() || !line.windows(needle.len()).any(|w| w == needle) {
-            continue;
-        }
-        let Ok(e) = serde_json::from_slice::<Value>(line) else {
-            continue;
-        };
-        let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
-        let call_id = s(e.get("call_id"));
-        let tool_use_id = s(e.pointer("/context/tool_use_id"));
-        if e[field::EVENT] == event::ALLOW
-            && (call_id.as_deref() == Some(id) || tool_use_id.as_deref() == Some(id))
-        {
-            return Some(BoundCall {
-                call_id: call_id.unwrap_or_default(),
-                tool_use_id,
-                session_id: s(e.pointer("/context/session_id")).unwrap_or_default(),
-                tool: s(e.get("tool")).unwrap_or_default(),
-            });
-        }
+    if id.is_empty() {
+        return None;
     }
-    None
+    read::mentioning(text, id.as_bytes()).find_map(|v| {
+        let e = EntryView::of(&v);
+        let own = |v: Option<&str>| v.map(str::to_string);
+        let (call_id, tool_use_id) = (own(e.call_id()), own(e.tool_use_id()));
+        (e.is(Event::Allow)
+            && (call_id.as_deref() == Some(id) || tool_use_id.as_deref() == Some(id)))
+        .then(|| BoundCall {
+            call_id: call_id.unwrap_or_default(),
+            tool_use_id,
+            session_id: own(e.session_id()).unwrap_or_default(),
+            tool: own(e.tool()).unwrap_or_default(),
+        })
+    })
 }
 
 /// The sessions whose ledger files name the call: only leads, each confirmed on that
 /// session's verified ledger (a line in some file proves nothing).
 fn candidate_sessions(attenu: &Path, id: &str) -> Result<Vec<String>, ReceiptError> {
-    let entries = std::fs::read_dir(attenu).map_err(|source| ReceiptError::List {
+    let files = read::sessions(attenu).map_err(|source| ReceiptError::List {
         dir: attenu.to_path_buf(),
         source,
     })?;
     let mut sessions = Vec::new();
-    for f in entries.flatten() {
-        let name = f.file_name().to_string_lossy().into_owned();
-        if !(name.starts_with("ledger-") && name.ends_with(".jsonl")) {
-            continue;
-        }
-        let Ok(Some((bytes, _))) = fs::read_owned(&f.path(), u64::MAX) else {
+    for f in files {
+        let Ok(Some(ledger)) = read::read_unlocked(&f.paths.ledger) else {
             continue;
         };
-        if let Some(call) = find_in(&bytes, id) {
+        if let Some(call) = find_in(ledger.bytes(), id) {
             if !sessions.contains(&call.session_id) {
                 sessions.push(call.session_id);
             }
@@ -119,8 +108,8 @@ fn confirm(attenu: &Path, session: &str, id: &str) -> Result<Option<BoundCall>, 
         key.checkpoint_mac_key(),
         Instant::now() + Duration::from_secs(10),
     )?;
-    let verified = ledger.read_verified()?;
-    Ok(find_in(&verified, id).filter(|b| b.session_id == session))
+    let verified = read::Verified::read(&ledger)?;
+    Ok(find_in(verified.bytes(), id).filter(|b| b.session_id == session))
 }
 
 /// Records a receipt for a call, found on its session's verified ledger.

@@ -39,7 +39,7 @@ pub(crate) fn exact_with<'t, B: Build<'t>>(line: &'t [u8], build: B) -> Option<(
     }
     let mut hash_member = None;
     for (n, m) in members.iter().enumerate() {
-        if &line[m.key.clone()] == b"hash" {
+        if &line[m.key.clone()] == crate::ledger::fields::field::HASH.as_bytes() {
             let start = if n == 0 {
                 m.key.start - 1
             } else {

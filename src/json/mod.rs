@@ -22,9 +22,12 @@
 //! hold these equalities.
 
 pub mod canonical;
+mod error;
 pub mod exact_tree;
 pub mod strict;
 pub mod tree;
 
 pub(crate) mod exact;
 pub(crate) mod split;
+
+pub use error::SyntaxError;

@@ -13,6 +13,7 @@
 
 use crate::json::canonical::{self, CanonicalError};
 use crate::ledger::chain;
+use crate::ledger::fields::field;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Number, Value};
@@ -224,8 +225,8 @@ impl<'a> Json<'a> {
 /// `Value` (`None` when it has no string `prev_hash` or cannot be written canonically).
 pub fn own_hash(entry: &Json<'_>) -> Option<String> {
     let obj = entry.as_object()?;
-    let prev = obj.get("prev_hash")?.as_str()?;
-    chain::hash_onto(prev, |buf| obj.write_canonical(Some("hash"), buf)).ok()
+    let prev = obj.get(field::PREV_HASH)?.as_str()?;
+    chain::hash_onto(prev, |buf| obj.write_canonical(Some(field::HASH), buf)).ok()
 }
 
 /// Compact JSON, as `serde_json::Value` displays.

@@ -3,6 +3,7 @@
 //! entry of a chain linked to [`GENESIS`].
 
 use crate::json::canonical::{self, CanonicalError};
+use crate::ledger::fields::field;
 use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};
 
@@ -58,7 +59,7 @@ pub fn entry_hash_of(
     prev_hash: &str,
     entry: &Map<String, Value>,
 ) -> Result<String, CanonicalError> {
-    hash_skipping(prev_hash, entry, Some("hash"))
+    hash_skipping(prev_hash, entry, Some(field::HASH))
 }
 
 fn hash_skipping(
@@ -83,10 +84,13 @@ pub(crate) fn hash_onto(
 
 /// Seals `entry` onto the chain: sets `prev_hash`, computes and inserts `hash`, returns it.
 pub fn seal(entry: &mut Map<String, Value>, prev_hash: &str) -> Result<String, CanonicalError> {
-    entry.remove("hash");
-    entry.insert("prev_hash".into(), Value::String(prev_hash.to_string()));
+    entry.remove(field::HASH);
+    entry.insert(
+        field::PREV_HASH.into(),
+        Value::String(prev_hash.to_string()),
+    );
     let hash = entry_hash(prev_hash, entry)?;
-    entry.insert("hash".into(), Value::String(hash.clone()));
+    entry.insert(field::HASH.into(), Value::String(hash.clone()));
     Ok(hash)
 }
 
@@ -176,12 +180,12 @@ pub fn verify_entries_with(
     check_links(entries, computed, |e| {
         let obj = e.as_object()?;
         Some(Links {
-            seq: match obj.get("seq") {
+            seq: match obj.get(field::SEQ) {
                 Some(Value::Number(n)) => Some(n),
                 _ => None,
             },
-            prev_hash: obj.get("prev_hash").and_then(Value::as_str),
-            hash: obj.get("hash").and_then(Value::as_str),
+            prev_hash: obj.get(field::PREV_HASH).and_then(Value::as_str),
+            hash: obj.get(field::HASH).and_then(Value::as_str),
         })
     })
 }
@@ -209,7 +213,7 @@ const PARALLEL_FROM: usize = 1024;
 /// An entry's hash over its own `prev_hash` (`None` when it has none or cannot be hashed).
 pub fn own_hash(e: &Value) -> Option<String> {
     let obj = e.as_object()?;
-    let prev = obj.get("prev_hash")?.as_str()?;
+    let prev = obj.get(field::PREV_HASH)?.as_str()?;
     entry_hash_of(prev, obj).ok()
 }
 

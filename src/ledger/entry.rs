@@ -23,7 +23,9 @@ use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
 mod outcome;
-pub use outcome::{done_entry, outcome_entry, BodyState, Done, Outcome};
+pub use outcome::{
+    done_entry, outcome_entry, reconciled_outcome, BodyState, Done, Outcome, Reconciled,
+};
 
 pub const PRODUCER: &str = "attenu-hook";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -88,6 +88,24 @@ pub mod field {
     pub const CALL_ID: &str = "call_id";
     pub const AUTHORIZED_PARAMS_HASH: &str = "authorized_params_hash";
     pub const PARAMS_SALT: &str = "params_salt";
+    pub const BODY_STATE: &str = "body_state";
+    pub const POLICY: &str = "policy";
+    pub const REASONS: &str = "reasons";
+    pub const ERROR_CODE: &str = "error_code";
+    pub const DURATION_MS: &str = "duration_ms";
+    pub const V: &str = "v";
+    pub const C14N: &str = "c14n";
+    pub const PARENT: &str = "parent";
+    pub const AUTHORITY: &str = "authority";
+    pub const GRANTED: &str = "granted";
+    pub const TARGET: &str = "target";
+    pub const REVOKED: &str = "revoked";
+    pub const CAPTURE: &str = "capture";
+    pub const ADAPTER: &str = "adapter";
+    pub const PARAMS_HASH_REASON: &str = "params_hash_reason";
+    pub const INVOKED_PARAMS_HASH: &str = "invoked_params_hash";
+    pub const RECEIPT: &str = "receipt";
+    pub const PENDING_AT_KILL: &str = "pending_at_kill";
 }
 
 /// Event names ([`LEDGER_EVENTS`]).
@@ -130,6 +148,24 @@ mod tests {
             CALL_ID,
             AUTHORIZED_PARAMS_HASH,
             PARAMS_SALT,
+            BODY_STATE,
+            POLICY,
+            REASONS,
+            ERROR_CODE,
+            DURATION_MS,
+            V,
+            C14N,
+            PARENT,
+            AUTHORITY,
+            GRANTED,
+            TARGET,
+            REVOKED,
+            CAPTURE,
+            ADAPTER,
+            PARAMS_HASH_REASON,
+            INVOKED_PARAMS_HASH,
+            RECEIPT,
+            PENDING_AT_KILL,
         ] {
             assert!(is_ledger_field(f), "{f}");
         }

@@ -125,7 +125,7 @@ pub fn read_input(
     let Some(parsed) = text.and_then(|t| strict::parse(t).ok()) else {
         return Err(verify_bundle_bytes(bytes, key)
             .err()
-            .unwrap_or_else(|| InputError::NotJson("unreadable".into()))
+            .unwrap_or(InputError::Unreadable)
             .into());
     };
     if fleet::is_audit(&parsed.value) {

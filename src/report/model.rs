@@ -223,7 +223,7 @@ fn string(o: &Members, key: &str) -> Option<String> {
 }
 
 fn context<'m, 'a>(o: &'m Members<'a>) -> Option<&'m Members<'a>> {
-    o.get("context").and_then(Json::as_object)
+    o.get(field::CONTEXT).and_then(Json::as_object)
 }
 
 fn ctx_string(o: &Members, key: &str) -> Option<String> {
@@ -248,7 +248,7 @@ fn chain_info(top: &Members, entries: &[&Members]) -> ChainInfo {
     let root_ctx = root.and_then(|r| context(r));
     let ats: Vec<String> = entries.iter().filter_map(|e| ctx_string(e, "at")).collect();
     ChainInfo {
-        chain_id: string(top, "chain_id"),
+        chain_id: string(top, field::CHAIN_ID),
         session: root.and_then(|r| ctx_string(r, "session_id")),
         index: chain.and_then(|c| c.get("index")).and_then(Json::as_i64),
         of: chain.and_then(|c| c.get("of")).and_then(Json::as_i64),
@@ -305,10 +305,13 @@ fn read_nodes(entries: &[&Members]) -> Vec<NodeView> {
     for e in entries {
         let event = e.get(field::EVENT).and_then(Json::as_str);
         let (authority, parent) = match event {
-            Some("root") => ("authority", None),
-            Some("spawn") => ("granted", Some(string(e, "parent").unwrap_or_default())),
-            Some("done") => {
-                let id = string(e, "node");
+            Some(event::ROOT) => (field::AUTHORITY, None),
+            Some(event::SPAWN) => (
+                field::GRANTED,
+                Some(string(e, field::PARENT).unwrap_or_default()),
+            ),
+            Some(event::DONE) => {
+                let id = string(e, field::NODE);
                 if let Some(n) = nodes.iter_mut().find(|n| Some(&n.id) == id.as_ref()) {
                     n.done = true;
                 }
@@ -322,8 +325,8 @@ fn read_nodes(entries: &[&Members]) -> Vec<NodeView> {
             .map(|a| strings(a.get("scopes")))
             .unwrap_or_default();
         nodes.push(NodeView {
-            id: string(e, "node").unwrap_or_default(),
-            agent: string(e, "agent").unwrap_or_default(),
+            id: string(e, field::NODE).unwrap_or_default(),
+            agent: string(e, field::AGENT).unwrap_or_default(),
             parent,
             scopes,
             declared_in: ctx_string(e, "declared_in"),
@@ -381,7 +384,7 @@ fn read_calls(
         let Some(decision) = decision_of(e) else {
             continue;
         };
-        let node_id = string(e, "node");
+        let node_id = string(e, field::NODE);
         let node = node_id
             .as_ref()
             .and_then(|id| node_at.get(id))
@@ -389,26 +392,26 @@ fn read_calls(
         let who = who(e, node.as_deref());
         tally(&mut read, node, e, decision);
         let reason = reason_of(e, decision);
-        let tool = string(e, "tool").unwrap_or_default();
+        let tool = string(e, field::TOOL).unwrap_or_default();
         if decision == Decision::Deny {
             group_denial(&mut groups, &who, index, &tool, reason.clone());
         }
         if read.calls.len() == MAX_LISTED_CALLS {
             continue;
         }
-        let call_id = string(e, "call_id");
+        let call_id = string(e, field::CALL_ID);
         if let Some(id) = &call_id {
             by_call_id.entry(id.clone()).or_insert(read.calls.len());
         }
         read.calls.push(CallView {
             index,
-            seq: e.get("seq").and_then(Json::as_i64),
+            seq: e.get(field::SEQ).and_then(Json::as_i64),
             at: ctx_string(e, "at"),
             node: node_id,
             who,
             tool,
             summary: ctx_string(e, "summary"),
-            scope: string(e, "scope").unwrap_or_default(),
+            scope: string(e, field::SCOPE).unwrap_or_default(),
             decision,
             reason,
             open: match (decision, &call_id) {
@@ -425,11 +428,11 @@ fn read_calls(
 
 fn decision_of(e: &Members) -> Option<Decision> {
     match e.get(field::EVENT).and_then(Json::as_str) {
-        Some("allow") if e.get("policy").and_then(Json::as_str) == Some("unlisted") => {
+        Some(event::ALLOW) if e.get(field::POLICY).and_then(Json::as_str) == Some("unlisted") => {
             Some(Decision::AllowUnenforced)
         }
-        Some("allow") => Some(Decision::Allow),
-        Some("deny") => Some(Decision::Deny),
+        Some(event::ALLOW) => Some(Decision::Allow),
+        Some(event::DENY) => Some(Decision::Deny),
         _ => None,
     }
 }
@@ -458,7 +461,7 @@ fn tally(read: &mut CallsRead, node: Option<&mut NodeView>, e: &Members, decisio
         Decision::Deny => {
             t.denied += 1;
             let by = e
-                .get("context")
+                .get(field::CONTEXT)
                 .and_then(Json::as_object)
                 .and_then(|c| c.get("refused_by"));
             t.refused_by_claude_code +=
@@ -498,7 +501,7 @@ fn reason_of(e: &Members, decision: Decision) -> Option<(String, String)> {
         )
     };
     match decision {
-        Decision::Deny => match e.get("reasons") {
+        Decision::Deny => match e.get(field::REASONS) {
             Some(Json::Array(rs)) => rs.iter().filter_map(Json::as_object).map(pair).next(),
             _ => None,
         }
@@ -514,7 +517,7 @@ fn reason_of(e: &Members, decision: Decision) -> Option<(String, String)> {
 /// An outcome's body state on the allow with its call id (the first outcome only: the
 /// verifier reports a second one as a failure).
 fn bind_outcome(e: &Members, by_call_id: &HashMap<String, usize>, calls: &mut [CallView]) {
-    let Some(i) = string(e, "call_id").and_then(|id| by_call_id.get(&id).copied()) else {
+    let Some(i) = string(e, field::CALL_ID).and_then(|id| by_call_id.get(&id).copied()) else {
         return;
     };
     let call = &mut calls[i];
@@ -522,9 +525,9 @@ fn bind_outcome(e: &Members, by_call_id: &HashMap<String, usize>, calls: &mut [C
         return;
     }
     call.outcome = Some(OutcomeView {
-        body_state: string(e, "body_state").unwrap_or_default(),
-        duration_ms: e.get("duration_ms").and_then(Json::as_i64),
-        error_code: string(e, "error_code"),
+        body_state: string(e, field::BODY_STATE).unwrap_or_default(),
+        duration_ms: e.get(field::DURATION_MS).and_then(Json::as_i64),
+        error_code: string(e, field::ERROR_CODE),
     });
 }
 
@@ -541,7 +544,7 @@ fn read_resolutions(entries: &[(usize, &Members)]) -> Vec<Resolution> {
             };
             Some(Resolution {
                 index,
-                call_id: string(e, "call_id"),
+                call_id: string(e, field::CALL_ID),
                 outcome: field("outcome"),
                 evidence: field("evidence"),
                 marker: field("marker"),

@@ -85,35 +85,19 @@ pub fn run(project: &Path, url: &str) -> Backfill {
     out
 }
 
-/// The session names of `ledger-<name>.jsonl` files.
+/// The session names of `ledger-<name>.jsonl` files that are regular files.
 fn ledger_names(attenu: &Path) -> std::io::Result<Vec<String>> {
-    let mut names = Vec::new();
-    for e in std::fs::read_dir(attenu)?.flatten() {
-        let file = e.file_name();
-        let Some(name) = file
-            .to_str()
-            .and_then(|n| n.strip_prefix("ledger-"))
-            .and_then(|n| n.strip_suffix(".jsonl"))
-        else {
-            continue;
-        };
-        if e.file_type().is_ok_and(|t| t.is_file()) {
-            names.push(name.to_string());
-        }
-    }
-    names.sort();
-    Ok(names)
+    Ok(crate::ledger::read::sessions(attenu)?
+        .into_iter()
+        .filter(|f| f.file_type.is_some_and(|t| t.is_file()))
+        .map(|f| f.paths.name)
+        .collect())
 }
 
 /// Queues what ledger `name` has not queued. `Ok(true)` when something was.
 fn one(attenu: &Path, name: &str, signer: &mut Option<Signer>) -> Result<bool, BackfillError> {
     // The file name is already the sanitised form of the session id.
-    let paths = SessionPaths {
-        dir: attenu.to_path_buf(),
-        ledger: attenu.join(format!("ledger-{name}.jsonl")),
-        state: attenu.join(format!("ledger-{name}.state.json")),
-        name: name.to_string(),
-    };
+    let paths = SessionPaths::of_file_name(attenu, name);
     let mac = keys::checkpoint_mac_key(attenu)?;
     // A short wait: a ledger a hook holds is skipped, not waited for.
     let mut ledger = match Ledger::open(paths, mac, Instant::now() + Duration::from_millis(100)) {

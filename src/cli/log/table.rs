@@ -2,7 +2,7 @@
 //! ledger, and their table, sessions and summary views).
 
 use crate::clock as time;
-use crate::ledger::fields::{event, field};
+use crate::ledger::read::{self, context, EntryView, Event};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -58,30 +58,18 @@ pub enum LogError {
 /// Decision and outcome rows of one session (or all sessions), in ledger order.
 pub fn rows(project: &Path, session: Option<&str>) -> Result<Read, LogError> {
     let attenu = project.join(".attenu");
-    let mut files: Vec<_> = std::fs::read_dir(&attenu)
-        .map_err(|source| match source.kind() {
-            std::io::ErrorKind::NotFound => LogError::NoState {
-                project: project.into(),
-            },
-            _ => LogError::List {
-                dir: attenu.clone(),
-                source,
-            },
-        })?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("ledger-") && n.ends_with(".jsonl"))
-        })
-        .collect();
+    let mut files = read::sessions(&attenu).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => LogError::NoState {
+            project: project.into(),
+        },
+        _ => LogError::List {
+            dir: attenu.clone(),
+            source,
+        },
+    })?;
     if let Some(s) = session {
-        let want = attenu.join(format!(
-            "ledger-{}.jsonl",
-            crate::ledger::store::session_file_name(s)
-        ));
-        files.retain(|p| *p == want);
+        let want = crate::ledger::store::session_file_name(s);
+        files.retain(|f| f.paths.name == want);
         if files.is_empty() {
             return Err(LogError::NoSession {
                 session: s.to_string(),
@@ -89,38 +77,31 @@ pub fn rows(project: &Path, session: Option<&str>) -> Result<Read, LogError> {
             });
         }
     }
-    files.sort();
     let mut out = Read::default();
     for f in files {
-        // Never through a symlink; u64::MAX: a ledger has no bound.
-        let Some((bytes, _)) = crate::fs::read_owned(&f, u64::MAX)? else {
+        let Some(ledger) = read::read_unlocked(&f.paths.ledger)? else {
             continue;
         };
         // A torn final line is not yet verified or moved aside: the next hook call does that.
-        let whole = crate::ledger::store::whole_lines_len(&bytes);
-        if let Err(e) = crate::ledger::store::scan(&bytes[..whole]) {
+        if let Err(e) = ledger.verify() {
             out.unverified.push(format!(
                 "{} does not verify ({e}); its rows below are as written, not a verified record",
-                f.display()
+                f.paths.ledger.display()
             ));
         }
-        let text = String::from_utf8_lossy(&bytes[..whole]);
         // An outcome names only its call: show the tool and scope of the call it finishes.
         let mut calls: std::collections::HashMap<String, (String, String)> =
             std::collections::HashMap::new();
-        for line in text.lines() {
-            let Ok(e) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            if e[field::EVENT] == event::ROOT {
-                if let Some(id) = e.pointer("/context/identity") {
-                    out.who
-                        .insert(s(e.pointer("/context/session_id")), Who::of(id));
+        for v in ledger.entries() {
+            let e = EntryView::of(&v);
+            if e.is(Event::Root) {
+                if let Some(id) = e.identity() {
+                    out.who.insert(own(e.session_id()), Who::of(id));
                 }
             }
-            let Some(mut r) = row(&e) else { continue };
-            let call = s(e.get("call_id"));
-            if e[field::EVENT] == event::OUTCOME {
+            let Some(mut r) = row(e) else { continue };
+            let call = own(e.call_id());
+            if e.is(Event::Outcome) {
                 if let Some((tool, scope)) = calls.get(&call) {
                     (r.tool, r.scope) = (tool.clone(), scope.clone());
                 }
@@ -136,34 +117,38 @@ pub fn rows(project: &Path, session: Option<&str>) -> Result<Read, LogError> {
 /// The decision of a row Claude Code refused itself (`crate::ledger::refusal`).
 pub const CC_REFUSED: &str = "refused-by-cc";
 
-fn s(v: Option<&Value>) -> String {
-    v.and_then(Value::as_str).unwrap_or("").to_string()
+fn own(v: Option<&str>) -> String {
+    v.unwrap_or("").to_string()
 }
 
-fn row(e: &Value) -> Option<Row> {
-    let ctx = e.get("context");
-    let c = |k: &str| s(ctx.and_then(|c| c.get(k)));
-    let event = e.get(field::EVENT)?.as_str()?;
-    let (decision, code, message) = match event {
-        "allow" if e.get("policy").is_some() => (
+fn row(e: EntryView<'_>) -> Option<Row> {
+    let c = |k: &str| own(e.context_str(k));
+    let would_deny = |k: &str| {
+        own(e
+            .context_get(context::WOULD_DENY)
+            .and_then(|w| w.get(k))
+            .and_then(Value::as_str))
+    };
+    let (decision, code, message) = match e.event()? {
+        Event::Allow if e.policy().is_some() => (
             "would-deny".to_string(),
-            s(ctx.and_then(|c| c.pointer("/would_deny/code"))),
-            s(ctx.and_then(|c| c.pointer("/would_deny/message"))),
+            would_deny("code"),
+            would_deny("message"),
         ),
-        "allow" => ("allow".to_string(), String::new(), String::new()),
+        Event::Allow => ("allow".to_string(), String::new(), String::new()),
         // Claude Code's own refusal or interruption: tried, refused, but not by the hook.
-        "deny" if c("refused_by") == "claude-code" => (
+        Event::Deny if c(context::REFUSED_BY) == "claude-code" => (
             CC_REFUSED.to_string(),
-            c("reason_code"),
-            s(e.pointer("/reasons/0/message")),
+            c(context::REASON_CODE),
+            own(e.first_reason_message()),
         ),
-        "deny" => (
+        Event::Deny => (
             "DENY".to_string(),
-            c("reason_code"),
-            s(e.pointer("/reasons/0/message")),
+            c(context::REASON_CODE),
+            own(e.first_reason_message()),
         ),
-        "outcome" => (
-            format!("outcome:{}", s(e.get("body_state"))),
+        Event::Outcome => (
+            format!("outcome:{}", own(e.body_state())),
             String::new(),
             String::new(),
         ),
@@ -173,28 +158,24 @@ fn row(e: &Value) -> Option<Row> {
         "DENY" | "would-deny" | CC_REFUSED => format!("[{code}] {message}"),
         _ => String::new(),
     };
-    let agent = match (ctx.and_then(|c| c.get("agent_id")), c("agent_type")) {
+    let agent = match (e.context_get(context::AGENT_ID), c(context::AGENT_TYPE)) {
         (Some(_), t) if !t.is_empty() => t,
         (Some(_), _) => "(unknown)".into(),
         (None, t) if !t.is_empty() => format!("main:{t}"),
         (None, _) => "main".into(),
     };
-    let time = match c("at") {
+    let time = match c(context::AT) {
         t if !t.is_empty() => t,
-        _ => e
-            .get("ts")
-            .and_then(Value::as_u64)
-            .map(time::rfc3339_ms)
-            .unwrap_or_default(),
+        _ => e.ts().map(time::rfc3339_ms).unwrap_or_default(),
     };
     Some(Row {
         time,
-        session: c("session_id"),
+        session: c(context::SESSION_ID),
         agent,
-        tool: s(e.get("tool")),
-        call: c("summary"),
+        tool: own(e.tool()),
+        call: c(context::SUMMARY),
         // An encoded name (`tool.x---4dulti-45dit`) with the name as written beside it.
-        scope: crate::derive::readable::scope(&s(e.get("scope"))),
+        scope: crate::derive::readable::scope(&own(e.scope())),
         decision,
         reason,
         code,

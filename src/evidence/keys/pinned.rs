@@ -33,7 +33,7 @@ pub enum PublicKeyError {
     #[error("it starts with a byte order mark (U+FEFF); save it as UTF-8 without one")]
     ByteOrderMark,
     #[error("the key file is not valid JSON ({0})")]
-    NotJson(String),
+    NotJson(crate::json::SyntaxError),
     #[error("the key file is not a JSON object")]
     NotAnObject,
     /// The `alg` as shown (escaped when needed).
@@ -136,7 +136,7 @@ pub fn parse_pinned(text: &str) -> Result<VerifyingKey, PublicKeyError> {
 /// The `public_key` of the JSON form, which names no algorithm but EdDSA.
 fn key_in_json(text: &str) -> Result<String, PublicKeyError> {
     let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| PublicKeyError::NotJson(e.to_string()))?;
+        serde_json::from_str(text).map_err(|e| PublicKeyError::NotJson(e.into()))?;
     let obj = v.as_object().ok_or(PublicKeyError::NotAnObject)?;
     match obj.get("alg") {
         None | Some(serde_json::Value::Null) => {}

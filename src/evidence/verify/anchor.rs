@@ -9,6 +9,7 @@ use super::status::AnchorStatus;
 use super::{AnchorKey, Bundle, FailureName, Log, Obj, Value};
 use crate::json::canonical::{self, CanonicalError};
 use crate::ledger::chain;
+use crate::ledger::fields::field;
 use ed25519_dalek::Signature;
 use serde_json::Map;
 
@@ -113,7 +114,7 @@ fn present<'a>(anchor: Option<&'a Obj<'a>>, log: &mut Log<'_>) -> Result<&'a Obj
 }
 
 fn complete(a: &Obj, log: &mut Log<'_>) -> Result<(), Failed> {
-    let missing: Vec<&str> = ["v", "chain_id", "seq", "head", "ts"]
+    let missing: Vec<&str> = [field::V, field::CHAIN_ID, field::SEQ, "head", field::TS]
         .into_iter()
         .filter(|f| !a.contains_key(f))
         .collect();
@@ -212,12 +213,12 @@ fn head(
     log: &mut Log<'_>,
 ) -> Result<(), Failed> {
     let Some(Some(last)) = entries.last() else {
-        if integral(a.get("seq")) != Some(-1) {
+        if integral(a.get(field::SEQ)) != Some(-1) {
             log.chain(
                 FailureName::AnchorHeadMismatch,
                 format!(
                     "the bundle has no entries but the anchor commits to seq {}",
-                    shown_opt(a.get("seq"))
+                    shown_opt(a.get(field::SEQ))
                 ),
             );
             return Err(Failed);
@@ -227,16 +228,16 @@ fn head(
     let entry_chain_id = entries
         .iter()
         .flatten()
-        .map(|e| e.get("chain_id"))
+        .map(|e| e.get(field::CHAIN_ID))
         .find(|c| truthy(*c))
         .flatten();
-    if !json_eq(a.get("chain_id"), entry_chain_id) {
+    if !json_eq(a.get(field::CHAIN_ID), entry_chain_id) {
         if !chain_id_reported {
             log.chain(
                 FailureName::AnchorChainIdMismatch,
                 format!(
                     "the anchor commits to chain {} but the entries are chain {}",
-                    shown_opt(a.get("chain_id")),
+                    shown_opt(a.get(field::CHAIN_ID)),
                     shown_opt(entry_chain_id)
                 ),
             );
@@ -254,8 +255,8 @@ fn head(
 }
 
 fn commits_to(anchor: &Obj, last: &Obj) -> bool {
-    json_eq(last.get("hash"), anchor.get("head"))
-        && integral(last.get("seq")) == integral(anchor.get("seq"))
+    json_eq(last.get(field::HASH), anchor.get("head"))
+        && integral(last.get(field::SEQ)) == integral(anchor.get(field::SEQ))
 }
 
 fn head_mismatch_detail(anchor: &Obj, last: &Obj) -> String {
@@ -263,8 +264,8 @@ fn head_mismatch_detail(anchor: &Obj, last: &Obj) -> String {
         "the anchor commits to head {} at seq {}, but the last entry is {} at seq {}: the ledger was rewritten \
          (and re-hashed) or extended after the anchor was signed",
         shown_opt(anchor.get("head")),
-        shown_opt(anchor.get("seq")),
-        shown_opt(last.get("hash")),
-        shown_opt(last.get("seq"))
+        shown_opt(anchor.get(field::SEQ)),
+        shown_opt(last.get(field::HASH)),
+        shown_opt(last.get(field::SEQ))
     )
 }

@@ -11,6 +11,7 @@ use super::shown::{seq_text, shown, shown_opt, shown_str};
 use super::status::{Binding, CallState, ParamsCoverage};
 use super::{version, Bundle, FailureName, Log, Obj, Value, PARALLEL_FROM};
 use crate::json::canonical;
+use crate::ledger::fields::{event, field};
 use std::collections::{HashMap, HashSet};
 use std::thread::{Scope, ScopedJoinHandle};
 
@@ -161,9 +162,9 @@ struct Walk<'a> {
 impl<'a> Walk<'a> {
     /// Roots, spawns, dones and kills: the nodes, and the root's salt and kill's pending list.
     fn node_event(&mut self, e: &'a Obj<'a>, ev: Option<&str>, i: usize, log: &mut Log<'_>) {
-        let node = e.get("node").and_then(Value::as_str);
+        let node = e.get(field::NODE).and_then(Value::as_str);
         match ev {
-            Some("root") => {
+            Some(event::ROOT) => {
                 self.define(e, node);
                 if !salt_ok(e) {
                     log.at(
@@ -172,20 +173,20 @@ impl<'a> Walk<'a> {
                         format!(
                             "the v2 root's params_salt {} is not 32 lowercase hex characters; every argument commitment \
                              of the chain is salted with it",
-                            shown_opt(e.get("params_salt"))
+                            shown_opt(e.get(field::PARAMS_SALT))
                         ),
                     );
                 }
             }
-            Some("spawn") => self.define(e, node),
-            Some("done") => {
+            Some(event::SPAWN) => self.define(e, node),
+            Some(event::DONE) => {
                 if let Some(n) = node {
                     self.finalized.insert(n);
                 }
             }
-            Some("kill") => {
+            Some(event::KILL) => {
                 note_revoked(e, i, &mut self.revoked);
-                let ok = match e.get("pending_at_kill") {
+                let ok = match e.get(field::PENDING_AT_KILL) {
                     None => true,
                     Some(Value::Array(list)) => list
                         .iter()
@@ -198,7 +199,7 @@ impl<'a> Walk<'a> {
                         i,
                         format!(
                             "pending_at_kill {} is not a list of call ids",
-                            shown_opt(e.get("pending_at_kill"))
+                            shown_opt(e.get(field::PENDING_AT_KILL))
                         ),
                     );
                 }
@@ -212,7 +213,7 @@ impl<'a> Walk<'a> {
             if !self.nodes.contains(&n) {
                 self.nodes.push(n);
             }
-            if let Some(agent) = e.get("agent").and_then(Value::as_str) {
+            if let Some(agent) = e.get(field::AGENT).and_then(Value::as_str) {
                 self.agents.entry(n).or_insert(agent);
             }
         }
@@ -228,8 +229,8 @@ impl<'a> Walk<'a> {
         log: &mut Log<'_>,
     ) {
         match ev {
-            Some(evs @ ("allow" | "deny")) => self.authorization(entries, e, evs, i, log),
-            Some("outcome") => self.outcome(e, i, log),
+            Some(evs @ (event::ALLOW | event::DENY)) => self.authorization(entries, e, evs, i, log),
+            Some(event::OUTCOME) => self.outcome(e, i, log),
             _ => {}
         }
     }
@@ -242,7 +243,7 @@ impl<'a> Walk<'a> {
         i: usize,
         log: &mut Log<'_>,
     ) {
-        let cid = e.get("call_id");
+        let cid = e.get(field::CALL_ID);
         if let Some(k) = call_id_key(cid) {
             if let Some(&prior) = self.seen.get(&k) {
                 let prior_e = entries[prior].expect("an object");
@@ -253,14 +254,14 @@ impl<'a> Walk<'a> {
                         "call_id {} on this {evs} was already used by the {} at entry {prior}; a call id binds one \
                          authorization to one invocation, so the binding is ambiguous",
                         shown_opt(cid),
-                        shown_opt(prior_e.get("event"))
+                        shown_opt(prior_e.get(field::EVENT))
                     ),
                 );
             } else {
                 self.seen.insert(k, i);
             }
         }
-        if evs == "deny" {
+        if evs == event::DENY {
             if let Err(p) = check_deny(e) {
                 invalid_record(&p, evs, i, log);
             }
@@ -287,7 +288,10 @@ impl<'a> Walk<'a> {
             invalid_record(&p, "outcome", i, log);
             return;
         }
-        let cid = e.get("call_id").and_then(Value::as_str).expect("validated");
+        let cid = e
+            .get(field::CALL_ID)
+            .and_then(Value::as_str)
+            .expect("validated");
         if let Some(&first) = self.outcomes.get(cid) {
             log.at(
                 FailureName::DuplicateOutcome,
@@ -337,16 +341,20 @@ impl<'a> Walk<'a> {
                 continue;
             }
             let al = entries[ai].expect("an object");
-            let both = truthy(al.get("authorized_params_hash"))
+            let both = truthy(al.get(field::AUTHORIZED_PARAMS_HASH))
                 && self.outcomes.get(cid).is_some_and(|&oi| {
-                    truthy(entries[oi].expect("an object").get("invoked_params_hash"))
+                    truthy(
+                        entries[oi]
+                            .expect("an object")
+                            .get(field::INVOKED_PARAMS_HASH),
+                    )
                 });
             if bound_ok.contains(cid) {
                 tally.observed(both);
                 continue;
             }
             let agent = al
-                .get("node")
+                .get(field::NODE)
                 .and_then(Value::as_str)
                 .and_then(|n| self.agents.get(n))
                 .map(|a| a.to_string());
@@ -359,7 +367,7 @@ impl<'a> Walk<'a> {
 /// How an allowed call with no bound outcome is reported: `unobserved` when the allow
 /// promised none (`capture` absent or `pre_hook_only`), else `unaccounted`.
 pub(super) fn call_state(al: &Obj<'_>) -> CallState {
-    let capture = get(al, "capture");
+    let capture = get(al, field::CAPTURE);
     if capture.is_none() || capture.and_then(Value::as_str) == Some("pre_hook_only") {
         CallState::Unobserved
     } else {
@@ -374,16 +382,16 @@ pub(super) fn open_call(cid: &str, al: &Obj<'_>, index: usize, agent: Option<Str
     OpenCall {
         call_id: cid.to_string(),
         state: call_state(al),
-        node: text(al.get("node")),
-        tool: text(al.get("tool")),
+        node: text(al.get(field::NODE)),
+        tool: text(al.get(field::TOOL)),
         agent,
         tool_use_id: text(
-            al.get("context")
+            al.get(field::CONTEXT)
                 .and_then(Value::as_object)
                 .and_then(|c| c.get("tool_use_id")),
         ),
         index,
-        seq: seq_value(al.get("seq")),
+        seq: seq_value(al.get(field::SEQ)),
     }
 }
 
@@ -461,7 +469,7 @@ pub(super) fn level(
 
 /// A v2 root's `params_salt` is 32 lowercase hex characters.
 pub(super) fn salt_ok(root: &Obj<'_>) -> bool {
-    root.get("params_salt")
+    root.get(field::PARAMS_SALT)
         .and_then(Value::as_str)
         .is_some_and(|s| is_lower_hex(s, 32))
 }
@@ -481,9 +489,9 @@ pub(super) struct AllowSide<'v> {
 impl<'v> AllowSide<'v> {
     pub(super) fn of(al: &'v Obj<'v>) -> Self {
         AllowSide {
-            node: al.get("node"),
-            seq: al.get("seq"),
-            authorized: get(al, "authorized_params_hash"),
+            node: al.get(field::NODE),
+            seq: al.get(field::SEQ),
+            authorized: get(al, field::AUTHORIZED_PARAMS_HASH),
         }
     }
 }
@@ -498,7 +506,7 @@ pub(super) fn bind_one(
     oi: usize,
     log: &mut Log<'_>,
 ) -> bool {
-    let node_ok = json_eq(al.node, oc.get("node"));
+    let node_ok = json_eq(al.node, oc.get(field::NODE));
     if !node_ok {
         log.at(
             FailureName::OutcomeOnOtherNode,
@@ -507,12 +515,12 @@ pub(super) fn bind_one(
                 "call {} was allowed on node {} (entry {ai}) but its outcome is recorded on node {}",
                 shown_str(cid),
                 shown_opt(al.node),
-                shown_opt(oc.get("node"))
+                shown_opt(oc.get(field::NODE))
             ),
         );
     }
-    let order_ok = match (num_f64(oc.get("seq")), num_f64(al.seq)) {
-        (Some(o), Some(a)) => is_number(oc.get("seq")) && o > a,
+    let order_ok = match (num_f64(oc.get(field::SEQ)), num_f64(al.seq)) {
+        (Some(o), Some(a)) => is_number(oc.get(field::SEQ)) && o > a,
         _ => false,
     };
     if !order_ok {
@@ -528,7 +536,7 @@ pub(super) fn bind_one(
             ),
         );
     }
-    if let (Some(ah), Some(ih)) = (al.authorized, get(oc, "invoked_params_hash")) {
+    if let (Some(ah), Some(ih)) = (al.authorized, get(oc, field::INVOKED_PARAMS_HASH)) {
         if !value_eq(ah, ih) {
             log.at(
                 FailureName::ParamsMismatch,

@@ -7,6 +7,7 @@ use super::json::{event_of, kind, note_revoked, truthy};
 use super::records::known_policy;
 use super::shown::{shown_opt, shown_str};
 use super::{Bundle, FailureName, Log, Obj, Value};
+use crate::ledger::fields::{event, field};
 use std::collections::{HashMap, HashSet};
 
 /// What step (9) found.
@@ -38,30 +39,30 @@ pub(super) fn check(
     let mut killed_at: HashMap<String, usize> = HashMap::new();
     for (i, e) in bundle.objects() {
         match event_of(e) {
-            Some("root" | "spawn") => {
-                if let Some(n) = e.get("node").and_then(Value::as_str) {
+            Some(event::ROOT | event::SPAWN) => {
+                if let Some(n) = e.get(field::NODE).and_then(Value::as_str) {
                     known.insert(n);
                 }
                 continue;
             }
-            Some("kill") => {
+            Some(event::KILL) => {
                 note_revoked(e, i, &mut killed_at);
                 continue;
             }
-            Some("allow") => {}
-            Some("deny") => {
+            Some(event::ALLOW) => {}
+            Some(event::DENY) => {
                 out.denied += 1;
                 out.refused_by_claude_code += usize::from(by_claude_code(e));
                 continue;
             }
             _ => continue,
         }
-        if known_policy(e.get("policy")) {
+        if known_policy(e.get(field::POLICY)) {
             out.ungated += 1;
             continue;
         }
         out.actions += 1;
-        let node = e.get("node");
+        let node = e.get(field::NODE);
         let node_str = node.and_then(Value::as_str);
         let a = node_str
             .filter(|n| known.contains(n))
@@ -100,7 +101,7 @@ fn allow_within(
             i,
             format!(
                 "{} was allowed on node {} after the node was revoked (entry {k}); a revoked node holds nothing",
-                shown_opt(e.get("scope")),
+                shown_opt(e.get(field::SCOPE)),
                 shown_str(node)
             ),
         );
@@ -114,7 +115,7 @@ fn allow_within(
         i,
         format!(
             "{} was allowed on node {} outside the authority it was granted: {why}",
-            shown_opt(e.get("scope")),
+            shown_opt(e.get(field::SCOPE)),
             shown_str(node)
         ),
     );
@@ -124,21 +125,21 @@ fn allow_within(
 /// The action's scope and context, measured against `a`. An empty or absent context is none.
 pub(super) fn action_within<'a>(e: &Obj<'_>, a: &'a Authority) -> Result<(), Outside<'a>> {
     let empty = Obj::new();
-    let ctx = if truthy(e.get("context")) {
-        e.get("context").and_then(Value::as_object)
+    let ctx = if truthy(e.get(field::CONTEXT)) {
+        e.get(field::CONTEXT).and_then(Value::as_object)
     } else {
         Some(&empty)
     };
-    match (e.get("scope").and_then(Value::as_str), ctx) {
+    match (e.get(field::SCOPE).and_then(Value::as_str), ctx) {
         (Some(scope), Some(ctx)) => a.permits(scope, ctx),
-        (None, _) => Err(Outside::ScopeNotAString(shown_opt(e.get("scope")))),
-        (_, None) => Err(Outside::ContextNotAnObject(kind(e.get("context")))),
+        (None, _) => Err(Outside::ScopeNotAString(shown_opt(e.get(field::SCOPE)))),
+        (_, None) => Err(Outside::ContextNotAnObject(kind(e.get(field::CONTEXT)))),
     }
 }
 
 /// A `deny` Claude Code made itself, not the hook (`crate::ledger::refusal`).
 pub(super) fn by_claude_code(e: &super::Obj<'_>) -> bool {
-    e.get("context")
+    e.get(field::CONTEXT)
         .and_then(|c| c.as_object())
         .and_then(|c| c.get("refused_by"))
         .and_then(|r| r.as_str())

@@ -4,7 +4,7 @@
 use super::json::{event_of, get, kind};
 use super::shown::{shown, shown_list, shown_opt};
 use super::{Bundle, FailureName, Log, Obj, Value};
-use crate::ledger::fields::field;
+use crate::ledger::fields::{event, field};
 use crate::ledger::fields::{is_ledger_field, LEDGER_EVENTS};
 
 /// Step (3). True when every entry is an object with a known event and known fields.
@@ -37,7 +37,7 @@ pub(super) fn known_event(
 ) -> bool {
     let ev = e.get(field::EVENT);
     let known = match ev.and_then(Value::as_str) {
-        Some("outcome") => bundle_v != Some(1),
+        Some(event::OUTCOME) => bundle_v != Some(1),
         Some(s) => LEDGER_EVENTS.contains(&s),
         None => false,
     };
@@ -45,7 +45,9 @@ pub(super) fn known_event(
         return true;
     }
     let why = match ev {
-        Some(Value::String(s)) if s == "outcome" => "is a version 2 event on a version 1 chain",
+        Some(Value::String(s)) if s == event::OUTCOME => {
+            "is a version 2 event on a version 1 chain"
+        }
         Some(Value::String(_)) => "is not one this verifier evaluates",
         _ => "is not a string",
     };
@@ -87,10 +89,10 @@ pub(super) fn check_node_ids(bundle: &Bundle<'_>, log: &mut Log<'_>) {
 
 /// Step (4) for the entry at `i` (the streaming pass's too); false when it logged.
 pub(super) fn node_id(e: &Obj<'_>, i: usize, log: &mut Log<'_>) -> bool {
-    if matches!(event_of(e), Some("root" | "spawn" | "allow")) {
+    if matches!(event_of(e), Some(event::ROOT | event::SPAWN | event::ALLOW)) {
         return true;
     }
-    match get(e, "node") {
+    match get(e, field::NODE) {
         Some(n) if !n.is_string() => {
             log.at(
                 FailureName::InvalidNode,

@@ -20,6 +20,7 @@ use super::{containment, fields, policy, Log, Obj, Value};
 use crate::evidence::checkpoint::leaf_of_hash;
 use crate::json::{exact_tree, strict, tree};
 use crate::ledger::chain::{self, GENESIS};
+use crate::ledger::fields::{event, field};
 use crate::tlog::{self, Frontier, Hash};
 use serde_json::Number;
 use sha2::{Digest, Sha256};
@@ -41,7 +42,7 @@ pub(super) fn prepare(text: &[u8]) -> Option<Prepared<'_>> {
     // Export copies the ledger's lines verbatim, so an entry is mostly in exact canonical
     // form already: then one pass reads it, and its hash is over its own bytes.
     if let Some((layout, value)) = exact_tree::read(text) {
-        let prev = value.as_object()?.get("prev_hash")?.as_str()?;
+        let prev = value.as_object()?.get(field::PREV_HASH)?.as_str()?;
         let digest = layout.digest_over(text, prev)?;
         return checked(value, chain::hex(&digest), tlog::leaf_hash(&digest));
     }
@@ -71,10 +72,10 @@ fn alone(e: &Obj<'_>) -> bool {
     {
         return false;
     }
-    if !matches!(e.get("v"), Some(Value::Number(n)) if n.as_u64() == Some(2)) {
+    if !matches!(e.get(field::V), Some(Value::Number(n)) if n.as_u64() == Some(2)) {
         return false;
     }
-    if !e.get("chain_id").is_some_and(Value::is_string) {
+    if !e.get(field::CHAIN_ID).is_some_and(Value::is_string) {
         return false;
     }
     if !fields::node_id(e, 0, &mut scratch) || !policy::entry(e, Some(2), 0, &mut scratch) {
@@ -82,14 +83,14 @@ fn alone(e: &Obj<'_>) -> bool {
     }
     let ev = event_of(e);
     // A recorded checkpoint loss is a notice, which only the full verifier reports.
-    let context = e.get("context").and_then(Value::as_object);
+    let context = e.get(field::CONTEXT).and_then(Value::as_object);
     if context.is_some_and(|c| c.contains_key(crate::ledger::store::CHECKPOINT_LOST)) {
         return false;
     }
     match ev {
-        Some("allow") => check_allow(e).is_ok(),
-        Some("deny") => check_deny(e).is_ok(),
-        Some("outcome") => check_outcome(e).is_ok(),
+        Some(event::ALLOW) => check_allow(e).is_ok(),
+        Some(event::DENY) => check_deny(e).is_ok(),
+        Some(event::OUTCOME) => check_outcome(e).is_ok(),
         _ => true,
     }
 }
@@ -169,7 +170,7 @@ impl Fold {
 
     /// Step (5): every entry names the first one's chain.
     fn same_chain(&mut self, e: &Obj<'_>) -> bool {
-        let Some(chain_id) = e.get("chain_id").and_then(Value::as_str) else {
+        let Some(chain_id) = e.get(field::CHAIN_ID).and_then(Value::as_str) else {
             return false;
         };
         match &self.chain_id {
@@ -184,15 +185,15 @@ impl Fold {
     /// Step (6): seq is the position, prev_hash the previous hash, hash the entry's own; and
     /// the entry's leaf for the tree checkpoint.
     fn link(&mut self, e: &Obj<'_>, own: &str, leaf: Hash, i: usize) -> bool {
-        let seq = match e.get("seq") {
+        let seq = match e.get(field::SEQ) {
             // Integers only (`1.0` is left to the full verifier).
             Some(Value::Number(n)) if n.as_u64().is_some() => n,
             _ => return false,
         };
         let links = chain::Links {
             seq: Some(seq),
-            prev_hash: e.get("prev_hash").and_then(Value::as_str),
-            hash: e.get("hash").and_then(Value::as_str),
+            prev_hash: e.get(field::PREV_HASH).and_then(Value::as_str),
+            hash: e.get(field::HASH).and_then(Value::as_str),
         };
         if links.follow(i, &self.prev_hash, Some(own)).is_err() {
             return false;
@@ -207,22 +208,22 @@ impl Fold {
     /// Steps (7) to (10) for the entry's event.
     fn event(&mut self, e: &Obj<'_>, i: usize) -> bool {
         match event_of(e) {
-            Some("root") => i == 0 && self.root(e),
-            Some("spawn") => self.spawn(e),
-            Some("allow") => self.allow(e, i),
-            Some("deny") => {
+            Some(event::ROOT) => i == 0 && self.root(e),
+            Some(event::SPAWN) => self.spawn(e),
+            Some(event::ALLOW) => self.allow(e, i),
+            Some(event::DENY) => {
                 self.denied += 1;
                 self.refused_by_claude_code += usize::from(super::containment::by_claude_code(e));
-                self.call_id_unused(e.get("call_id"))
+                self.call_id_unused(e.get(field::CALL_ID))
             }
-            Some("outcome") => self.outcome(e),
-            Some("done") => {
-                if let Some(n) = e.get("node").and_then(Value::as_str) {
+            Some(event::OUTCOME) => self.outcome(e),
+            Some(event::DONE) => {
+                if let Some(n) = e.get(field::NODE).and_then(Value::as_str) {
                     self.finalized.insert(n.to_string());
                 }
                 true
             }
-            Some("spawn_denied") => true,
+            Some(event::SPAWN_DENIED) => true,
             // A kill revokes a node for the checks after it: left to the full verifier.
             _ => false,
         }
@@ -230,23 +231,23 @@ impl Fold {
 
     fn root(&mut self, e: &Obj<'_>) -> bool {
         self.recorded = super::recorded_by(e);
-        binding::salt_ok(e) && self.define(e, "authority", None)
+        binding::salt_ok(e) && self.define(e, field::AUTHORITY, None)
     }
 
     /// A spawn names an earlier node as its parent, and is granted no more than it holds.
     fn spawn(&mut self, e: &Obj<'_>) -> bool {
-        let Some(parent) = e.get("parent").and_then(Value::as_str) else {
+        let Some(parent) = e.get(field::PARENT).and_then(Value::as_str) else {
             return false;
         };
         if !self.authorities.contains_key(parent) {
             return false;
         }
-        self.define(e, "granted", Some(parent.to_string()))
+        self.define(e, field::GRANTED, Some(parent.to_string()))
     }
 
     /// A root or spawn defines a node not defined before, with a readable authority.
     fn define(&mut self, e: &Obj<'_>, member: &'static str, parent: Option<String>) -> bool {
-        let Some(node) = e.get("node").and_then(Value::as_str) else {
+        let Some(node) = e.get(field::NODE).and_then(Value::as_str) else {
             return false;
         };
         if self.authorities.contains_key(node) {
@@ -262,7 +263,7 @@ impl Fold {
         }
         self.authorities.insert(node.to_string(), a);
         self.nodes.push(node.to_string());
-        if let Some(agent) = e.get("agent").and_then(Value::as_str) {
+        if let Some(agent) = e.get(field::AGENT).and_then(Value::as_str) {
             self.agents.insert(node.to_string(), agent.to_string());
         }
         true
@@ -299,10 +300,10 @@ impl Fold {
 
     /// Containment, then the allow's record and call id; it then waits for its outcome.
     fn allow(&mut self, e: &Obj<'_>, i: usize) -> bool {
-        let Some(node) = e.get("node").and_then(Value::as_str) else {
+        let Some(node) = e.get(field::NODE).and_then(Value::as_str) else {
             return false;
         };
-        if known_policy(e.get("policy")) {
+        if known_policy(e.get(field::POLICY)) {
             self.ungated += 1;
         } else {
             self.actions += 1;
@@ -313,20 +314,20 @@ impl Fold {
                 return false;
             }
         }
-        let Some(cid) = e.get("call_id").and_then(Value::as_str) else {
+        let Some(cid) = e.get(field::CALL_ID).and_then(Value::as_str) else {
             return false;
         };
-        if !self.call_id_unused(e.get("call_id")) {
+        if !self.call_id_unused(e.get(field::CALL_ID)) {
             return false;
         }
         self.waiting.insert(
             cid.to_string(),
             Waiting {
                 open: binding::open_call(cid, e, i, None),
-                authorized: get(e, "authorized_params_hash")
+                authorized: get(e, field::AUTHORIZED_PARAMS_HASH)
                     .and_then(Value::as_str)
                     .map(str::to_string),
-                authorized_truthy: truthy(e.get("authorized_params_hash")),
+                authorized_truthy: truthy(e.get(field::AUTHORIZED_PARAMS_HASH)),
             },
         );
         true
@@ -335,7 +336,7 @@ impl Fold {
     /// An outcome ends a waiting allow: on its node, after it, with the arguments it allowed
     /// ([`binding::bind_one`], which must log nothing).
     fn outcome(&mut self, e: &Obj<'_>) -> bool {
-        let Some(cid) = e.get("call_id").and_then(Value::as_str) else {
+        let Some(cid) = e.get(field::CALL_ID).and_then(Value::as_str) else {
             return false;
         };
         // No allow waiting: none, or one already ended, or a later one; all are failures.
@@ -361,7 +362,7 @@ impl Fold {
             return false;
         }
         self.tally
-            .observed(al.authorized_truthy && truthy(e.get("invoked_params_hash")));
+            .observed(al.authorized_truthy && truthy(e.get(field::INVOKED_PARAMS_HASH)));
         true
     }
 

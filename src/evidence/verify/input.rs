@@ -2,22 +2,26 @@
 //! limit).
 
 use super::{verify_bundle_with, AnchorKey, Failure, FailureName, Report, Value};
-use crate::json::strict;
+use crate::json::{strict, SyntaxError};
 use crate::ledger::fields::ENTRY_MARKERS;
 
 /// Why a bundle file could not be used at all (exit code 2).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InputError {
     #[error("the bundle is not JSON ({0}); pass the bundle-<session>.json file `attenu-hook export` wrote")]
-    /// The JSON reader's own message.
-    NotJson(String),
+    /// The JSON reader's own error.
+    NotJson(SyntaxError),
+    /// What the verifier's reader refused is not known here (a caller that read the file
+    /// with another reader first).
+    #[error("the bundle is not JSON (unreadable); pass the bundle-<session>.json file `attenu-hook export` wrote")]
+    Unreadable,
     #[error("the bundle is not JSON (not UTF-8: {0}); pass the bundle-<session>.json file `attenu-hook export` wrote")]
     NotUtf8(std::str::Utf8Error),
     #[error(
         "the bundle nests arrays and objects deeper than this verifier reads (128 levels; {0}); \
          `attenu-hook export` never writes one that deep, so this file was made or changed by something else"
     )]
-    TooDeep(String),
+    TooDeep(SyntaxError),
     #[error(
         "this is a session ledger (one JSON entry per line), not a bundle; a ledger carries no signed \
          anchor to verify. Export it first: `attenu-hook export --project DIR --session ID`, then \
@@ -48,13 +52,13 @@ pub(super) fn verify_parsed<'b>(
     let text = std::str::from_utf8(bytes).map_err(InputError::NotUtf8)?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let parsed = strict::parse(text).map_err(|e| {
-        let msg = e.to_string();
-        if msg.starts_with("recursion limit exceeded") {
-            InputError::TooDeep(msg)
+        let e = SyntaxError::from(e);
+        if e.is_too_deep() {
+            InputError::TooDeep(e)
         } else if first_line_is_ledger_entry(text) {
             InputError::Ledger
         } else {
-            InputError::NotJson(msg)
+            InputError::NotJson(e)
         }
     })?;
     not_a_bundle(&parsed.value)?;

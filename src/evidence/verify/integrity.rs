@@ -5,6 +5,7 @@ use super::shown::seq_text;
 use super::{Bundle, FailureName, Log, Value, PARALLEL_FROM};
 use crate::json::tree;
 use crate::ledger::chain::{self, ChainBreak};
+use crate::ledger::fields::field;
 
 /// True when every entry links to the one before and its stored hash covers it. Only the
 /// first break is reported: nothing after it can be checked.
@@ -21,12 +22,12 @@ pub(super) fn check_chain(
     let chain_result = chain::check_links(raw_entries, hashes, |e| {
         let obj = e.as_object()?;
         Some(chain::Links {
-            seq: match obj.get("seq") {
+            seq: match obj.get(field::SEQ) {
                 Some(Value::Number(n)) => Some(n),
                 _ => None,
             },
-            prev_hash: obj.get("prev_hash").and_then(Value::as_str),
-            hash: obj.get("hash").and_then(Value::as_str),
+            prev_hash: obj.get(field::PREV_HASH).and_then(Value::as_str),
+            hash: obj.get(field::HASH).and_then(Value::as_str),
         })
     });
     match &chain_result {

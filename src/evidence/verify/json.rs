@@ -142,7 +142,7 @@ pub(super) fn is_lower_hex(s: &str, len: usize) -> bool {
 
 /// The first kill of each node, node -> index of that kill.
 pub(super) fn note_revoked(e: &Obj, index: usize, revoked: &mut HashMap<String, usize>) {
-    if let Some(Value::Array(list)) = e.get("revoked") {
+    if let Some(Value::Array(list)) = e.get(field::REVOKED) {
         for n in list.iter().filter_map(Value::as_str) {
             revoked.entry(n.to_string()).or_insert(index);
         }

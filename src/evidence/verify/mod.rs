@@ -135,6 +135,7 @@ pub use status::{
 pub use stream::{verify_clean_stream, Input};
 
 use crate::json::tree::{Json, Members};
+use crate::ledger::fields::{event, field};
 use report::{Counts, Found, Log};
 
 /// Below this many entries one thread is faster than starting another.
@@ -162,7 +163,7 @@ impl<'a> Bundle<'a> {
             Some(Value::Array(a)) => a,
             _ => &[],
         };
-        let raw_v = members.get("v");
+        let raw_v = members.get(field::V);
         Bundle {
             members,
             raw_entries,
@@ -261,14 +262,14 @@ fn run_checks(
         notices: notices::collect(bundle),
         recorded: bundle.objects().find_map(|(_, e)| recorded_by(e)),
     };
-    Report::new(key, bundle.members.get("chain_id"), found)
+    Report::new(key, bundle.members.get(field::CHAIN_ID), found)
 }
 
 /// The identity a root entry recorded, if `e` is one that recorded it.
 fn recorded_by(e: &Obj<'_>) -> Option<crate::trust::identity::Recorded> {
-    if e.get("event").and_then(Value::as_str) != Some("root") {
+    if e.get(field::EVENT).and_then(Value::as_str) != Some(event::ROOT) {
         return None;
     }
-    let identity = e.get("context")?.as_object()?.get("identity")?;
+    let identity = e.get(field::CONTEXT)?.as_object()?.get("identity")?;
     Some(crate::trust::identity::Recorded::of(&identity.to_value()))
 }

@@ -5,6 +5,7 @@ use super::authority::Authority;
 use super::json::{event_of, note_revoked};
 use super::shown::{shown_opt, shown_str};
 use super::{Bundle, FailureName, Log, Obj, Value};
+use crate::ledger::fields::{event, field};
 use std::collections::HashMap;
 
 /// True when every child is within its parent, read in ledger order.
@@ -18,14 +19,14 @@ pub(super) fn check(
     let mut revoked_at: HashMap<String, usize> = HashMap::new();
     for (i, e) in bundle.objects() {
         let ev = event_of(e);
-        if ev == Some("kill") {
+        if ev == Some(event::KILL) {
             note_revoked(e, i, &mut revoked_at);
             continue;
         }
-        if !matches!(ev, Some("root" | "spawn")) {
+        if !matches!(ev, Some(event::ROOT | event::SPAWN)) {
             continue;
         }
-        let Some(node) = e.get("node").and_then(Value::as_str) else {
+        let Some(node) = e.get(field::NODE).and_then(Value::as_str) else {
             continue;
         };
         if let Some(&first) = defined_at.get(node) {
@@ -41,7 +42,7 @@ pub(super) fn check(
             );
             continue;
         }
-        if ev == Some("spawn") {
+        if ev == Some(event::SPAWN) {
             let spawn = Spawn { e, i, node };
             ok &= spawn.check(&defined_at, &revoked_at, auth, log);
         }
@@ -67,7 +68,7 @@ impl Spawn<'_, '_> {
         log: &mut Log<'_>,
     ) -> bool {
         let (i, node) = (self.i, self.node);
-        let parent = self.e.get("parent");
+        let parent = self.e.get(field::PARENT);
         let pid = match parent.and_then(Value::as_str) {
             Some(pid) if defined_at.contains_key(pid) => pid,
             _ => {

@@ -4,6 +4,7 @@ use super::authority::Authority;
 use super::json::event_of;
 use super::shown::{shown_opt, shown_str};
 use super::{Bundle, FailureName, Log, Obj, Value};
+use crate::ledger::fields::{event, field};
 use std::collections::{HashMap, HashSet};
 
 /// Every node with a readable authority, by node id.
@@ -21,10 +22,10 @@ pub(super) fn read<'a>(bundle: &Bundle<'a>, log: &mut Log<'_>) -> Nodes<'a> {
     let mut defined_by: HashSet<&str> = HashSet::new();
     for (i, e) in bundle.objects() {
         let ev = event_of(e);
-        if !matches!(ev, Some("root" | "spawn")) {
+        if !matches!(ev, Some(event::ROOT | event::SPAWN)) {
             continue;
         }
-        let Some(node) = e.get("node").and_then(Value::as_str) else {
+        let Some(node) = e.get(field::NODE).and_then(Value::as_str) else {
             nodes.unreadable = true;
             let name = definition_failure(ev);
             log.at(
@@ -33,7 +34,7 @@ pub(super) fn read<'a>(bundle: &Bundle<'a>, log: &mut Log<'_>) -> Nodes<'a> {
                 format!(
                     "the {} entry's node {} is not a string, so it defines no node",
                     ev.unwrap_or(""),
-                    shown_opt(e.get("node"))
+                    shown_opt(e.get(field::NODE))
                 ),
             );
             continue;
@@ -48,7 +49,7 @@ pub(super) fn read<'a>(bundle: &Bundle<'a>, log: &mut Log<'_>) -> Nodes<'a> {
 
 /// A root carries its `authority`, a spawn the authority it was `granted`.
 fn definition_failure(ev: Option<&str>) -> FailureName {
-    if ev == Some("root") {
+    if ev == Some(event::ROOT) {
         FailureName::UnreadableAuthority
     } else {
         FailureName::UnreadableGrant
@@ -63,10 +64,10 @@ fn read_one<'a>(
     i: usize,
     log: &mut Log<'_>,
 ) {
-    let member = if ev == Some("root") {
-        "authority"
+    let member = if ev == Some(event::ROOT) {
+        field::AUTHORITY
     } else {
-        "granted"
+        field::GRANTED
     };
     match Authority::from_wire(e.get(member), member) {
         Ok(a) => {

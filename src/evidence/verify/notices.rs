@@ -8,6 +8,7 @@
 use super::json::seq_value;
 use super::shown::shown;
 use super::{Bundle, Value};
+use crate::ledger::fields::field;
 use serde::Serialize;
 
 /// One notice, about the entry at `index`.
@@ -25,7 +26,7 @@ pub(super) fn collect(bundle: &Bundle<'_>) -> Vec<Notice> {
     let mut out = Vec::new();
     for (i, e) in bundle.objects() {
         let Some(loss) = e
-            .get("context")
+            .get(field::CONTEXT)
             .and_then(Value::as_object)
             .and_then(|c| c.get(crate::ledger::store::CHECKPOINT_LOST))
         else {
@@ -39,7 +40,7 @@ pub(super) fn collect(bundle: &Bundle<'_>) -> Vec<Notice> {
         out.push(Notice {
             name: "checkpoint-lost",
             index: i,
-            seq: seq_value(e.get("seq")),
+            seq: seq_value(e.get(field::SEQ)),
             detail: format!(
                 "before this entry the hook found the ledger's sealed checkpoint {} with {} entries \
                  ({} bytes) on file: they verified, but nothing shows entries after them were not cut off \

@@ -5,6 +5,7 @@
 use super::json::{get, is_lower_hex, non_empty_str, present_but_null};
 use super::shown::{shown, shown_list, shown_opt};
 use super::{FailureName, Obj, Value};
+use crate::ledger::fields::field;
 use crate::ledger::fields::{
     ALLOW_ONLY_FIELDS, BODY_STATES, CAPTURES, PARAMS_HASH_REASONS, POLICIES,
 };
@@ -144,10 +145,10 @@ impl Record for OutcomeProblem {
 }
 
 fn call_id(e: &Obj) -> Result<(), CallIdProblem> {
-    if present_but_null(e, "call_id") {
+    if present_but_null(e, field::CALL_ID) {
         return Err(CallIdProblem::Null);
     }
-    match e.get("call_id") {
+    match e.get(field::CALL_ID) {
         Some(Value::String(c)) if is_lower_hex(c, 32) => Ok(()),
         other => Err(CallIdProblem::Malformed(shown_opt(other))),
     }
@@ -165,10 +166,10 @@ fn hash_field(e: &Obj, field: &'static str) -> Result<(), HashProblem> {
 }
 
 fn params_hash_reason(e: &Obj, hash_field: &'static str) -> Result<(), HashProblem> {
-    if present_but_null(e, "params_hash_reason") {
+    if present_but_null(e, field::PARAMS_HASH_REASON) {
         return Err(HashProblem::ReasonNull);
     }
-    let Some(reason) = get(e, "params_hash_reason") else {
+    let Some(reason) = get(e, field::PARAMS_HASH_REASON) else {
         return Ok(());
     };
     if !reason
@@ -186,18 +187,18 @@ fn params_hash_reason(e: &Obj, hash_field: &'static str) -> Result<(), HashProbl
 /// The v2 allow record rules, in the reference's order.
 pub(super) fn check_allow(e: &Obj) -> Result<(), AllowProblem> {
     call_id(e)?;
-    if present_but_null(e, "capture") {
+    if present_but_null(e, field::CAPTURE) {
         return Err(AllowProblem::CaptureNull);
     }
-    if present_but_null(e, "adapter") {
+    if present_but_null(e, field::ADAPTER) {
         return Err(AllowProblem::AdapterNull);
     }
-    match e.get("capture") {
+    match e.get(field::CAPTURE) {
         None => return Err(AllowProblem::CaptureMissing),
         Some(Value::String(c)) if CAPTURES.contains(&c.as_ref()) => {}
         Some(other) => return Err(AllowProblem::UnknownCapture(shown(other))),
     }
-    let adapter = match e.get("adapter") {
+    let adapter = match e.get(field::ADAPTER) {
         None => return Err(AllowProblem::AdapterMissing),
         Some(Value::Object(a)) => a,
         Some(_) => return Err(AllowProblem::AdapterNotAnObject),
@@ -207,14 +208,14 @@ pub(super) fn check_allow(e: &Obj) -> Result<(), AllowProblem> {
             return Err(AllowProblem::AdapterMemberEmpty(k));
         }
     }
-    if present_but_null(e, "policy") {
+    if present_but_null(e, field::POLICY) {
         return Err(AllowProblem::PolicyNull);
     }
-    if e.contains_key("policy") && !known_policy(e.get("policy")) {
-        return Err(AllowProblem::UnknownPolicy(shown_opt(e.get("policy"))));
+    if e.contains_key(field::POLICY) && !known_policy(e.get(field::POLICY)) {
+        return Err(AllowProblem::UnknownPolicy(shown_opt(e.get(field::POLICY))));
     }
-    hash_field(e, "authorized_params_hash")?;
-    params_hash_reason(e, "authorized_params_hash")?;
+    hash_field(e, field::AUTHORIZED_PARAMS_HASH)?;
+    params_hash_reason(e, field::AUTHORIZED_PARAMS_HASH)?;
     Ok(())
 }
 
@@ -233,53 +234,55 @@ pub(super) fn check_deny(e: &Obj) -> Result<(), DenyProblem> {
 
 pub(super) fn check_outcome(e: &Obj) -> Result<(), OutcomeProblem> {
     call_id(e)?;
-    if present_but_null(e, "body_state") {
+    if present_but_null(e, field::BODY_STATE) {
         return Err(OutcomeProblem::BodyStateNull);
     }
     let body_state = e
-        .get("body_state")
+        .get(field::BODY_STATE)
         .and_then(Value::as_str)
         .filter(|s| BODY_STATES.contains(s));
     let Some(body_state) = body_state else {
         return Err(OutcomeProblem::UnknownBodyState(shown_opt(
-            e.get("body_state"),
+            e.get(field::BODY_STATE),
         )));
     };
-    if present_but_null(e, "error_code") {
+    if present_but_null(e, field::ERROR_CODE) {
         return Err(OutcomeProblem::ErrorCodeNull);
     }
     if body_state == "raised" {
-        if !non_empty_str(e.get("error_code")) {
+        if !non_empty_str(e.get(field::ERROR_CODE)) {
             return Err(OutcomeProblem::ErrorCodeMissing);
         }
-    } else if e.contains_key("error_code") {
+    } else if e.contains_key(field::ERROR_CODE) {
         return Err(OutcomeProblem::ErrorCodeUnexpected);
     }
-    if present_but_null(e, "duration_ms") {
+    if present_but_null(e, field::DURATION_MS) {
         return Err(OutcomeProblem::DurationNull);
     }
     // `-0` is the integer 0 to the reference (Python reads it as `int`), and its canonical
     // form and hash are those of `0`; serde_json reads it as the float -0.0, which is all that
     // is let through besides the integers (`-0.0` too, whose canonical form is also `0`).
-    let duration_ok = match e.get("duration_ms") {
+    let duration_ok = match e.get(field::DURATION_MS) {
         Some(Value::Number(n)) => {
             n.is_u64() || n.as_i64().is_some_and(|i| i >= 0) || n.as_f64() == Some(0.0)
         }
         _ => false,
     };
     if !duration_ok {
-        return Err(OutcomeProblem::BadDuration(shown_opt(e.get("duration_ms"))));
+        return Err(OutcomeProblem::BadDuration(shown_opt(
+            e.get(field::DURATION_MS),
+        )));
     }
-    hash_field(e, "invoked_params_hash")?;
-    params_hash_reason(e, "invoked_params_hash")?;
+    hash_field(e, field::INVOKED_PARAMS_HASH)?;
+    params_hash_reason(e, field::INVOKED_PARAMS_HASH)?;
     receipt(e)
 }
 
 fn receipt(e: &Obj) -> Result<(), OutcomeProblem> {
-    if present_but_null(e, "receipt") {
+    if present_but_null(e, field::RECEIPT) {
         return Err(OutcomeProblem::ReceiptNull);
     }
-    let Some(r) = e.get("receipt") else {
+    let Some(r) = e.get(field::RECEIPT) else {
         return Ok(());
     };
     let Some(r) = r.as_object() else {

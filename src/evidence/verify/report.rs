@@ -5,6 +5,7 @@ use super::json::seq_value;
 use super::status::{AnchorStatus, Binding, CallState, CheckpointStatus, KeyTrust};
 use super::status::{ParamsCoverage, Verdict};
 use super::{Json, Obj, Value};
+use crate::ledger::fields::field;
 use ed25519_dalek::VerifyingKey;
 use serde::{Serialize, Serializer};
 
@@ -378,9 +379,9 @@ impl<'a> Log<'a> {
             name,
             reference_reason: name.reference_reason(),
             index: Some(index),
-            seq: e.and_then(|e| seq_value(e.get("seq"))),
-            node: s("node"),
-            call_id: s("call_id"),
+            seq: e.and_then(|e| seq_value(e.get(field::SEQ))),
+            node: s(field::NODE),
+            call_id: s(field::CALL_ID),
             detail,
         });
     }

@@ -2,6 +2,7 @@
 //! so that no value can forge a line of output.
 
 use super::{Obj, Value};
+use crate::ledger::fields::field;
 
 /// Printable ASCII other than space, `"` and `\`: printed as it is.
 pub(super) fn is_bare(s: &str) -> bool {
@@ -48,5 +49,5 @@ pub(super) fn shown_list<'a, I: IntoIterator<Item = &'a str>>(items: I) -> Strin
 }
 
 pub(super) fn seq_text(e: &Obj) -> String {
-    shown_opt(e.get("seq"))
+    shown_opt(e.get(field::SEQ))
 }

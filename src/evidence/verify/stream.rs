@@ -24,6 +24,7 @@ use super::{AnchorKey, Bundle, Checks, Json, Obj, Report, Value, PARALLEL_FROM};
 use crate::json::split::{self, GiveUp, Sink, Splitter};
 use crate::json::strict::{self, MemberSeed};
 use crate::json::tree::Members;
+use crate::ledger::fields::field;
 use serde::de::DeserializeSeed;
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -271,7 +272,7 @@ fn finish(read: Pass, key: &AnchorKey) -> Option<Report> {
     let members: &Obj = top.as_object()?;
     let bundle = Bundle::read(members);
     if bundle.v != Some(2)
-        || members.get("chain_id").and_then(Value::as_str) != fold.chain_id.as_deref()
+        || members.get(field::CHAIN_ID).and_then(Value::as_str) != fold.chain_id.as_deref()
     {
         return None;
     }
@@ -313,5 +314,5 @@ fn whole_bundle_steps(bundle: &Bundle<'_>, fold: &mut Fold, key: &AnchorKey) -> 
         notices: Vec::new(),
         recorded: fold.recorded.clone(),
     };
-    Some(Report::new(key, bundle.members.get("chain_id"), found))
+    Some(Report::new(key, bundle.members.get(field::CHAIN_ID), found))
 }

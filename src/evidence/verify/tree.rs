@@ -10,6 +10,7 @@ use super::json::kind;
 use super::status::CheckpointStatus;
 use super::{AnchorKey, Bundle, FailureName, Log, Value};
 use crate::evidence::checkpoint::{leaf_of_hash, origin};
+use crate::ledger::fields::field;
 use crate::tlog::{Checkpoint, Frontier, Note, VerifierKey};
 
 /// Checks the `checkpoint` member. Returns `verified`, `failed`, `not-checked` (no Ed25519 key
@@ -62,7 +63,7 @@ pub(super) fn check_checkpoint_over(
         .unwrap_or("");
     let chain_id = bundle
         .members
-        .get("chain_id")
+        .get(field::CHAIN_ID)
         .and_then(Value::as_str)
         .unwrap_or("");
     let expected = origin(kid, chain_id);
@@ -108,7 +109,7 @@ fn tree_of(bundle: &Bundle<'_>) -> Result<Frontier, usize> {
     let mut tree = Frontier::new();
     for (i, e) in bundle.entries.iter().enumerate() {
         let leaf = e
-            .and_then(|e| e.get("hash"))
+            .and_then(|e| e.get(field::HASH))
             .and_then(Value::as_str)
             .and_then(leaf_of_hash)
             .ok_or(i)?;
@@ -125,7 +126,7 @@ pub(super) fn check_position(bundle: &Bundle<'_>, log: &mut Log<'_>) {
     };
     let chain_id = bundle
         .members
-        .get("chain_id")
+        .get(field::CHAIN_ID)
         .and_then(Value::as_str)
         .unwrap_or("");
     // attenu-hook's chain ids end with the chain's position in the session.
@@ -156,7 +157,7 @@ pub(super) fn check_position(bundle: &Bundle<'_>, log: &mut Log<'_>) {
         .first()
         .copied()
         .flatten()
-        .and_then(|root| root.get("context"))
+        .and_then(|root| root.get(field::CONTEXT))
         .and_then(Value::as_object)
         .and_then(|c| c.get("previous_chain"))
         .map(|v| v.to_value())

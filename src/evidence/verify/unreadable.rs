@@ -4,6 +4,7 @@
 use super::json::kind;
 use super::report::{Counts, Found, Log};
 use super::{AnchorKey, CallSummary, Checks, FailureName, Report, Value};
+use crate::ledger::fields::field;
 
 /// The members of a bundle this verifier cannot read at all.
 pub(super) fn problems(bundle: &Value) -> Vec<String> {
@@ -61,7 +62,7 @@ pub(super) fn report(bundle: &Value, key: &AnchorKey, problems: Vec<String>) -> 
     };
     Report::new(
         key,
-        bundle.as_object().and_then(|b| b.get("chain_id")),
+        bundle.as_object().and_then(|b| b.get(field::CHAIN_ID)),
         found,
     )
 }

@@ -4,6 +4,8 @@
 use super::json::{event_of, same_number};
 use super::shown::{shown_list, shown_opt};
 use super::{Bundle, FailureName, Log};
+use crate::ledger::fields::event;
+use crate::ledger::fields::field;
 use crate::ledger::fields::V2_ONLY_FIELDS;
 
 /// What steps (1) and (2) found.
@@ -19,7 +21,7 @@ pub(super) fn check(bundle: &Bundle<'_>, log: &mut Log<'_>) -> Versions {
     let mut ok = bundle_and_anchor(bundle, log);
     let roots: Vec<usize> = bundle
         .objects()
-        .filter(|(_, e)| event_of(e) == Some("root"))
+        .filter(|(_, e)| event_of(e) == Some(event::ROOT))
         .map(|(i, _)| i)
         .collect();
     let root_ok = one_root(&roots, log);
@@ -45,14 +47,14 @@ fn bundle_and_anchor(bundle: &Bundle<'_>, log: &mut Log<'_>) -> bool {
         );
     }
     if let Some(a) = bundle.anchor {
-        if !same_number(a.get("v"), raw_v) {
+        if !same_number(a.get(field::V), raw_v) {
             ok = false;
             log.chain(
                 FailureName::AnchorVersionMismatch,
                 format!(
                     "the anchor commits to schema version {} but the bundle declares {}: the anchor belongs to \
                      another export",
-                    shown_opt(a.get("v")),
+                    shown_opt(a.get(field::V)),
                     shown_opt(raw_v)
                 ),
             );
@@ -85,7 +87,7 @@ fn one_root(roots: &[usize], log: &mut Log<'_>) -> bool {
 
 fn root_version(bundle: &Bundle<'_>, root: usize, log: &mut Log<'_>) -> bool {
     let e = bundle.entries[root].expect("an object");
-    if same_number(e.get("v"), bundle.raw_v) {
+    if same_number(e.get(field::V), bundle.raw_v) {
         return true;
     }
     log.at(
@@ -94,7 +96,7 @@ fn root_version(bundle: &Bundle<'_>, root: usize, log: &mut Log<'_>) -> bool {
         format!(
             "the root declares schema version {} but the bundle declares {}; a chain is written at one \
              version",
-            shown_opt(e.get("v")),
+            shown_opt(e.get(field::V)),
             shown_opt(bundle.raw_v)
         ),
     );
@@ -106,7 +108,7 @@ fn entry_versions(bundle: &Bundle<'_>, log: &mut Log<'_>) -> bool {
     let raw_v = bundle.raw_v;
     let mixed: Vec<usize> = bundle
         .objects()
-        .filter(|(_, e)| !same_number(e.get("v"), raw_v))
+        .filter(|(_, e)| !same_number(e.get(field::V), raw_v))
         .map(|(i, _)| i)
         .collect();
     let Some(&first) = mixed.first() else {
@@ -114,7 +116,7 @@ fn entry_versions(bundle: &Bundle<'_>, log: &mut Log<'_>) -> bool {
     };
     let mut seen: Vec<String> = Vec::new();
     for &i in &mixed {
-        let v = shown_opt(bundle.entries[i].and_then(|e| e.get("v")));
+        let v = shown_opt(bundle.entries[i].and_then(|e| e.get(field::V)));
         if !seen.contains(&v) {
             seen.push(v);
         }

@@ -20,7 +20,7 @@ impl Ledger {
         if let Some(recovery) = &self.recovered {
             // The first entry written after a torn tail was cut records the cut.
             let context = entries[0]
-                .entry("context")
+                .entry(field::CONTEXT)
                 .or_insert_with(|| Value::Object(Map::new()));
             if let Value::Object(c) = context {
                 c.entry("recovered_torn_tail")
@@ -30,7 +30,7 @@ impl Ledger {
         if let Some(loss) = &self.lost {
             // Likewise a checkpoint found lost or broken beside the ledger.
             let context = entries[0]
-                .entry("context")
+                .entry(field::CONTEXT)
                 .or_insert_with(|| Value::Object(Map::new()));
             if let (Value::Object(c), Ok(v)) = (context, serde_json::to_value(loss)) {
                 c.entry(super::state::CHECKPOINT_LOST).or_insert(v);
@@ -100,9 +100,9 @@ fn seal_onto(
         state.chains.push(ChainInfo::opened_by(&e, index, offset));
     }
     let chain = state.chains.last_mut().ok_or(LedgerIo::NoRoot)?;
-    e.insert("v".into(), Value::from(2));
+    e.insert(field::V.into(), Value::from(2));
     e.insert("c14n".into(), Value::from("JCS"));
-    e.insert("seq".into(), Value::from(chain.entries));
+    e.insert(field::SEQ.into(), Value::from(chain.entries));
     let hash = chain::seal(&mut e, &chain.head).map_err(LedgerIo::Canonical)?;
     chain.note_entry(&e);
     chain.grow_tree(&hash).map_err(LedgerIo::Tree)?;

@@ -21,7 +21,7 @@ pub(super) struct Parsed {
 
 /// Why a line is not an entry at all.
 pub(super) enum LineError {
-    NotJson(String),
+    NotJson(serde_json::Error),
     NotAnObject,
 }
 
@@ -65,7 +65,7 @@ pub(super) fn parse(line: &[u8]) -> Result<Parsed, LineError> {
             Ok(Parsed { entry, computed })
         }
         Ok(_) => Err(LineError::NotAnObject),
-        Err(e) => Err(LineError::NotJson(e.to_string())),
+        Err(e) => Err(LineError::NotJson(e)),
     }
 }
 
@@ -75,7 +75,7 @@ fn fast(line: &[u8]) -> Option<Parsed> {
     for m in &exact.members {
         let key = std::str::from_utf8(&line[m.key.clone()]).ok()?;
         let raw = &line[m.value.clone()];
-        if key == "context" && raw.first() == Some(&b'{') {
+        if key == field::CONTEXT && raw.first() == Some(&b'{') {
             let c: SlimContext = serde_json::from_slice(raw).ok()?;
             let mut slim = Map::new();
             for (k, v) in [
@@ -93,7 +93,10 @@ fn fast(line: &[u8]) -> Option<Parsed> {
             entry.insert(key.into(), serde_json::from_slice(raw).ok()?);
         }
     }
-    let prev = entry.get("prev_hash").and_then(Value::as_str).unwrap_or("");
+    let prev = entry
+        .get(field::PREV_HASH)
+        .and_then(Value::as_str)
+        .unwrap_or("");
     // No own hash to compare with: the slow path reports it as it always did.
     let computed = Some(exact.hash_over(line, prev)?);
     Some(Parsed { entry, computed })

@@ -69,7 +69,7 @@ pub use state::{
     ChainInfo, CheckpointLoss, CheckpointMark, FileStamp, LossCause, Pending, State,
     CHECKPOINT_LOST, MAX_OPEN_CALLS,
 };
-pub use verify::{chains_of, scan, ScanError};
+pub use verify::{scan, ScanError};
 
 use crate::fs;
 use crate::ledger::chain;
@@ -107,12 +107,17 @@ pub struct SessionPaths {
 
 impl SessionPaths {
     pub fn new(attenu_dir: &Path, session_id: &str) -> Self {
-        let name = session_file_name(session_id);
+        Self::of_file_name(attenu_dir, &session_file_name(session_id))
+    }
+
+    /// The paths of the session whose ledger is `ledger-<name>.jsonl`: `name` is already a
+    /// file name ([`session_file_name`]'s output, as listed by `crate::ledger::read::sessions`).
+    pub fn of_file_name(attenu_dir: &Path, name: &str) -> Self {
         SessionPaths {
             dir: attenu_dir.to_path_buf(),
             ledger: attenu_dir.join(format!("ledger-{name}.jsonl")),
             state: attenu_dir.join(format!("ledger-{name}.state.json")),
-            name,
+            name: name.to_string(),
         }
     }
 }
@@ -269,7 +274,6 @@ pub fn whole_lines_len(bytes: &[u8]) -> usize {
     bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
 }
 
-#[cfg(test)]
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@ use super::state::{LossCause, State};
 use super::{Ledger, StoreError, Unverifiable};
 use crate::fs::{self, SealedFormat};
 use crate::ledger::chain;
+use crate::ledger::fields::field;
 use serde_json::Value;
 use std::os::unix::fs::FileExt;
 
@@ -179,11 +180,11 @@ fn line_reproduces(line: &[u8], head: &str) -> bool {
     let Ok(Value::Object(mut e)) = serde_json::from_slice::<Value>(line) else {
         return false;
     };
-    let Some(Value::String(hash)) = e.remove("hash") else {
+    let Some(Value::String(hash)) = e.remove(field::HASH) else {
         return false;
     };
     let prev = e
-        .get("prev_hash")
+        .get(field::PREV_HASH)
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();

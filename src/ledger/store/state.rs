@@ -1,6 +1,6 @@
 //! The verified state of a session ledger: its chains, their nodes, and the calls still open.
 
-use crate::ledger::fields::field;
+use crate::ledger::fields::{event, field};
 use crate::tlog::Frontier;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -103,19 +103,19 @@ impl ChainInfo {
     pub(super) fn opened_by(root: &Map<String, Value>, index: u32, start: u64) -> ChainInfo {
         let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_string();
         ChainInfo {
-            chain_id: text(root.get("chain_id")),
-            digest: text(root.get("context").and_then(|c| c.get("digest"))),
+            chain_id: text(root.get(field::CHAIN_ID)),
+            digest: text(root.get(field::CONTEXT).and_then(|c| c.get("digest"))),
             index,
             start,
             entries: 0,
             head: crate::ledger::chain::GENESIS.into(),
-            params_salt: text(root.get("params_salt")),
+            params_salt: text(root.get(field::PARAMS_SALT)),
             nodes: BTreeMap::new(),
             finalized: Vec::new(),
             tree: Frontier::new(),
             checkpointed: None,
             checkpoint_losses: 0,
-            opened_ms: root.get("ts").and_then(Value::as_u64).unwrap_or(0),
+            opened_ms: root.get(field::TS).and_then(Value::as_u64).unwrap_or(0),
         }
     }
 
@@ -137,24 +137,24 @@ impl ChainInfo {
     /// Notes what an entry of this chain says about its nodes: a `root` or `spawn` names one,
     /// a `done` finalizes one.
     pub(super) fn note_entry(&mut self, e: &Map<String, Value>) {
-        if e.get("context")
+        if e.get(field::CONTEXT)
             .is_some_and(|c| c.get(CHECKPOINT_LOST).is_some())
         {
             self.checkpoint_losses += 1;
         }
-        let Some(node) = e.get("node").and_then(Value::as_str) else {
+        let Some(node) = e.get(field::NODE).and_then(Value::as_str) else {
             return;
         };
         match e.get(field::EVENT).and_then(Value::as_str) {
-            Some("root") => {
+            Some(event::ROOT) => {
                 self.nodes.insert(String::new(), node.to_string());
             }
-            Some("spawn") => {
-                if let Some(agent) = e.get("agent").and_then(Value::as_str) {
+            Some(event::SPAWN) => {
+                if let Some(agent) = e.get(field::AGENT).and_then(Value::as_str) {
                     self.nodes.insert(agent.to_string(), node.to_string());
                 }
             }
-            Some("done") => self.finalized.push(node.to_string()),
+            Some(event::DONE) => self.finalized.push(node.to_string()),
             _ => {}
         }
     }
@@ -262,16 +262,16 @@ pub(super) fn track_pending(
     chain_id: &str,
 ) {
     match e.get(field::EVENT).and_then(Value::as_str) {
-        Some("allow") => {
+        Some(event::ALLOW) => {
             let (Some(tu), Some(cid)) = (
-                e.get("context")
+                e.get(field::CONTEXT)
                     .and_then(|c| c.get("tool_use_id"))
                     .and_then(Value::as_str),
-                e.get("call_id").and_then(Value::as_str),
+                e.get(field::CALL_ID).and_then(Value::as_str),
             ) else {
                 return;
             };
-            let seq = e.get("seq").and_then(Value::as_u64).unwrap_or(0);
+            let seq = e.get(field::SEQ).and_then(Value::as_u64).unwrap_or(0);
             if pending.len() >= MAX_OPEN_CALLS {
                 // Calls Claude Code never finished (refused after our allow, interrupted) would
                 // otherwise grow the checkpoint forever; the oldest is dropped. Its outcome, if it
@@ -284,25 +284,25 @@ pub(super) fn track_pending(
                     seq,
                     call_id: cid.to_string(),
                     node: e
-                        .get("node")
+                        .get(field::NODE)
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_string(),
                     chain_id: chain_id.to_string(),
                     authorized_params_hash: e
-                        .get("authorized_params_hash")
+                        .get(field::AUTHORIZED_PARAMS_HASH)
                         .and_then(Value::as_str)
                         .map(str::to_string),
                     tool: e
-                        .get("tool")
+                        .get(field::TOOL)
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_string(),
                 },
             );
         }
-        Some("outcome") => {
-            if let Some(cid) = e.get("call_id").and_then(Value::as_str) {
+        Some(event::OUTCOME) => {
+            if let Some(cid) = e.get(field::CALL_ID).and_then(Value::as_str) {
                 pending.retain(|_, p| p.call_id != cid);
             }
         }

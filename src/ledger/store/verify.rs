@@ -7,6 +7,7 @@ use super::seal::Found;
 use super::state::{end_open_calls, track_pending, ChainInfo, CheckpointLoss, LossCause, State};
 use super::{whole_lines_len, Ledger, LedgerIo, Reverifying, StoreError, Unverifiable};
 use crate::fs;
+use crate::json::SyntaxError;
 use crate::ledger::chain::{self, ChainBreak};
 use crate::ledger::fields::{event, field};
 use serde::{Deserialize, Serialize};
@@ -213,7 +214,7 @@ impl Ledger {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScanError {
     #[error("line {line} is not valid JSON ({why})")]
-    NotJson { line: u64, why: String },
+    NotJson { line: u64, why: SyntaxError },
     #[error("line {line} comes before any root entry")]
     BeforeRoot { line: u64 },
     #[error("chain {chain} breaks: {why} (line {line} of the file)")]
@@ -294,7 +295,12 @@ impl Scanner {
         let index = self.current.as_ref().map_or(0, |c| c.entries as usize);
         let Parsed { entry: e, computed } = match parsed {
             Ok(p) => p,
-            Err(LineError::NotJson(why)) => return Err(ScanError::NotJson { line: n, why }),
+            Err(LineError::NotJson(e)) => {
+                return Err(ScanError::NotJson {
+                    line: n,
+                    why: e.into(),
+                })
+            }
             Err(LineError::NotAnObject) if self.current.is_none() => {
                 return Err(ScanError::BeforeRoot { line: n })
             }
@@ -309,21 +315,21 @@ impl Scanner {
             return Err(ScanError::BeforeRoot { line: n });
         };
         let index = chain.entries as usize;
-        let seq = match e.get("seq") {
+        let seq = match e.get(field::SEQ) {
             Some(Value::Number(n)) => Some(n),
             _ => None,
         };
         if !chain::is_integral(seq, index as u64) {
             return Err(broke(ChainBreak::SeqGap { index }));
         }
-        if e.get("prev_hash").and_then(Value::as_str) != Some(chain.head.as_str()) {
+        if e.get(field::PREV_HASH).and_then(Value::as_str) != Some(chain.head.as_str()) {
             return Err(broke(ChainBreak::PrevHashMismatch { index }));
         }
-        let hash = match (computed, e.get("hash").and_then(Value::as_str)) {
+        let hash = match (computed, e.get(field::HASH).and_then(Value::as_str)) {
             (Some(c), Some(h)) if c == h => c,
             _ => return Err(broke(ChainBreak::HashMismatch { index })),
         };
-        if e.get("chain_id").and_then(Value::as_str) != Some(chain.chain_id.as_str()) {
+        if e.get(field::CHAIN_ID).and_then(Value::as_str) != Some(chain.chain_id.as_str()) {
             return Err(ScanError::OtherChainId {
                 index,
                 chain_id: chain.chain_id.clone(),
@@ -349,7 +355,7 @@ impl Scanner {
             |p| serde_json::json!({"chain_id": p.chain_id, "head": p.head, "seq": p.entries - 1}),
         );
         let link = root
-            .get("context")
+            .get(field::CONTEXT)
             .and_then(|c| c.get("previous_chain"))
             .cloned()
             .filter(|v| !v.is_null());
@@ -392,22 +398,6 @@ fn chunk_len() -> usize {
 
 /// Below this many lines one thread is faster than starting others.
 const PARALLEL_FROM: usize = 1024;
-
-/// Splits verified ledger bytes into chains of entries (for export), in file order.
-pub fn chains_of(bytes: &[u8]) -> Result<Vec<Vec<Value>>, ScanError> {
-    let mut out: Vec<Vec<Value>> = Vec::new();
-    for (i, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
-        let v: Value = serde_json::from_slice(line).map_err(|e| ScanError::NotJson {
-            line: i as u64 + 1,
-            why: e.to_string(),
-        })?;
-        if v.get(field::EVENT).and_then(Value::as_str) == Some(event::ROOT) || out.is_empty() {
-            out.push(Vec::new());
-        }
-        out.last_mut().expect("pushed above").push(v);
-    }
-    Ok(out)
-}
 
 /// The entries of every chain in `state` that record a lost checkpoint.
 fn losses_in(state: &State) -> u64 {

@@ -4,7 +4,8 @@
 use super::{Check, CheckId, Severity};
 use crate::config;
 use crate::derive::derive_project;
-use crate::ledger::store;
+use crate::ledger::read;
+use crate::ledger::store::{self, SessionPaths};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -201,44 +202,38 @@ fn ledger_checks(attenu: &Path) -> Vec<Check> {
     let mac_key = crate::evidence::keys::load(&attenu.join("anchor.key"))
         .ok()
         .map(|k| k.checkpoint_mac_key());
-    let mut names: Vec<_> = std::fs::read_dir(attenu)
+    read::sessions(attenu)
         .into_iter()
         .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("ledger-") && n.ends_with(".jsonl"))
-        .collect();
-    names.sort();
-    names
-        .into_iter()
-        .filter_map(|name| ledger_check(attenu, name, mac_key.as_ref()))
+        .filter_map(|f| ledger_check(&f.paths, mac_key.as_ref()))
         .collect()
 }
 
 /// The check of ledger `name`, or `None` when it is not there (or not a regular file) now.
-fn ledger_check(attenu: &Path, name: String, mac_key: Option<&[u8; 32]>) -> Option<Check> {
-    let state_name = name.replace(".jsonl", ".state.json");
+fn ledger_check(paths: &SessionPaths, mac_key: Option<&[u8; 32]>) -> Option<Check> {
+    let file_name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    let (name, state_name) = (file_name(&paths.ledger)?, file_name(&paths.state)?);
     // The checkpoint before the ledger: a hook writes the ledger (and fsyncs it) before its
     // checkpoint, so a ledger read after its checkpoint is never older than it.
-    let found = mac_key.map(|key| store::read_sealed_state(&attenu.join(&state_name), key));
+    let found = mac_key.map(|key| store::read_sealed_state(&paths.state, key));
     let checkpoint = match &found {
         Some(Ok(store::Found::Sealed(state))) => Some((**state).clone()),
         _ => None,
     };
-    // Never through a symlink, never blocking on a FIFO; u64::MAX: a ledger has no bound.
-    let bytes = match crate::fs::read_owned(&attenu.join(&name), u64::MAX) {
-        Ok(Some((b, _))) => b,
+    // Never through a symlink, never blocking on a FIFO.
+    let ledger = match read::read_unlocked(&paths.ledger) {
+        Ok(Some(l)) => l,
         Ok(None) => return None,
         Err(e) => {
             let detail = format!("cannot read: {e}");
             return Some(Check::about(CheckId::Ledger, name, Severity::Fail, detail));
         }
     };
-    let cut = store::whole_lines_len(&bytes);
+    let (bytes, cut) = (ledger.bytes(), ledger.whole_lines().len());
     // The chain first (an edit is reported where it is), then whether the file still holds
     // what its checkpoint recorded (a cut or an older copy, which verify as chains).
-    let lost = checkpoint.filter(|c| !store::holds_sealed_prefix(c, &bytes));
-    let (severity, detail) = match (store::scan(&bytes[..cut]), lost) {
+    let lost = checkpoint.filter(|c| !store::holds_sealed_prefix(c, bytes));
+    let (severity, detail) = match (ledger.verify(), lost) {
         (Ok(_), Some(prior)) => (
             Severity::Fail,
             format!(

@@ -1,0 +1,235 @@
+//! One ledger entry as the commands read it: a borrowed view of its JSON with the event as an
+//! enum and typed accessors for the members code reads, so no command spells a field name.
+
+use crate::ledger::fields::{event, field};
+use serde_json::Value;
+
+/// What an entry records ([`crate::ledger::fields::LEDGER_EVENTS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Event {
+    Root,
+    Spawn,
+    SpawnDenied,
+    Allow,
+    Deny,
+    Kill,
+    Done,
+    Outcome,
+}
+
+impl Event {
+    /// The event a ledger's `event` member names; `None` for any other text.
+    pub fn parse(name: &str) -> Option<Event> {
+        Some(match name {
+            event::ROOT => Event::Root,
+            event::SPAWN => Event::Spawn,
+            event::SPAWN_DENIED => Event::SpawnDenied,
+            event::ALLOW => Event::Allow,
+            event::DENY => Event::Deny,
+            event::KILL => Event::Kill,
+            event::DONE => Event::Done,
+            event::OUTCOME => Event::Outcome,
+            _ => return None,
+        })
+    }
+
+    /// The name the ledger writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::Root => event::ROOT,
+            Event::Spawn => event::SPAWN,
+            Event::SpawnDenied => event::SPAWN_DENIED,
+            Event::Allow => event::ALLOW,
+            Event::Deny => event::DENY,
+            Event::Kill => event::KILL,
+            Event::Done => event::DONE,
+            Event::Outcome => event::OUTCOME,
+        }
+    }
+}
+
+/// One entry, borrowed: whatever the line holds (a line that is not an entry answers `None`
+/// to every accessor, as indexing a `Value` would).
+#[derive(Debug, Clone, Copy)]
+pub struct EntryView<'a>(&'a Value);
+
+impl<'a> EntryView<'a> {
+    pub fn of(value: &'a Value) -> Self {
+        EntryView(value)
+    }
+
+    /// The entry as parsed.
+    pub fn value(self) -> &'a Value {
+        self.0
+    }
+
+    /// A top-level member.
+    pub fn get(self, name: &str) -> Option<&'a Value> {
+        self.0.get(name)
+    }
+
+    /// A top-level member that is a string.
+    pub fn str(self, name: &str) -> Option<&'a str> {
+        self.get(name).and_then(Value::as_str)
+    }
+
+    /// The event, when it is one of the ledger's.
+    pub fn event(self) -> Option<Event> {
+        self.event_name().and_then(Event::parse)
+    }
+
+    /// The `event` member as written.
+    pub fn event_name(self) -> Option<&'a str> {
+        self.str(field::EVENT)
+    }
+
+    pub fn is(self, event: Event) -> bool {
+        self.event() == Some(event)
+    }
+
+    pub fn seq(self) -> Option<u64> {
+        self.get(field::SEQ).and_then(Value::as_u64)
+    }
+
+    pub fn ts(self) -> Option<u64> {
+        self.get(field::TS).and_then(Value::as_u64)
+    }
+
+    pub fn chain_id(self) -> Option<&'a str> {
+        self.str(field::CHAIN_ID)
+    }
+
+    pub fn node(self) -> Option<&'a str> {
+        self.str(field::NODE)
+    }
+
+    pub fn agent(self) -> Option<&'a str> {
+        self.str(field::AGENT)
+    }
+
+    pub fn tool(self) -> Option<&'a str> {
+        self.str(field::TOOL)
+    }
+
+    pub fn scope(self) -> Option<&'a str> {
+        self.str(field::SCOPE)
+    }
+
+    pub fn call_id(self) -> Option<&'a str> {
+        self.str(field::CALL_ID)
+    }
+
+    pub fn hash(self) -> Option<&'a str> {
+        self.str(field::HASH)
+    }
+
+    pub fn prev_hash(self) -> Option<&'a str> {
+        self.str(field::PREV_HASH)
+    }
+
+    /// An outcome's `body_state`.
+    pub fn body_state(self) -> Option<&'a str> {
+        self.str(field::BODY_STATE)
+    }
+
+    /// An allow's `policy` (present when a refusal was not enforced).
+    pub fn policy(self) -> Option<&'a Value> {
+        self.get(field::POLICY)
+    }
+
+    /// The message of the entry's first reason.
+    pub fn first_reason_message(self) -> Option<&'a str> {
+        self.get(field::REASONS)?
+            .pointer("/0/message")
+            .and_then(Value::as_str)
+    }
+
+    /// The `context` object.
+    pub fn context(self) -> Option<&'a Value> {
+        self.get(field::CONTEXT)
+    }
+
+    /// A member of `context`.
+    pub fn context_get(self, name: &str) -> Option<&'a Value> {
+        self.context()?.get(name)
+    }
+
+    /// A member of `context` that is a string.
+    pub fn context_str(self, name: &str) -> Option<&'a str> {
+        self.context_get(name).and_then(Value::as_str)
+    }
+
+    /// `context.session_id`.
+    pub fn session_id(self) -> Option<&'a str> {
+        self.context_str(context::SESSION_ID)
+    }
+
+    /// `context.tool_use_id`.
+    pub fn tool_use_id(self) -> Option<&'a str> {
+        self.context_str(context::TOOL_USE_ID)
+    }
+
+    /// `context.previous_chain` (a root's link to the chain before it; `null` on the first).
+    pub fn previous_chain(self) -> Option<&'a Value> {
+        self.context_get(context::PREVIOUS_CHAIN)
+    }
+
+    /// `context.identity` (a root's signer and repository).
+    pub fn identity(self) -> Option<&'a Value> {
+        self.context_get(context::IDENTITY)
+    }
+}
+
+/// The `context` members code reads by name.
+pub mod context {
+    pub const SESSION_ID: &str = "session_id";
+    pub const TOOL_USE_ID: &str = "tool_use_id";
+    pub const IDENTITY: &str = "identity";
+    pub const PREVIOUS_CHAIN: &str = "previous_chain";
+    pub const AT: &str = "at";
+    pub const AGENT_ID: &str = "agent_id";
+    pub const AGENT_TYPE: &str = "agent_type";
+    pub const SUMMARY: &str = "summary";
+    pub const REASON_CODE: &str = "reason_code";
+    pub const REFUSED_BY: &str = "refused_by";
+    pub const WOULD_DENY: &str = "would_deny";
+    pub const RECONCILIATION: &str = "reconciliation";
+}
+
+/// The members of `context.reconciliation` (a reviewer's resolution, `reconciled_outcome`).
+pub mod reconciliation {
+    pub const MARKER: &str = "marker";
+    pub const OUTCOME: &str = "outcome";
+    pub const EVIDENCE: &str = "evidence";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::fields::LEDGER_EVENTS;
+    use serde_json::json;
+
+    #[test]
+    fn every_event_name_parses_to_its_variant_and_back() {
+        for name in LEDGER_EVENTS {
+            let e = Event::parse(name).expect(name);
+            assert_eq!(e.name(), *name);
+        }
+        assert_eq!(Event::parse("Allow"), None);
+    }
+
+    #[test]
+    fn the_view_reads_the_members_it_names() {
+        let v = json!({"event": "allow", "seq": 3, "node": "n", "tool": "Bash", "call_id": "c",
+            "context": {"session_id": "s", "tool_use_id": "t"}});
+        let e = EntryView::of(&v);
+        assert!(e.is(Event::Allow));
+        assert_eq!(
+            (e.seq(), e.node(), e.tool(), e.call_id()),
+            (Some(3), Some("n"), Some("Bash"), Some("c"))
+        );
+        assert_eq!((e.session_id(), e.tool_use_id()), (Some("s"), Some("t")));
+        let not_an_entry = json!([1]);
+        assert_eq!(EntryView::of(&not_an_entry).event(), None);
+    }
+}
