@@ -93,32 +93,64 @@ fn assert_none(found: Vec<String>, why: &str) {
     assert!(found.is_empty(), "{why}:\n{}", found.join("\n"));
 }
 
-/// The names from [`IMPURE`] that `text` uses outside comments and its `#[cfg(test)]` tail,
+/// The names from [`IMPURE`] that `text` uses outside comments and `#[cfg(test)]` items,
 /// with their line numbers.
 fn impure_uses(text: &str) -> Vec<(usize, &'static str)> {
     let mut found = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let code = line.trim_start();
-        if code == "#[cfg(test)]" {
-            break;
-        }
-        if code.starts_with("//") {
-            continue;
-        }
-        let code = code.split(" //").next().unwrap_or(code);
-        for name in IMPURE {
-            if code.contains(name) {
-                found.push((i + 1, *name));
-            }
-        }
+    for (line, code) in code_lines(text) {
+        found.extend(
+            IMPURE
+                .iter()
+                .filter(|n| code.contains(*n))
+                .map(|n| (line, *n)),
+        );
     }
     found
+}
+
+/// The lines of `text` outside its `#[cfg(test)]` items, untrimmed, numbered from 1: a
+/// one-line `#[cfg(test)] mod x;` and a `#[cfg(test)]` item's whole block (to the brace at
+/// its indentation) are left out wherever they are, so code after a test module is scanned.
+fn outside_tests(text: &str) -> Vec<(usize, &str)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let code = lines[i].trim_start();
+        if code != "#[cfg(test)]" {
+            out.push((i + 1, lines[i]));
+            i += 1;
+            continue;
+        }
+        let indent = &lines[i][..lines[i].len() - code.len()];
+        let close = format!("{indent}}}");
+        i = match lines.get(i + 1) {
+            Some(next) if next.trim_end().ends_with(';') => i + 2,
+            _ => match lines[i + 1..].iter().position(|l| *l == close) {
+                Some(n) => i + n + 2,
+                None => lines.len(),
+            },
+        };
+    }
+    out
+}
+
+/// The code lines of `text` a reader runs: [`outside_tests`], trimmed, without `//` comments.
+fn code_lines(text: &str) -> Vec<(usize, &str)> {
+    let lines = outside_tests(text).into_iter();
+    let code = lines.map(|(n, l)| (n, l.trim_start()));
+    code.filter(|(_, c)| !c.starts_with("//"))
+        .map(|(n, c)| (n, c.split(" //").next().unwrap_or(c)))
+        .collect()
 }
 
 #[test]
 fn the_scanner_finds_what_it_looks_for() {
     let text = "use std::fs;\n// std::env is named in a comment\nlet t = std::time::Instant::now();\n#[cfg(test)]\nmod tests { use std::net; }\n";
     assert_eq!(impure_uses(text), vec![(1, "std::fs"), (3, "Instant")]);
+    let after =
+        "#[cfg(test)]\nmod tests;\n#[cfg(test)]\nmod t {\n    use std::net;\n}\nuse std::env;\n";
+    assert_eq!(impure_uses(after), vec![(7, "std::env")]);
 }
 
 #[test]
@@ -361,16 +393,14 @@ fn the_threat_models_evidence_names_tests_that_exist() {
 /// Functions are kept under about 80 lines (CONTRIBUTING.md); past 80, the test fails.
 const MAX_FN_LINES: usize = 80;
 
-/// Each function of `text` outside its `#[cfg(test)]` tail: its name, first line and length
+/// Each function of `text` outside its `#[cfg(test)]` items: its name, first line and length
 /// (from `fn` to its closing brace at the same indentation, as rustfmt writes them).
 fn functions(text: &str) -> Vec<(String, usize, usize)> {
-    let lines: Vec<&str> = text.lines().collect();
-    let end = lines
-        .iter()
-        .position(|l| l.trim_start() == "#[cfg(test)]")
-        .unwrap_or(lines.len());
+    let kept = outside_tests(text);
+    let lines: Vec<&str> = kept.iter().map(|(_, l)| *l).collect();
+    let end = lines.len();
     let mut found = Vec::new();
-    for (i, line) in lines[..end].iter().enumerate() {
+    for (i, line) in lines.iter().enumerate() {
         let code = line.trim_start();
         let indent = &line[..line.len() - code.len()];
         let Some(at) = code.find("fn ") else { continue };
@@ -387,7 +417,7 @@ fn functions(text: &str) -> Vec<(String, usize, usize)> {
             .collect();
         let close = format!("{indent}}}");
         if let Some(n) = lines[i + 1..end].iter().position(|l| *l == close) {
-            found.push((name, i + 1, n + 2));
+            found.push((name, kept[i].0, n + 2));
         }
     }
     found
@@ -453,50 +483,18 @@ fn the_string_error_scanner_reads_the_error_type() {
     assert!(!string_error("fn f() -> io::Result<String> {"));
 }
 
-/// The lines of `text` before its `#[cfg(test)]`, with their numbers, comments left out.
-fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    let lines = text.lines().map(str::trim_start).enumerate();
-    let before_tests = lines.take_while(|(_, code)| *code != "#[cfg(test)]");
-    before_tests
-        .filter(|(_, code)| !code.starts_with("//"))
-        .map(|(i, code)| (i + 1, code))
-}
-
 #[test]
 fn no_error_outside_tests_is_only_a_string() {
     let mut found = Vec::new();
     for (rel, text) in sources_under("") {
-        let strings = code_lines(&text).filter(|(_, code)| string_error(code));
+        let strings = code_lines(&text)
+            .into_iter()
+            .filter(|(_, code)| string_error(code));
         found.extend(strings.map(|(line, code)| format!("src/{rel}:{line}: {code}")));
     }
     let why = "an error type says what went wrong and what to do: use a thiserror enum \
                (CONTRIBUTING.md), not Result<_, String>";
     assert_none(found, why);
-}
-
-/// The code lines of `text` a reader runs: outside `//` comments, a one-line
-/// `#[cfg(test)] mod x;` and the `#[cfg(test)]` tail. Numbered from 1.
-fn code_lines(text: &str) -> Vec<(usize, &str)> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let code = lines[i].trim_start();
-        if code == "#[cfg(test)]" {
-            match lines.get(i + 1) {
-                Some(next) if next.trim_end().ends_with(';') => {
-                    i += 2;
-                    continue;
-                }
-                _ => break,
-            }
-        }
-        if !code.starts_with("//") {
-            out.push((i + 1, code.split(" //").next().unwrap_or(code)));
-        }
-        i += 1;
-    }
-    out
 }
 
 /// Lines of `text` that spell the ledger's `event` member as a string: a field name is
