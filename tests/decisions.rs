@@ -9,7 +9,7 @@
 mod common;
 use common::decision_kit::*;
 use common::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[test]
 fn allow_is_silence_and_deny_has_the_documented_shape() {
@@ -61,6 +61,9 @@ fn outcomes_bind_to_their_call_and_raw_data_never_reaches_the_disk() {
     p.event("s1", "SessionEnd");
     let (allows, outcomes) = allows_and_outcomes(&p, "s1");
     assert_eq!(outcomes.len(), 2);
+    // The binding below compares members; a missing one on both sides must not pass.
+    let bound = |a: &Value| a["call_id"].as_str().is_some_and(|c| c.len() == 32);
+    assert!(allows.iter().all(bound) && allows[0]["authorized_params_hash"].is_string());
     assert_has(
         &outcomes[0],
         json!({"call_id": allows[0]["call_id"], "body_state": "returned", "invoked_params_hash": allows[0]["authorized_params_hash"]}),

@@ -205,7 +205,7 @@ fn assert_failed(out: &Out, texts: &[&str]) {
 /// `doctor`'s first line about `part` starts with `status` and says each of `texts`.
 #[track_caller]
 fn assert_doctor_line(p: &Path, part: &str, status: &str, texts: &[&str]) {
-    let doctor = doctor_output(p);
+    let doctor = common::operator::doctor(p).stdout;
     let line = doctor
         .lines()
         .find(|l| l.contains(part))
@@ -589,20 +589,6 @@ fn ship_by_hand_waits_for_the_running_drain_and_ships_what_is_left() {
     common::assert_contains(&rest, &[RUNNING_SHIPPED, &last, "the outbox is empty"]);
     assert!(by_hand.wait().unwrap().success());
     assert_outbox_empty(p.path());
-}
-
-/// `doctor`'s stdout. `doctor` takes the directory as an argument, not `--project`.
-fn doctor_output(p: &Path) -> String {
-    let out = Command::new(BIN)
-        .arg("doctor")
-        .arg(p)
-        .env(
-            "CLAUDE_CONFIG_DIR",
-            "/nonexistent/attenu-test-claude-config",
-        )
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Waits until the process `pid` (not our child) has ended or is a zombie.
