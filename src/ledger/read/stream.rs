@@ -159,6 +159,30 @@ mod tests {
     }
 
     #[test]
+    fn batches_cut_only_between_lines_and_hold_every_line_once() {
+        let dir = std::env::temp_dir().join(format!("attenu-batches-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ledger-s.jsonl");
+        let mut bytes = Vec::new();
+        for i in 0..3000 {
+            let pad = "x".repeat(i % 700);
+            bytes.extend(format!("{{\"n\":{i},\"pad\":\"{pad}\"}}\n").into_bytes());
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        let mut s = Stream::open(&path).unwrap().unwrap();
+        let (mut read, mut batches) = (Vec::new(), 0);
+        while let Some(lines) = s.next_lines().unwrap() {
+            assert_eq!(lines.last(), Some(&b'\n'));
+            read.extend_from_slice(lines);
+            batches += 1;
+        }
+        assert!(batches > 1, "{} bytes in one batch", bytes.len());
+        assert_eq!(read, bytes);
+        assert!(!s.has_torn_tail());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn an_entry_reads_the_same_as_its_value() {
         let lines: [&[u8]; 5] = [
             br#"{"context":{"agent_id":"a","at":"t"},"event":"deny","reasons":[{"message":"m"}]}"#,
