@@ -1,11 +1,13 @@
 //! `attenu-hook log`: the decisions as a readable table fitted to the terminal (or JSON
 //! lines), a list of sessions, or a per-agent summary.
 
+mod read;
 mod table;
 
 use super::project::SessionArgs;
 use super::terminal::Terminal;
 use super::{fail, Exit};
+use std::io::Write;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -30,42 +32,75 @@ pub struct Args {
 
 /// Exit 1 when a ledger shown cannot be verified.
 pub fn run(a: Args) -> Exit {
-    let session = match a.at.session() {
-        Ok(s) => s,
-        Err(e) => return fail(e),
-    };
-    let read = match table::rows(&a.at.state_dir(), session.as_deref()) {
-        Ok(read) => read,
-        Err(e) => return fail(e),
-    };
-    let terminal = Terminal::stdout();
-    let color = !a.json && terminal.colour;
-    for w in &read.unverified {
-        eprintln!("attenu-hook: WARNING: {w}");
+    match show(&a) {
+        Ok(true) => Exit::Success,
+        Ok(false) => Exit::CheckFailed,
+        Err(e) => fail(e),
     }
-    let rows: Vec<_> = read
-        .rows
-        .into_iter()
-        .filter(|r| a.agent.as_deref().is_none_or(|agent| r.agent == agent))
-        .filter(|r| {
-            !a.denied
+}
+
+/// Prints what `a` asks for; whether every ledger shown verifies. The ledgers are streamed
+/// (`read.rs`): the summary and the sessions hold a tally per key, the JSON lines nothing,
+/// and the table reads them twice, to measure its columns and then to print its rows.
+fn show(a: &Args) -> Result<bool, Failed> {
+    let session = a.at.session()?;
+    let files = read::ledgers(&a.at.state_dir(), session.as_deref())?;
+    let keep = |r: &table::Row| {
+        a.agent.as_deref().is_none_or(|agent| r.agent == agent)
+            && (!a.denied
                 || matches!(
                     r.decision.as_str(),
                     "DENY" | "would-deny" | table::CC_REFUSED
-                )
-        })
-        .collect();
-    let text = if a.summary {
-        table::render_summary(&rows, a.json)
-    } else if a.sessions {
-        table::render_sessions(&rows, &read.who, a.json)
-    } else {
-        table::render(&rows, a.json, color, terminal.table_width())
+                ))
     };
-    print!("{text}");
-    if read.unverified.is_empty() {
-        Exit::Success
-    } else {
-        Exit::CheckFailed
+    let mut out = std::io::BufWriter::with_capacity(64 << 10, std::io::stdout().lock());
+    let mut tallies = table::Tallies::default();
+    let mut widths = table::Widths::default();
+    let mut written = Ok(());
+    let tables = !a.summary && !a.sessions;
+    let read = read::rows(&files, tables, &mut |r| {
+        if !keep(&r) {
+        } else if a.summary {
+            tallies.add(&r.agent, &r);
+        } else if a.sessions {
+            tallies.add(&r.session, &r);
+        } else if a.json {
+            if written.is_ok() {
+                written = out.write_all(table::json_line(&r).as_bytes());
+            }
+        } else {
+            widths.add(&r);
+        }
+    })?;
+    for w in &read.unverified {
+        eprintln!("attenu-hook: WARNING: {w}");
     }
+    if a.summary {
+        written = written
+            .and_then(|()| out.write_all(table::render_summary(tallies.done(), a.json).as_bytes()));
+    } else if a.sessions {
+        let text = table::render_sessions(tallies.done(), &read.who, a.json);
+        written = written.and_then(|()| out.write_all(text.as_bytes()));
+    } else if !a.json {
+        let terminal = Terminal::stdout();
+        let t = table::Table::new(widths, terminal.colour, terminal.table_width());
+        written = written.and_then(|()| out.write_all(t.header().as_bytes()));
+        read::again(&files, &read.read, &mut |r| {
+            if keep(&r) && written.is_ok() {
+                written = out.write_all(t.line(&r).as_bytes());
+            }
+        })?;
+    }
+    // A reader that stopped reading (`| head`) has what it wanted.
+    let _ = written.and_then(|()| out.flush());
+    Ok(read.unverified.is_empty())
+}
+
+/// Why `log` shows nothing.
+#[derive(Debug, thiserror::Error)]
+enum Failed {
+    #[error(transparent)]
+    At(#[from] super::project::ProjectError),
+    #[error(transparent)]
+    Log(#[from] table::LogError),
 }

@@ -94,7 +94,7 @@ pub enum ReadError {
 }
 
 impl ReadError {
-    fn io(doing: &'static str, path: &Path, source: io::Error) -> ReadError {
+    pub fn io(doing: &'static str, path: &Path, source: io::Error) -> ReadError {
         ReadError::Io {
             doing,
             path: path.to_path_buf(),

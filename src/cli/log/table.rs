@@ -1,12 +1,11 @@
-//! `attenu-hook log`: the ledger as a readable table (the rows read from every session's
-//! ledger, and their table, sessions and summary views).
+//! `attenu-hook log`: the ledger as a readable table (each entry's row, and their table,
+//! sessions and summary views; `read.rs` reads the rows).
 
 use crate::clock as time;
-use crate::ledger::read::{self, context, EntryView, Event};
+use crate::ledger::read::{context, EntryView, Event, Tree};
 use serde::Serialize;
-use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Row {
@@ -23,16 +22,6 @@ pub struct Row {
     /// The reason's code alone (empty for an allow or an outcome), for the summary.
     #[serde(skip)]
     pub code: String,
-}
-
-/// What `log` read: the rows, and one warning for every ledger that does not verify (its rows
-/// are shown as written, so a person can see what is there, but not as a record to trust).
-#[derive(Debug, Default)]
-pub struct Read {
-    pub rows: Vec<Row>,
-    pub unverified: Vec<String>,
-    /// Each session's signer and repository, from its chains' roots (`context.identity`).
-    pub who: BTreeMap<String, Who>,
 }
 
 pub use crate::trust::identity::Recorded as Who;
@@ -55,65 +44,6 @@ pub enum LogError {
     Read(#[from] crate::fs::ReadError),
 }
 
-/// Decision and outcome rows of one session (or all sessions), in ledger order.
-pub fn rows(project: &Path, session: Option<&str>) -> Result<Read, LogError> {
-    let attenu = project.join(".attenu");
-    let mut files = read::sessions(&attenu).map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => LogError::NoState {
-            project: project.into(),
-        },
-        _ => LogError::List {
-            dir: attenu.clone(),
-            source,
-        },
-    })?;
-    if let Some(s) = session {
-        let want = crate::ledger::store::session_file_name(s);
-        files.retain(|f| f.paths.name == want);
-        if files.is_empty() {
-            return Err(LogError::NoSession {
-                session: s.to_string(),
-                dir: attenu,
-            });
-        }
-    }
-    let mut out = Read::default();
-    for f in files {
-        let Some(ledger) = read::read_unlocked(&f.paths.ledger)? else {
-            continue;
-        };
-        // A torn final line is not yet verified or moved aside: the next hook call does that.
-        if let Err(e) = ledger.verify() {
-            out.unverified.push(format!(
-                "{} does not verify ({e}); its rows below are as written, not a verified record",
-                f.paths.ledger.display()
-            ));
-        }
-        // An outcome names only its call: show the tool and scope of the call it finishes.
-        let mut calls: std::collections::HashMap<String, (String, String)> =
-            std::collections::HashMap::new();
-        for v in ledger.entries() {
-            let e = EntryView::of(&v);
-            if e.is(Event::Root) {
-                if let Some(id) = e.identity() {
-                    out.who.insert(own(e.session_id()), Who::of(id));
-                }
-            }
-            let Some(mut r) = row(e) else { continue };
-            let call = own(e.call_id());
-            if e.is(Event::Outcome) {
-                if let Some((tool, scope)) = calls.get(&call) {
-                    (r.tool, r.scope) = (tool.clone(), scope.clone());
-                }
-            } else {
-                calls.insert(call, (r.tool.clone(), r.scope.clone()));
-            }
-            out.rows.push(r);
-        }
-    }
-    Ok(out)
-}
-
 /// The decision of a row Claude Code refused itself (`crate::ledger::refusal`).
 pub const CC_REFUSED: &str = "refused-by-cc";
 
@@ -121,13 +51,14 @@ fn own(v: Option<&str>) -> String {
     v.unwrap_or("").to_string()
 }
 
-fn row(e: EntryView<'_>) -> Option<Row> {
+/// The row of one entry, when it is a decision or an outcome.
+pub fn row<T: Tree>(e: EntryView<'_, T>) -> Option<Row> {
     let c = |k: &str| own(e.context_str(k));
     let would_deny = |k: &str| {
         own(e
             .context_get(context::WOULD_DENY)
-            .and_then(|w| w.get(k))
-            .and_then(Value::as_str))
+            .and_then(|w| w.member(k))
+            .and_then(T::as_text))
     };
     let (decision, code, message) = match e.event()? {
         Event::Allow if e.policy().is_some() => (
@@ -182,34 +113,80 @@ fn row(e: EntryView<'_>) -> Option<Row> {
     })
 }
 
-/// The table (or JSON lines). Colours only when `color`; with a `width` (the terminal's), a
-/// reason wraps within it, under its own column.
-pub fn render(rows: &[Row], json: bool, color: bool, width: Option<usize>) -> String {
-    if json {
-        return rows
-            .iter()
-            .map(|r| serde_json::to_string(r).expect("JSON") + "\n")
-            .collect();
+/// One row as a line of JSON.
+pub fn json_line(r: &Row) -> String {
+    serde_json::to_string(r).expect("JSON") + "\n"
+}
+
+/// The columns' widths, measured over every row the table shows (in characters), and the
+/// sessions those rows are of.
+#[derive(Debug, Default)]
+pub struct Widths {
+    time: usize,
+    agent: usize,
+    tool: usize,
+    scope: usize,
+    decision: usize,
+    sessions: std::collections::BTreeSet<String>,
+}
+
+impl Widths {
+    pub fn add(&mut self, r: &Row) {
+        let len = |t: &str| t.chars().count();
+        self.time = self.time.max(len(&r.time));
+        self.agent = self.agent.max(len(&r.agent));
+        self.tool = self.tool.max(len(&r.tool));
+        self.scope = self.scope.max(len(&r.scope));
+        self.decision = self.decision.max(len(&r.decision));
+        if !self.sessions.contains(&r.session) {
+            self.sessions.insert(r.session.clone());
+        }
     }
-    let short = short_sessions(rows);
-    let len = |t: &str| t.chars().count();
-    let w = |f: &dyn Fn(&Row) -> usize, min: usize| rows.iter().map(f).max().unwrap_or(0).max(min);
-    let (wtime, wsess, wa, wt, ws, wd) = (
-        w(&|r| len(&r.time), 4),
-        w(&|r| len(&short[r.session.as_str()]), 7),
-        w(&|r| len(&r.agent), 5),
-        w(&|r| len(&r.tool), 4),
-        w(&|r| len(&r.scope), 5),
-        w(&|r| len(&r.decision), 8),
-    );
-    let indent = wtime + wsess + wa + wt + ws + wd + 6 * 2;
-    let mut out = format!(
-        "{:<wtime$}  {:<wsess$}  {:<wa$}  {:<wt$}  {:<ws$}  {:<wd$}  reason\n",
-        "time", "session", "agent", "tool", "scope", "decision"
-    );
-    for r in rows {
+}
+
+/// The table, its columns measured: a header, then a line (or lines) per row. Colours only
+/// when `color`; with a `width` (the terminal's), a reason wraps within it, under its own
+/// column.
+pub struct Table {
+    w: [usize; 6],
+    short: std::collections::HashMap<String, String>,
+    color: bool,
+    width: Option<usize>,
+}
+
+impl Table {
+    pub fn new(w: Widths, color: bool, width: Option<usize>) -> Table {
+        let short = short_sessions(&w.sessions);
+        let wsess = short.values().map(|s| s.chars().count()).max().unwrap_or(0);
+        Table {
+            w: [
+                w.time.max(4),
+                wsess.max(7),
+                w.agent.max(5),
+                w.tool.max(4),
+                w.scope.max(5),
+                w.decision.max(8),
+            ],
+            short,
+            color,
+            width,
+        }
+    }
+
+    pub fn header(&self) -> String {
+        let [wtime, wsess, wa, wt, ws, wd] = self.w;
+        format!(
+            "{:<wtime$}  {:<wsess$}  {:<wa$}  {:<wt$}  {:<ws$}  {:<wd$}  reason\n",
+            "time", "session", "agent", "tool", "scope", "decision"
+        )
+    }
+
+    /// The row's line, and the reason's further lines when it wraps.
+    pub fn line(&self, r: &Row) -> String {
+        let [wtime, wsess, wa, wt, ws, wd] = self.w;
+        let indent = self.w.iter().sum::<usize>() + 6 * 2;
         let d = format!("{:<wd$}", r.decision);
-        let d = match (color, r.decision.as_str()) {
+        let d = match (self.color, r.decision.as_str()) {
             (true, "DENY") => format!("\x1b[31m{d}\x1b[0m"),
             (true, "would-deny") => format!("\x1b[33m{d}\x1b[0m"),
             (true, "allow") => format!("\x1b[32m{d}\x1b[0m"),
@@ -221,23 +198,23 @@ pub fn render(rows: &[Row], json: bool, color: bool, width: Option<usize>) -> St
             (call, "") => format!("$ {call}"),
             (call, reason) => format!("$ {call}  {reason}"),
         };
-        let (lines, under) = wrap(&text, width, indent);
+        let (lines, under) = wrap(&text, self.width, indent);
         let line = format!(
             "{:<wtime$}  {:<wsess$}  {:<wa$}  {:<wt$}  {:<ws$}  {d}  {}",
             r.time,
-            short[r.session.as_str()],
+            self.short[r.session.as_str()],
             r.agent,
             r.tool,
             r.scope,
             lines.first().map(String::as_str).unwrap_or("")
         );
-        out.push_str(line.trim_end());
+        let mut out = line.trim_end().to_string();
         out.push('\n');
         for more in lines.iter().skip(1) {
             out.push_str(&format!("{:under$}{more}\n", ""));
         }
+        out
     }
-    out
 }
 
 /// The reason's lines: one when there is no width; else wrapped at words to what is left of
@@ -272,8 +249,9 @@ fn wrap(text: &str, width: Option<usize>, indent: usize) -> (Vec<String>, usize)
 /// Each session id as the table shows it: whole when short, else the shortest prefix (8
 /// characters at least) that tells the sessions shown apart, with `…`. `log --sessions`
 /// lists them whole.
-fn short_sessions(rows: &[Row]) -> std::collections::HashMap<&str, String> {
-    let ids: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.session.as_str()).collect();
+fn short_sessions(
+    ids: &std::collections::BTreeSet<String>,
+) -> std::collections::HashMap<String, String> {
     let longest = ids.iter().map(|i| i.chars().count()).max().unwrap_or(0);
     let unique_at = |n: usize| {
         let prefixes: std::collections::BTreeSet<String> =
@@ -282,13 +260,13 @@ fn short_sessions(rows: &[Row]) -> std::collections::HashMap<&str, String> {
     };
     let n = (8..longest).find(|&n| unique_at(n)).unwrap_or(longest);
     ids.iter()
-        .map(|&i| {
+        .map(|i| {
             let shown = if i.chars().count() > n.max(12) {
                 i.chars().take(n).collect::<String>() + "…"
             } else {
                 i.to_string()
             };
-            (i, shown)
+            (i.clone(), shown)
         })
         .collect()
 }
@@ -355,24 +333,33 @@ impl Tally {
     }
 }
 
-/// The rows tallied by `key` (agent type or session), in key order; outcomes count nothing.
-pub fn tally(rows: &[Row], key: impl Fn(&Row) -> &str) -> Vec<Tally> {
-    let mut by: std::collections::BTreeMap<String, Tally> = std::collections::BTreeMap::new();
-    for r in rows {
-        let k = key(r);
-        by.entry(k.to_string())
-            .or_insert_with(|| Tally {
-                key: k.to_string(),
-                ..Tally::default()
-            })
-            .add(r);
+/// Rows tallied as they come, by a key (agent type or session): memory for each key, none
+/// for a row.
+#[derive(Debug, Default)]
+pub struct Tallies(BTreeMap<String, Tally>);
+
+impl Tallies {
+    pub fn add(&mut self, key: &str, r: &Row) {
+        if let Some(t) = self.0.get_mut(key) {
+            return t.add(r);
+        }
+        let mut t = Tally {
+            key: key.to_string(),
+            ..Tally::default()
+        };
+        t.add(r);
+        self.0.insert(key.to_string(), t);
     }
-    by.into_values().collect()
+
+    /// The tallies in key order.
+    pub fn done(self) -> Vec<Tally> {
+        self.0.into_values().collect()
+    }
 }
 
 /// `log --summary`: per agent, its calls, allows and denials by reason; then the total.
-pub fn render_summary(rows: &[Row], json: bool) -> String {
-    let mut t = tally(rows, |r| &r.agent);
+pub fn render_summary(by_agent: Vec<Tally>, json: bool) -> String {
+    let mut t = by_agent;
     for a in &mut t {
         a.first.clear();
         a.last.clear();
@@ -437,8 +424,8 @@ fn widest<'a>(cells: impl Iterator<Item = &'a str>, at_least: usize) -> usize {
 }
 
 /// `log --sessions`: each session, whole id, with its first and last time, calls and agents.
-pub fn render_sessions(rows: &[Row], who: &BTreeMap<String, Who>, json: bool) -> String {
-    let mut t = tally(rows, |r| &r.session);
+pub fn render_sessions(by_session: Vec<Tally>, who: &BTreeMap<String, Who>, json: bool) -> String {
+    let mut t = by_session;
     t.sort_by(|a, b| (&a.first, &a.key).cmp(&(&b.first, &b.key)));
     let unknown = Who {
         signer: "-".into(),
@@ -492,6 +479,25 @@ pub fn render_sessions(rows: &[Row], who: &BTreeMap<String, Who>, json: bool) ->
 mod tests {
     use super::*;
 
+    /// The table (or JSON lines) of rows held whole, as `log` streams it.
+    fn render(rows: &[Row], json: bool, color: bool, width: Option<usize>) -> String {
+        if json {
+            return rows.iter().map(json_line).collect();
+        }
+        let mut w = Widths::default();
+        rows.iter().for_each(|r| w.add(r));
+        let table = Table::new(w, color, width);
+        rows.iter()
+            .fold(table.header(), |out, r| out + &table.line(r))
+    }
+
+    /// The rows tallied by `key` (agent type or session), in key order; outcomes count nothing.
+    fn tally(rows: &[Row], key: impl Fn(&Row) -> &str) -> Vec<Tally> {
+        let mut by = Tallies::default();
+        rows.iter().for_each(|r| by.add(key(r), r));
+        by.done()
+    }
+
     fn row(session: &str, agent: &str, decision: &str, code: &str) -> Row {
         Row {
             time: "2026-01-01T00:00:00.000Z".into(),
@@ -517,7 +523,7 @@ mod tests {
             row("0b5f1c2e-aaaa-0000", "main", "allow", ""),
             row("0b5f1c2e-bbbb-0000", "main", "allow", ""),
         ];
-        let short = short_sessions(&rows);
+        let short = short_sessions(&rows.iter().map(|r| r.session.clone()).collect());
         assert_eq!(short["s1"], "s1");
         assert_eq!(short["0b5f1c2e-aaaa-0000"], "0b5f1c2e-a…");
         assert_eq!(short["0b5f1c2e-bbbb-0000"], "0b5f1c2e-b…");

@@ -2,16 +2,20 @@
 //! session's ledger read without its lock for display ([`read_unlocked`]: its whole lines and
 //! whether they verify) or under it ([`Verified`], from [`Ledger::read_verified`]), and its
 //! entries as typed views ([`EntryView`], [`Event`]) and as chains split at each root
-//! ([`chains_of`]).
+//! ([`chains_of`]). A command that reads a big ledger for display streams it instead
+//! ([`Stream`]): whole lines a batch at a time, verified as they pass, each entry parsed into
+//! the JSON layer's borrowed tree ([`with_entry`]) and read through the same [`EntryView`].
 //!
 //! Not through here, for speed: the hook's append and its re-verify ([`super::store`]) and
 //! `verify`'s streaming pass (`crate::evidence::verify`) hash each line from its own exact
 //! canonical bytes (`crate::json::exact`) and parse only the members they check, where this
 //! reader builds a whole `serde_json::Value` per entry.
 
+mod stream;
 mod view;
 
-pub use view::{context, reconciliation, EntryView, Event};
+pub use stream::{with_entry, Stream};
+pub use view::{context, reconciliation, EntryView, Event, Tree};
 
 use super::store::{self, Ledger, ScanError, SessionPaths, State, StoreError};
 use crate::fs::ReadError;

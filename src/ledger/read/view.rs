@@ -1,6 +1,7 @@
 //! One ledger entry as the commands read it: a borrowed view of its JSON with the event as an
 //! enum and typed accessors for the members code reads, so no command spells a field name.
 
+use crate::json::tree::Json;
 use crate::ledger::fields::{event, field};
 use serde_json::Value;
 
@@ -48,29 +49,91 @@ impl Event {
     }
 }
 
+/// A JSON tree an [`EntryView`] can read: a parsed `serde_json::Value`, or the JSON layer's
+/// borrowed [`Json`] (what a reader that streams a ledger parses a line into), read alike.
+pub trait Tree {
+    /// A member of an object (`None` for anything else).
+    fn member(&self, name: &str) -> Option<&Self>;
+    /// The first element of an array, or the member named `0` of an object (as the JSON
+    /// pointer `/0` reads).
+    fn first(&self) -> Option<&Self>;
+    fn as_text(&self) -> Option<&str>;
+    fn as_count(&self) -> Option<u64>;
+    /// The same value as a `serde_json::Value`.
+    fn owned(&self) -> Value;
+}
+
+impl Tree for Value {
+    fn member(&self, name: &str) -> Option<&Self> {
+        self.get(name)
+    }
+    fn first(&self) -> Option<&Self> {
+        self.pointer("/0")
+    }
+    fn as_text(&self) -> Option<&str> {
+        self.as_str()
+    }
+    fn as_count(&self) -> Option<u64> {
+        self.as_u64()
+    }
+    fn owned(&self) -> Value {
+        self.clone()
+    }
+}
+
+impl Tree for Json<'_> {
+    fn member(&self, name: &str) -> Option<&Self> {
+        self.as_object()?.get(name)
+    }
+    fn first(&self) -> Option<&Self> {
+        match self {
+            Json::Array(items) => items.first(),
+            Json::Object(m) => m.get("0"),
+            _ => None,
+        }
+    }
+    fn as_text(&self) -> Option<&str> {
+        self.as_str()
+    }
+    fn as_count(&self) -> Option<u64> {
+        self.as_u64()
+    }
+    fn owned(&self) -> Value {
+        self.to_value()
+    }
+}
+
 /// One entry, borrowed: whatever the line holds (a line that is not an entry answers `None`
 /// to every accessor, as indexing a `Value` would).
-#[derive(Debug, Clone, Copy)]
-pub struct EntryView<'a>(&'a Value);
+#[derive(Debug)]
+pub struct EntryView<'a, T = Value>(&'a T);
 
-impl<'a> EntryView<'a> {
-    pub fn of(value: &'a Value) -> Self {
+impl<T> Clone for EntryView<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for EntryView<'_, T> {}
+
+impl<'a, T: Tree> EntryView<'a, T> {
+    pub fn of(value: &'a T) -> Self {
         EntryView(value)
     }
 
     /// The entry as parsed.
-    pub fn value(self) -> &'a Value {
+    pub fn value(self) -> &'a T {
         self.0
     }
 
     /// A top-level member.
-    pub fn get(self, name: &str) -> Option<&'a Value> {
-        self.0.get(name)
+    pub fn get(self, name: &str) -> Option<&'a T> {
+        self.0.member(name)
     }
 
     /// A top-level member that is a string.
     pub fn str(self, name: &str) -> Option<&'a str> {
-        self.get(name).and_then(Value::as_str)
+        self.get(name).and_then(T::as_text)
     }
 
     /// The event, when it is one of the ledger's.
@@ -88,11 +151,11 @@ impl<'a> EntryView<'a> {
     }
 
     pub fn seq(self) -> Option<u64> {
-        self.get(field::SEQ).and_then(Value::as_u64)
+        self.get(field::SEQ).and_then(T::as_count)
     }
 
     pub fn ts(self) -> Option<u64> {
-        self.get(field::TS).and_then(Value::as_u64)
+        self.get(field::TS).and_then(T::as_count)
     }
 
     pub fn chain_id(self) -> Option<&'a str> {
@@ -133,30 +196,31 @@ impl<'a> EntryView<'a> {
     }
 
     /// An allow's `policy` (present when a refusal was not enforced).
-    pub fn policy(self) -> Option<&'a Value> {
+    pub fn policy(self) -> Option<&'a T> {
         self.get(field::POLICY)
     }
 
     /// The message of the entry's first reason.
     pub fn first_reason_message(self) -> Option<&'a str> {
         self.get(field::REASONS)?
-            .pointer("/0/message")
-            .and_then(Value::as_str)
+            .first()?
+            .member("message")
+            .and_then(T::as_text)
     }
 
     /// The `context` object.
-    pub fn context(self) -> Option<&'a Value> {
+    pub fn context(self) -> Option<&'a T> {
         self.get(field::CONTEXT)
     }
 
     /// A member of `context`.
-    pub fn context_get(self, name: &str) -> Option<&'a Value> {
-        self.context()?.get(name)
+    pub fn context_get(self, name: &str) -> Option<&'a T> {
+        self.context()?.member(name)
     }
 
     /// A member of `context` that is a string.
     pub fn context_str(self, name: &str) -> Option<&'a str> {
-        self.context_get(name).and_then(Value::as_str)
+        self.context_get(name).and_then(T::as_text)
     }
 
     /// `context.session_id`.
@@ -170,12 +234,12 @@ impl<'a> EntryView<'a> {
     }
 
     /// `context.previous_chain` (a root's link to the chain before it; `null` on the first).
-    pub fn previous_chain(self) -> Option<&'a Value> {
+    pub fn previous_chain(self) -> Option<&'a T> {
         self.context_get(context::PREVIOUS_CHAIN)
     }
 
     /// `context.identity` (a root's signer and repository).
-    pub fn identity(self) -> Option<&'a Value> {
+    pub fn identity(self) -> Option<&'a T> {
         self.context_get(context::IDENTITY)
     }
 }

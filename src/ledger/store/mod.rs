@@ -69,7 +69,7 @@ pub use state::{
     ChainInfo, CheckpointLoss, CheckpointMark, FileStamp, LossCause, Pending, State,
     CHECKPOINT_LOST, MAX_OPEN_CALLS,
 };
-pub use verify::{scan, ScanError};
+pub use verify::{scan, ScanError, Verifier};
 
 use crate::fs;
 use crate::ledger::chain;

@@ -236,7 +236,7 @@ pub enum ScanError {
 
 /// Parses and verifies a whole ledger file (without a torn tail), chain by chain.
 pub fn scan(bytes: &[u8]) -> Result<State, ScanError> {
-    let mut scanner = Scanner::default();
+    let mut verifier = Verifier::default();
     let mut rest = bytes;
     while !rest.is_empty() {
         let take = whole_lines_len(&rest[..CHUNK.min(rest.len())]);
@@ -248,10 +248,28 @@ pub fn scan(bytes: &[u8]) -> Result<State, ScanError> {
         } else {
             take
         };
-        scanner.feed_chunk(&rest[..take])?;
+        verifier.feed(&rest[..take])?;
         rest = &rest[take..];
     }
-    Ok(scanner.finish())
+    Ok(verifier.finish())
+}
+
+/// [`scan`] for a reader that streams the file: it hands over whole lines as it reads them,
+/// in file order, and memory stays bounded by what it hands over at once, not by the ledger.
+#[derive(Debug, Default)]
+pub struct Verifier(Scanner);
+
+impl Verifier {
+    /// Verifies the next lines of the file (each with its newline; the last may lack it only
+    /// at the end of the file). After an error the ledger does not verify: feed no more.
+    pub fn feed(&mut self, lines: &[u8]) -> Result<(), ScanError> {
+        self.0.feed_chunk(lines)
+    }
+
+    /// What the lines fed hold, once all of them verified.
+    pub fn finish(self) -> State {
+        self.0.finish()
+    }
 }
 
 /// How much of the file one step of a streaming re-verify reads: lines are parsed on every
