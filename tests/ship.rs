@@ -8,7 +8,7 @@ mod common;
 mod s3;
 
 use attenu_hook::ship::{Store, Target};
-use common::{Out, TempDir, BIN};
+use common::{Out, TempDir};
 use s3::Garage;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;
