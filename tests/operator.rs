@@ -18,6 +18,8 @@ fn main() {
         doctor_fails_on_unsafe_permissions_and_a_broken_ledger,
         log_output_matches_the_snapshot,
         log_warns_and_fails_on_a_ledger_that_does_not_verify,
+        log_output_that_cannot_be_written_exits_2,
+        log_refuses_a_ledger_replaced_between_its_passes,
         state_commands_find_a_project_without_claude_below_a_home_with_it,
         completions_and_man_page_come_from_the_cli_definition,
         a_subcommands_flags_complete,
@@ -233,6 +235,64 @@ fn log_warns_and_fails_on_a_ledger_that_does_not_verify() {
     assert_contains(&out.stderr, &["WARNING", "does not verify"]);
 }
 
+/// Regression: `log` streamed its rows and then ignored a failed write, exiting 0 with its
+/// output lost (`> /dev/full`, a full disk).
+fn log_output_that_cannot_be_written_exits_2() {
+    let p = two_logged_sessions("log-full");
+    let full = dev_full();
+    for more in [&[][..], &["--json"], &["--summary"]] {
+        let out = std::process::Command::new(BIN)
+            .args([&["log", "--project", p.dir()][..], more].concat())
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{more:?}: {stderr}");
+        assert_contains(&stderr, &["cannot write the output"]);
+    }
+}
+
+/// The table reads each ledger twice (to measure its columns, then to print). A ledger
+/// replaced between the two passes is refused, never shown unverified; a row of a session the
+/// first pass never saw made it panic. The interleaving is forced by the test-only pause.
+fn log_refuses_a_ledger_replaced_between_its_passes() {
+    need_test_faults();
+    let p = two_logged_sessions("log-replaced");
+    let handshake = p.path().join("handshake-log");
+    std::fs::create_dir(&handshake).unwrap();
+    let log = std::process::Command::new(BIN)
+        .args(["log", "--project", p.dir()])
+        .env("ATTENU_TEST_PAUSE_BETWEEN_LOG_PASSES", &handshake)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waited = std::time::Instant::now();
+    while !handshake.join("derived").exists() {
+        assert!(
+            waited.elapsed().as_secs() < 10,
+            "log never reached the pause"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let text = std::fs::read_to_string(p.ledger("s1")).unwrap();
+    let other = p.path().join(".attenu/replacement");
+    std::fs::write(&other, text.replace("\"s1\"", "\"zz-never-read\"")).unwrap();
+    std::fs::rename(&other, p.ledger("s1")).unwrap();
+    std::fs::write(handshake.join("go"), b"").unwrap();
+    let out = log.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    assert_contains(
+        &stderr,
+        &["ledger-s1.jsonl was replaced or removed while log read it"],
+    );
+    assert!(!stdout.contains("zz-never-read"), "{stdout}");
+}
+
 /// Regression: the state commands took the nearest ancestor with `.claude/` for the project,
 /// so a project without one of its own, below a home that has `~/.claude` (every Claude Code
 /// user's), was looked for in the home directory.
@@ -338,13 +398,18 @@ fn doctor_fails_when_attenu_is_not_a_directory() {
     assert_contains(&out.stdout, &["FAIL  perm:.attenu", "not a directory"]);
 }
 
+/// `/dev/full`, to write to: every write fails with "no space left".
+fn dev_full() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap()
+}
+
 /// Output that cannot be written ends the command with exit 2, not a panic (101).
 fn output_that_cannot_be_written_exits_2() {
     let p = installed_sample("doctor-full");
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
+    let full = dev_full();
     let status = std::process::Command::new(BIN)
         .args(["doctor", p.dir()])
         .env(

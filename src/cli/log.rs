@@ -35,6 +35,7 @@ pub fn run(a: Args) -> Exit {
     match show(&a) {
         Ok(true) => Exit::Success,
         Ok(false) => Exit::CheckFailed,
+        Err(Failed::ReaderGone) => Exit::Unusable,
         Err(e) => fail(e),
     }
 }
@@ -84,6 +85,7 @@ fn show(a: &Args) -> Result<bool, Failed> {
     } else if !a.json {
         let terminal = Terminal::stdout();
         let t = table::Table::new(widths, terminal.colour, terminal.table_width());
+        crate::hook::faults::pause("ATTENU_TEST_PAUSE_BETWEEN_LOG_PASSES");
         written = written.and_then(|()| out.write_all(t.header().as_bytes()));
         read::again(&files, &read.read, &mut |r| {
             if keep(&r) && written.is_ok() {
@@ -91,9 +93,13 @@ fn show(a: &Args) -> Result<bool, Failed> {
             }
         })?;
     }
-    // A reader that stopped reading (`| head`) has what it wanted.
-    let _ = written.and_then(|()| out.flush());
-    Ok(read.unverified.is_empty())
+    match written.and_then(|()| out.flush()) {
+        Ok(()) => Ok(read.unverified.is_empty()),
+        // A reader that stopped reading (`| head`) has what it wanted: exit 2 without a word,
+        // as every command does (`super::exit_2_when_output_fails`).
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failed::ReaderGone),
+        Err(e) => Err(table::LogError::Output(e).into()),
+    }
 }
 
 /// Why `log` shows nothing.
@@ -103,4 +109,6 @@ enum Failed {
     At(#[from] super::project::ProjectError),
     #[error(transparent)]
     Log(#[from] table::LogError),
+    #[error("the output's reader went away")]
+    ReaderGone,
 }

@@ -17,7 +17,7 @@ pub(super) fn after_config() {
 
 /// For the race tests: with the named variable set to a directory, says `derived` there and
 /// waits (at most 10 s) until the test says `go`.
-pub(super) fn pause(var: &str) {
+pub(crate) fn pause(var: &str) {
     #[cfg(feature = "test-faults")]
     {
         use std::time::{Duration, Instant};

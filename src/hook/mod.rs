@@ -13,7 +13,7 @@
 mod checkpoint;
 mod context;
 pub mod dispatch;
-mod faults;
+pub(crate) mod faults;
 mod last_resort;
 mod lifecycle;
 mod post_tool_use;

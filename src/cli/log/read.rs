@@ -4,7 +4,7 @@
 //! with the ledger (but for the calls an outcome is matched to, when it is asked for).
 
 use super::table::{row, LogError, Who};
-use crate::ledger::read::{self, with_entry, Event, SessionFile, Stream};
+use crate::ledger::read::{self, with_entry, Event, FileId, SessionFile, Stream};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -16,8 +16,9 @@ pub struct Read {
     pub unverified: Vec<String>,
     /// Each session's signer and repository, from its chains' roots (`context.identity`).
     pub who: BTreeMap<String, Who>,
-    /// How much of each ledger was read (its whole lines), for [`again`].
-    pub read: Vec<u64>,
+    /// Which file each ledger was and how much of it was read (its whole lines), for
+    /// [`again`]; `None` for a ledger that was not there.
+    pub read: Vec<Option<(FileId, u64)>>,
 }
 
 /// The ledgers `log` reads: every session's, or the one `session` names.
@@ -56,11 +57,11 @@ pub fn rows(
     let mut out = Read::default();
     for f in files {
         let Some(mut stream) = Stream::open(&f.paths.ledger)? else {
-            out.read.push(0);
+            out.read.push(None);
             continue;
         };
         each_row(&mut stream, name_outcomes, Some(&mut out.who), visit)?;
-        out.read.push(stream.whole_len());
+        out.read.push(Some((stream.file_id(), stream.whole_len())));
         // A torn final line is not yet verified or moved aside: the next hook call does that.
         if let Some(Err(e)) = stream.verdict() {
             out.unverified.push(format!(
@@ -73,16 +74,24 @@ pub fn rows(
 }
 
 /// [`rows`] again, of the same ledgers as far as [`rows`] read them (`read`), without
-/// verifying them again: the table's second pass, once its columns are measured.
+/// verifying them again: the table's second pass, once its columns are measured. A ledger
+/// replaced or removed in between is an error, not rows that were never verified.
 pub fn again(
     files: &[SessionFile],
-    read: &[u64],
+    read: &[Option<(FileId, u64)>],
     visit: &mut dyn FnMut(super::table::Row),
 ) -> Result<(), LogError> {
-    for (f, &len) in files.iter().zip(read) {
-        if let Some(mut stream) = Stream::reopen(&f.paths.ledger, len)? {
-            each_row(&mut stream, true, None, visit)?;
-        }
+    for (f, seen) in files.iter().zip(read) {
+        let Some((id, len)) = *seen else {
+            continue;
+        };
+        let stream = Stream::reopen(&f.paths.ledger, len)?;
+        let Some(mut stream) = stream.filter(|s| s.file_id() == id) else {
+            return Err(LogError::Replaced {
+                ledger: f.paths.ledger.clone(),
+            });
+        };
+        each_row(&mut stream, true, None, visit)?;
     }
     Ok(())
 }

@@ -42,6 +42,10 @@ pub enum LogError {
     /// A ledger file is not one the hook may read, or reading it failed.
     #[error(transparent)]
     Read(#[from] crate::fs::ReadError),
+    #[error("{} was replaced or removed while log read it; run log again", .ledger.display())]
+    Replaced { ledger: PathBuf },
+    #[error("cannot write the output ({0})")]
+    Output(std::io::Error),
 }
 
 /// The decision of a row Claude Code refused itself (`crate::ledger::refusal`).
@@ -202,7 +206,9 @@ impl Table {
         let line = format!(
             "{:<wtime$}  {:<wsess$}  {:<wa$}  {:<wt$}  {:<ws$}  {d}  {}",
             r.time,
-            self.short[r.session.as_str()],
+            self.short
+                .get(r.session.as_str())
+                .map_or(r.session.as_str(), String::as_str),
             r.agent,
             r.tool,
             r.scope,

@@ -10,16 +10,26 @@ use crate::json::{exact_tree, strict};
 use crate::ledger::store::{self, ScanError, State};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Take};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// About how many bytes of lines one batch holds (at least one line, however long).
 const BATCH: usize = 1 << 20;
+
+/// Which file a path named when it was opened: its device and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+}
 
 /// A ledger being read from its start, without its lock (see [`Stream::open`]).
 #[derive(Debug)]
 pub struct Stream {
     reader: BufReader<Take<File>>,
     path: PathBuf,
+    /// The file read (device and inode), so a second pass can tell it is the same one.
+    file: FileId,
     batch: Vec<u8>,
     /// Bytes of whole lines read so far.
     whole: u64,
@@ -38,9 +48,15 @@ impl Stream {
 
     /// Opens it again to read its first `len` bytes (the whole lines a [`Stream`] read
     /// before, [`Stream::whole_len`]) without verifying them again. A hook only appends to
-    /// them, so they are the lines read before.
+    /// them, so they are the lines read before while the path names the same file
+    /// ([`Stream::file_id`]); the caller compares the two.
     pub fn reopen(path: &Path, len: u64) -> Result<Option<Stream>, ReadError> {
         Stream::start(path, len, None)
+    }
+
+    /// The file this stream reads.
+    pub fn file_id(&self) -> FileId {
+        self.file
     }
 
     fn start(
@@ -48,12 +64,16 @@ impl Stream {
         len: u64,
         verifier: Option<Result<store::Verifier, ScanError>>,
     ) -> Result<Option<Stream>, ReadError> {
-        let Some((file, _)) = crate::fs::open_owned(path)? else {
+        let Some((file, meta)) = crate::fs::open_owned(path)? else {
             return Ok(None);
         };
         Ok(Some(Stream {
             reader: BufReader::with_capacity(64 << 10, file.take(len)),
             path: path.to_path_buf(),
+            file: FileId {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            },
             batch: Vec::with_capacity(BATCH + (64 << 10)),
             whole: 0,
             verifier,
