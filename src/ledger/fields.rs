@@ -120,6 +120,29 @@ pub mod event {
     pub const OUTCOME: &str = "outcome";
 }
 
+/// The `context` members code reads by name.
+pub mod context {
+    pub const SESSION_ID: &str = "session_id";
+    pub const TOOL_USE_ID: &str = "tool_use_id";
+    pub const IDENTITY: &str = "identity";
+    pub const PREVIOUS_CHAIN: &str = "previous_chain";
+    pub const AT: &str = "at";
+    pub const AGENT_ID: &str = "agent_id";
+    pub const AGENT_TYPE: &str = "agent_type";
+    pub const SUMMARY: &str = "summary";
+    pub const REASON_CODE: &str = "reason_code";
+    pub const REFUSED_BY: &str = "refused_by";
+    pub const WOULD_DENY: &str = "would_deny";
+    pub const RECONCILIATION: &str = "reconciliation";
+}
+
+/// The members of `context.reconciliation` (a reviewer's resolution, `reconciled_outcome`).
+pub mod reconciliation {
+    pub const MARKER: &str = "marker";
+    pub const OUTCOME: &str = "outcome";
+    pub const EVIDENCE: &str = "evidence";
+}
+
 /// The members that tell a ledger entry from anything else: a line with all three is an entry.
 pub const ENTRY_MARKERS: [&str; 3] = [field::EVENT, field::PREV_HASH, field::HASH];
 

@@ -7,6 +7,7 @@
 use crate::evidence::verify::{CallState, Report};
 use crate::json::tree::{Json, Members};
 use crate::ledger::fields::{event, field};
+use crate::ledger::read::{context as ctx, reconciliation};
 use std::collections::{BTreeMap, HashMap};
 
 /// Calls listed one by one; every call is still counted.
@@ -246,10 +247,13 @@ fn chain_info(top: &Members, entries: &[&Members]) -> ChainInfo {
         .iter()
         .find(|e| e.get(field::EVENT).and_then(Json::as_str) == Some(event::ROOT));
     let root_ctx = root.and_then(|r| context(r));
-    let ats: Vec<String> = entries.iter().filter_map(|e| ctx_string(e, "at")).collect();
+    let ats: Vec<String> = entries
+        .iter()
+        .filter_map(|e| ctx_string(e, ctx::AT))
+        .collect();
     ChainInfo {
         chain_id: string(top, field::CHAIN_ID),
-        session: root.and_then(|r| ctx_string(r, "session_id")),
+        session: root.and_then(|r| ctx_string(r, ctx::SESSION_ID)),
         index: chain.and_then(|c| c.get("index")).and_then(Json::as_i64),
         of: chain.and_then(|c| c.get("of")).and_then(Json::as_i64),
         anchor_kid: top
@@ -268,7 +272,7 @@ fn chain_info(top: &Members, entries: &[&Members]) -> ChainInfo {
         first_at: ats.first().cloned(),
         last_at: ats.last().cloned(),
         identity: root_ctx
-            .and_then(|c| c.get("identity"))
+            .and_then(|c| c.get(ctx::IDENTITY))
             .and_then(Json::as_object)
             .map(identity_line),
     }
@@ -345,7 +349,7 @@ fn read_nodes(entries: &[&Members]) -> Vec<NodeView> {
 /// Who made a call: the subagent of its node, or on the root the main thread, or the
 /// undeclared agent type Claude Code named (recorded on the root, holding nothing).
 fn who(e: &Members, node: Option<&NodeView>) -> String {
-    let agent_type = ctx_string(e, "agent_type");
+    let agent_type = ctx_string(e, ctx::AGENT_TYPE);
     match (node, agent_type) {
         (Some(n), _) if !n.is_root() => n.agent.clone(),
         (_, Some(t)) => format!("{t} (undeclared)"),
@@ -406,11 +410,11 @@ fn read_calls(
         read.calls.push(CallView {
             index,
             seq: e.get(field::SEQ).and_then(Json::as_i64),
-            at: ctx_string(e, "at"),
+            at: ctx_string(e, ctx::AT),
             node: node_id,
             who,
             tool,
-            summary: ctx_string(e, "summary"),
+            summary: ctx_string(e, ctx::SUMMARY),
             scope: string(e, field::SCOPE).unwrap_or_default(),
             decision,
             reason,
@@ -442,7 +446,7 @@ fn tally(read: &mut CallsRead, node: Option<&mut NodeView>, e: &Members, decisio
     let denied = decision == Decision::Deny;
     if let Some(n) = node {
         if n.is_root() {
-            if let Some(t) = ctx_string(e, "agent_type") {
+            if let Some(t) = ctx_string(e, ctx::AGENT_TYPE) {
                 let c = read.undeclared.entry(t).or_default();
                 *(if denied { &mut c.1 } else { &mut c.0 }) += 1;
             }
@@ -505,7 +509,7 @@ fn reason_of(e: &Members, decision: Decision) -> Option<(String, String)> {
             Some(Json::Array(rs)) => rs.iter().filter_map(Json::as_object).map(pair).next(),
             _ => None,
         }
-        .or_else(|| ctx_string(e, "reason_code").map(|c| (c, String::new()))),
+        .or_else(|| ctx_string(e, ctx::REASON_CODE).map(|c| (c, String::new()))),
         Decision::AllowUnenforced => context(e)
             .and_then(|c| c.get("would_deny"))
             .and_then(Json::as_object)
@@ -536,7 +540,7 @@ fn read_resolutions(entries: &[(usize, &Members)]) -> Vec<Resolution> {
         .iter()
         .filter(|(_, e)| e.get(field::EVENT).and_then(Json::as_str) == Some(event::OUTCOME))
         .filter_map(|&(index, e)| {
-            let r = context(e)?.get("reconciliation")?.as_object()?;
+            let r = context(e)?.get(ctx::RECONCILIATION)?.as_object()?;
             let field = |k: &str| {
                 r.get(k)
                     .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
@@ -545,9 +549,9 @@ fn read_resolutions(entries: &[(usize, &Members)]) -> Vec<Resolution> {
             Some(Resolution {
                 index,
                 call_id: string(e, field::CALL_ID),
-                outcome: field("outcome"),
-                evidence: field("evidence"),
-                marker: field("marker"),
+                outcome: field(reconciliation::OUTCOME),
+                evidence: field(reconciliation::EVIDENCE),
+                marker: field(reconciliation::MARKER),
             })
         })
         .collect()

@@ -11,7 +11,7 @@ use super::shown::{seq_text, shown, shown_opt, shown_str};
 use super::status::{Binding, CallState, ParamsCoverage};
 use super::{version, Bundle, FailureName, Log, Obj, Value, PARALLEL_FROM};
 use crate::json::canonical;
-use crate::ledger::fields::{event, field};
+use crate::ledger::fields::{context, event, field};
 use std::collections::{HashMap, HashSet};
 use std::thread::{Scope, ScopedJoinHandle};
 
@@ -388,7 +388,7 @@ pub(super) fn open_call(cid: &str, al: &Obj<'_>, index: usize, agent: Option<Str
         tool_use_id: text(
             al.get(field::CONTEXT)
                 .and_then(Value::as_object)
-                .and_then(|c| c.get("tool_use_id")),
+                .and_then(|c| c.get(context::TOOL_USE_ID)),
         ),
         index,
         seq: seq_value(al.get(field::SEQ)),

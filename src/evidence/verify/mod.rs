@@ -135,7 +135,7 @@ pub use status::{
 pub use stream::{verify_clean_stream, Input};
 
 use crate::json::tree::{Json, Members};
-use crate::ledger::fields::{event, field};
+use crate::ledger::fields::{context, event, field};
 use report::{Counts, Found, Log};
 
 /// Below this many entries one thread is faster than starting another.
@@ -270,6 +270,6 @@ fn recorded_by(e: &Obj<'_>) -> Option<crate::trust::identity::Recorded> {
     if e.get(field::EVENT).and_then(Value::as_str) != Some(event::ROOT) {
         return None;
     }
-    let identity = e.get(field::CONTEXT)?.as_object()?.get("identity")?;
+    let identity = e.get(field::CONTEXT)?.as_object()?.get(context::IDENTITY)?;
     Some(crate::trust::identity::Recorded::of(&identity.to_value()))
 }

@@ -10,7 +10,7 @@ use super::json::kind;
 use super::status::CheckpointStatus;
 use super::{AnchorKey, Bundle, FailureName, Log, Value};
 use crate::evidence::checkpoint::{leaf_of_hash, origin};
-use crate::ledger::fields::field;
+use crate::ledger::fields::{context, field};
 use crate::tlog::{Checkpoint, Frontier, Note, VerifierKey};
 
 /// Checks the `checkpoint` member. Returns `verified`, `failed`, `not-checked` (no Ed25519 key
@@ -159,7 +159,7 @@ pub(super) fn check_position(bundle: &Bundle<'_>, log: &mut Log<'_>) {
         .flatten()
         .and_then(|root| root.get(field::CONTEXT))
         .and_then(Value::as_object)
-        .and_then(|c| c.get("previous_chain"))
+        .and_then(|c| c.get(context::PREVIOUS_CHAIN))
         .map(|v| v.to_value())
         .filter(|v| !v.is_null());
     if claimed != hashed {

@@ -9,13 +9,15 @@
 //! Not through here, for speed: the hook's append and its re-verify ([`super::store`]) and
 //! `verify`'s streaming pass (`crate::evidence::verify`) hash each line from its own exact
 //! canonical bytes (`crate::json::exact`) and parse only the members they check, where this
-//! reader builds a whole `serde_json::Value` per entry.
+//! reader builds a whole tree per entry (a `serde_json::Value`, or a borrowed tree when
+//! streamed).
 
 mod stream;
 mod view;
 
-pub use stream::{with_entry, Stream};
-pub use view::{context, reconciliation, EntryView, Event, Tree};
+pub use crate::ledger::fields::{context, reconciliation};
+pub use stream::{with_entry, FileId, Stream};
+pub use view::{EntryView, Event, Tree};
 
 use super::store::{self, Ledger, ScanError, SessionPaths, State, StoreError};
 use crate::fs::ReadError;
@@ -39,7 +41,7 @@ pub fn session_name(file_name: &str) -> Option<&str> {
     file_name.strip_prefix("ledger-")?.strip_suffix(".jsonl")
 }
 
-/// Every `ledger-<name>.jsonl` in `attenu`, sorted by name; the directory's own error when it
+/// Every `ledger-<name>.jsonl` in `attenu`, sorted by file name; the directory's own error when it
 /// cannot be listed (a missing `.attenu/` is `NotFound`). Names that are not UTF-8 are not
 /// ledgers the hook wrote ([`store::session_file_name`] makes only ASCII ones).
 pub fn sessions(attenu: &Path) -> io::Result<Vec<SessionFile>> {
@@ -54,7 +56,8 @@ pub fn sessions(attenu: &Path) -> io::Result<Vec<SessionFile>> {
             file_type: e.file_type().ok(),
         });
     }
-    out.sort_by(|a, b| a.paths.name.cmp(&b.paths.name));
+    // By file name, as a directory listing sorts them (`ledger-a-1.jsonl` before `ledger-a.jsonl`).
+    out.sort_by(|a, b| a.paths.ledger.cmp(&b.paths.ledger));
     Ok(out)
 }
 

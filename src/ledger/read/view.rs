@@ -2,7 +2,7 @@
 //! enum and typed accessors for the members code reads, so no command spells a field name.
 
 use crate::json::tree::Json;
-use crate::ledger::fields::{event, field};
+use crate::ledger::fields::{context, event, field};
 use serde_json::Value;
 
 /// What an entry records ([`crate::ledger::fields::LEDGER_EVENTS`]).
@@ -242,29 +242,6 @@ impl<'a, T: Tree> EntryView<'a, T> {
     pub fn identity(self) -> Option<&'a T> {
         self.context_get(context::IDENTITY)
     }
-}
-
-/// The `context` members code reads by name.
-pub mod context {
-    pub const SESSION_ID: &str = "session_id";
-    pub const TOOL_USE_ID: &str = "tool_use_id";
-    pub const IDENTITY: &str = "identity";
-    pub const PREVIOUS_CHAIN: &str = "previous_chain";
-    pub const AT: &str = "at";
-    pub const AGENT_ID: &str = "agent_id";
-    pub const AGENT_TYPE: &str = "agent_type";
-    pub const SUMMARY: &str = "summary";
-    pub const REASON_CODE: &str = "reason_code";
-    pub const REFUSED_BY: &str = "refused_by";
-    pub const WOULD_DENY: &str = "would_deny";
-    pub const RECONCILIATION: &str = "reconciliation";
-}
-
-/// The members of `context.reconciliation` (a reviewer's resolution, `reconciled_outcome`).
-pub mod reconciliation {
-    pub const MARKER: &str = "marker";
-    pub const OUTCOME: &str = "outcome";
-    pub const EVIDENCE: &str = "evidence";
 }
 
 #[cfg(test)]

@@ -101,7 +101,7 @@ fn seal_onto(
     }
     let chain = state.chains.last_mut().ok_or(LedgerIo::NoRoot)?;
     e.insert(field::V.into(), Value::from(2));
-    e.insert("c14n".into(), Value::from("JCS"));
+    e.insert(field::C14N.into(), Value::from("JCS"));
     e.insert(field::SEQ.into(), Value::from(chain.entries));
     let hash = chain::seal(&mut e, &chain.head).map_err(LedgerIo::Canonical)?;
     chain.note_entry(&e);

@@ -1,6 +1,6 @@
 //! The verified state of a session ledger: its chains, their nodes, and the calls still open.
 
-use crate::ledger::fields::{event, field};
+use crate::ledger::fields::{context, event, field};
 use crate::tlog::Frontier;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -265,7 +265,7 @@ pub(super) fn track_pending(
         Some(event::ALLOW) => {
             let (Some(tu), Some(cid)) = (
                 e.get(field::CONTEXT)
-                    .and_then(|c| c.get("tool_use_id"))
+                    .and_then(|c| c.get(context::TOOL_USE_ID))
                     .and_then(Value::as_str),
                 e.get(field::CALL_ID).and_then(Value::as_str),
             ) else {

@@ -9,7 +9,7 @@ use super::{whole_lines_len, Ledger, LedgerIo, Reverifying, StoreError, Unverifi
 use crate::fs;
 use crate::json::SyntaxError;
 use crate::ledger::chain::{self, ChainBreak};
-use crate::ledger::fields::{event, field};
+use crate::ledger::fields::{context, event, field};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::os::unix::fs::FileExt;
@@ -374,7 +374,7 @@ impl Scanner {
         );
         let link = root
             .get(field::CONTEXT)
-            .and_then(|c| c.get("previous_chain"))
+            .and_then(|c| c.get(context::PREVIOUS_CHAIN))
             .cloned()
             .filter(|v| !v.is_null());
         if link != expected_link {
