@@ -104,7 +104,8 @@ pub fn verify_with(bundle: &Path, key: &Path) -> Out {
     ])
 }
 
-/// `report BUNDLE --pub KEY --out PAGE`: what it answered, and the page it wrote.
+/// `report BUNDLE --pub KEY --out PAGE`: what it answered, and the page it wrote (which it
+/// must write, valid or not).
 pub fn report_with(bundle: &Path, key: &Path, page: &Path) -> (Out, String) {
     let args = [
         "report",
@@ -113,6 +114,7 @@ pub fn report_with(bundle: &Path, key: &Path, page: &Path) -> (Out, String) {
         key.to_str().unwrap(),
     ];
     let out = cli(&[&args[..], &["--out", page.to_str().unwrap()]].concat());
-    let html = std::fs::read_to_string(page).unwrap_or_default();
+    let html = std::fs::read_to_string(page)
+        .unwrap_or_else(|e| panic!("report wrote no page at {}: {e}; {out:?}", page.display()));
     (out, html)
 }
