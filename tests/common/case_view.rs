@@ -161,7 +161,7 @@ fn entry_line(e: &Value) -> String {
         "root" => format!(
             "root {}{}{}{}",
             joined(&e["authority"]["scopes"]),
-            listed("excluded", &c["excluded"]),
+            in_order("excluded", &c["excluded"]),
             in_order("config", &c["identity"]["config"]["sources"]),
             in_order("overrides", &c["identity"]["config"]["overrides"])
         ),
@@ -169,7 +169,7 @@ fn entry_line(e: &Value) -> String {
             "spawn {} {}{}{}",
             text(&e["agent"]),
             joined(&e["granted"]["scopes"]),
-            listed("excluded", &c["excluded"]),
+            in_order("excluded", &c["excluded"]),
             listed("rules", &c["rules"])
         ),
         "allow" | "deny" => format!(
