@@ -140,8 +140,8 @@ fn listed(key: &str, v: &Value) -> String {
     }
 }
 
-/// ` key=a,b` for the array of strings `v`, in its order (the configuration's layers), else
-/// nothing.
+/// ` key=a,b` for the array of strings `v`, in its order (the configuration's layers, the
+/// excluded scopes), else nothing.
 fn in_order(key: &str, v: &Value) -> String {
     let all: Vec<&str> = v
         .as_array()
