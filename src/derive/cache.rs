@@ -47,7 +47,7 @@ use super::declarations::{
 };
 use super::{configure, derive_from, resolve, DeriveError, Roster};
 use crate::fs;
-use files::FileStamp;
+use files::StampBytes;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::ffi::OsStrExt;
@@ -239,34 +239,19 @@ struct Stamp {
     /// Each agent file's, in the listing's order.
     files: Vec<AgentStamp>,
     /// `settings.json`'s and `settings.local.json`'s (`None`: absent).
-    settings: [Option<FileStamp>; 2],
+    settings: [Option<StampBytes>; 2],
 }
 
 /// One agent file's stamp.
 struct AgentStamp {
-    bytes: FileStamp,
+    bytes: StampBytes,
     /// Its mtime and ctime are at least [`SETTLE`] old.
     settled: bool,
 }
 
-/// The stamp of the file of `m`: device, inode, size, mtime and ctime.
-fn stamp_bytes(m: &std::fs::Metadata) -> FileStamp {
-    let mut st = [0u8; 56];
-    for (k, v) in [
-        m.dev(),
-        m.ino(),
-        m.size(),
-        m.mtime() as u64,
-        m.mtime_nsec() as u64,
-        m.ctime() as u64,
-        m.ctime_nsec() as u64,
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        st[k * 8..k * 8 + 8].copy_from_slice(&v.to_le_bytes());
-    }
-    st
+/// The stamp of the file of `m` in the cache's form.
+fn stamp_bytes(m: &std::fs::Metadata) -> StampBytes {
+    crate::fs::FileStamp::of(m).to_bytes()
 }
 
 /// Whether the mtime and ctime of `m` are both at or before `settled_before`.
@@ -293,7 +278,7 @@ fn settings_meta(root: &Path) -> Option<[Option<std::fs::Metadata>; 2]> {
     Some([one("settings.json")?, one("settings.local.json")?])
 }
 
-fn settings_stamps(root: &Path) -> Option<[Option<FileStamp>; 2]> {
+fn settings_stamps(root: &Path) -> Option<[Option<StampBytes>; 2]> {
     settings_meta(root).map(|m| m.map(|m| m.as_ref().map(stamp_bytes)))
 }
 

@@ -6,6 +6,7 @@
 //! * [`durable`]: directory `fsync` and when a new name is durable without one;
 //! * [`reach`](mod@reach): the file a path reaches, links and `/proc` aliases followed;
 //! * [`sealed`]: the HMAC-sealed form of the hook's own state files;
+//! * [`stamp`]: a file's stamp (device, inode, size, times), to tell it is unchanged;
 //! * [`state_dir`]: the private state directory and its search-ignore file.
 //!
 //! Everything is re-exported here, so callers write `crate::fs::X`.
@@ -15,6 +16,7 @@ pub mod durable;
 pub mod open;
 pub mod reach;
 pub mod sealed;
+pub mod stamp;
 pub mod state_dir;
 
 pub use atomic::{
@@ -27,6 +29,7 @@ pub use open::{
     open_read_append, open_rw, read_owned, refused_open, tighten_file, ReadError,
 };
 pub use sealed::SealedFormat;
+pub use stamp::{FileStamp, StampBytes};
 pub use state_dir::{
     ensure_git_ignore, ensure_private_dir, ensure_search_ignore, GIT_IGNORE_FILE, STATE_IGNORE_FILE,
 };

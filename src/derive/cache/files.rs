@@ -21,12 +21,12 @@ use crate::derive::frontmatter::{AgentFile, FrontmatterError};
 use std::collections::HashMap;
 
 /// A file's stamp as the table and the cache key hold it.
-pub type FileStamp = [u8; 56];
+pub use crate::fs::StampBytes;
 
 /// What the table knows of one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
-    pub stamp: FileStamp,
+    pub stamp: StampBytes,
     pub parsed: Parsed,
 }
 
@@ -34,7 +34,7 @@ pub struct Entry {
 pub fn encode<'a>(
     out: &mut Vec<u8>,
     build: &str,
-    entries: impl ExactSizeIterator<Item = (&'a [u8], &'a FileStamp, &'a Parsed)>,
+    entries: impl ExactSizeIterator<Item = (&'a [u8], &'a StampBytes, &'a Parsed)>,
 ) {
     put_str(out, build);
     put_u32(out, entries.len());
@@ -79,7 +79,7 @@ pub fn decode(bytes: &[u8], build: &str) -> Option<HashMap<Vec<u8>, Entry>> {
     let mut table = HashMap::with_capacity(n);
     for _ in 0..n {
         let path = r.bytes()?.to_vec();
-        let stamp: FileStamp = r.take(56)?.try_into().ok()?;
+        let stamp: StampBytes = r.take(56)?.try_into().ok()?;
         let parsed = match r.byte()? {
             0 => {
                 let name = r.string()?;
@@ -124,7 +124,7 @@ fn put_strings(out: &mut Vec<u8>, list: &[String]) {
 mod tests {
     use super::*;
 
-    fn entries() -> Vec<(Vec<u8>, FileStamp, Parsed)> {
+    fn entries() -> Vec<(Vec<u8>, StampBytes, Parsed)> {
         let agent = |tools: Option<&[&str]>, disallowed: &[&str]| {
             Ok(AgentFile {
                 name: "Ünï agent".into(),

@@ -22,7 +22,7 @@
 //! Empty (no bytes) when the listing is not kept.
 
 use super::codec::{put_bytes, put_u32, Reader};
-use super::files::FileStamp;
+use super::files::StampBytes;
 use super::{relative, settled, stamp_bytes};
 use crate::derive::declarations::{ListedDir, StatListed};
 use std::collections::HashMap;
@@ -89,7 +89,7 @@ pub fn relist(root: &Path, listing: &[u8]) -> Option<Vec<StatListed>> {
             (0, _) => return None,
             (_, p) => dirs.get(p as usize)?.join(name),
         };
-        let stamp: FileStamp = r.take(56)?.try_into().ok()?;
+        let stamp: StampBytes = r.take(56)?.try_into().ok()?;
         let now = std::fs::metadata(&dir).ok()?;
         if !now.is_dir() || stamp_bytes(&now) != stamp {
             return None;

@@ -274,7 +274,7 @@ fn an_incremental_derivation_equals_one_from_scratch() {
 }
 
 /// Seals a cache whose roster matches no key and whose table holds `entries`.
-fn plant(attenu: &Path, entries: &[(&[u8], FileStamp, crate::derive::declarations::Parsed)]) {
+fn plant(attenu: &Path, entries: &[(&[u8], StampBytes, crate::derive::declarations::Parsed)]) {
     let roster = scratch(attenu.parent().unwrap());
     let mut body = Vec::new();
     codec::put_bytes(&mut body, &codec::encode("no such key", &roster, &KEY));
@@ -298,7 +298,7 @@ fn plant(attenu: &Path, entries: &[(&[u8], FileStamp, crate::derive::declaration
 fn a_table_entry_is_used_only_for_its_own_settled_stamp() {
     let (root, attenu) = project();
     let file = root.join(".claude/agents/reviewer.md");
-    let planted = |stamp: FileStamp| {
+    let planted = |stamp: StampBytes| {
         let parse = Ok(crate::derive::frontmatter::AgentFile {
             name: "reviewer".into(),
             tools: Some(vec!["Bash".into()]),

@@ -1,11 +1,11 @@
 //! The verified state of a session ledger: its chains, their nodes, and the calls still open.
 
+pub use crate::fs::FileStamp;
 use crate::ledger::fields::{context, event, field};
 use crate::tlog::Frontier;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::os::unix::fs::MetadataExt;
 
 /// One chain (segment) of a session ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,28 +178,6 @@ pub struct Pending {
 
 /// Open calls kept per session; see `track_pending`.
 pub const MAX_OPEN_CALLS: usize = 256;
-
-/// What identifies the file's exact bytes as last written by us.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct FileStamp {
-    pub dev: u64,
-    pub ino: u64,
-    pub len: u64,
-    pub mtime_ns: i128,
-    pub ctime_ns: i128,
-}
-
-impl FileStamp {
-    pub(super) fn of(m: &std::fs::Metadata) -> Self {
-        FileStamp {
-            dev: m.dev(),
-            ino: m.ino(),
-            len: m.len(),
-            mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
-            ctime_ns: m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
-        }
-    }
-}
 
 /// The verified state of a session ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
