@@ -15,6 +15,7 @@ const PURE: &[&str] = &[
     "tlog",
     "reason.rs",
     "ledger/entry.rs",
+    "ledger/entry",
     "ledger/chain.rs",
     "ledger/commitment.rs",
     "ledger/fields.rs",
@@ -24,6 +25,8 @@ const PURE: &[&str] = &[
     "derive/roster.rs",
     "derive/readable.rs",
     "derive/explain.rs",
+    "derive/provenance.rs",
+    "derive/error.rs",
     "derive/rules",
     "evidence/verify",
 ];
@@ -94,9 +97,10 @@ fn assert_none(found: Vec<String>, why: &str) {
 }
 
 /// The names from [`IMPURE`] that `text` uses outside comments and `#[cfg(test)]` items,
-/// with their line numbers.
+/// with their line numbers; a grouped import (`use std::{fs, io}`) names each of its modules.
 fn impure_uses(text: &str) -> Vec<(usize, &'static str)> {
     let mut found = Vec::new();
+    let mut group: Option<(usize, String)> = None;
     for (line, code) in code_lines(text) {
         found.extend(
             IMPURE
@@ -104,8 +108,35 @@ fn impure_uses(text: &str) -> Vec<(usize, &'static str)> {
                 .filter(|n| code.contains(*n))
                 .map(|n| (line, *n)),
         );
+        if let Some(at) = code.find("std::{") {
+            group = Some((line, String::new()));
+            group.as_mut().unwrap().1.push_str(&code[at + 5..]);
+        } else if let Some((_, text)) = group.as_mut() {
+            text.push_str(code);
+        }
+        if let Some((start, text)) = group.take_if(|(_, t)| braces_closed(t)) {
+            found.extend(std_modules_in_group(&text).map(|n| (start, n)));
+        }
     }
     found
+}
+
+/// Whether `text`, which opens with `{`, has closed it.
+fn braces_closed(text: &str) -> bool {
+    let opened = text.matches('{').count();
+    opened > 0 && opened == text.matches('}').count()
+}
+
+/// The [`IMPURE`] `std::` names a group `{fs, io::Write, env::var}` imports.
+fn std_modules_in_group(group: &str) -> impl Iterator<Item = &'static str> + '_ {
+    let items = group.trim_matches(|c| "{};".contains(c)).split(',');
+    let first = items.map(|i| i.trim().split("::").next().unwrap_or("").trim_matches('{'));
+    first.filter_map(|m| {
+        IMPURE
+            .iter()
+            .find(|n| n.strip_prefix("std::") == Some(m))
+            .copied()
+    })
 }
 
 /// The lines of `text` outside its `#[cfg(test)]` items, untrimmed, numbered from 1: a
@@ -151,6 +182,8 @@ fn the_scanner_finds_what_it_looks_for() {
     let after =
         "#[cfg(test)]\nmod tests;\n#[cfg(test)]\nmod t {\n    use std::net;\n}\nuse std::env;\n";
     assert_eq!(impure_uses(after), vec![(7, "std::env")]);
+    let grouped = "use std::{\n    collections::BTreeMap,\n    fs, io,\n};\nuse std::{env::var, path::Path};\n";
+    assert_eq!(impure_uses(grouped), vec![(1, "std::fs"), (5, "std::env")]);
 }
 
 #[test]
