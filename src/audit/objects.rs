@@ -243,7 +243,9 @@ pub fn check_entries(
     })
 }
 
-/// One line as the ledger writes it: a canonical JSON object of this chain.
+/// One line as the ledger writes it: a canonical JSON object of this chain. Parsed strictly
+/// here, not by the display reader (`ledger::read::entry`): a shipped line must be exactly the
+/// bytes the hook hashed.
 fn entry_line(line: &str, chain_id: &str) -> Result<Value, EntryProblem> {
     let e: Value = serde_json::from_str(line).map_err(EntryProblem::NotJson)?;
     if !e.is_object() {

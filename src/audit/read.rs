@@ -208,7 +208,7 @@ fn identity_of(chain: &ChainObjects) -> Option<serde_json::Value> {
     })?;
     let bytes = first.bytes.as_deref()?;
     let line = bytes.split(|&b| b == b'\n').next()?;
-    let root: serde_json::Value = serde_json::from_slice(line).ok()?;
+    let root = crate::ledger::read::entry(line)?;
     let root = EntryView::of(&root);
     root.is(Event::Root).then(|| root.identity().cloned())?
 }

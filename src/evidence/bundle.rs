@@ -207,8 +207,8 @@ pub fn export_locked(
             return Err(disagree(&ledger.paths, "a chain's offsets"));
         }
         // The root line names the chain and, after the first, the chain before it.
-        let root: Value = serde_json::from_slice(&first_line(ledger, info.start, end)?)
-            .map_err(|_| disagree(&ledger.paths, "a chain's root"))?;
+        let root = read::entry(&first_line(ledger, info.start, end)?)
+            .ok_or_else(|| disagree(&ledger.paths, "a chain's root"))?;
         let root = read::EntryView::of(&root);
         if root.chain_id() != Some(info.chain_id.as_str()) {
             return Err(disagree(&ledger.paths, "a chain's id"));

@@ -18,6 +18,10 @@ use serde_json::Value;
 
 /// The scope an interruption is recorded under: it is no tool call.
 pub const INTERRUPT_SCOPE: &str = "session.interrupt";
+
+/// `context.refused_by` of a refusal Claude Code made itself.
+pub const BY_CLAUDE_CODE: &str = "claude-code";
+
 /// The `tool` an interruption is recorded under.
 pub const INTERRUPT_TOOL: &str = "Interrupt";
 
@@ -109,7 +113,7 @@ pub fn refused_entry<'a>(
         }],
         context: RefusedContext {
             call: CallContext::of(p, now_ms),
-            refused_by: "claude-code",
+            refused_by: BY_CLAUDE_CODE,
             reason_code: code.as_str(),
             interrupt_source: p.source.as_deref().filter(|_| interrupt),
             interrupt_reason: p.reason.as_deref().filter(|_| interrupt),

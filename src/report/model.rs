@@ -8,6 +8,7 @@ use crate::evidence::verify::{CallState, Report};
 use crate::json::tree::{Json, Members};
 use crate::ledger::fields::{event, field};
 use crate::ledger::read::{context as ctx, reconciliation};
+use crate::ledger::refusal::BY_CLAUDE_CODE;
 use std::collections::{BTreeMap, HashMap};
 
 /// Calls listed one by one; every call is still counted.
@@ -467,9 +468,9 @@ fn tally(read: &mut CallsRead, node: Option<&mut NodeView>, e: &Members, decisio
             let by = e
                 .get(field::CONTEXT)
                 .and_then(Json::as_object)
-                .and_then(|c| c.get("refused_by"));
+                .and_then(|c| c.get(ctx::REFUSED_BY));
             t.refused_by_claude_code +=
-                usize::from(by.and_then(Json::as_str) == Some("claude-code"));
+                usize::from(by.and_then(Json::as_str) == Some(BY_CLAUDE_CODE));
         }
     }
 }
@@ -511,7 +512,7 @@ fn reason_of(e: &Members, decision: Decision) -> Option<(String, String)> {
         }
         .or_else(|| ctx_string(e, ctx::REASON_CODE).map(|c| (c, String::new()))),
         Decision::AllowUnenforced => context(e)
-            .and_then(|c| c.get("would_deny"))
+            .and_then(|c| c.get(ctx::WOULD_DENY))
             .and_then(Json::as_object)
             .map(pair),
         Decision::Allow => None,

@@ -72,7 +72,7 @@ pub fn row<T: Tree>(e: EntryView<'_, T>) -> Option<Row> {
         ),
         Event::Allow => ("allow".to_string(), String::new(), String::new()),
         // Claude Code's own refusal or interruption: tried, refused, but not by the hook.
-        Event::Deny if c(context::REFUSED_BY) == "claude-code" => (
+        Event::Deny if c(context::REFUSED_BY) == crate::ledger::refusal::BY_CLAUDE_CODE => (
             CC_REFUSED.to_string(),
             c(context::REASON_CODE),
             own(e.first_reason_message()),

@@ -7,7 +7,7 @@ use super::json::{event_of, kind, note_revoked, truthy};
 use super::records::known_policy;
 use super::shown::{shown_opt, shown_str};
 use super::{Bundle, FailureName, Log, Obj, Value};
-use crate::ledger::fields::{event, field};
+use crate::ledger::fields::{context, event, field};
 use std::collections::{HashMap, HashSet};
 
 /// What step (9) found.
@@ -141,7 +141,7 @@ pub(super) fn action_within<'a>(e: &Obj<'_>, a: &'a Authority) -> Result<(), Out
 pub(super) fn by_claude_code(e: &super::Obj<'_>) -> bool {
     e.get(field::CONTEXT)
         .and_then(|c| c.as_object())
-        .and_then(|c| c.get("refused_by"))
+        .and_then(|c| c.get(context::REFUSED_BY))
         .and_then(|r| r.as_str())
-        == Some("claude-code")
+        == Some(crate::ledger::refusal::BY_CLAUDE_CODE)
 }

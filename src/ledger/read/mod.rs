@@ -152,6 +152,11 @@ pub fn mentioning<'b>(bytes: &'b [u8], needle: &'b [u8]) -> impl Iterator<Item =
         .filter_map(parse_line)
 }
 
+/// The entry on one line (without its newline), when it is JSON, read as [`entries`] reads it.
+pub fn entry(line: &[u8]) -> Option<Value> {
+    parse_line(line)
+}
+
 fn parse_line(line: &[u8]) -> Option<Value> {
     serde_json::from_str(&String::from_utf8_lossy(line)).ok()
 }
