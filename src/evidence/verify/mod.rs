@@ -67,7 +67,7 @@
 //! | (13) | `tree.rs` | the signed tree checkpoint and the chain's position, when present |
 //!
 //! After them, `notices.rs` lists what the ledger records about its own history (a lost
-//! checkpoint), which changes no verdict but the exit code.
+//! sealed state), which changes no verdict but the exit code.
 //!
 //! `attenu-hook verify` first tries a streaming pass (`stream.rs`, reading with `crate::json::split`,
 //! each entry folded by `fold.rs`) that holds memory to the nodes and open calls, not the

@@ -107,7 +107,7 @@ fn emit(mut report: Report, choice: &KeyChoice, json: bool) -> Exit {
 /// exits [`Exit::ValidUnpinned`]: whoever rewrote the bundle could have re-signed it and
 /// replaced that file, so a script that checks `attenu-hook verify B && ...` must not read it as
 /// 0; a reviewer pins the key with `--pub`. A valid bundle (under a pinned key) whose ledger
-/// records a lost or broken checkpoint (a NOTICE) exits [`Exit::ValidWithNotice`]: what it holds
+/// records a lost or broken sealed state (a NOTICE) exits [`Exit::ValidWithNotice`]: what it holds
 /// is intact and signed, but entries before the notice may have been cut off unnoticed.
 pub fn exit_of(verdict: Verdict) -> Exit {
     match verdict {
