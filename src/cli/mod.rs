@@ -179,7 +179,7 @@ fn exit_2_when_output_fails() {
                     "attenu-hook: cannot write the output ({msg})"
                 );
             }
-            std::process::exit(2);
+            std::process::exit(i32::from(Exit::Unusable.code()));
         }
         default(info);
     }));

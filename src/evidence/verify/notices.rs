@@ -3,7 +3,7 @@
 //! hook found its sealed state missing or broken beside a non-empty ledger, so entries
 //! before it may have been cut off unnoticed (docs/FORMATS.md, "Lost sealed state"). The
 //! reference verifier reads `context` as free-form and reports nothing; a valid bundle with a
-//! notice makes `verify` exit `Exit::ValidWithNotice` ([`super::exit_of`]).
+//! notice makes `verify` exit `Exit::ValidWithNotice` (`exit_of` in `crate::cli::verify`).
 
 use super::json::seq_value;
 use super::shown::shown;

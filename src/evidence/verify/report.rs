@@ -126,7 +126,7 @@ impl Report {
             failures,
             notices,
             recorded,
-            // Set by the command from the key it chose (`run.rs`).
+            // Set by the command from the key it chose (`crate::cli::verify`).
             certificate: None,
         }
     }
