@@ -56,7 +56,7 @@ fn main() {
     let started = Instant::now();
     let paths = SessionPaths::new(&attenu, session);
     let deadline = Instant::now() + Duration::from_secs(30);
-    let mut ledger = Ledger::open(paths, key.checkpoint_mac_key(), deadline).expect("open");
+    let mut ledger = Ledger::open(paths, key.state_mac_key(), deadline).expect("open");
     ledger.append(opening.to_vec()).expect("append");
     let mut batch = Vec::with_capacity(BATCH);
     for k in 0..pairs {

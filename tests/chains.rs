@@ -44,7 +44,7 @@ fn an_opening_cut_short_by_a_crash_spawns_the_agent_and_no_call_lands_on_the_roo
     let p = sample("tornopen");
     assert_allowed(&reviewer_read(p.path(), "s1", "/x", "t1"));
     keep_the_root_and_a_torn_spawn(&p.ledger("s1"));
-    remove_checkpoint(p.path());
+    remove_sealed_state(p.path());
     assert_allowed(&reviewer_read(p.path(), "s1", "/y", "t2"));
     let es = p.entries("s1");
     assert_eq!(of_event(&es, "root").len(), 1, "the chain goes on");
@@ -70,7 +70,7 @@ fn keep_the_root_and_a_torn_spawn(path: &Path) {
 }
 
 /// A torn tail cut by an event that appends nothing (SessionStart on a resumed session, whose
-/// chain is current) stays owed in the checkpoint and is recorded by the next entry, once.
+/// chain is current) stays owed in the sealed state and is recorded by the next entry, once.
 #[test]
 fn a_torn_tail_cut_at_session_start_is_recorded_by_the_next_entry() {
     let p = sample("torn-start");
@@ -169,9 +169,9 @@ fn an_outcome_arriving_after_a_mid_session_edit_is_not_bound_to_the_new_chain() 
     // A resumed session reads the edit (and so opens a new chain) while t1 is still open.
     assert_eq!(p.session_start("s1", "resume").code, 0);
     assert_allowed(&read("t2").run());
-    // Through the checkpoint, and through a full re-verify without it: the same answer.
+    // Through the sealed state, and through a full re-verify without it: the same answer.
     assert_outcome_not_recorded(&read("t1").post(json!({})).run());
-    remove_checkpoint(p.path());
+    remove_sealed_state(p.path());
     assert_outcome_not_recorded(&read("t1").post(json!({})).run());
     // The call of the current chain is bound as usual.
     assert_allowed(&read("t2").post(json!({})).run());
@@ -189,7 +189,7 @@ fn assert_outcome_not_recorded(out: &Out) {
     assert_contains(&why, &["[outcome-not-recorded]", "which ended"]);
 }
 
-/// Every bundle of session s1 verifies under the pinned key; the checkpoint dropped is recorded
+/// Every bundle of session s1 verifies under the pinned key; the sealed state dropped is recorded
 /// on the current (last) chain: valid, with a notice (exit 4).
 fn assert_chains_verify_the_last_with_a_notice(p: &TempDir) {
     let bundles = p.export("s1");

@@ -20,7 +20,7 @@ fn main() {
         reference_accepts_every_chain_of_a_mid_session_edit,
         reference_accepts_both_chains_when_a_call_spans_a_mid_session_edit,
         reference_accepts_a_thousand_entry_session,
-        reference_accepts_a_ledger_recording_lost_checkpoints,
+        reference_accepts_a_ledger_recording_lost_sealed_states,
         both_verifiers_reject_tampered_copies,
         sixteen_processes_exporting_and_appending_at_once_leave_one_key_and_valid_bundles,
         verdicts_match_the_reference_vectors,
@@ -137,13 +137,13 @@ fn reference_accepts_shadow_mode() {
 /// Issue 26: a lost or broken checkpoint is recorded in an entry's `context.checkpoint_lost`
 /// (here on an allow, and on the outcome after a second loss). The reference reads `context`
 /// as free-form and accepts the bundle; ours says VALID with a NOTICE and exits 4.
-fn reference_accepts_a_ledger_recording_lost_checkpoints() {
+fn reference_accepts_a_ledger_recording_lost_sealed_states() {
     let py = need_reference_python();
     let p = sample("conf-lost");
     assert_allowed(&reviewer_read(p.path(), "s1", "/a", "t1"));
-    remove_checkpoint(p.path());
+    remove_sealed_state(p.path());
     assert_allowed(&reviewer_read(p.path(), "s1", "/b", "t2"));
-    std::fs::write(checkpoint_of(p.path()), b"attenu-checkpoint v4 00\n{}").unwrap();
+    std::fs::write(sealed_state_of(p.path()), b"attenu-checkpoint v4 00\n{}").unwrap();
     assert_allowed(&p.read_by("reviewer", "/b").id("t2").post(json!("ok")).run());
     let es = p.entries("s1");
     let causes = es.iter().map(|e| &e["context"]["checkpoint_lost"]["cause"]);

@@ -1,5 +1,5 @@
 //! The ledger: a hash chain per session that every call verifies (through its sealed
-//! checkpoint) before appending, so tampering, truncation, rewritten checkpoints and chains
+//! state) before appending, so tampering, truncation, rewritten sealed states and chains
 //! removed are refused; raw capture keeps the ledger readable.
 
 mod common;
@@ -38,7 +38,7 @@ fn a_tampered_ledger_is_refused_and_left_untouched() {
 fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
     let p = sample("bigtamper");
     // 300 entries (the root, the reviewer's spawn, 298 decisions), one hook process each, so
-    // the checkpoint (not a full re-verify) is what every call trusts before the edits.
+    // the sealed state (not a full re-verify) is what every call trusts before the edits.
     let call = after_reads(p.path(), 298);
     let path = p.ledger("s1");
     assert_eq!(line_count(&path), 300);
@@ -48,14 +48,14 @@ fn tampering_anywhere_in_a_large_ledger_is_caught_on_the_next_call() {
 /// The same at the size the performance targets time (10,000 entries). Making that many hook processes
 /// would take minutes in a debug build, so a real session is extended with copies of its last
 /// decision, each sealed onto the chain; one real call then re-verifies the whole file from
-/// GENESIS and checkpoints it, and the next trusts that checkpoint.
+/// GENESIS and seals its state, and the next trusts that sealed state.
 #[test]
 fn tampering_anywhere_in_a_10000_entry_ledger_is_caught_on_the_next_call() {
     let p = sample("hugetamper");
     let call = numbered_reads(p.path());
     let path = ledger_of_denials(&p, 9_998);
     assert_allowed(&call("1")); // the extended ledger re-verifies
-    assert_allowed(&call("2")); // and the checkpoint written for it holds
+    assert_allowed(&call("2")); // and the sealed state written for it holds
     assert_eq!(line_count(&path), 10_000);
     edits_of_first_middle_and_last_line_are_caught(&path, &call);
 }
@@ -105,7 +105,7 @@ fn a_reverify_that_runs_out_of_time_keeps_its_progress_and_the_next_call_finishe
     let p = sample("resume");
     write_config(p.path(), "deadline_ms = 1000\n");
     ledger_of_denials(&p, 3_000);
-    remove_checkpoint(p.path());
+    remove_sealed_state(p.path());
     let (out, done) = reverify_in_steps(&p);
     assert_allowed(&out);
     assert!(done.len() >= 2, "several calls: {done:?}");
@@ -190,7 +190,7 @@ fn edits_of_first_middle_and_last_line_are_caught(path: &Path, call: &dyn Fn(&st
 
 /// Regression: every prefix of a valid chain is itself valid, so a ledger cut short (or
 /// replaced by an older copy of itself) re-verified and was appended to, and the removed
-/// decisions were gone without a trace. The sealed checkpoint remembers what was verified.
+/// decisions were gone without a trace. The sealed state remembers what was verified.
 #[test]
 fn a_ledger_cut_short_or_replaced_by_an_older_copy_is_refused() {
     let p = sample("truncate");
@@ -205,9 +205,9 @@ fn a_ledger_cut_short_or_replaced_by_an_older_copy_is_refused() {
     // Put back whole, it verifies and is appended to again.
     std::fs::write(&path, &full).unwrap();
     assert_allowed(&call("restored"));
-    // Moved aside on purpose with its checkpoint, as the refusal says: a new ledger starts.
+    // Moved aside on purpose with its state file, as the refusal says: a new ledger starts.
     std::fs::rename(&path, p.path().join("ledger.kept")).unwrap();
-    std::fs::rename(checkpoint_of(p.path()), p.path().join("state.kept")).unwrap();
+    std::fs::rename(sealed_state_of(p.path()), p.path().join("state.kept")).unwrap();
     assert_allowed(&call("fresh"));
     assert_eq!(p.entries("s1")[0]["event"], "root");
 }
@@ -290,12 +290,12 @@ fn raw_capture_of_a_deeply_nested_input_does_not_make_the_ledger_unreadable() {
 }
 
 #[test]
-fn a_checkpoint_rewritten_to_match_an_edited_ledger_is_not_trusted() {
+fn a_sealed_state_rewritten_to_match_an_edited_ledger_is_not_trusted() {
     let p = sample("forgedcp");
     let call = after_reads(p.path(), 5);
     edit_a_timestamp_in_the_middle(&p.ledger("s1"));
-    // Someone without the anchor key updates the checkpoint's stamp to the edited file's.
-    restamp_checkpoint(p.path());
+    // Someone without the anchor key updates the sealed state's stamp to the edited file's.
+    restamp_sealed_state(p.path());
     assert_denied_with(&call("after"), "ledger-unverifiable");
 }
 
@@ -312,11 +312,11 @@ fn edit_a_timestamp_in_the_middle(path: &Path) {
     std::fs::write(path, &bytes).unwrap();
 }
 
-/// Rewrites the stamp in session s1's sealed state (a v4 checkpoint) to the ledger file's
+/// Rewrites the stamp in session s1's sealed state (`attenu-checkpoint v4`) to the ledger file's
 /// length and times as they are now, leaving its seal as it was.
-fn restamp_checkpoint(p: &Path) {
+fn restamp_sealed_state(p: &Path) {
     use std::os::unix::fs::MetadataExt;
-    let state = checkpoint_of(p);
+    let state = sealed_state_of(p);
     let text = std::fs::read_to_string(&state).unwrap();
     let (header, body) = text.split_once('\n').unwrap();
     assert!(header.starts_with("attenu-checkpoint v4 "), "{header}");
@@ -328,14 +328,14 @@ fn restamp_checkpoint(p: &Path) {
     std::fs::write(&state, format!("{header}\n{body}")).unwrap();
 }
 
-/// A checkpoint the hook will not read (here: absurdly large) is as good as none: the ledger
-/// is re-verified and the call goes on. Only a checkpoint that is not a file the hook may use
+/// A sealed state the hook will not read (here: absurdly large) is as good as none: the ledger
+/// is re-verified and the call goes on. Only a state file that is not a file the hook may use
 /// (a link, a FIFO, another user's) is refused.
 #[test]
-fn an_oversized_checkpoint_is_ignored_and_the_ledger_reverified() {
+fn an_oversized_sealed_state_is_ignored_and_the_ledger_reverified() {
     let p = sample("bigckpt");
     assert_allowed(&reviewer_read(p.path(), "s1", "/x", "t1"));
-    let state = checkpoint_of(p.path());
+    let state = sealed_state_of(p.path());
     std::fs::write(&state, vec![b'x'; 17 << 20]).unwrap();
     assert_allowed(&reviewer_read(p.path(), "s1", "/y", "t2"));
     assert!(
@@ -354,10 +354,10 @@ fn removing_a_whole_chain_from_the_middle_is_detected() {
     }
     remove_the_second_of_three_chains(&p.ledger("s1"));
     let out = reviewer_read(p.path(), "s1", "/y", "t9");
-    // The checkpoint remembers the removed bytes.
+    // The sealed state remembers the removed bytes.
     assert_denied_saying(&out, "no longer holds what was verified");
-    // Without the checkpoint, the chains' links still tell.
-    remove_checkpoint(p.path());
+    // Without the sealed state, the chains' links still tell.
+    remove_sealed_state(p.path());
     let out = reviewer_read(p.path(), "s1", "/y", "t9");
     assert_denied_saying(&out, "does not link");
 }
@@ -485,14 +485,14 @@ fn assert_bundle_shows_loss(p: &TempDir, entry: usize) {
 /// `doctor`'s check of session s1's ledger.
 const S1: &str = "ledger:ledger-s1.jsonl";
 
-/// Issue 26: with the checkpoint deleted, a ledger was re-verified and taken as a new one's,
+/// Issue 26: with the sealed state deleted, a ledger was re-verified and taken as a new one's,
 /// so a cut could not be noticed and nothing said so. The loss is now recorded on the next
 /// entry, shown by the bundle, `verify` and `doctor`, and recorded once.
 #[test]
-fn a_deleted_checkpoint_is_recorded_on_the_ledger_and_reported() {
+fn a_deleted_sealed_state_is_recorded_on_the_ledger_and_reported() {
     let p = sample("lostckpt");
     let call = after_reads(p.path(), 3);
-    remove_checkpoint(p.path());
+    remove_sealed_state(p.path());
     let missing = "missing beside a non-empty ledger";
     assert_doctor_says(p.path(), S1, "FAIL", missing);
     assert_allowed(&call("after"));
@@ -502,16 +502,16 @@ fn a_deleted_checkpoint_is_recorded_on_the_ledger_and_reported() {
     assert_eq!(loss["entries"], 5);
     assert_allowed(&call("again"));
     assert_eq!(losses(p.path()).len(), 1, "recorded once");
-    let recorded = "record a lost or broken checkpoint";
+    let recorded = "record a lost or broken sealed state";
     assert_doctor_says(p.path(), S1, "warn", recorded); // a recorded loss warns
     assert_bundle_shows_loss(&p, 5);
 }
 
 #[test]
-fn a_checkpoint_with_one_byte_changed_is_recorded_and_kept_aside() {
+fn a_sealed_state_with_one_byte_changed_is_recorded_and_kept_aside() {
     let p = sample("flipckpt");
     let call = after_reads(p.path(), 2);
-    let path = checkpoint_of(p.path());
+    let path = sealed_state_of(p.path());
     let mut bytes = bytes_of(&path);
     let at = bytes.len() - 3;
     bytes[at] ^= 1;
@@ -520,19 +520,19 @@ fn a_checkpoint_with_one_byte_changed_is_recorded_and_kept_aside() {
     let (at, loss) = the_one_loss(p.path());
     assert_eq!(loss["cause"], "seal-broken");
     let kept = attenu_file(p.path(), loss["kept_in"].as_str().unwrap());
-    assert_eq!(bytes_of(&kept), bytes, "the broken checkpoint, as found");
+    assert_eq!(bytes_of(&kept), bytes, "the broken state file, as found");
     assert_bundle_shows_loss(&p, at);
 }
 
-/// The rollback the issue describes: the ledger cut short and its checkpoint deleted. The cut
+/// The rollback the issue describes: the ledger cut short and its sealed state deleted. The cut
 /// itself cannot be seen on the machine, but the bundle now says the check did not run.
 #[test]
-fn a_ledger_cut_short_with_its_checkpoint_deleted_is_not_exported_silently() {
+fn a_ledger_cut_short_with_its_sealed_state_deleted_is_not_exported_silently() {
     let p = sample("cutlost");
     let call = after_reads(p.path(), 5);
     let path = p.ledger("s1");
     std::fs::write(&path, without_last_lines(&bytes_of(&path), 2)).unwrap();
-    remove_checkpoint(p.path());
+    remove_sealed_state(p.path());
     assert_allowed(&call("after"));
     let (_, loss) = the_one_loss(p.path());
     assert_eq!(
@@ -547,7 +547,7 @@ fn a_new_sessions_first_calls_record_no_loss() {
     let p = sample("newsession");
     let out = p.session_start("s1", "startup");
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(checkpoint_of(p.path()).exists(), "sealed at once");
+    assert!(sealed_state_of(p.path()).exists(), "sealed at once");
     let _ = after_reads(p.path(), 2);
     assert!(losses(p.path()).is_empty(), "{:?}", p.entries("s1"));
     let bundles = p.export("s1");

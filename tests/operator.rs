@@ -144,12 +144,12 @@ fn doctor_fails_on_unsafe_permissions_and_a_broken_ledger() {
     let original = std::fs::read_to_string(p.ledger("s1")).unwrap();
     std::fs::write(p.ledger("s1"), original.replacen("fs.read", "fs.rea", 1)).unwrap();
     assert_contains(&doctor(p.path()).stdout, &["FAIL  ledger:ledger-s1.jsonl"]);
-    // Cut short: every line left still verifies, but the checkpoint remembers more.
+    // Cut short: every line left still verifies, but the sealed state remembers more.
     let lines: Vec<&str> = original.lines().collect();
     std::fs::write(p.ledger("s1"), lines[..lines.len() - 1].join("\n") + "\n").unwrap();
     let says = [
         "FAIL  ledger:ledger-s1.jsonl",
-        "no longer holds what its checkpoint records",
+        "no longer holds what its sealed state records",
     ];
     assert_contains(&doctor(p.path()).stdout, &says);
 }

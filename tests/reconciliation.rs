@@ -48,7 +48,7 @@ fn receipts_bind_to_an_allowed_call() {
 }
 
 /// A marker whose call can no longer be bound on the ledger (here the ledger was moved aside
-/// with its checkpoint, as the refusal of a broken ledger advises) is not stranded: `resolve`
+/// with its state file, as the refusal of a broken ledger advises) is not stranded: `resolve`
 /// says why and what to do, and `--unbound` closes it in the database, marked as such.
 #[test]
 fn a_marker_that_cannot_be_bound_is_closed_with_unbound_and_says_so() {
@@ -83,7 +83,7 @@ const RESOLVE: [&str; 7] = [
     "checked by hand",
 ];
 
-/// The reviewer's allowed read t1, its ledger and checkpoint moved aside and a directory in the
+/// The reviewer's allowed read t1, its ledger and state file moved aside and a directory in the
 /// ledger's place, so its outcome cannot be written (Claude is stopped); then the directory
 /// removed: marker 1 with no ledger to bind it to.
 fn marker_of_t1_with_its_ledger_gone(p: &TempDir) {
@@ -91,7 +91,7 @@ fn marker_of_t1_with_its_ledger_gone(p: &TempDir) {
     let ledger = p.ledger("s1");
     let outcome = t1.clone().post(json!({})).value();
     std::fs::rename(&ledger, p.path().join("ledger.aside")).unwrap();
-    std::fs::rename(checkpoint_of(p.path()), p.path().join("state.aside")).unwrap();
+    std::fs::rename(sealed_state_of(p.path()), p.path().join("state.aside")).unwrap();
     std::fs::create_dir(&ledger).unwrap();
     assert_eq!(hook(p.path(), &outcome).json()["continue"], false);
     std::fs::remove_dir(&ledger).unwrap();
@@ -167,7 +167,7 @@ fn a_resolve_retried_after_a_failed_database_update_matches_the_ledger() {
 }
 
 /// A gated project where ops's authorized `deploy` (t1 in s1) was allowed, after which the
-/// session's ledger and its checkpoint were moved aside, as someone starting the session's
+/// session's ledger and its state file were moved aside, as someone starting the session's
 /// ledger afresh would move them (the ledger alone is caught as a ledger cut short).
 fn allowed_then_ledger_moved_aside(tag: &str) -> TempDir {
     let (p, key) = gated(tag);

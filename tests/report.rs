@@ -23,7 +23,7 @@ fn main() {
         an_unusable_input_writes_no_page_and_exits_2,
         an_unusable_key_writes_no_page_and_exits_2,
         an_audit_status_the_audit_never_writes_is_refused,
-        a_recorded_lost_checkpoint_is_shown_and_exits_4,
+        a_recorded_lost_sealed_state_is_shown_and_exits_4,
         an_audit_with_a_notice_does_not_pass,
         an_audit_with_a_fleet_finding_does_not_pass,
     ]);
@@ -562,13 +562,13 @@ fn assert_refused(run: &Out, why: &str) {
     assert!(run.stderr.contains(why), "{}", run.stderr);
 }
 
-/// A ledger that recorded a lost checkpoint (its sealed state removed between two calls): the
+/// A ledger that recorded a lost sealed state (its state file removed between two calls): the
 /// page shows the verifier's NOTICE on the first screen and in the checks, says `VALID with
 /// NOTICE`, and exits 4 as `verify` does.
-fn a_recorded_lost_checkpoint_is_shown_and_exits_4() {
+fn a_recorded_lost_sealed_state_is_shown_and_exits_4() {
     let browser = chromium();
     let p = sample("report-lost");
-    let bundle = a_bundle_with_a_lost_checkpoint(&p);
+    let bundle = a_bundle_with_a_lost_sealed_state(&p);
     let page = p.path().join("lost.html");
     let (run, _) = report_in(&p, &[&bundle], &page);
     assert_eq!(run.code, 4, "{}", run.stderr);
@@ -577,7 +577,7 @@ fn a_recorded_lost_checkpoint_is_shown_and_exits_4() {
     assert_contains(&dom, &[NOTICE_TITLE]);
     let header = header_of(&dom);
     let notice = "data-notice=\"checkpoint-lost\"";
-    assert_contains(header, &[notice, "checkpoint missing"]);
+    assert_contains(header, &[notice, "sealed state missing"]);
     assert!(!header.contains("class=\"verdict good\""), "{header}");
     assert_contains(&dom, &["1 notice(s)"]);
 }
@@ -586,16 +586,16 @@ const NOTICE_TITLE: &str = "<title>VALID with NOTICE: attenu-hook report</title>
 
 /// Session s1's bundle, which `verify` finds valid with a notice (exit 4): its sealed state
 /// was removed between two reads.
-fn a_bundle_with_a_lost_checkpoint(p: &TempDir) -> String {
+fn a_bundle_with_a_lost_sealed_state(p: &TempDir) -> String {
     assert_allowed(&reviewer_read(p.path(), "s1", "/p/a", "t1"));
-    remove_checkpoint(p.path());
+    remove_sealed_state(p.path());
     assert_allowed(&reviewer_read(p.path(), "s1", "/p/b", "t2"));
     let bundles = p.export("s1");
     assert_eq!(p.verify_pinned(&bundles[0]).code, 4);
     bundles[0].clone()
 }
 
-/// An audit that found a session with a lost checkpoint does not pass, on the page either.
+/// An audit that found a session with a lost sealed state does not pass, on the page either.
 fn an_audit_with_a_notice_does_not_pass() {
     let browser = chromium();
     let (p, _share, url) = shipping_project("report-notice");
@@ -604,7 +604,7 @@ fn an_audit_with_a_notice_does_not_pass() {
     // No shipper may hold the ledger when its sealed state goes: one that read the state
     // before and wrote it back after would undo the loss (seen once in CI under load).
     drain(p.path());
-    remove_checkpoint(p.path());
+    remove_sealed_state(p.path());
     assert_allowed(&p.read_by("reviewer", "/p/b").session("s1").id("t2").run());
     p.event("s1", "SessionEnd");
     drain(p.path());

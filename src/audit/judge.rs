@@ -149,10 +149,10 @@ fn read_objects<'a>(
         c.node = histories.with_root(c.size, &c.root);
     }
     unsigned_branches(histories, commitments, &ends, findings);
-    findings.extend(lost_checkpoints(&losses));
+    findings.extend(lost_states(&losses));
 }
 
-/// The seqs of entries that record a lost checkpoint, and the objects that hold each.
+/// The seqs of entries that record a lost sealed state, and the objects that hold each.
 type Losses = std::collections::BTreeMap<u64, Vec<String>>;
 
 fn note_losses(losses: &mut Losses, seqs: &[u64], o: &Stored) {
@@ -161,10 +161,10 @@ fn note_losses(losses: &mut Losses, seqs: &[u64], o: &Stored) {
     }
 }
 
-/// One `notice` for every entry shipped that records a lost checkpoint: the ledger says the
-/// hook found its sealed checkpoint missing or broken, so entries before it may have been cut
+/// One `notice` for every entry shipped that records a lost sealed state: the ledger says the
+/// hook found its sealed state missing or broken, so entries before it may have been cut
 /// off before any left the machine (the `NOTICE checkpoint-lost` of `verify`).
-fn lost_checkpoints(losses: &Losses) -> Option<Finding> {
+fn lost_states(losses: &Losses) -> Option<Finding> {
     let seqs: Vec<String> = losses.keys().map(u64::to_string).collect();
     if seqs.is_empty() {
         return None;
@@ -175,7 +175,7 @@ fn lost_checkpoints(losses: &Losses) -> Option<Finding> {
     Some(Finding {
         status: Status::Notice,
         why: format!(
-            "entry {} records that the hook found the ledger's sealed checkpoint lost (checkpoint-lost,              as `verify` notices): entries before it verify, but some may have been cut off before they              were shipped; compare with checkpoints shipped earlier or another copy of the ledger",
+            "entry {} records that the hook found the ledger's sealed state lost (checkpoint-lost,              as `verify` notices): entries before it verify, but some may have been cut off before they              were shipped; compare with checkpoints shipped earlier or another copy of the ledger",
             seqs.join(", ")
         ),
         objects,

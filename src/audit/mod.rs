@@ -18,7 +18,7 @@
 //! # Statuses, from best to worst
 //!
 //! `complete` < `open` < `notice` < `unverifiable` < `truncated` < `rewritten` < `forked`.
-//! `notice` is a chain whose shipped entries record a lost checkpoint (`context.checkpoint_lost`,
+//! `notice` is a chain whose shipped entries record a lost sealed state (`context.checkpoint_lost`,
 //! the `NOTICE` of `verify`): what was shipped is consistent, but entries before the record may
 //! have been cut off before they left the machine, so it is never `complete`. A session has
 //! the worst status of its chains, and a chain the worst of its findings. A history changed

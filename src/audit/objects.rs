@@ -122,22 +122,22 @@ pub struct Expect<'a> {
 pub struct Segment {
     pub first_prev: String,
     pub hashes: Vec<String>,
-    /// The seqs of its entries that record a lost checkpoint ([`lost_checkpoint`]).
+    /// The seqs of its entries that record a lost sealed state ([`records_lost_state`]).
     pub losses: Vec<u64>,
 }
 
 /// What a bundle holds for the audit: its entries' hashes from GENESIS, and the seqs of the
-/// entries that record a lost checkpoint (the verifier's `checkpoint-lost` notices).
+/// entries that record a lost sealed state (the verifier's `checkpoint-lost` notices).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BundleEntries {
     pub hashes: Vec<String>,
     pub losses: Vec<u64>,
 }
 
-/// Whether an entry records that the hook found its sealed checkpoint lost (the entry's
-/// `context.checkpoint_lost`, docs/FORMATS.md "Lost checkpoints"), as the verifier's notice
+/// Whether an entry records that the hook found its sealed state lost (the entry's
+/// `context.checkpoint_lost`, docs/FORMATS.md "Lost sealed state"), as the verifier's notice
 /// reads it.
-pub fn lost_checkpoint(entry: &Value) -> bool {
+pub fn records_lost_state(entry: &Value) -> bool {
     entry
         .get(field::CONTEXT)
         .and_then(Value::as_object)
@@ -232,7 +232,7 @@ pub fn check_entries(
         }
         let own = chain::own_hash(&value).filter(|h| Some(h.as_str()) == e.hash());
         hashes.push(own.ok_or(ObjectProblem::WrongHash(seq))?);
-        if lost_checkpoint(&value) {
+        if records_lost_state(&value) {
             losses.push(seq);
         }
     }

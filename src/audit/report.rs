@@ -15,7 +15,7 @@ pub enum Status {
     /// No closing bundle yet, and everything shipped is consistent.
     Open,
     /// Everything shipped is consistent, but an entry records that the hook found its sealed
-    /// checkpoint lost (`context.checkpoint_lost`): entries before it may have been cut off
+    /// state lost (`context.checkpoint_lost`): entries before it may have been cut off
     /// before they were shipped. Never `complete`, and not a pass.
     Notice,
     /// An object that does not verify: a bad signature, an unknown key, a malformed object.

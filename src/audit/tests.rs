@@ -385,7 +385,7 @@ fn statuses_are_ordered_and_a_session_has_its_worst_chain() {
     assert!(text.contains("1 session(s): 1 truncated"), "{text}");
 }
 
-/// `entries` with entry `at` recording a lost checkpoint, sealed again from there on.
+/// `entries` with entry `at` recording a lost sealed state, sealed again from there on.
 fn with_loss(mut entries: Vec<Value>, at: usize) -> Vec<Value> {
     entries[at]["context"] =
         json!({"checkpoint_lost": {"cause": "missing", "entries": at, "ledger_bytes": 4321}});
@@ -404,7 +404,7 @@ fn with_loss(mut entries: Vec<Value>, at: usize) -> Vec<Value> {
 }
 
 #[test]
-fn a_shipped_record_of_a_lost_checkpoint_is_a_notice_never_complete() {
+fn a_shipped_record_of_a_lost_sealed_state_is_a_notice_never_complete() {
     let a = with_loss(chain(9, 0, 0), 4);
     // Through the entries objects only (no bundle yet): a notice, not open.
     let mut d = Dir::new();

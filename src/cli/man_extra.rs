@@ -50,7 +50,7 @@ const PAGES: &[(&str, Extra)] = &[
                 ("1", "invalid: tampered, truncated, or signed by another key than --pub"),
                 ("2", "unusable input: unreadable, not a bundle, no key"),
                 ("3", "valid only under the anchor.pub found beside the bundle: pass --pub to pin the key you trust"),
-                ("4", "valid, with a NOTICE: the ledger records a lost checkpoint"),
+                ("4", "valid, with a NOTICE: the ledger records a lost sealed state"),
             ],
         },
     ),

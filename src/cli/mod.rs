@@ -60,7 +60,7 @@ pub enum Command {
     /// Verify a bundle offline: integrity, monotonicity, containment, execution binding.
     /// Exit 0 valid, 1 invalid, 2 unusable input, 3 valid only under the anchor.pub found
     /// beside the bundle (pass --pub to pin the key you trust), 4 valid with a NOTICE (the
-    /// ledger records a lost checkpoint). Also checks a one-entry proof from `prove`
+    /// ledger records a lost sealed state). Also checks a one-entry proof from `prove`
     Verify(verify::Args),
     /// Print a C2SP tlog-proof that one entry is in its chain's signed checkpoint
     Prove(prove::Args),
@@ -179,7 +179,7 @@ fn exit_2_when_output_fails() {
                     "attenu-hook: cannot write the output ({msg})"
                 );
             }
-            std::process::exit(2);
+            std::process::exit(i32::from(Exit::Unusable.code()));
         }
         default(info);
     }));

@@ -12,7 +12,7 @@
 //!   settings files (present or not), as path, device, inode, size, mtime and ctime, plus the
 //!   configured agents and this build's version. A write to a file changes its mtime and
 //!   ctime, and no user can set a ctime; a file replaced by a rename has another inode;
-//! * an **HMAC** with the checkpoint key, so a file this hook did not write is never read as
+//! * an **HMAC** with the state MAC key, so a file this hook did not write is never read as
 //!   a roster (it is derived again and the file replaced).
 //!
 //! The roster is stored in a compact binary form ([`codec`]), not JSON: each distinct scope

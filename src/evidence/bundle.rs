@@ -47,7 +47,7 @@ pub enum ExportError {
     #[error(transparent)]
     Checkpoint(#[from] checkpoint::CheckpointError),
     /// The verified state and the file disagree: never signed.
-    #[error("{}: {what} differs from its verified checkpoint, so nothing was exported. The ledger is untouched; this is a bug, please report it. Removing {} makes the next export re-verify the whole file from GENESIS", .ledger.display(), .state.display())]
+    #[error("{}: {what} differs from its sealed state, so nothing was exported. The ledger is untouched; this is a bug, please report it. Removing {} makes the next export re-verify the whole file from GENESIS", .ledger.display(), .state.display())]
     Disagree {
         ledger: PathBuf,
         state: PathBuf,
@@ -180,7 +180,7 @@ const CHUNK: u64 = 4 << 20;
 /// Exports every chain of a locked, verified ledger.
 ///
 /// The ledger was verified when it was opened, under the lock export still holds: from GENESIS,
-/// or through the sealed checkpoint that proves the file is byte for byte the one verified
+/// or through the sealed state that proves the file is byte for byte the one verified
 /// (see `ledger::store`). The chains' heads, lengths and offsets come from that verified
 /// state, so export neither parses nor re-hashes the entries: it signs what the hook itself
 /// would append to, and copies the lines, which are already canonical JSON, byte for byte,
@@ -338,7 +338,7 @@ pub fn export_session(
     let signer = crate::trust::signer::load(&attenu)?;
     let ledger = Ledger::open(
         paths,
-        keys::checkpoint_mac_key(&attenu)?,
+        keys::state_mac_key(&attenu)?,
         Instant::now() + Duration::from_secs(10),
     )?;
     export_locked(&ledger, &signer, out)
@@ -397,7 +397,7 @@ mod tests {
         let paths = SessionPaths::new(&attenu, "s1");
         let mut ledger = Ledger::open(
             paths,
-            key.checkpoint_mac_key(),
+            key.state_mac_key(),
             Instant::now() + Duration::from_secs(5),
         )
         .unwrap();
@@ -436,7 +436,7 @@ mod tests {
         let paths = SessionPaths::new(&attenu, "s1");
         let mut ledger = Ledger::open(
             paths,
-            signer.key.checkpoint_mac_key(),
+            signer.key.state_mac_key(),
             Instant::now() + Duration::from_secs(5),
         )
         .unwrap();
@@ -456,10 +456,7 @@ mod tests {
         let err = export_locked(&ledger, &signer, Some(&out))
             .unwrap_err()
             .to_string();
-        assert!(
-            err.contains("differs from its verified checkpoint"),
-            "{err}"
-        );
+        assert!(err.contains("differs from its sealed state"), "{err}");
         ledger.state.chains[0].entries = 2;
         ledger.state.chains[0].chain_id = "c2".into();
         let err = export_locked(&ledger, &signer, Some(&out))

@@ -33,8 +33,10 @@ impl AnchorKey {
         self.signing.sign(msg).to_bytes()
     }
 
-    /// The key that seals the ledger checkpoint, derived so it is never the signing key itself.
-    pub fn checkpoint_mac_key(&self) -> [u8; 32] {
+    /// The key that seals the hook's local state (each ledger's sealed state, its re-verify
+    /// progress, the roster cache), derived so it is never the signing key itself. The label
+    /// it is derived under still says "checkpoint": changing it would unseal every file.
+    pub fn state_mac_key(&self) -> [u8; 32] {
         mac_key_from_seed(&self.signing.to_bytes())
     }
 
@@ -111,13 +113,13 @@ fn missing_dir_hint(dir: Option<&Path>) -> String {
     }
 }
 
-/// The checkpoint MAC key for the hook's hot path: read from the seed alone, without the
+/// The sealed state's MAC key for the hook's hot path: read from the seed alone, without the
 /// elliptic-curve work of loading the signing key (the key is created first if it is missing).
-pub fn checkpoint_mac_key(attenu_dir: &Path) -> Result<[u8; 32], KeyError> {
+pub fn state_mac_key(attenu_dir: &Path) -> Result<[u8; 32], KeyError> {
     let key_path = attenu_dir.join("anchor.key");
     match fs::read_owned(&key_path, MAX_KEY_FILE_BYTES).map_err(|e| key_read_error(&key_path, e))? {
         Some((bytes, meta)) => Ok(mac_key_from_seed(&parse_seed(&key_path, &bytes, &meta)?.0)),
-        None => load_or_create(attenu_dir).map(|k| k.checkpoint_mac_key()),
+        None => load_or_create(attenu_dir).map(|k| k.state_mac_key()),
     }
 }
 

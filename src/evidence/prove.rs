@@ -71,7 +71,7 @@ pub fn prove(
     let key = signer.key;
     let ledger = Ledger::open(
         paths,
-        keys::checkpoint_mac_key(&attenu).map_err(ExportError::from)?,
+        keys::state_mac_key(&attenu).map_err(ExportError::from)?,
         Instant::now() + Duration::from_secs(10),
     )
     .map_err(ExportError::from)?;

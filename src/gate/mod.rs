@@ -139,7 +139,7 @@ fn bind_resolution(
     let key = keys::load_or_create(attenu)?;
     let mut ledger = match Ledger::open(
         paths,
-        key.checkpoint_mac_key(),
+        key.state_mac_key(),
         Instant::now() + Duration::from_secs(10),
     ) {
         Ok(l) => l,

@@ -105,7 +105,7 @@ fn confirm(attenu: &Path, session: &str, id: &str) -> Result<Option<BoundCall>, 
     let key = keys::load_or_create(attenu)?;
     let ledger = Ledger::open(
         paths,
-        key.checkpoint_mac_key(),
+        key.state_mac_key(),
         Instant::now() + Duration::from_secs(10),
     )?;
     let verified = read::Verified::read(&ledger)?;

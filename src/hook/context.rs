@@ -20,7 +20,7 @@ pub(super) struct Ctx<'a> {
     pub attenu: &'a Path,
     pub config: &'a Config,
     pub deadline: Instant,
-    /// Read once per call: it seals the roster cache and the ledger checkpoint.
+    /// Read once per call: it seals the roster cache and the ledger's sealed state.
     pub mac_key: std::cell::OnceCell<[u8; 32]>,
 }
 
@@ -29,7 +29,7 @@ impl Ctx<'_> {
         if let Some(k) = self.mac_key.get() {
             return Ok(*k);
         }
-        let k = keys::checkpoint_mac_key(self.attenu)
+        let k = keys::state_mac_key(self.attenu)
             .map_err(|e| Reason::new(Code::KeyUnavailable, e.to_string()))?;
         Ok(*self.mac_key.get_or_init(|| k))
     }

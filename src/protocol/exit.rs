@@ -5,7 +5,7 @@
 //! the event) when it cannot tell what it is answering. The commands run by a person use 0
 //! for success, 1 for a check that failed, 2 for unusable input or usage, and `verify` 3 for a
 //! bundle valid only under the key found beside it, 4 for one valid under a pinned key whose
-//! ledger records a lost checkpoint (a NOTICE).
+//! ledger records a lost sealed state (a NOTICE).
 
 /// How the process ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,7 +18,7 @@ pub enum Exit {
     Unusable,
     /// 3: `verify` only: valid, but only under the anchor key found beside the bundle.
     ValidUnpinned,
-    /// 4: `verify` only: valid under a pinned key, with a notice (a lost checkpoint recorded).
+    /// 4: `verify` only: valid under a pinned key, with a notice (a lost sealed state recorded).
     ValidWithNotice,
 }
 

@@ -221,7 +221,7 @@ fn audit_headline(page: &Page) -> String {
     }
 }
 
-/// The verifier's notices of a bundle (a lost checkpoint the ledger records), on the first
+/// The verifier's notices of a bundle (a lost sealed state the ledger records), on the first
 /// screen: a valid bundle with one makes `report` exit 4, as `verify` does.
 fn notices(out: &mut String, b: &BundleView, several: bool) {
     let name = if several {

@@ -83,7 +83,7 @@ impl Page {
 
     /// The exit code, as `verify` and `audit` would give: 1 when a bundle is invalid or the
     /// audit fails, else 3 when a bundle verified only under a key that was not pinned, else 4
-    /// when a bundle carries a notice (a lost checkpoint its ledger records), else 0.
+    /// when a bundle carries a notice (a lost sealed state its ledger records), else 0.
     pub fn exit(&self) -> Exit {
         let failed = self.bundles().any(|b| !b.report.valid)
             || self.audits_iter().any(|a| !a.report.passes());

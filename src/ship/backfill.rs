@@ -98,7 +98,7 @@ fn ledger_names(attenu: &Path) -> std::io::Result<Vec<String>> {
 fn one(attenu: &Path, name: &str, signer: &mut Option<Signer>) -> Result<bool, BackfillError> {
     // The file name is already the sanitised form of the session id.
     let paths = SessionPaths::of_file_name(attenu, name);
-    let mac = keys::checkpoint_mac_key(attenu)?;
+    let mac = keys::state_mac_key(attenu)?;
     // A short wait: a ledger a hook holds is skipped, not waited for.
     let mut ledger = match Ledger::open(paths, mac, Instant::now() + Duration::from_millis(100)) {
         Ok(l) => l,

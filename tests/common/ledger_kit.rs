@@ -1,5 +1,5 @@
 //! The evidence side's ledger files as a test handles them: their bytes and lines, the sealed
-//! local state beside them (the "checkpoint" file), the losses recorded on them, `doctor`'s
+//! state beside them (`ledger-<session>.state.json`), the losses recorded on them, `doctor`'s
 //! line about them, and the refusals a call gives when they were changed.
 use super::*;
 
@@ -9,13 +9,13 @@ pub fn state_file(project: &Path, session: &str) -> PathBuf {
 }
 
 /// Session s1's sealed local state (see [`state_file`]).
-pub fn checkpoint_of(project: &Path) -> PathBuf {
+pub fn sealed_state_of(project: &Path) -> PathBuf {
     state_file(project, "s1")
 }
 
 /// Removes session s1's sealed local state, which must exist.
-pub fn remove_checkpoint(project: &Path) {
-    std::fs::remove_file(checkpoint_of(project)).unwrap();
+pub fn remove_sealed_state(project: &Path) {
+    std::fs::remove_file(sealed_state_of(project)).unwrap();
 }
 
 /// The bytes of `path`, which must be readable.
@@ -56,7 +56,7 @@ pub fn find_from(bytes: &[u8], from: usize, needle: &[u8]) -> usize {
         .unwrap()
 }
 
-/// The entries of session s1 recording a lost checkpoint, as (position, record).
+/// The entries of session s1 recording a lost sealed state, as (position, record).
 pub fn losses(p: &Path) -> Vec<(usize, Value)> {
     p.entries("s1")
         .into_iter()

@@ -2,7 +2,7 @@
 //!
 //! Claude Code loads the agent definitions when a session starts and keeps them for the
 //! session. The hook does the same: the roster derived for a session's first event is written
-//! here, sealed like the roster cache (an HMAC under the checkpoint key, a label of its own,
+//! here, sealed like the roster cache (an HMAC under the state MAC key, a label of its own,
 //! the session's name inside the sealed body, after the roster part, which is copied from the
 //! roster cache when that holds the inputs), and every later call of that session decides
 //! with it without listing or stamping a single agent file. A warm call reads this one file.

@@ -11,7 +11,7 @@
 //!          rules (JSON or empty), then its tag
 //! ```
 //!
-//! Each set and each slice ends in a tag: the first 16 bytes of an HMAC under the checkpoint
+//! Each set and each slice ends in a tag: the first 16 bytes of an HMAC under the state MAC
 //! key over the roster's digest, what it is (a set and its number, or a slice) and its bytes;
 //! the head is sealed by the session's pin with the session's name ([`super::pin`]). A call
 //! reads the head, finds its agent in the index (not sealed: an entry that leads elsewhere

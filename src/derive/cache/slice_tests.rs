@@ -1,7 +1,7 @@
 //! The pin's slices under attack, and against the whole pin.
 //!
 //! An attacker who can write `.attenu/roster-<session>.pin` between two calls but not read
-//! the checkpoint key rearranges genuine bytes: this pin's own slices, sets and index, and
+//! the state MAC key rearranges genuine bytes: this pin's own slices, sets and index, and
 //! the parts of other pins sealed with the same key. Whatever they build, a call's slice read
 //! ([`pin::read_slice`]) is refused or is exactly the honest one: never another roster. And
 //! the decisions made with a slice are the whole pin's ([`a_slice_decides_as_the_whole_pin`]).

@@ -82,7 +82,7 @@ fn alone(e: &Obj<'_>) -> bool {
         return false;
     }
     let ev = event_of(e);
-    // A recorded checkpoint loss is a notice, which only the full verifier reports.
+    // A recorded sealed state loss is a notice, which only the full verifier reports.
     let context = e.get(field::CONTEXT).and_then(Value::as_object);
     if context.is_some_and(|c| c.contains_key(crate::ledger::store::CHECKPOINT_LOST)) {
         return false;

@@ -43,12 +43,12 @@ pub fn verify_bundle_bytes(bytes: &[u8], key: &AnchorKey) -> Result<Report, Inpu
     verify_parsed(bytes, key).map(|(report, _tree)| report)
 }
 
-/// [`verify_bundle_bytes`], also handing back the parsed tree (the CLI lets the process end
-/// without freeing it).
-pub(super) fn verify_parsed<'b>(
+/// [`verify_bundle_bytes`], also handing back the parsed tree, so that a caller about to exit
+/// (`attenu-hook verify`) can let the process end without freeing it.
+pub fn verify_parsed<'b>(
     bytes: &'b [u8],
     key: &AnchorKey,
-) -> Result<(Report, Value<'b>), InputError> {
+) -> Result<(Report, crate::json::tree::Json<'b>), InputError> {
     let text = std::str::from_utf8(bytes).map_err(InputError::NotUtf8)?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let parsed = strict::parse(text).map_err(|e| {

@@ -1,4 +1,6 @@
-//! Offline verification of an evidence bundle (`attenu-hook verify`).
+//! Offline verification of an evidence bundle (`attenu-hook verify`): a library that returns a
+//! [`Report`], and neither prints nor chooses an exit code. The command around it (arguments,
+//! the key's choice, printing, the verdict's exit) is `crate::cli::verify`.
 //!
 //! The input is the bundle alone, plus the key the reviewer chooses to trust. Nothing from the
 //! process that wrote the ledger is consulted. The checks and their verdicts follow
@@ -67,7 +69,7 @@
 //! | (13) | `tree.rs` | the signed tree checkpoint and the chain's position, when present |
 //!
 //! After them, `notices.rs` lists what the ledger records about its own history (a lost
-//! checkpoint), which changes no verdict but the exit code.
+//! sealed state), which changes no verdict but the exit code.
 //!
 //! `attenu-hook verify` first tries a streaming pass (`stream.rs`, reading with `crate::json::split`,
 //! each entry folded by `fold.rs`) that holds memory to the nodes and open calls, not the
@@ -85,7 +87,7 @@
 //!
 //! Around them: `report.rs` (the report and failure names), `status.rs` (the statuses and the
 //! verdict, each with its one word), `input.rs` (reading the bundle
-//! file; key files are `crate::evidence::keys`), `run.rs` (the command), `render.rs` (the text output), `json.rs`,
+//! file; key files are `crate::evidence::keys`), `render.rs` (the text output), `json.rs`,
 //! `shown.rs` and `crate::ledger::fields` (reading values, printing them safely, the ledger's names). The
 //! unit tests are in `tests/`.
 
@@ -109,24 +111,22 @@ mod policy;
 mod records;
 mod render;
 mod report;
-mod run;
 mod scope;
 mod shown;
 mod status;
 mod stream;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod tree;
 mod unreadable;
 mod version;
 
 pub use crate::ledger::fields::{LEDGER_EVENTS, LEDGER_FIELDS};
 pub use anchor::anchor_signing_input;
-pub use input::{verify_bundle_bytes, InputError};
+pub use input::{verify_bundle_bytes, verify_parsed, InputError};
 pub use notices::Notice;
 pub use render::{render_text, signed_by_another_key};
 pub use report::{AnchorKey, CallSummary, Checks, Failure, FailureName, OpenCall, Report};
-pub use run::{exit_of, run, Pin};
 pub use scope::scope_covers;
 pub(crate) use shown::shown;
 pub use status::{

@@ -63,7 +63,7 @@ pub struct Report {
     pub calls: CallSummary,
     pub failures: Vec<Failure>,
     /// What the ledger records about its own history that a reviewer must weigh (a lost
-    /// checkpoint); present only when there is one.
+    /// sealed state); present only when there is one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<super::Notice>,
     /// Who signed and where, as the chain's root recorded it (`context.identity`); as
@@ -126,7 +126,7 @@ impl Report {
             failures,
             notices,
             recorded,
-            // Set by the command from the key it chose (`run.rs`).
+            // Set by the command from the key it chose (`crate::cli::verify`).
             certificate: None,
         }
     }

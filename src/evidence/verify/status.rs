@@ -103,7 +103,7 @@ pub enum Verdict {
     Invalid,
     /// Valid, but only under the key read from beside the bundle.
     ValidUnpinned,
-    /// Valid, and the ledger records something a reviewer must weigh (a lost checkpoint).
+    /// Valid, and the ledger records something a reviewer must weigh (a lost sealed state).
     ValidWithNotice,
     Valid,
 }

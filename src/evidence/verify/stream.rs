@@ -310,7 +310,7 @@ fn whole_bundle_steps(bundle: &Bundle<'_>, fold: &mut Fold, key: &AnchorKey) -> 
         counts: fold.counts(),
         calls,
         failures: Vec::new(),
-        // An entry recording a lost checkpoint ends the pass (`fold.rs`).
+        // An entry recording a lost sealed state ends the pass (`fold.rs`).
         notices: Vec::new(),
         recorded: fold.recorded.clone(),
     };

@@ -11,7 +11,7 @@ use std::io::Write;
 
 impl Ledger {
     /// Seals `entries` onto the current chain (or, when the first is a `root`, starts a new
-    /// chain), appends them with one write, fsyncs, and only then updates the checkpoint.
+    /// chain), appends them with one write, fsyncs, and only then updates the sealed state.
     /// Each entry must already carry everything but `v`, `c14n`, `seq`, `prev_hash`, `hash`.
     pub fn append(&mut self, mut entries: Vec<Map<String, Value>>) -> Result<(), StoreError> {
         if entries.is_empty() {
@@ -28,7 +28,7 @@ impl Ledger {
             }
         }
         if let Some(loss) = &self.lost {
-            // Likewise a checkpoint found lost or broken beside the ledger.
+            // Likewise a sealed state found lost or broken beside the ledger.
             let context = entries[0]
                 .entry(field::CONTEXT)
                 .or_insert_with(|| Value::Object(Map::new()));

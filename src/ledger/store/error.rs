@@ -34,7 +34,7 @@ pub enum StoreError {
 #[derive(Debug, thiserror::Error)]
 pub enum Unverifiable {
     #[error(
-        "{} does not verify ({why}); it is kept as evidence and nothing more is appended to it. Move it and its checkpoint {} aside (for example with a .broken suffix) to start a new ledger for this session, and keep the old one for review",
+        "{} does not verify ({why}); it is kept as evidence and nothing more is appended to it. Move it and its state file {} aside (for example with a .broken suffix) to start a new ledger for this session, and keep the old one for review",
         .ledger.display(), .state.display()
     )]
     Broken {
@@ -44,7 +44,7 @@ pub enum Unverifiable {
     },
     /// Shorter than its sealed state says it was: entries cut off, or an older copy.
     #[error(
-        "{} no longer holds what was verified and appended to it ({then_bytes} bytes, {then_entries} entries then; {now_bytes} bytes now): entries were removed, or the file was replaced by an older copy. It is kept as evidence and nothing more is appended to it. If you moved the ledger aside on purpose, move its checkpoint {} aside too to start a new ledger for this session",
+        "{} no longer holds what was verified and appended to it ({then_bytes} bytes, {then_entries} entries then; {now_bytes} bytes now): entries were removed, or the file was replaced by an older copy. It is kept as evidence and nothing more is appended to it. If you moved the ledger aside on purpose, move its state file {} aside too to start a new ledger for this session",
         .ledger.display(), .state.display()
     )]
     Shrunk {
@@ -59,7 +59,7 @@ pub enum Unverifiable {
 /// A re-verify from GENESIS that this call's deadline stopped part way.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "{} is being re-verified from GENESIS because its checkpoint could not vouch for it: {done_mb} of {total_mb} MB done ({entries} entries) when this call ran out of time. Nothing was recorded for this call; the next call continues where this one stopped",
+    "{} is being re-verified from GENESIS because its sealed state could not vouch for it: {done_mb} of {total_mb} MB done ({entries} entries) when this call ran out of time. Nothing was recorded for this call; the next call continues where this one stopped",
     .ledger.display()
 )]
 pub struct Reverifying {
@@ -110,8 +110,8 @@ pub enum LedgerIo {
     Canonical(#[from] CanonicalError),
     #[error("the entry's hash cannot join the chain's tree: {0}")]
     Tree(#[source] ScanError),
-    #[error("cannot keep the broken checkpoint aside: {0}")]
-    KeepCheckpoint(#[source] io::Error),
+    #[error("cannot keep the broken sealed state aside: {0}")]
+    KeepLostState(#[source] io::Error),
     #[error("cannot keep the torn tail aside: {0}")]
     KeepTornTail(#[source] io::Error),
     #[error("cannot truncate the torn tail: {0}")]
@@ -144,7 +144,7 @@ mod tests {
             shrunk.contains("(10 bytes, 2 entries then; 5 bytes now)"),
             "{shrunk}"
         );
-        assert!(shrunk.contains("move its checkpoint /p/.attenu/ledger-s.state.json aside"));
+        assert!(shrunk.contains("move its state file /p/.attenu/ledger-s.state.json aside"));
         let busy = StoreError::from(Reverifying {
             ledger,
             done_mb: 3,

@@ -1,11 +1,13 @@
 //! The per-session ledger file under `.attenu/`, its lock, and its sealed state.
 //!
-//! Two things are called checkpoints elsewhere and are kept apart here: the **sealed state**
+//! Two things were once both called checkpoints and are kept apart here: the **sealed state**
 //! (`ledger-<session>.state.json`, `seal.rs`), the hook's private record of what it verified,
 //! MACed and never shipped; and the **signed checkpoint**, a C2SP tlog-checkpoint of a chain's
 //! Merkle tree signed with the anchor key (`crate::evidence::checkpoint`), which is shipped
-//! and which a reviewer checks. The sealed state's file header and the ledger field
-//! `context.checkpoint_lost` keep the old word, because they are formats on disk.
+//! and which a reviewer checks. The sealed state's file header (`attenu-checkpoint v4`), its
+//! member `checkpoint_losses`, the MAC key's derivation label, the ledger field
+//! `context.checkpoint_lost` and `verify`'s notice `checkpoint-lost` keep the old word,
+//! because they are formats on disk or in output.
 //!
 //! # Layout
 //! `ledger-<session>.jsonl` holds one canonical-JSON entry per line. It is a sequence of
@@ -48,7 +50,7 @@
 //! taken for "no state yet": without it nothing shows the file was not cut short (every
 //! prefix of a chain verifies). The ledger is re-verified, the broken state file kept aside as
 //! `ledger-<session>.state-lost-<ms>`, and the next entry records it in
-//! `context.checkpoint_lost` ([`CheckpointLoss`]), which `verify` and `doctor` report. A new
+//! `context.checkpoint_lost` ([`StateLoss`]), which `verify` and `doctor` report. A new
 //! session's empty ledger gets a sealed state at once, so that a crash between the first
 //! append and its state leaves a stale state file, not a missing one.
 
@@ -66,8 +68,8 @@ pub use seal::{
     holds_sealed_prefix, read_sealed_state, unseal_state, Found, MAX_SEALED_STATE_BYTES,
 };
 pub use state::{
-    ChainInfo, CheckpointLoss, CheckpointMark, FileStamp, LossCause, Pending, State,
-    CHECKPOINT_LOST, MAX_OPEN_CALLS,
+    ChainInfo, CheckpointMark, FileStamp, LossCause, Pending, State, StateLoss, CHECKPOINT_LOST,
+    MAX_OPEN_CALLS,
 };
 pub use verify::{scan, ScanError, Verifier};
 
@@ -131,10 +133,10 @@ pub struct Ledger {
     mac_key: [u8; 32],
     /// A torn tail moved aside during this open, to be recorded in the next entry.
     pub recovered: Option<Value>,
-    /// A lost or broken checkpoint found beside a non-empty ledger, to be recorded in the next
-    /// entry.
-    pub lost: Option<CheckpointLoss>,
-    /// Whether the checkpoint was accepted (false: the whole file was re-verified).
+    /// A lost or broken sealed state found beside a non-empty ledger, to be recorded in the
+    /// next entry.
+    pub lost: Option<StateLoss>,
+    /// Whether the sealed state was accepted (false: the whole file was re-verified).
     pub fast_path: bool,
     /// The ledger was empty when opened, so this process may have just created it, and its
     /// name may not be durable yet: the first append also syncs the directory, unless this
@@ -148,7 +150,7 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    /// Opens and locks the session ledger, verifying it (fast path via the checkpoint).
+    /// Opens and locks the session ledger, verifying it (fast path via the sealed state).
     pub fn open(
         paths: SessionPaths,
         mac_key: [u8; 32],
@@ -226,8 +228,8 @@ impl Ledger {
                 return Ok(());
             }
         }
-        // A sealed but outdated checkpoint still names a recovery moved aside. If an append
-        // recorded it and then died before rewriting the checkpoint, it is recorded twice
+        // A sealed but outdated state still names a recovery moved aside. If an append
+        // recorded it and then died before rewriting the sealed state, it is recorded twice
         // (the same details both times); it is never lost.
         self.full_verify(found)
     }
@@ -238,7 +240,7 @@ impl Ledger {
     }
 
     /// The verified file's bytes from `from` to `to` (lines of the current chain, for a
-    /// checkpoint's entries object).
+    /// signed checkpoint's entries object).
     pub fn read_range(&self, from: u64, to: u64) -> Result<Vec<u8>, StoreError> {
         if from > to || to > self.state.stamp.len {
             return Err(LedgerIo::OutsideVerified { from, to }.into());
@@ -250,7 +252,7 @@ impl Ledger {
         Ok(buf)
     }
 
-    /// Records that chain `index`'s checkpoint at `mark` is queued, in the sealed state.
+    /// Records that chain `index`'s signed checkpoint at `mark` is queued, in the sealed state.
     pub fn mark_checkpointed(&mut self, index: usize, mark: CheckpointMark) {
         if let Some(chain) = self.state.chains.get_mut(index) {
             chain.checkpointed = Some(mark);

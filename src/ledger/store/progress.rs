@@ -3,13 +3,13 @@
 //!
 //! `ledger-<session>.reverify.json` holds the [`Scanner`] (every chain verified so far, the
 //! chain being read, the offset reached), what the re-verify will record when it ends (a lost
-//! checkpoint, a torn tail), and the stamp of the file it read. It is sealed like the
-//! checkpoint, with the same key, over its magic and body (so neither file's body can pass
+//! sealed state, a torn tail), and the stamp of the file it read. It is sealed like the
+//! sealed state, with the same key, over its magic and body (so neither file's body can pass
 //! for the other's), and used only while the ledger's stamp is exactly the one recorded:
 //! nothing is appended while a re-verify is unfinished, so any change to the file (an edit
 //! anywhere sets its ctime) discards the progress and the re-verify starts over.
 
-use super::state::{CheckpointLoss, FileStamp};
+use super::state::{FileStamp, StateLoss};
 use super::verify::Scanner;
 use super::{Ledger, StoreError};
 use crate::fs::{self, SealedFormat};
@@ -24,7 +24,7 @@ const PROGRESS: SealedFormat = SealedFormat {
     domain: b"attenu-reverify v1 ",
 };
 
-/// Far above a real one, like the checkpoint's bound.
+/// Far above a real one, like the sealed state's bound.
 const MAX_PROGRESS_BYTES: u64 = 16 << 20;
 
 /// An unfinished re-verify.
@@ -35,7 +35,7 @@ pub(super) struct Progress {
     pub scanner: Scanner,
     /// What the finished re-verify records, found when it started.
     #[serde(default)]
-    pub lost: Option<CheckpointLoss>,
+    pub lost: Option<StateLoss>,
     #[serde(default)]
     pub recovered: Option<Value>,
 }
@@ -72,7 +72,7 @@ impl Ledger {
         }
     }
 
-    /// Once the re-verify has finished and the checkpoint is written.
+    /// Once the re-verify has finished and the sealed state is written.
     pub(super) fn remove_progress(&self) {
         let _ = std::fs::remove_file(self.progress_path());
     }

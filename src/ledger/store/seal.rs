@@ -21,15 +21,15 @@ const SEALED_STATE: SealedFormat = SealedFormat {
     domain: b"",
 };
 
-/// Far above any real checkpoint (at most MAX_OPEN_CALLS open calls and the chains' nodes,
+/// Far above any real sealed state (at most MAX_OPEN_CALLS open calls and the chains' nodes,
 /// tens of KB); a larger file is not read and the ledger is re-verified instead.
 pub const MAX_SEALED_STATE_BYTES: u64 = 16 << 20;
 
 impl Ledger {
-    /// The file still holds, byte for byte up to its hash, the chain a sealed checkpoint
-    /// recorded: at least as long, with the checkpoint's last line at the same offset and
-    /// hashing to the head it recorded. The ledger is fsynced before its checkpoint is
-    /// written, so no crash leaves the file shorter than its checkpoint; a shorter file is
+    /// The file still holds, byte for byte up to its hash, the chain a sealed state
+    /// recorded: at least as long, with the state's last line at the same offset and
+    /// hashing to the head it recorded. The ledger is fsynced before its sealed state is
+    /// written, so no crash leaves the file shorter than its sealed state; a shorter file is
     /// one whose last entries were cut off or that was replaced by an older copy, and every
     /// prefix of a valid chain is itself valid, so a re-verify alone would not notice.
     /// `len` is the file's length now; only the recorded last line is read.
@@ -58,7 +58,7 @@ impl Ledger {
         .into())
     }
 
-    /// The checkpoint, as found. One that cannot vouch for the ledger (missing, unreadable,
+    /// The sealed state, as found. One that cannot vouch for the ledger (missing, unreadable,
     /// its seal broken) makes the ledger re-verified, and is recorded on it when the ledger is
     /// not empty (see `full_verify`); one that is not a file the hook may use (a symlink, a
     /// FIFO, another user's) is refused.
@@ -70,7 +70,7 @@ impl Ledger {
         }
     }
 
-    /// The last line still parses and reproduces the head the checkpoint recorded. (A last
+    /// The last line still parses and reproduces the head the sealed state recorded. (A last
     /// line over 16 MiB is not read here; the full re-verify reads it.)
     pub(super) fn tail_matches(&self, state: &State) -> bool {
         let Some(chain) = state.chains.last() else {
@@ -86,9 +86,9 @@ impl Ledger {
     }
 
     pub(super) fn write_sealed(&self) {
-        // Replaced atomically (a process killed mid-write must not leave a torn checkpoint,
+        // Replaced atomically (a process killed mid-write must not leave a torn sealed state,
         // which would read as a broken seal, recorded as tampering or damage), under the
-        // ledger lock, not fsynced: a stale checkpoint fails its stamp and costs one re-verify.
+        // ledger lock, not fsynced: a stale sealed state fails its stamp and costs one re-verify.
         let Ok(body) = serde_json::to_vec(&self.state) else {
             return;
         };
@@ -107,20 +107,20 @@ impl Ledger {
     }
 }
 
-/// What is at a ledger's checkpoint path.
+/// What is at a ledger's sealed state path.
 #[derive(Debug)]
 pub enum Found {
-    /// A current checkpoint whose seal holds.
+    /// A current sealed state whose seal holds.
     Sealed(Box<State>),
-    /// Nothing: a new session, or a checkpoint deleted.
+    /// Nothing: a new session, or a sealed state deleted.
     Absent,
-    /// A checkpoint of an earlier version whose seal holds: read by no one, not a loss.
+    /// A sealed state of an earlier version whose seal holds: read by no one, not a loss.
     Outdated,
-    /// A checkpoint that cannot be read or whose seal fails, with its bytes when they were read.
+    /// A sealed state that cannot be read or whose seal fails, with its bytes when they were read.
     Lost(LossCause, Option<Vec<u8>>),
 }
 
-/// Reads and unseals the checkpoint at `path` (never through a symlink).
+/// Reads and unseals the sealed state at `path` (never through a symlink).
 pub fn read_sealed_state(
     path: &std::path::Path,
     mac_key: &[u8; 32],
@@ -140,7 +140,7 @@ pub fn read_sealed_state(
     Ok(Found::Lost(LossCause::SealBroken, Some(bytes)))
 }
 
-/// `bytes` are a checkpoint of another `attenu-checkpoint vN` whose MAC under `mac_key` holds
+/// `bytes` are a sealed state of another `attenu-checkpoint vN` whose MAC under `mac_key` holds
 /// (an upgrade: its ledger is re-verified once, and that is no sign of tampering).
 fn sealed_by_an_earlier_version(bytes: &[u8], mac_key: &[u8; 32]) -> bool {
     let Some(rest) = bytes.strip_prefix(b"attenu-checkpoint v") else {
@@ -153,12 +153,12 @@ fn sealed_by_an_earlier_version(bytes: &[u8], mac_key: &[u8; 32]) -> bool {
     digits > 0 && SEALED_STATE.open_after_header(rest, mac_key).is_some()
 }
 
-/// The state a checkpoint file's bytes record, if their seal under `mac_key` holds.
+/// The state a state file's bytes record, if their seal under `mac_key` holds.
 pub fn unseal_state(bytes: &[u8], mac_key: &[u8; 32]) -> Option<State> {
     serde_json::from_slice(SEALED_STATE.open(bytes, mac_key)?).ok()
 }
 
-/// `bytes`, a whole ledger file, still holds what the checkpoint `prior` recorded: its last
+/// `bytes`, a whole ledger file, still holds what the sealed state `prior` recorded: its last
 /// line at the recorded offset, reproducing the recorded head (so, the chain verifying, every
 /// entry before it too).
 pub fn holds_sealed_prefix(prior: &State, bytes: &[u8]) -> bool {

@@ -29,13 +29,13 @@ pub struct ChainInfo {
     /// per bit of the size): what a signed checkpoint commits to (docs/SHIPPING.md).
     #[serde(default)]
     pub tree: Frontier,
-    /// The last checkpoint queued for shipping, if any.
+    /// The last signed checkpoint queued for shipping, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpointed: Option<CheckpointMark>,
-    /// Entries of this chain that record a lost or broken sealed checkpoint
-    /// (`context.checkpoint_lost`).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub checkpoint_losses: u64,
+    /// Entries of this chain that record a lost or broken sealed state
+    /// (`context.checkpoint_lost`). Stored as `checkpoint_losses`: a format on disk.
+    #[serde(rename = "checkpoint_losses", default, skip_serializing_if = "is_zero")]
+    pub state_losses: u64,
     /// The root entry's `ts` (Unix ms): when the chain was opened; 0 in a state written before
     /// it was kept.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -46,15 +46,15 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// Why a sealed checkpoint could not vouch for a non-empty ledger.
+/// Why a sealed state could not vouch for a non-empty ledger.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LossCause {
-    /// No checkpoint beside the ledger.
+    /// No sealed state beside the ledger.
     Missing,
-    /// A checkpoint whose MAC does not hold (edited, forged, or torn by a crash).
+    /// A sealed state whose MAC does not hold (edited, forged, or torn by a crash).
     SealBroken,
-    /// A checkpoint that could not be read (far too large, or an I/O error).
+    /// A sealed state that could not be read (far too large, or an I/O error).
     Unreadable,
 }
 
@@ -68,25 +68,25 @@ impl LossCause {
     }
 }
 
-/// What the first entry appended after a lost checkpoint records in its
+/// What the first entry appended after a lost sealed state records in its
 /// `context.checkpoint_lost`: the ledger was re-verified from GENESIS and verified, but nothing
 /// shows it was not cut short first (every prefix of a chain verifies), so a reviewer must
-/// know the local rollback check did not run here (docs/FORMATS.md, "Lost checkpoints").
+/// know the local rollback check did not run here (docs/FORMATS.md, "Lost sealed state").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CheckpointLoss {
+pub struct StateLoss {
     pub cause: LossCause,
     /// The ledger's length and entry count as found (after a torn tail was cut).
     pub ledger_bytes: u64,
     pub entries: u64,
-    /// SHA-256 of the broken checkpoint, and the file it was kept in, when it was read.
+    /// SHA-256 of the broken sealed state, and the file it was kept in, when it was read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept_in: Option<String>,
 }
 
-/// Where the last queued checkpoint of a chain stands: its size, and the byte offset in the
-/// ledger file where the entries after it begin.
+/// Where the last queued signed checkpoint of a chain stands: its size, and the byte offset
+/// in the ledger file where the entries after it begin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckpointMark {
     pub size: u64,
@@ -114,12 +114,12 @@ impl ChainInfo {
             finalized: Vec::new(),
             tree: Frontier::new(),
             checkpointed: None,
-            checkpoint_losses: 0,
+            state_losses: 0,
             opened_ms: root.get(field::TS).and_then(Value::as_u64).unwrap_or(0),
         }
     }
 
-    /// Entries added since the last checkpoint queued for shipping.
+    /// Entries added since the last signed checkpoint queued for shipping.
     pub fn unshipped(&self) -> u64 {
         self.entries
             .saturating_sub(self.checkpointed.map_or(0, |m| m.size))
@@ -140,7 +140,7 @@ impl ChainInfo {
         if e.get(field::CONTEXT)
             .is_some_and(|c| c.get(CHECKPOINT_LOST).is_some())
         {
-            self.checkpoint_losses += 1;
+            self.state_losses += 1;
         }
         let Some(node) = e.get(field::NODE).and_then(Value::as_str) else {
             return;
@@ -160,7 +160,7 @@ impl ChainInfo {
     }
 }
 
-/// The `context` member recording a [`CheckpointLoss`].
+/// The `context` member recording a [`StateLoss`].
 pub const CHECKPOINT_LOST: &str = "checkpoint_lost";
 
 /// An allowed call still waiting for its outcome.
@@ -193,14 +193,14 @@ pub struct State {
     /// Claude and leaves a reconciliation marker when it arrives.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ended: BTreeMap<String, Pending>,
-    /// A torn tail moved aside that no entry records yet. Kept in the checkpoint, so a process
+    /// A torn tail moved aside that no entry records yet. Kept in the sealed state, so a process
     /// that recovers it but appends nothing (a SessionStart on a current chain, a failure
     /// before the append) leaves it for the next append to record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unrecorded_recovery: Option<Value>,
-    /// A lost checkpoint no entry records yet, kept like `unrecorded_recovery`.
+    /// A lost sealed state no entry records yet, kept like `unrecorded_recovery`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unrecorded_loss: Option<CheckpointLoss>,
+    pub unrecorded_loss: Option<StateLoss>,
 }
 
 /// A new chain starts: the calls still open on the one before can no longer be completed.
@@ -252,7 +252,7 @@ pub(super) fn track_pending(
             let seq = e.get(field::SEQ).and_then(Value::as_u64).unwrap_or(0);
             if pending.len() >= MAX_OPEN_CALLS {
                 // Calls Claude Code never finished (refused after our allow, interrupted) would
-                // otherwise grow the checkpoint forever; the oldest is dropped. Its outcome, if it
+                // otherwise grow the sealed state forever; the oldest is dropped. Its outcome, if it
                 // ever arrives, finds no open call and is not bound.
                 forget_oldest(pending);
             }

@@ -4,7 +4,7 @@
 use super::line::{self, LineError, Parsed};
 use super::progress::Progress;
 use super::seal::Found;
-use super::state::{end_open_calls, track_pending, ChainInfo, CheckpointLoss, LossCause, State};
+use super::state::{end_open_calls, track_pending, ChainInfo, LossCause, State, StateLoss};
 use super::{whole_lines_len, Ledger, LedgerIo, Reverifying, StoreError, Unverifiable};
 use crate::fs;
 use crate::json::SyntaxError;
@@ -17,7 +17,7 @@ use std::time::Instant;
 
 impl Ledger {
     /// Re-reads and re-verifies the whole file from GENESIS, rebuilding the state. `found` is
-    /// the checkpoint as read: a sealed one whose stamp no longer matches (the file must still
+    /// the sealed state as read: a sealed one whose stamp no longer matches (the file must still
     /// hold its prefix), or one that cannot vouch for the file (recorded when it is not empty).
     /// The file is read a chunk at a time; a re-verify that reaches the work deadline keeps
     /// its progress (`progress.rs`) and the call is refused, and the next call goes on.
@@ -26,8 +26,8 @@ impl Ledger {
         // Before anything is changed (a torn tail cut): a file that lost what was verified is
         // left exactly as it is found.
         // How many losses the sealed prefix records: one more in the file means the loss the
-        // stale checkpoint still carries was recorded by an append that died before it could
-        // rewrite the checkpoint.
+        // stale sealed state still carries was recorded by an append that died before it could
+        // rewrite the sealed state.
         let mut losses_before = None;
         let (unrecorded, prior_loss, lost) = match found {
             Found::Sealed(prior) => {
@@ -57,7 +57,7 @@ impl Ledger {
                 stamp,
                 scanner: Scanner::default(),
                 lost: match lost {
-                    // An empty ledger without a checkpoint is a new session (or one whose
+                    // An empty ledger without a sealed state is a new session (or one whose
                     // files were both moved aside): nothing can have been lost.
                     Some((cause, read)) if cut > 0 => Some(self.keep_lost(cause, read, cut)?),
                     _ => prior_loss,
@@ -90,8 +90,8 @@ impl Ledger {
             l
         });
         self.state.unrecorded_loss = self.lost.clone();
-        // Even an empty ledger gets its checkpoint now: a crash after the first append and
-        // before its checkpoint then leaves a stale checkpoint, not a missing one.
+        // Even an empty ledger gets its sealed state now: a crash after the first append and
+        // before its state then leaves a stale sealed state, not a missing one.
         self.write_sealed();
         self.remove_progress();
         Ok(())
@@ -161,7 +161,7 @@ impl Ledger {
         Ok(0)
     }
 
-    /// The record of a checkpoint that could not vouch for the ledger, its bytes (when read)
+    /// The record of a sealed state that could not vouch for the ledger, its bytes (when read)
     /// kept aside for review.
     /// (`entries` is filled in when the re-verify has counted them.)
     fn keep_lost(
@@ -169,8 +169,8 @@ impl Ledger {
         cause: LossCause,
         read: Option<Vec<u8>>,
         ledger_bytes: u64,
-    ) -> Result<CheckpointLoss, StoreError> {
-        let mut loss = CheckpointLoss {
+    ) -> Result<StateLoss, StoreError> {
+        let mut loss = StateLoss {
             cause,
             ledger_bytes,
             entries: 0,
@@ -184,7 +184,7 @@ impl Ledger {
                 crate::clock::now_ms()
             );
             fs::write_atomic(&self.paths.dir.join(&name), &bytes, true)
-                .map_err(LedgerIo::KeepCheckpoint)?;
+                .map_err(LedgerIo::KeepLostState)?;
             loss.sha256 = Some(chain::sha256_hex(&bytes));
             loss.kept_in = Some(name);
         }
@@ -417,7 +417,7 @@ fn chunk_len() -> usize {
 /// Below this many lines one thread is faster than starting others.
 const PARALLEL_FROM: usize = 1024;
 
-/// The entries of every chain in `state` that record a lost checkpoint.
+/// The entries of every chain in `state` that record a lost sealed state.
 fn losses_in(state: &State) -> u64 {
-    state.chains.iter().map(|c| c.checkpoint_losses).sum()
+    state.chains.iter().map(|c| c.state_losses).sum()
 }

@@ -198,10 +198,10 @@ fn git_check(dir: &Path) -> Option<Check> {
 }
 
 fn ledger_checks(attenu: &Path) -> Vec<Check> {
-    // Loaded, never created: without the key no checkpoint can be checked, only the chains.
+    // Loaded, never created: without the key no sealed state can be checked, only the chains.
     let mac_key = crate::evidence::keys::load(&attenu.join("anchor.key"))
         .ok()
-        .map(|k| k.checkpoint_mac_key());
+        .map(|k| k.state_mac_key());
     read::sessions(attenu)
         .into_iter()
         .flatten()
@@ -213,10 +213,10 @@ fn ledger_checks(attenu: &Path) -> Vec<Check> {
 fn ledger_check(paths: &SessionPaths, mac_key: Option<&[u8; 32]>) -> Option<Check> {
     let file_name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
     let (name, state_name) = (file_name(&paths.ledger)?, file_name(&paths.state)?);
-    // The checkpoint before the ledger: a hook writes the ledger (and fsyncs it) before its
-    // checkpoint, so a ledger read after its checkpoint is never older than it.
+    // The sealed state before the ledger: a hook writes the ledger (and fsyncs it) before its
+    // sealed state, so a ledger read after its sealed state is never older than it.
     let found = mac_key.map(|key| store::read_sealed_state(&paths.state, key));
-    let checkpoint = match &found {
+    let sealed = match &found {
         Some(Ok(store::Found::Sealed(state))) => Some((**state).clone()),
         _ => None,
     };
@@ -231,19 +231,19 @@ fn ledger_check(paths: &SessionPaths, mac_key: Option<&[u8; 32]>) -> Option<Chec
     };
     let (bytes, cut) = (ledger.bytes(), ledger.whole_lines().len());
     // The chain first (an edit is reported where it is), then whether the file still holds
-    // what its checkpoint recorded (a cut or an older copy, which verify as chains).
-    let lost = checkpoint.filter(|c| !store::holds_sealed_prefix(c, bytes));
+    // what its sealed state recorded (a cut or an older copy, which verify as chains).
+    let lost = sealed.filter(|c| !store::holds_sealed_prefix(c, bytes));
     let (severity, detail) = match (ledger.verify(), lost) {
         (Ok(_), Some(prior)) => (
             Severity::Fail,
             format!(
-                "no longer holds what its checkpoint records ({} bytes then, {} now): entries were removed, or an older copy was put back. Keep it and its checkpoint ({state_name}) for review, and move both aside to start a new ledger",
+                "no longer holds what its sealed state records ({} bytes then, {} now): entries were removed, or an older copy was put back. Keep it and its state file ({state_name}) for review, and move both aside to start a new ledger",
                 prior.stamp.len,
                 bytes.len(),
             ),
         ),
         (Ok(s), None) => {
-            let losses: u64 = s.chains.iter().map(|c| c.checkpoint_losses).sum();
+            let losses: u64 = s.chains.iter().map(|c| c.state_losses).sum();
             let mut detail = format!(
                 "verifies: {} chain(s), {} entries{}",
                 s.chains.len(),
@@ -253,15 +253,15 @@ fn ledger_check(paths: &SessionPaths, mac_key: Option<&[u8; 32]>) -> Option<Chec
             let mut severity = Severity::Ok;
             if losses > 0 {
                 severity = Severity::Warn;
-                detail += &format!("; {losses} entr(y/ies) record a lost or broken checkpoint (context.checkpoint_lost): entries before them may have been removed unnoticed, so review this session's bundle with that in mind");
+                detail += &format!("; {losses} entr(y/ies) record a lost or broken sealed state (context.checkpoint_lost): entries before them may have been removed unnoticed, so review this session's bundle with that in mind");
             }
             match (&found, cut > 0) {
-                (Some(Ok(store::Found::Absent)), true) => (Severity::Fail, format!("{detail}; its checkpoint {state_name} is missing beside a non-empty ledger, a sign of tampering or damage: the next call records it on the ledger")),
-                (Some(Ok(store::Found::Lost(cause, _))), true) => (Severity::Fail, format!("{detail}; its checkpoint {state_name} is {}, a sign of tampering or damage: the next call records it on the ledger and keeps the checkpoint aside", match cause { store::LossCause::SealBroken => "sealed with another key or altered (its seal fails)", _ => "unreadable" })),
+                (Some(Ok(store::Found::Absent)), true) => (Severity::Fail, format!("{detail}; its state file {state_name} is missing beside a non-empty ledger, a sign of tampering or damage: the next call records it on the ledger")),
+                (Some(Ok(store::Found::Lost(cause, _))), true) => (Severity::Fail, format!("{detail}; its state file {state_name} is {}, a sign of tampering or damage: the next call records it on the ledger and keeps the state file aside", match cause { store::LossCause::SealBroken => "sealed with another key or altered (its seal fails)", _ => "unreadable" })),
                 _ => (severity, detail),
             }
         }
-        (Err(e), _) => (Severity::Fail, format!("does not verify ({e}); move it and its checkpoint ({state_name}) aside to start a new ledger, keep them for review")),
+        (Err(e), _) => (Severity::Fail, format!("does not verify ({e}); move it and its state file ({state_name}) aside to start a new ledger, keep them for review")),
     };
     Some(Check::about(CheckId::Ledger, name, severity, detail))
 }

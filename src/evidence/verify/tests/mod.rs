@@ -2,7 +2,7 @@
 
 mod authority;
 mod bundle;
-mod run;
+mod input;
 mod stream;
 
 use super::authority::Authority;
@@ -16,11 +16,11 @@ const CID_A: &str = "0123456789abcdef0123456789abcdef";
 const CID_B: &str = "fedcba9876543210fedcba9876543210";
 const PARAMS: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 
-fn key(seed: u8) -> SigningKey {
+pub(crate) fn key(seed: u8) -> SigningKey {
     SigningKey::from_bytes(&[seed; 32])
 }
 
-fn tiny_entries() -> Vec<Value> {
+pub(crate) fn tiny_entries() -> Vec<Value> {
     vec![
         json!({"event": "root", "node": "c:n0", "agent": "main", "params_salt": "00112233445566778899aabbccddeeff",
                "authority": {"scopes": ["fs.*", "exec.bash"], "constraints": [{"key": "max_rows", "max": 100}], "ttl": 3600}}),
@@ -39,7 +39,7 @@ fn tiny_entries() -> Vec<Value> {
 }
 
 /// Seals `bodies` into a chain "c" and signs an anchor over its head with `signer`.
-fn signed_bundle(bodies: Vec<Value>, signer: &SigningKey) -> Value {
+pub(crate) fn signed_bundle(bodies: Vec<Value>, signer: &SigningKey) -> Value {
     let mut prev = GENESIS.to_string();
     let mut entries = Vec::new();
     for (i, body) in bodies.into_iter().enumerate() {
@@ -131,7 +131,7 @@ fn authority(v: Value) -> Authority {
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
-fn scratch_dir() -> std::path::PathBuf {
+pub(crate) fn scratch_dir() -> std::path::PathBuf {
     let n = COUNTER.fetch_add(1, Ordering::SeqCst);
     let d = std::env::temp_dir().join(format!("attenu-verify-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);

@@ -1,68 +1,19 @@
-//! The command's exit codes, and the reference verifier's verdict on our Ed25519 anchor.
+//! Reading a bundle file's bytes, and the reference verifier's verdict on our Ed25519 anchor.
+//! The command's exit codes are tested in `crate::cli::verify`.
 
 use super::*;
-use crate::protocol::Exit;
 use ed25519_dalek::VerifyingKey;
 
+/// What the reader refuses is said as such: too deep is not "not JSON", bytes that are not
+/// UTF-8 name the first bad byte, and a member named twice is a failure of its own.
 #[test]
-fn run_exit_codes() {
+fn unusable_input_and_a_duplicate_member_are_said_as_such() {
     let k = key(1);
-    let dir = scratch_dir();
-    let bundle_path = dir.join("bundle-s.json");
-    std::fs::write(
-        &bundle_path,
-        serde_json::to_vec(&signed_bundle(tiny_entries(), &k)).unwrap(),
-    )
-    .unwrap();
-    let pub_hex = chain::hex(k.verifying_key().as_bytes());
-    let pub_json = dir.join("trusted.pub");
-    std::fs::write(
-        &pub_json,
-        json!({"alg": "EdDSA", "kid": "attenu-local-1", "public_key": pub_hex}).to_string(),
-    )
-    .unwrap();
-    let pub_bare = dir.join("bare.pub");
-    std::fs::write(&pub_bare, format!("{pub_hex}\n")).unwrap();
-    let bad = dir.join("bad.pub");
-    std::fs::write(&bad, "not a key").unwrap();
-
-    assert_eq!(
-        run(&bundle_path, Pin::Nothing, false),
-        Exit::CheckFailed,
-        "no key anywhere: invalid"
-    );
-    assert_eq!(run(&bundle_path, Pin::Key(&pub_json), false), Exit::Success);
-    assert_eq!(run(&bundle_path, Pin::Key(&pub_bare), true), Exit::Success);
-    assert_eq!(run(&bundle_path, Pin::Key(&bad), false), Exit::Unusable);
-    assert_eq!(
-        run(&bundle_path, Pin::Key(&dir.join("missing.pub")), false),
-        Exit::Unusable
-    );
-    assert_eq!(
-        run(&dir.join("missing.json"), Pin::Key(&pub_json), false),
-        Exit::Unusable
-    );
-    std::fs::copy(&pub_json, dir.join("anchor.pub")).unwrap();
-    assert_eq!(
-        run(&bundle_path, Pin::Nothing, false),
-        Exit::ValidUnpinned,
-        "the bundle-side key verifies, reported as not pinned, and a script cannot take it for 0"
-    );
-    assert_eq!(run(&bundle_path, Pin::Nothing, true), Exit::ValidUnpinned);
-    assert_eq!(run(&bundle_path, Pin::Key(&pub_bare), false), Exit::Success);
-
-    let not_json = dir.join("garbage.json");
-    std::fs::write(&not_json, "{\"v\": 2,").unwrap();
-    assert_eq!(run(&not_json, Pin::Key(&pub_json), false), Exit::Unusable);
-    // Too deep for the reader is unusable input too, and said as such, not "not JSON".
     let deep = format!("{{\"x\":{}1{}}}", "[".repeat(200), "]".repeat(200));
     match verify_bundle_bytes(deep.as_bytes(), &pinned(&k)) {
         Err(e @ InputError::TooDeep(_)) => assert!(e.to_string().contains("128 levels"), "{e}"),
         other => panic!("{other:?}"),
     }
-    std::fs::write(&not_json, deep).unwrap();
-    assert_eq!(run(&not_json, Pin::Key(&pub_json), false), Exit::Unusable);
-    // Bytes that are not UTF-8 are not JSON, and the message names the first bad byte.
     match verify_bundle_bytes(b"{\"v\": \xff}", &pinned(&k)) {
         Err(e @ InputError::NotUtf8(_)) => assert_eq!(
             e.to_string(),
@@ -70,16 +21,12 @@ fn run_exit_codes() {
         ),
         other => panic!("{other:?}"),
     }
-
-    let text = std::fs::read_to_string(&bundle_path).unwrap();
-    let dup = dir.join("dup.json");
+    let text = serde_json::to_string(&signed_bundle(tiny_entries(), &k)).unwrap();
     // The top-level object already has `v`: a second one, however the members are ordered.
     assert!(text.starts_with('{') && text.contains("\"v\":2"));
-    std::fs::write(&dup, text.replacen('{', "{\"v\":2,", 1)).unwrap();
-    let r = verify_bundle_bytes(&std::fs::read(&dup).unwrap(), &pinned(&k)).unwrap();
+    let dup = text.replacen('{', "{\"v\":2,", 1);
+    let r = verify_bundle_bytes(dup.as_bytes(), &pinned(&k)).unwrap();
     assert_eq!(names(&r), vec!["duplicate-member"]);
-    assert_eq!(run(&dup, Pin::Key(&pub_json), false), Exit::CheckFailed);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// What the reference verifier says about a bundle, under an Ed25519 public key.
@@ -130,17 +77,4 @@ fn the_reference_accepts_our_ed25519_anchor() {
     let theirs = reference_verdict(&python, &forged, &honest.verifying_key());
     assert_eq!(theirs["ok"], false, "{theirs}");
     assert!(!verify_bundle(&forged, &pinned(&honest)).valid);
-}
-
-/// Each verdict has one exit, and the codes are the ones scripts read.
-#[test]
-fn each_verdict_exits_with_its_code() {
-    for (verdict, code) in [
-        (Verdict::Valid, 0),
-        (Verdict::Invalid, 1),
-        (Verdict::ValidUnpinned, 3),
-        (Verdict::ValidWithNotice, 4),
-    ] {
-        assert_eq!(exit_of(verdict).code(), code, "{verdict:?}");
-    }
 }
