@@ -175,7 +175,10 @@ fn lost_states(losses: &Losses) -> Option<Finding> {
     Some(Finding {
         status: Status::Notice,
         why: format!(
-            "entry {} records that the hook found the ledger's sealed state lost (checkpoint-lost,              as `verify` notices): entries before it verify, but some may have been cut off before they              were shipped; compare with checkpoints shipped earlier or another copy of the ledger",
+            "entry {} records that the hook found the ledger's sealed state lost \
+             (checkpoint-lost, as `verify` notices): entries before it verify, but some may \
+             have been cut off before they were shipped; compare with checkpoints shipped \
+             earlier or another copy of the ledger",
             seqs.join(", ")
         ),
         objects,
