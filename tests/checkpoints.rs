@@ -182,6 +182,52 @@ fn a_proof_moved_or_with_its_entry_edited_is_invalid() {
     }
 }
 
+/// What `prove` prints, pinned: the proof itself (its base64 masked) and, with `--out`, where
+/// it went and how to check it.
+#[test]
+fn prove_text_is_pinned() {
+    let (p, proof) = proof_of_a_deny("ckpt-prove-text");
+    let mut args = vec!["prove", "--project", p.dir(), "--session", "s1"];
+    args.extend(["--seq", "3"]);
+    let mut shown = cli(&args);
+    assert_eq!(shown.stdout, std::fs::read_to_string(&proof).unwrap());
+    shown.stdout = without_base64(&shown.stdout);
+    let mut text = transcript("prove --session s1 --seq 3", &shown);
+    let again = p.path().join("again.proof");
+    args.extend(["--out", again.to_str().unwrap()]);
+    text += &transcript("prove --session s1 --seq 3 --out FILE", &cli(&args));
+    assert_snapshot("prove.txt", &mask(&text, &[(p.dir(), "<project>")]));
+}
+
+/// `text` with each word of 16 or more base64 characters (hashes, signatures, the entry) as
+/// `<base64>`.
+fn without_base64(text: &str) -> String {
+    fn word(w: &str) -> &str {
+        let b64 = |c: char| c.is_ascii_alphanumeric() || "+/=".contains(c);
+        if w.len() >= 16 && w.chars().all(b64) {
+            "<base64>"
+        } else {
+            w
+        }
+    }
+    let line = |l: &str| l.split(' ').map(word).collect::<Vec<_>>().join(" ");
+    text.split('\n').map(line).collect::<Vec<_>>().join("\n")
+}
+
+/// What `verify` prints of a proof, pinned: valid under the pinned key, invalid once moved to
+/// another index, and refused without a key.
+#[test]
+fn a_proofs_verify_text_is_pinned() {
+    let (p, proof) = proof_of_a_deny("ckpt-verify-text");
+    let path = proof.to_str().unwrap();
+    let mut text = transcript("verify PROOF --pub KEY", &p.verify_pinned(path));
+    let moved = std::fs::read_to_string(&proof).unwrap();
+    std::fs::write(&proof, moved.replacen("index 3\n", "index 2\n", 1)).unwrap();
+    text += &transcript("verify MOVED --pub KEY", &p.verify_pinned(path));
+    text += &transcript("verify MOVED", &cli(&["verify", path]));
+    assert_snapshot("verify-proof.txt", &mask(&text, &[(p.dir(), "<project>")]));
+}
+
 /// A session of the sample project with an allowed read and a denied Bash, and `prove`'s proof
 /// of the deny (which must succeed): the project and the proof's path.
 fn proof_of_a_deny(tag: &str) -> (TempDir, PathBuf) {

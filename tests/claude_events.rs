@@ -243,16 +243,6 @@ fn a_skills_inline_shell_is_decided_like_bash() {
     }
 }
 
-/// A fake `claude` on PATH that says it is `version`.
-fn fake_claude(version: &str) -> TempDir {
-    let d = TempDir::new("fake-claude");
-    let f = d.path().join("claude");
-    std::fs::write(&f, format!("#!/bin/sh\necho '{version} (Claude Code)'\n")).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
-    d
-}
-
 /// (version claude --version prints, or none on PATH; events wired; events not wired)
 type Knows = (
     Option<&'static str>,
@@ -286,7 +276,7 @@ const KNOWS: &[Knows] = &[
 fn install_wires_what_the_installed_claude_code_knows() {
     for (version, wired, unwired) in KNOWS {
         let p = project("cc-install-version");
-        let fake = version.map(fake_claude);
+        let fake = version.map(operator::fake_claude);
         let path = match &fake {
             Some(d) => format!("{}:/usr/bin:/bin", d.path().display()),
             None => "/usr/bin:/bin".into(),

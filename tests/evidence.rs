@@ -43,14 +43,6 @@ fn tampered(bundle: &str, name: &str, edit: impl FnOnce(&mut Value)) -> String {
     path
 }
 
-/// One command's exit code, stdout and stderr, as a snapshot shows them.
-fn transcript(title: &str, out: &Out) -> String {
-    format!(
-        "$ {title}\nexit {}\n--- stdout\n{}--- stderr\n{}\n",
-        out.code, out.stdout, out.stderr
-    )
-}
-
 /// The verdicts `verify` prints, pinned: valid with the key beside the bundle (exit 3), valid
 /// with the pinned key (exit 0), and a copy with an edited entry (exit 1, failure names).
 #[test]

@@ -13,6 +13,7 @@ fn main() {
     harness::run(tests![
         install_without_the_binary_on_path_wires_a_launcher_and_a_link,
         install_wires_exactly_the_snippet,
+        install_text_is_pinned,
         the_launcher_is_committed_and_the_link_ignored,
         a_clone_without_the_binary_blocks_with_what_to_install,
         a_clone_runs_the_hook_after_install_once,
@@ -168,6 +169,19 @@ fn install_without_the_binary_on_path_wires_a_launcher_and_a_link() {
     );
     let link = std::fs::symlink_metadata(a.join(".claude/hooks/attenu-hook")).unwrap();
     assert!(link.file_type().is_symlink());
+}
+
+/// What `install` prints, pinned: a new project wired without attenu-hook on PATH, beside
+/// Claude Code 2.1.332 (the launcher, the link, what to run next, Interrupt not wired), then a
+/// second run, which changes nothing.
+fn install_text_is_pinned() {
+    let p = sample("install-text");
+    let claude = fake_claude("2.1.332");
+    let path = format!("{}:{BARE_PATH}", claude.path().display());
+    let mut text = transcript("install PROJECT", &install_on(p.path(), &path));
+    text += &transcript("install PROJECT (again)", &install_on(p.path(), &path));
+    let masks = [(p.dir(), "<project>"), (BIN, "<bin>")];
+    assert_snapshot("install.txt", &mask(&text, &masks));
 }
 
 fn install_wires_exactly_the_snippet() {

@@ -434,6 +434,25 @@ fn authorize_labels_what_it_prints() {
     let out = authorize(p.path(), &key, &json!({"command": "deploy --prod"}), &extra);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_contains(&out.stdout, &PRINTED);
+    let shown = transcript("authorize --tool Bash --uses 2 --agent ops ...", &out);
+    assert_snapshot("authorize.txt", &mask(&shown, &[(p.dir(), "<project>")]));
+}
+
+/// What `keygen` prints, pinned: the public key on stdout and where the key went on stderr;
+/// then its refusals of a file that exists and of a directory that does not.
+#[test]
+fn keygen_text_is_pinned() {
+    let t = TempDir::new("gate-keygen");
+    let key = t.path().join("alice.key");
+    let args = ["keygen", "--out", key.to_str().unwrap()];
+    let made = cli(&args);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let mut text = transcript("keygen --out KEY", &made);
+    text += &transcript("keygen --out KEY (again)", &cli(&args));
+    let nowhere = t.path().join("missing/alice.key");
+    let out = cli(&["keygen", "--out", nowhere.to_str().unwrap()]);
+    text += &transcript("keygen --out MISSING/KEY", &out);
+    assert_snapshot("keygen.txt", &mask(&text, &[(t.dir(), "<dir>")]));
 }
 
 /// Regression (issue 28): nothing listed what was left. `authorize --list` shows every

@@ -33,6 +33,7 @@ fn outcome_of_t1_not_recorded(p: &TempDir) {
     std::fs::rename(&aside, &ledger).unwrap();
 }
 
+/// A receipt binds once, to an allowed call; what `receipt` prints is pinned.
 #[test]
 fn receipts_bind_to_an_allowed_call() {
     let p = sample("receipt");
@@ -45,6 +46,10 @@ fn receipts_bind_to_an_allowed_call() {
     assert_ne!(dup.code, 0);
     let none = receipt(dir, "toolu_nope", "rcpt-2", "x", &[]);
     assert_contains(&none.stderr, &["no allowed call"]);
+    let mut text = transcript("receipt --call toolu_r1 --receipt-id rcpt-1 ...", &out);
+    text += &transcript("receipt --call toolu_r1 --receipt-id rcpt-1 (again)", &dup);
+    text += &transcript("receipt --call toolu_nope --receipt-id rcpt-2", &none);
+    assert_snapshot("receipt.txt", &mask(&text, &[(dir, "<project>")]));
 }
 
 /// A marker whose call can no longer be bound on the ledger (here the ledger was moved aside

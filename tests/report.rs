@@ -21,6 +21,7 @@ fn main() {
         without_pub_the_key_is_not_pinned_and_without_any_key_it_is_invalid,
         several_chains_and_an_audit_go_on_one_page,
         an_unusable_input_writes_no_page_and_exits_2,
+        report_text_is_pinned,
         an_unusable_key_writes_no_page_and_exits_2,
         an_audit_status_the_audit_never_writes_is_refused,
         a_recorded_lost_sealed_state_is_shown_and_exits_4,
@@ -532,6 +533,25 @@ fn an_unusable_input_writes_no_page_and_exits_2() {
     let missing = t.path().join("missing.json");
     let (run, _) = report(&[missing.to_str().unwrap()], &page);
     assert_refused(&run, "cannot read");
+}
+
+/// What `report` prints beside its page, pinned: the page written under the pinned key (exit
+/// 0), under the key beside the bundle (3), with no key at all (1), and no page for input that
+/// is not JSON (2).
+fn report_text_is_pinned() {
+    let (t, bundle) = demo_session();
+    let page = t.path().join("page.html");
+    let run = |args: &[&str]| report(args, &page).0;
+    let (b, key) = (bundle.to_str().unwrap(), anchor_pub_of(&bundle));
+    let pinned = run(&[b, "--pub", key.to_str().unwrap()]);
+    let mut text = transcript("report BUNDLE --pub KEY --out PAGE", &pinned);
+    text += &transcript("report BUNDLE --out PAGE", &run(&[b]));
+    let (alone, junk) = (t.path().join("alone.json"), t.path().join("junk.json"));
+    std::fs::copy(&bundle, &alone).unwrap();
+    text += &transcript("report ALONE --out PAGE", &run(&[alone.to_str().unwrap()]));
+    std::fs::write(&junk, "not json {").unwrap();
+    text += &transcript("report JUNK --out PAGE", &run(&[junk.to_str().unwrap()]));
+    assert_snapshot("report.txt", &mask(&text, &[(t.dir(), "<dir>")]));
 }
 
 fn an_unusable_key_writes_no_page_and_exits_2() {

@@ -439,18 +439,28 @@ fn two_shippers_at_once_ship_each_object_once() {
     assert_stored(&store(&url, &g.env()), &objs);
 }
 
+/// A directory store; what `ship` prints of it is pinned.
 fn a_file_target_ships_the_same_way() {
     let share = TempDir::new("share");
     let (p, objs) = queued("ship-file", &file_url(&share), 5);
-    assert_shipped(&ship(p.path(), &[]), &[]);
+    let shipped = ship(p.path(), &[]);
+    assert_shipped(&shipped, &[]);
     assert_outbox_empty(p.path());
     assert_in_share(&share, &objs);
     // The same key again: identical bytes are shipped, different ones a conflict.
     queue(p.path(), &objs[0].0, &objs[0].1);
     queue(p.path(), &objs[1].0, b"rewritten");
-    assert_failed(&ship(p.path(), &[]), &[BEFORE_US]);
+    let conflict = ship(p.path(), &[]);
+    assert_failed(&conflict, &[BEFORE_US]);
     assert_eq!(pending(p.path()), vec![objs[1].0.clone()]);
     assert_in_share(&share, &objs[1..2]);
+    let text = common::transcript("ship", &shipped)
+        + &common::transcript("ship (one object again, one rewritten)", &conflict);
+    let masks = [
+        (share.path().to_str().unwrap(), "<share>"),
+        (p.path().to_str().unwrap(), "<project>"),
+    ];
+    common::assert_snapshot("ship.txt", &common::mask(&text, &masks));
 }
 
 /// A share that is not there (not mounted): nothing removed, the reason given.

@@ -19,6 +19,7 @@ fn main() {
     common::harness::run(tests![
         enroll_makes_one_key_outside_the_clone_and_reuses_it,
         enroll_cert_refuses_what_does_not_certify_this_key,
+        enroll_text_is_pinned,
         certified_sessions_are_complete_and_named_the_unenrolled_one_is_not,
         certified_sessions_in_garage_are_complete_and_named,
         an_audit_refuses_expired_revoked_and_foreign_certificates,
@@ -419,6 +420,29 @@ fn enroll_cert_refuses_what_does_not_certify_this_key() {
     assert!(!m.key_dir().join("signing-key-cert.pub").exists());
     let good = t.certify(&public, "alice@laptop", 7);
     common::assert_exit_saying(&try_cert(&good), 0, &["\"alice@laptop\""]);
+}
+
+/// What `enroll` prints, pinned: the key made, then reused, then its certificate installed
+/// (checked against the project's team CA).
+fn enroll_text_is_pinned() {
+    need_tools();
+    let (t, m) = (team("enroll-text"), machine("enroll-text-home"));
+    let first = m.cli(&["enroll"]);
+    let mut text = transcript("enroll", &first);
+    text += &transcript("enroll (again)", &m.cli(&["enroll"]));
+    let cert = t.certify(&m.key_dir().join("signing-key.pub"), "alice@laptop", 7);
+    let p = t.project.dir.path().to_str().unwrap();
+    let installed = m.cli(&["enroll", "--project", p, "--cert", cert.to_str().unwrap()]);
+    text += &transcript("enroll --project PROJECT --cert CERT", &installed);
+    let words: Vec<&str> = first.stdout.split_whitespace().collect();
+    let masks = [
+        (m.home.path().to_str().unwrap(), "<home>"),
+        (t.keys.path().to_str().unwrap(), "<keys>"),
+        (p, "<project>"),
+        (words[1], "<public key>"),
+        (words[2], "attenu-hook@<host>"),
+    ];
+    assert_snapshot("enroll.txt", &mask(&text, &masks));
 }
 
 /// Certificates of `public` that `enroll --cert` must refuse, each with why.

@@ -32,7 +32,7 @@ pub use ledger_kit::*;
 pub use payloads::*;
 pub use process::*;
 #[allow(unused_imports)]
-pub use snapshot::{assert_snapshot, mask};
+pub use snapshot::{assert_snapshot, mask, transcript};
 
 use serde_json::{json, Value};
 use std::io::Write;

@@ -11,6 +11,16 @@ pub fn doctor(p: &std::path::Path) -> Out {
     cli(&["doctor", p.to_str().unwrap()])
 }
 
+/// A directory holding a fake `claude` that says it is `version`, to put on PATH.
+pub fn fake_claude(version: &str) -> TempDir {
+    let d = TempDir::new("fake-claude");
+    let f = d.path().join("claude");
+    std::fs::write(&f, format!("#!/bin/sh\necho '{version} (Claude Code)'\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    d
+}
+
 /// The hook handler `install` writes, as JSON, for `command`.
 pub fn handler(command: &str) -> Value {
     json!({"type": "command", "command": command, "timeout": 10, "onFailure": "block"})

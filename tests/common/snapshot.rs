@@ -1,13 +1,24 @@
 //! Command-line text pinned as files under `tests/snapshots/`: what `verify`, `doctor`, `log`,
-//! `--derive --human`, `audit`, `reconcile list`, `authorize --list` and every command's
-//! `--help` print is part of the interface (people read it, scripts grep it), so a change to
-//! it shows in review as a change to a snapshot file.
+//! `--derive --human`, `audit`, `reconcile list`, `authorize`, `keygen`, `prove`, `receipt`,
+//! `install`, `enroll`, `report`, `ship` and every command's `--help` print is part of the
+//! interface (people read it, scripts grep it), so a change to it shows in review as a change
+//! to a snapshot file.
 //!
 //! `assert_snapshot("verify-valid.txt", &text)` compares; a run with `UPDATE_SNAPSHOTS=1` writes
 //! the files instead (then review the diff). [`mask`] first replaces what differs between runs:
 //! the temporary project's path (and any others given), times, and hex ids and digests.
 
+use super::Out;
 use std::path::Path;
+
+/// One command's exit code, stdout and stderr, as a snapshot shows them: `$ TITLE`, `exit N`,
+/// then `--- stdout` and `--- stderr` each followed by what the command printed there.
+pub fn transcript(title: &str, out: &Out) -> String {
+    format!(
+        "$ {title}\nexit {}\n--- stdout\n{}--- stderr\n{}\n",
+        out.code, out.stdout, out.stderr
+    )
+}
 
 /// Compares `actual` with `tests/snapshots/<name>`, or writes it there under
 /// `UPDATE_SNAPSHOTS=1`.
