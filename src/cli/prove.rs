@@ -47,10 +47,13 @@ pub fn run(a: Args) -> Exit {
     match &a.out {
         Some(path) => match crate::fs::write_atomic(path, text.as_bytes(), true) {
             Ok(()) => {
+                // The project's own key, wherever the command was run from.
+                let key = root.join(".attenu").join("anchor.pub");
                 eprintln!(
-                    "wrote {}; check it with `attenu-hook verify {} --pub .attenu/anchor.pub`",
+                    "wrote {}; check it with `attenu-hook verify {} --pub {}`",
                     path.display(),
-                    path.display()
+                    path.display(),
+                    key.display()
                 );
                 Exit::Success
             }

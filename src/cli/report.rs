@@ -75,6 +75,10 @@ pub fn run(a: Args) -> Exit {
     if let Err(e) = written {
         return fail(format!("cannot write {}: {e}", a.out.display()));
     }
+    if a.out != Path::new("-") {
+        // The page's verdict, so a terminal or a CI log says it without opening the page.
+        eprintln!("wrote {}: {}", a.out.display(), page.title());
+    }
     page.exit()
 }
 

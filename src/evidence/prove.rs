@@ -137,7 +137,7 @@ pub struct Proved {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProofCheckError {
-    #[error("not a tlog proof: {0}")]
+    #[error("the proof does not verify: {0}")]
     Proof(#[from] tlog::ProofError),
     #[error("the proof carries no entry (its extra data is empty); attenu-hook's proofs always carry one")]
     NoEntry,

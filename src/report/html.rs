@@ -75,7 +75,7 @@ pub fn render(page: &Page) -> String {
 
 /// The verifier's verdict, then the page's own words. A session id is the bundle's own word,
 /// so it is named only when every input verified under the pinned key.
-fn page_title(page: &Page) -> String {
+pub(super) fn page_title(page: &Page) -> String {
     let headline = headline(page);
     let all_good = page.tone() == Tone::Good;
     let sessions: Vec<&str> = page

@@ -101,6 +101,11 @@ impl Page {
         }
     }
 
+    /// The page's title: the verdict over every input, and what it is about.
+    pub fn title(&self) -> String {
+        html::page_title(self)
+    }
+
     pub fn render(&self) -> String {
         html::render(self)
     }
