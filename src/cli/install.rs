@@ -45,8 +45,9 @@ pub fn run(a: Args) -> Exit {
     }
     if done.linked {
         println!(
-            "note: {} runs {} in every clone; the link is per developer, so each runs `attenu-hook install` once in their clone (it leaves the settings as they are), or puts attenu-hook on PATH (`npm install -g attenu-hook`)",
+            "note: {} runs {} in every clone, which runs the link {} where there is one, else `attenu-hook` on PATH; the link is per developer, so each runs `attenu-hook install` once in their clone (it leaves the settings as they are), or puts attenu-hook on PATH (`npm install -g attenu-hook`)",
             done.path.display(),
+            crate::ops::LAUNCHER,
             crate::ops::PROJECT_LINK
         );
     }
