@@ -48,11 +48,7 @@ pub enum ProveError {
 }
 
 /// The proof text for one entry of a session of the project at `project`.
-pub fn prove(
-    project: &Path,
-    session: Option<&str>,
-    which: Which<'_>,
-) -> Result<String, ProveError> {
+pub fn prove(project: &Path, session: Option<&str>, which: Which<'_>) -> Result<Proof, ProveError> {
     let attenu = project.join(".attenu");
     let paths = match session {
         Some(s) => SessionPaths::new(&attenu, s),
@@ -68,7 +64,7 @@ pub fn prove(
         .into());
     }
     let signer = crate::trust::signer::load(&attenu).map_err(ExportError::from)?;
-    let key = signer.key;
+    let key = &signer.key;
     let ledger = Ledger::open(
         paths,
         keys::state_mac_key(&attenu).map_err(ExportError::from)?,
@@ -78,7 +74,21 @@ pub fn prove(
     let verified = Verified::read(&ledger).map_err(ExportError::from)?;
     let chains = verified.chains().map_err(ProveError::Ledger)?;
     let (entries, index) = locate(&chains, &which, &ledger.paths.name)?;
-    proof_for(&key, entries, index)
+    Ok(Proof {
+        text: proof_for(key, entries, index)?,
+        kid: key.kid.clone(),
+        source: signer.source,
+    })
+}
+
+/// A proof's text and the key that signed its checkpoint.
+#[derive(Debug)]
+pub struct Proof {
+    pub text: String,
+    pub kid: String,
+    /// Where the signing key came from: the project's anchor key, this user's enrolled key,
+    /// or the environment's (a CI runner).
+    pub source: crate::trust::signer::Source,
 }
 
 /// The chain and position of the entry asked for.
