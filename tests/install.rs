@@ -13,6 +13,7 @@ fn main() {
         install_keeps_existing_settings_and_hooks,
         install_wires_every_event_with_a_blocking_handler,
         a_second_install_changes_nothing,
+        the_link_note_names_what_the_settings_run,
         install_refuses_to_guess_on_invalid_settings_and_local_writes_the_local_file,
         install_moves_a_handler_out_of_a_matcher_and_strips_async_and_if,
         install_leaves_other_handlers_and_async_false_alone,
@@ -43,6 +44,28 @@ fn installs(dir: &str, args: &[&str]) -> Out {
     let out = install(dir, args);
     assert_eq!(out.code, 0, "{}", out.stderr);
     out
+}
+
+/// The note on the per-developer link names what the settings run: the committed launcher,
+/// or the link itself when told to wire that (as installs before the launcher did).
+fn the_link_note_names_what_the_settings_run() {
+    let p = with_settings("install-link-note", "settings.json", &existing());
+    let first = installs(p.dir(), &[]);
+    assert_contains(
+        &first.stdout,
+        &["runs .claude/hooks/attenu-hook.sh in every clone"],
+    );
+    let link = "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/attenu-hook";
+    let again = installs(p.dir(), &["--command", link]);
+    assert_contains(
+        &again.stdout,
+        &["runs the link .claude/hooks/attenu-hook in every clone"],
+    );
+    assert!(
+        !again.stdout.contains(".sh in every clone"),
+        "{}",
+        again.stdout
+    );
 }
 
 /// A project whose `.claude/FILE` holds `settings`.

@@ -44,11 +44,17 @@ pub fn run(a: Args) -> Exit {
         println!("{c}");
     }
     if done.linked {
+        let runs = match done.launcher {
+            true => format!(
+                "{} in every clone, which runs the link {} where there is one, else `attenu-hook` on PATH",
+                crate::ops::LAUNCHER,
+                crate::ops::PROJECT_LINK
+            ),
+            false => format!("the link {} in every clone", crate::ops::PROJECT_LINK),
+        };
         println!(
-            "note: {} runs {} in every clone, which runs the link {} where there is one, else `attenu-hook` on PATH; the link is per developer, so each runs `attenu-hook install` once in their clone (it leaves the settings as they are), or puts attenu-hook on PATH (`npm install -g attenu-hook`)",
+            "note: {} runs {runs}; the link is per developer, so each runs `attenu-hook install` once in their clone (it leaves the settings as they are), or puts attenu-hook on PATH (`npm install -g attenu-hook`)",
             done.path.display(),
-            crate::ops::LAUNCHER,
-            crate::ops::PROJECT_LINK
         );
     }
     if done.on_path && !done.changes.is_empty() {

@@ -72,6 +72,9 @@ pub struct Installed {
     pub notes: Vec<String>,
     /// The per-developer link [`PROJECT_LINK`] was made or is used: other clones need theirs.
     pub linked: bool,
+    /// The settings run the committed launcher [`LAUNCHER`] (which runs the link, else PATH's
+    /// attenu-hook), not the link itself as installs before the launcher wired them.
+    pub launcher: bool,
     /// The settings run `attenu-hook` from PATH: every developer needs it on theirs.
     pub on_path: bool,
 }
@@ -119,6 +122,7 @@ pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<Install
         })?;
     }
     let (beside, linked, on_path) = write_beside(dir, &doc)?;
+    let launcher = runs(&doc, LAUNCHER_COMMAND);
     let shared = (!local).then_some(command.as_str());
     let warnings = machine_path_warnings(&path, &kept, shared);
     let notes = version_notes(version);
@@ -129,6 +133,7 @@ pub fn install(dir: &Path, local: bool, command: Option<&str>) -> Result<Install
         warnings,
         notes,
         linked,
+        launcher,
         on_path,
     })
 }
