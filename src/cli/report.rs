@@ -77,7 +77,8 @@ pub fn run(a: Args) -> Exit {
     }
     if a.out != Path::new("-") {
         // The page's verdict, so a terminal or a CI log says it without opening the page.
-        eprintln!("wrote {}: {}", a.out.display(), page.title());
+        let title = crate::report::escape::plain(&page.title());
+        eprintln!("wrote {}: {title}", a.out.display());
     }
     page.exit()
 }

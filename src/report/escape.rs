@@ -12,6 +12,16 @@ pub const MAX_SHOWN_CHARS: usize = 1_000;
 /// entities, control, bidi, zero-width and line-separator characters as a visible `\u{..}`,
 /// and no more than [`MAX_SHOWN_CHARS`] characters.
 pub fn text(s: &str) -> String {
+    visible(s, true)
+}
+
+/// `s` for a terminal: as [`text`] but without HTML's entities, so no character from a bundle
+/// can drive the terminal or hide what is around it.
+pub fn plain(s: &str) -> String {
+    visible(s, false)
+}
+
+fn visible(s: &str, html: bool) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     for (shown, ch) in s.chars().enumerate() {
         if shown == MAX_SHOWN_CHARS {
@@ -20,11 +30,11 @@ pub fn text(s: &str) -> String {
             break;
         }
         match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
+            '&' if html => out.push_str("&amp;"),
+            '<' if html => out.push_str("&lt;"),
+            '>' if html => out.push_str("&gt;"),
+            '"' if html => out.push_str("&quot;"),
+            '\'' if html => out.push_str("&#39;"),
             c if hidden(c) => {
                 let _ = write!(out, "\\u{{{:x}}}", c as u32);
             }
@@ -77,6 +87,15 @@ mod tests {
         assert_eq!(text("\u{e0041}"), "\\u{e0041}");
         // Ordinary text outside ASCII stays as it is.
         assert_eq!(text("Grüße 😀 ревьюер"), "Grüße 😀 ревьюер");
+    }
+
+    #[test]
+    fn plain_text_keeps_markup_and_shows_terminal_controls_as_codes() {
+        assert_eq!(plain("<a> & 'b'"), "<a> & 'b'");
+        assert_eq!(
+            plain("s\u{1b}]0;x\u{7}\u{202e}1"),
+            "s\\u{1b}]0;x\\u{7}\\u{202e}1"
+        );
     }
 
     #[test]
