@@ -134,7 +134,7 @@ fn reference_accepts_shadow_mode() {
     assert!(report["ungated"].as_u64().unwrap() >= 4, "{report}");
 }
 
-/// Issue 26: a lost or broken checkpoint is recorded in an entry's `context.checkpoint_lost`
+/// Issue 26: a lost or broken sealed state is recorded in an entry's `context.checkpoint_lost`
 /// (here on an allow, and on the outcome after a second loss). The reference reads `context`
 /// as free-form and accepts the bundle; ours says VALID with a NOTICE and exits 4.
 fn reference_accepts_a_ledger_recording_lost_sealed_states() {

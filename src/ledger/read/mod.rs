@@ -152,9 +152,10 @@ pub fn mentioning<'b>(bytes: &'b [u8], needle: &'b [u8]) -> impl Iterator<Item =
         .filter_map(parse_line)
 }
 
-/// The entry on one line (without its newline), when it is JSON, read as [`entries`] reads it.
+/// The entry on one line (without its newline), when it is JSON in UTF-8 (a line that is not
+/// is no entry the hook wrote; [`entries`], for display, reads one as a person would).
 pub fn entry(line: &[u8]) -> Option<Value> {
-    parse_line(line)
+    serde_json::from_slice(line).ok()
 }
 
 fn parse_line(line: &[u8]) -> Option<Value> {
