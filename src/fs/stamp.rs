@@ -33,6 +33,12 @@ impl FileStamp {
         }
     }
 
+    /// Whether `other` is a stamp of the same file (device and inode), whatever its size and
+    /// times now.
+    pub fn same_file(&self, other: &FileStamp) -> bool {
+        (self.dev, self.ino) == (other.dev, other.ino)
+    }
+
     /// Its 56-byte form ([`StampBytes`]).
     pub fn to_bytes(&self) -> StampBytes {
         let secs = |ns: i128| ns.div_euclid(NS) as i64 as u64;

@@ -4,7 +4,8 @@
 //! with the ledger (but for the calls an outcome is matched to, when it is asked for).
 
 use super::table::{row, LogError, Who};
-use crate::ledger::read::{self, with_entry, Event, FileId, SessionFile, Stream};
+use crate::fs::FileStamp;
+use crate::ledger::read::{self, with_entry, Event, SessionFile, Stream};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -18,7 +19,7 @@ pub struct Read {
     pub who: BTreeMap<String, Who>,
     /// Which file each ledger was and how much of it was read (its whole lines), for
     /// [`again`]; `None` for a ledger that was not there.
-    pub read: Vec<Option<(FileId, u64)>>,
+    pub read: Vec<Option<(FileStamp, u64)>>,
 }
 
 /// The ledgers `log` reads: every session's, or the one `session` names.
@@ -61,7 +62,7 @@ pub fn rows(
             continue;
         };
         each_row(&mut stream, name_outcomes, Some(&mut out.who), visit)?;
-        out.read.push(Some((stream.file_id(), stream.whole_len())));
+        out.read.push(Some((stream.stamp(), stream.whole_len())));
         // A torn final line is not yet verified or moved aside: the next hook call does that.
         if let Some(Err(e)) = stream.verdict() {
             out.unverified.push(format!(
@@ -78,15 +79,15 @@ pub fn rows(
 /// replaced or removed in between is an error, not rows that were never verified.
 pub fn again(
     files: &[SessionFile],
-    read: &[Option<(FileId, u64)>],
+    read: &[Option<(FileStamp, u64)>],
     visit: &mut dyn FnMut(super::table::Row),
 ) -> Result<(), LogError> {
     for (f, seen) in files.iter().zip(read) {
-        let Some((id, len)) = *seen else {
+        let Some((first, len)) = seen else {
             continue;
         };
-        let stream = Stream::reopen(&f.paths.ledger, len)?;
-        let Some(mut stream) = stream.filter(|s| s.file_id() == id) else {
+        let stream = Stream::reopen(&f.paths.ledger, *len)?;
+        let Some(mut stream) = stream.filter(|s| s.stamp().same_file(first)) else {
             return Err(LogError::Replaced {
                 ledger: f.paths.ledger.clone(),
             });

@@ -16,7 +16,7 @@ mod stream;
 mod view;
 
 pub use crate::ledger::fields::{context, reconciliation};
-pub use stream::{with_entry, FileId, Stream};
+pub use stream::{with_entry, Stream};
 pub use view::{EntryView, Event, Tree};
 
 use super::store::{self, Ledger, ScanError, SessionPaths, State, StoreError};

@@ -4,32 +4,25 @@
 //! [`super::entries`] give, in memory bounded by a batch rather than by the ledger.
 
 use super::view::EntryView;
-use crate::fs::ReadError;
+use crate::fs::{FileStamp, ReadError};
 use crate::json::tree::Json;
 use crate::json::{exact_tree, strict};
 use crate::ledger::store::{self, ScanError, State};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Take};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// About how many bytes of lines one batch holds (at least one line, however long).
 const BATCH: usize = 1 << 20;
-
-/// Which file a path named when it was opened: its device and inode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileId {
-    dev: u64,
-    ino: u64,
-}
 
 /// A ledger being read from its start, without its lock (see [`Stream::open`]).
 #[derive(Debug)]
 pub struct Stream {
     reader: BufReader<Take<File>>,
     path: PathBuf,
-    /// The file read (device and inode), so a second pass can tell it is the same one.
-    file: FileId,
+    /// The stamp of the file read when it was opened, so a second pass can tell it is the same
+    /// one ([`FileStamp::same_file`]).
+    file: FileStamp,
     batch: Vec<u8>,
     /// Bytes of whole lines read so far.
     whole: u64,
@@ -49,13 +42,13 @@ impl Stream {
     /// Opens it again to read its first `len` bytes (the whole lines a [`Stream`] read
     /// before, [`Stream::whole_len`]) without verifying them again. A hook only appends to
     /// them, so they are the lines read before while the path names the same file
-    /// ([`Stream::file_id`]); the caller compares the two.
+    /// ([`Stream::stamp`]); the caller compares the two.
     pub fn reopen(path: &Path, len: u64) -> Result<Option<Stream>, ReadError> {
         Stream::start(path, len, None)
     }
 
-    /// The file this stream reads.
-    pub fn file_id(&self) -> FileId {
+    /// The stamp of the file this stream reads, as it was opened.
+    pub fn stamp(&self) -> FileStamp {
         self.file
     }
 
@@ -70,10 +63,7 @@ impl Stream {
         Ok(Some(Stream {
             reader: BufReader::with_capacity(64 << 10, file.take(len)),
             path: path.to_path_buf(),
-            file: FileId {
-                dev: meta.dev(),
-                ino: meta.ino(),
-            },
+            file: FileStamp::of(&meta),
             batch: Vec::with_capacity(BATCH + (64 << 10)),
             whole: 0,
             verifier,
