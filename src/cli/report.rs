@@ -66,7 +66,8 @@ pub fn run(a: Args) -> Exit {
         }
     }
     let html = page.render();
-    let written = if a.out == Path::new("-") {
+    let to_stdout = a.out == Path::new("-");
+    let written = if to_stdout {
         use std::io::Write as _;
         std::io::stdout().write_all(html.as_bytes())
     } else {
@@ -75,7 +76,7 @@ pub fn run(a: Args) -> Exit {
     if let Err(e) = written {
         return fail(format!("cannot write {}: {e}", a.out.display()));
     }
-    if a.out != Path::new("-") {
+    if !to_stdout {
         // The page's verdict, so a terminal or a CI log says it without opening the page.
         let title = crate::report::escape::plain(&page.title());
         eprintln!("wrote {}: {title}", a.out.display());

@@ -2,7 +2,8 @@
 //! a build with the `test-faults` feature (`cargo test --features test-faults`); in any other
 //! build every switch here does nothing. Each can only make the hook fail or wait, and every
 //! failure path denies (or, after the tool ran, stops Claude), so none can widen what is
-//! allowed.
+//! allowed. [`pause`] also serves one command: `log`'s table waits between its two reads of
+//! the ledgers (`ATTENU_TEST_PAUSE_BETWEEN_LOG_PASSES`), for the test that replaces one there.
 
 /// `ATTENU_HOOK_TEST_PANIC` panics; `ATTENU_HOOK_TEST_STALL_MS` sleeps.
 pub(super) fn after_config() {
