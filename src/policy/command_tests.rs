@@ -2,20 +2,16 @@
 
 use super::*;
 
-fn grant(line: &str) -> Result<Vec<String>, String> {
-    simple_commands(line, Mode::Grant)
-        .map(|v| v.into_iter().map(|s| s.text).collect())
-        .map_err(|r| r.0)
+fn grant(line: &str) -> Result<Vec<String>, Refused> {
+    simple_commands(line, Mode::Grant).map(|v| v.into_iter().map(|s| s.text).collect())
 }
 
-fn deny_forms_of(line: &str) -> Result<Vec<Vec<String>>, String> {
-    simple_commands(line, Mode::Deny)
-        .map(|v| {
-            v.into_iter()
-                .map(|s| std::iter::once(s.text).chain(s.forms).collect())
-                .collect()
-        })
-        .map_err(|r| r.0)
+fn deny_forms_of(line: &str) -> Result<Vec<Vec<String>>, Refused> {
+    simple_commands(line, Mode::Deny).map(|v| {
+        v.into_iter()
+            .map(|s| std::iter::once(s.text).chain(s.forms).collect())
+            .collect()
+    })
 }
 
 #[test]
@@ -85,7 +81,7 @@ fn what_grant_mode_cannot_show_is_refused_naming_the_part() {
     ] {
         let got = grant(line);
         assert!(
-            matches!(&got, Err(why) if why.contains(part)),
+            matches!(&got, Err(Refused(why)) if why.contains(part)),
             "{line}: {got:?} should name {part}"
         );
     }
